@@ -1,0 +1,77 @@
+"""The ``panda-predictor`` command line.
+
+Each sub-command lives in its own module under ``panda_predictor.cli`` and is imported
+only when it runs, so ``panda-predictor --help`` stays fast (no TensorFlow import).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+
+import click
+
+from panda_predictor.settings import SettingsError, load_settings
+
+#: command name -> (module, attribute, one-line help shown by --help)
+COMMANDS: dict[str, tuple[str, str, str]] = {}
+
+
+def register(name: str, module: str, attribute: str, short_help: str) -> None:
+    """Add a lazily imported sub-command to the ``panda-predictor`` group."""
+    COMMANDS[name] = (module, attribute, short_help)
+
+
+class LazyGroup(click.Group):
+    """A click group that imports a sub-command's module only when it is used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*COMMANDS, *super().list_commands(ctx)])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in COMMANDS:
+            module, attribute, _ = COMMANDS[cmd_name]
+            return getattr(importlib.import_module(module), attribute)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in sorted(COMMANDS)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="YAML file of settings (default: $PANDA_PREDICTOR_CONFIG).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Log at DEBUG level.")
+@click.version_option(package_name="panda-predictor")
+@click.pass_context
+def main(ctx: click.Context, config_file: str | None, verbose: bool) -> None:
+    """Predict a PanDA task's resources at submission so it can skip scout jobs.
+
+    Settings come from defaults, a YAML config file and PANDA_PREDICTOR_* environment
+    variables; see docs/operations.md.
+    """
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    try:
+        settings = load_settings(config_file)
+    except SettingsError as exc:
+        raise click.ClickException(str(exc)) from None
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else settings.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    ctx.obj = settings
+
+
+from panda_predictor.cli import registry as _registry  # noqa: E402,F401  (fills COMMANDS)

@@ -1,0 +1,220 @@
+"""Typed settings of panda-predictor, in one place.
+
+Every setting has a default and a one-line description. Values come, from lowest to
+highest priority, from the defaults below, a YAML config file (``--config`` or
+``PANDA_PREDICTOR_CONFIG``) and environment variables prefixed ``PANDA_PREDICTOR_``
+(``PANDA_PREDICTOR_DB_URL``, ...). MLflow's own ``MLFLOW_TRACKING_URI`` is honoured.
+Nothing is read at import time: call :func:`get_settings`.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import AliasChoices, Field, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+ENV_PREFIX = "PANDA_PREDICTOR_"
+CONFIG_ENV = "PANDA_PREDICTOR_CONFIG"
+
+#: Default PanDA schema per SQL dialect, where PanDA installs it.
+DEFAULT_SCHEMAS = {"postgresql": "doma_panda", "oracle": "ATLAS_PANDA", "sqlite": None}
+
+
+class SettingsError(ValueError):
+    """A setting or the config file is invalid; the message names it and the fix."""
+
+
+class Settings(BaseSettings):
+    """All settings; build with :func:`get_settings`, not directly."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid")
+
+    home: Path = Field(
+        Path("var"),
+        description="Folder for the embedded default: SQLite database, MLflow store, "
+        "model cache and reports.",
+    )
+    db_url: str | None = Field(
+        None,
+        description="SQLAlchemy URL of the PanDA database; default: SQLite file "
+        "<home>/panda.sqlite.",
+    )
+    db_schema: str | None = Field(
+        None,
+        description="Schema holding PanDA's tables; default per dialect: doma_panda "
+        "(PostgreSQL), ATLAS_PANDA (Oracle), none (SQLite). '' means none.",
+    )
+    plugin_schema: str | None = Field(
+        None,
+        description="Schema for panda-predictor's own tables; default: db_schema.",
+    )
+    mlflow_tracking_uri: str | None = Field(
+        None,
+        validation_alias=AliasChoices(
+            "mlflow_tracking_uri",
+            f"{ENV_PREFIX}MLFLOW_TRACKING_URI",
+            "MLFLOW_TRACKING_URI",
+        ),
+        description="MLflow tracking and registry URI; default: SQLite store "
+        "<home>/mlflow.db with artifacts in <home>/mlartifacts.",
+    )
+    model_name: str = Field(
+        "panda-predictor",
+        description="Prefix of the registered MLflow models (one per target).",
+    )
+    model_cache_dir: Path | None = Field(
+        None,
+        description="Local copy of the champion models, used when the registry is "
+        "unreachable; default: <home>/model-cache.",
+    )
+    bins_file: Path | None = Field(
+        None,
+        description="YAML file with the class edges per target; default: the "
+        "packaged panda_predictor/resources/bins.yaml.",
+    )
+    confidence_threshold: float = Field(
+        0.6,
+        ge=0.0,
+        le=1.0,
+        description="Below this probability of the chosen class, keep the scouts.",
+    )
+    tail_recall_target: float = Field(
+        0.95,
+        gt=0.0,
+        le=1.0,
+        description="Recall that the decision rules must reach on the largest "
+        "class of each target (tuned on validation data).",
+    )
+    fixed_units: bool = Field(
+        False,
+        description="Write ...Fixed units (MBPerCoreFixed, HS06sPerEventFixed) so "
+        "later job measurements never overwrite the prediction.",
+    )
+    hook_batch_size: int = Field(
+        200, gt=0, description="Tasks per hook transaction."
+    )
+    hook_poll_seconds: float = Field(
+        10.0, gt=0, description="Pause between passes of 'hook --watch'."
+    )
+    mode: Literal["predict", "legacy"] = Field(
+        "predict",
+        description="'legacy' is the kill switch: predict nothing, scouts run.",
+    )
+    kill_switch_file: Path | None = Field(
+        None,
+        description="If this file exists, every hook behaves as in mode=legacy.",
+    )
+    api_token: str | None = Field(
+        None,
+        description="Bearer token required for write requests to the HTTP service.",
+    )
+    log_level: str = Field("INFO", description="Python logging level.")
+
+    def database_url(self) -> str:
+        """Return the database URL, defaulting to the SQLite file under ``home``."""
+        if self.db_url:
+            return self.db_url
+        return f"sqlite:///{(self.home / 'panda.sqlite').as_posix()}"
+
+    def tracking_uri(self) -> str:
+        """Return the MLflow tracking URI, defaulting to a SQLite store under ``home``."""
+        if self.mlflow_tracking_uri:
+            return self.mlflow_tracking_uri
+        return f"sqlite:///{(self.home / 'mlflow.db').resolve().as_posix()}"
+
+    def artifact_root(self) -> str:
+        """Return where a local MLflow store keeps its artifacts."""
+        return (self.home / "mlartifacts").resolve().as_uri()
+
+    def cache_dir(self) -> Path:
+        """Return the folder of the local champion-model cache."""
+        return self.model_cache_dir or self.home / "model-cache"
+
+    def schema_for(self, dialect: str) -> str | None:
+        """Return the PanDA schema to use on ``dialect`` ('' in settings means none)."""
+        if self.db_schema is not None:
+            return self.db_schema or None
+        return DEFAULT_SCHEMAS.get(dialect)
+
+    def plugin_schema_for(self, dialect: str) -> str | None:
+        """Return the schema of the plugin's own tables on ``dialect``."""
+        if self.plugin_schema is not None:
+            return self.plugin_schema or None
+        return self.schema_for(dialect)
+
+
+class _YamlSource(PydanticBaseSettingsSource):
+    """Settings from a YAML mapping, below the environment in priority."""
+
+    def __init__(self, settings_cls: type[BaseSettings], values: dict[str, Any]):
+        super().__init__(settings_cls)
+        self._values = values
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._values.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self._values)
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise SettingsError(
+            f"The config file {str(path)!r} does not exist. Create it or unset "
+            f"{CONFIG_ENV}."
+        )
+    loaded = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(loaded, dict):
+        raise SettingsError(
+            f"The config file {str(path)!r} must hold a mapping of setting names to "
+            f"values. Got {type(loaded).__name__} instead."
+        )
+    return loaded
+
+
+def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Settings:
+    """Build settings from defaults, a YAML config file, the environment and overrides.
+
+    Parameters
+    ----------
+    config_file:
+        YAML file of settings; default: the file named by ``PANDA_PREDICTOR_CONFIG``.
+    overrides:
+        Values that win over everything else (used by the CLI and tests).
+    """
+    path = config_file or os.environ.get(CONFIG_ENV)
+    file_values = _read_config_file(Path(path)) if path else {}
+
+    class _Configured(Settings):
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return (init_settings, env_settings, _YamlSource(settings_cls, file_values))
+
+    try:
+        configured = _Configured(**overrides)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']} "
+            f"(got {err.get('input')!r})"
+            for err in exc.errors()
+        )
+        raise SettingsError(f"Invalid settings: {problems}") from None
+    return Settings.model_construct(**configured.model_dump())
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """Return the process-wide settings, read once on first use."""
+    return load_settings()
