@@ -2,4 +2,15 @@
 
 from panda_predictor.cli import register
 
-register("db", "panda_predictor.cli.db", "db", "Create, upgrade and check the database tables.")
+register("db", "panda_predictor.cli.db", "db",
+         "Create, upgrade and check the database tables.")
+register("simulate", "panda_predictor.cli.simulate", "simulate",
+         "Write a SIMULATED PanDA history (tasks, datasets, jobs) into the database.")
+register("labels", "panda_predictor.cli.labels", "labels",
+         "Compute the scout-formula labels of the history; optionally fit bins.")
+register("train", "panda_predictor.cli.train", "train",
+         "Train, evaluate and register the four target models (gated champion).")
+register("hook", "panda_predictor.cli.hook", "hook",
+         "Predict tasks waiting for scouts and write the resources back.")
+register("demo", "panda_predictor.cli.demo", "demo",
+         "Run the main job end to end on the embedded default (SQLite, local MLflow).")

@@ -1,0 +1,174 @@
+"""Benchmark the simulated PanDA history: tasks per second and peak memory.
+
+Each case runs in a fresh subprocess so its peak resident memory (getrusage) is its
+own. Cases: generation alone, and generation written to SQLite and to PostgreSQL.
+Prints the figures and replaces the "Simulation" section of docs/performance.md.
+
+    python benchmarks/bench_simulate.py   # 100k everywhere, also 1M generation
+    python benchmarks/bench_simulate.py --sizes 100000 1000000 --targets sqlite
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import date
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PERFORMANCE_MD = ROOT / "docs" / "performance.md"
+BEGIN = "<!-- bench_simulate:begin -->"
+END = "<!-- bench_simulate:end -->"
+PG_URL = os.environ.get(
+    "PANDA_PREDICTOR_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
+
+
+def run_case(target: str, n_tasks: int, batch_size: int) -> dict:
+    """Run one case in this process; return its figures."""
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    sys.path.insert(0, str(ROOT))
+    import sqlalchemy as sa
+
+    from panda_predictor.db.engine import make_engine
+    from panda_predictor.settings import load_settings
+    from pipelines.load_history import ensure_panda_tables, load_history
+    from pipelines.simulation import SimulationConfig, simulate_history
+
+    config = SimulationConfig(n_tasks=n_tasks, seed=1, batch_size=batch_size)
+    baseline = _peak_mb()
+    rows = {"jedi_tasks": 0, "jedi_datasets": 0, "jobsarchived4": 0}
+    with tempfile.TemporaryDirectory() as tmp:
+        if target == "generate":
+            start = time.perf_counter()
+            for batch in simulate_history(config, progress=False):
+                for name in rows:
+                    rows[name] += len(getattr(batch, name))
+            seconds = time.perf_counter() - start
+        else:
+            schema = f"pp_bench_{uuid.uuid4().hex[:8]}"
+            if target == "sqlite":
+                settings = load_settings(
+                    home=tmp, db_url=f"sqlite:///{tmp}/bench.sqlite"
+                )
+            else:
+                settings = load_settings(home=tmp, db_url=PG_URL, db_schema=schema)
+            engine = make_engine(settings)
+            try:
+                ensure_panda_tables(engine, settings)
+                start = time.perf_counter()
+                rows = load_history(engine, settings, simulate_history(config, False))
+                seconds = time.perf_counter() - start
+            finally:
+                if target == "postgresql":
+                    with engine.begin() as conn:
+                        conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+                engine.dispose()
+    return {
+        "target": target,
+        "tasks": n_tasks,
+        "batch_size": batch_size,
+        "seconds": round(seconds, 2),
+        "tasks_per_s": round(n_tasks / seconds),
+        "jobs": rows["jobsarchived4"],
+        "datasets": rows["jedi_datasets"],
+        "peak_rss_mb": round(_peak_mb()),
+        "rss_above_imports_mb": round(_peak_mb() - baseline),
+    }
+
+
+def _subprocess(target: str, n_tasks: int, batch_size: int) -> dict:
+    command = [sys.executable, __file__, "--one", target, str(n_tasks), str(batch_size)]
+    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _table(results: list[dict]) -> str:
+    lines = [
+        "| case | tasks | jobs | seconds | tasks/s | peak RSS (MB) "
+        "| above imports (MB) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r['target']} | {r['tasks']:,} | {r['jobs']:,} | {r['seconds']} | "
+            f"{r['tasks_per_s']:,} | {r['peak_rss_mb']:,} | "
+            f"{r['rss_above_imports_mb']:,} |"
+        )
+    return "\n".join(lines)
+
+
+def write_section(results: list[dict], path: Path = PERFORMANCE_MD) -> None:
+    """Replace (or append) this benchmark's section of ``path``, keeping the others."""
+    section = "\n".join(
+        [
+            BEGIN,
+            "## Simulation (benchmarks/bench_simulate.py)",
+            "",
+            f"Measured {date.today().isoformat()} on {platform.machine()}, "
+            f"{os.cpu_count()} cores, Python {platform.python_version()}; one fresh "
+            "process per case, batch size as listed; 'generate' builds the pandas "
+            "frames only, 'sqlite'/'postgresql' include the writes (SQLAlchemy Core "
+            "executemany on SQLite, COPY on PostgreSQL), one transaction per batch.",
+            "",
+            _table(results),
+            END,
+        ]
+    )
+    text = path.read_text() if path.exists() else "# Performance\n\n"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + section + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--sizes", nargs="+", type=int, default=[100_000])
+    parser.add_argument(
+        "--generate-sizes", nargs="+", type=int, default=[100_000, 1_000_000]
+    )
+    parser.add_argument(
+        "--targets",
+        nargs="+",
+        default=["sqlite", "postgresql"],
+        choices=["sqlite", "postgresql"],
+    )
+    parser.add_argument("--batch-size", type=int, default=10_000)
+    parser.add_argument("--no-write", action="store_true", help="Do not touch docs/.")
+    args = parser.parse_args()
+    if args.one:
+        target, n_tasks, batch_size = args.one
+        print(json.dumps(run_case(target, int(n_tasks), int(batch_size))))
+        return
+    cases = [("generate", n) for n in args.generate_sizes]
+    cases += [(t, n) for t in args.targets for n in args.sizes]
+    results = []
+    for target, n_tasks in cases:
+        result = _subprocess(target, n_tasks, args.batch_size)
+        print(json.dumps(result), flush=True)
+        results.append(result)
+    print(_table(results))
+    if not args.no_write:
+        write_section(results)
+        print(f"Updated {PERFORMANCE_MD}")
+
+
+if __name__ == "__main__":
+    main()

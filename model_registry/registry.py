@@ -1,0 +1,346 @@
+"""Register model bundles as versions of one MLflow model and move its aliases.
+
+A *bundle* is a folder holding the four target models and everything needed to serve
+them (feature pipeline, bins, decision rules, metrics, ``bundle.json``). Each bundle
+becomes one version of the registered model ``settings.model_name``. Its files are
+logged as plain run artifacts (folder ``bundle``) and the version's source points at
+them, so ``models:/<name>@champion`` downloads exactly the bundle folder. We do not
+wrap it in an ``mlflow.pyfunc`` model: importing ``mlflow.pyfunc`` emits warnings and
+pulls in serving code, and our readers need the folder, not a Python object.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from model_registry.tracking import ensure_experiment, mlflow_client
+
+if TYPE_CHECKING:
+    from mlflow.entities.model_registry import ModelVersion
+
+    from panda_predictor.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+CHAMPION = "champion"
+CHALLENGER = "challenger"
+#: The champion before the last promotion, kept for a one-command rollback.
+PREVIOUS = "previous"
+ALIASES = (CHAMPION, CHALLENGER, PREVIOUS)
+
+MANIFEST = "bundle.json"
+BUNDLE_ARTIFACT_PATH = "bundle"
+METRIC_TAG_PREFIX = "metric."
+SCHEMA_HASH_TAG = "schema_hash"
+BINS_VERSION_TAG = "bins_version"
+REGISTER_EXPERIMENT = "panda-predictor-training"
+
+
+class RegistryError(RuntimeError):
+    """The model registry refused a request or holds something unexpected."""
+
+
+class NoChampionError(RegistryError):
+    """No version of the model carries the ``champion`` alias (and no cached copy)."""
+
+
+class BundleError(ValueError):
+    """A bundle folder or its manifest is not what the registry needs."""
+
+
+def registry_errors() -> tuple[type[BaseException], ...]:
+    """Return the exception types that mean "the registry is unreachable or broken".
+
+    MLflow wraps HTTP failures in ``MlflowException``; a broken SQLite store raises
+    SQLAlchemy errors; a vanished artifact folder raises ``OSError``.
+    """
+    import requests
+    import sqlalchemy.exc
+    from mlflow.exceptions import MlflowException
+
+    return (
+        MlflowException,
+        sqlalchemy.exc.SQLAlchemyError,
+        OSError,
+        requests.RequestException,
+    )
+
+
+@dataclass(frozen=True)
+class ModelVersionInfo:
+    """What the project needs to know about one registered bundle version."""
+
+    name: str
+    version: int
+    run_id: str | None
+    source: str
+    aliases: tuple[str, ...] = ()
+    schema_hash: str | None = None
+    bins_version: str | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def uri(self) -> str:
+        """Return the ``models:/`` URI of exactly this version."""
+        return f"models:/{self.name}/{self.version}"
+
+
+def _to_info(mv: ModelVersion) -> ModelVersionInfo:
+    tags = dict(mv.tags or {})
+    metrics: dict[str, float] = {}
+    for key, value in tags.items():
+        if key.startswith(METRIC_TAG_PREFIX):
+            try:
+                metrics[key[len(METRIC_TAG_PREFIX) :]] = float(value)
+            except ValueError:
+                logger.warning("Ignoring non-numeric metric tag %s=%r", key, value)
+    return ModelVersionInfo(
+        name=mv.name,
+        version=int(mv.version),
+        run_id=mv.run_id,
+        source=mv.source,
+        aliases=tuple(mv.aliases or ()),
+        schema_hash=tags.get(SCHEMA_HASH_TAG),
+        bins_version=tags.get(BINS_VERSION_TAG),
+        metrics=metrics,
+        tags=tags,
+    )
+
+
+def read_manifest(bundle_dir: Path | str) -> dict[str, Any]:
+    """Return the ``bundle.json`` manifest of a bundle folder, checked.
+
+    The manifest must be a JSON object with non-empty string fields ``schema_hash``
+    and ``bins_version``; everything else in it is the pipeline's business.
+    """
+    folder = Path(bundle_dir)
+    if not folder.is_dir():
+        raise BundleError(
+            f"The bundle must be an existing folder. Got {str(folder)!r} instead."
+        )
+    path = folder / MANIFEST
+    if not path.is_file():
+        raise BundleError(
+            f"The bundle folder must hold {MANIFEST}. Got no such file in "
+            f"{str(folder)!r} instead."
+        )
+    try:
+        manifest = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise BundleError(
+            f"The file {MANIFEST} must be valid JSON. Got an error instead: {exc}"
+        ) from None
+    if not isinstance(manifest, dict):
+        raise BundleError(
+            f"The file {MANIFEST} must hold a JSON object. Got "
+            f"{type(manifest).__name__} instead."
+        )
+    for key in (SCHEMA_HASH_TAG, BINS_VERSION_TAG):
+        value = manifest.get(key)
+        if not isinstance(value, str) or not value:
+            raise BundleError(
+                f"The '{key}' field of {MANIFEST} must be a non-empty string. Got "
+                f"{value!r} instead."
+            )
+    return manifest
+
+
+def _metric_tags(metrics: Mapping[str, float]) -> dict[str, str]:
+    tags = {}
+    for name, value in metrics.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(
+                f"The metric {name!r} must be a number. Got {value!r} instead."
+            )
+        if not math.isfinite(value):
+            raise ValueError(
+                f"The metric {name!r} must be a finite number. Got {value!r} instead."
+            )
+        tags[f"{METRIC_TAG_PREFIX}{name}"] = repr(float(value))
+    return tags
+
+
+def _ensure_registered_model(client: Any, name: str) -> None:
+    """Create the registered model ``name`` unless it exists (or appears meanwhile)."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        client.get_registered_model(name)
+        return
+    except MlflowException as exc:
+        if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
+            raise
+    try:
+        client.create_registered_model(
+            name, description="panda-predictor bundles: four target models each."
+        )
+    except MlflowException as exc:
+        if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+            raise
+
+
+def register_bundle(
+    settings: Settings,
+    bundle_dir: Path | str,
+    run_id: str | None,
+    metrics: Mapping[str, float],
+    description: str | None = None,
+) -> ModelVersionInfo:
+    """Log a bundle folder into a run and register it as a new model version.
+
+    The version gets no alias; call :func:`model_registry.gate.promote_if_not_worse`
+    (or :func:`set_alias`) to make it ``champion`` or ``challenger``.
+
+    Parameters
+    ----------
+    settings:
+        Settings naming the store and ``model_name``.
+    bundle_dir:
+        Bundle folder with a ``bundle.json`` manifest (see :func:`read_manifest`).
+    run_id:
+        Training run to attach the bundle to; ``None`` opens a new run in the
+        training experiment for it.
+    metrics:
+        Flat test metrics (``mean_accuracy``, ``ramcount.tail_recall``, ...), stored
+        as ``metric.<name>`` version tags.
+    description:
+        Free text shown in the MLflow UI.
+    """
+    manifest = read_manifest(bundle_dir)
+    tags = {
+        SCHEMA_HASH_TAG: manifest[SCHEMA_HASH_TAG],
+        BINS_VERSION_TAG: manifest[BINS_VERSION_TAG],
+        **_metric_tags(metrics),
+    }
+    client = mlflow_client(settings)
+    if run_id is None:
+        experiment_id = ensure_experiment(settings, REGISTER_EXPERIMENT)
+        run = client.create_run(experiment_id, run_name="register-bundle")
+        run_id = run.info.run_id
+        client.set_terminated(run_id)
+    client.log_artifacts(run_id, str(bundle_dir), BUNDLE_ARTIFACT_PATH)
+    artifact_uri = client.get_run(run_id).info.artifact_uri
+    name = settings.model_name
+    _ensure_registered_model(client, name)
+    mv = client.create_model_version(
+        name,
+        source=f"{artifact_uri.rstrip('/')}/{BUNDLE_ARTIFACT_PATH}",
+        run_id=run_id,
+        tags=tags,
+        description=description,
+    )
+    logger.info(
+        "Registered %s version %s from run %s (schema %s, bins %s)",
+        name,
+        mv.version,
+        run_id,
+        tags[SCHEMA_HASH_TAG],
+        tags[BINS_VERSION_TAG],
+    )
+    return _to_info(mv)
+
+
+def get_version(settings: Settings, version: int) -> ModelVersionInfo:
+    """Return one version of the model."""
+    return _to_info(mlflow_client(settings).get_model_version(settings.model_name, str(version)))
+
+
+def set_alias(settings: Settings, version: int, alias: str) -> None:
+    """Point ``alias`` (champion, challenger or previous) at ``version``.
+
+    A version made ``champion`` loses the ``challenger`` alias if it had it, so the
+    two never name the same bundle.
+    """
+    if alias not in ALIASES:
+        raise ValueError(
+            f"The 'alias' argument must be one of {', '.join(ALIASES)}. Got "
+            f"{alias!r} instead."
+        )
+    client = mlflow_client(settings)
+    name = settings.model_name
+    client.set_registered_model_alias(name, alias, str(version))
+    if alias == CHAMPION:
+        current = client.get_model_version(name, str(version))
+        if CHALLENGER in (current.aliases or ()):
+            client.delete_registered_model_alias(name, CHALLENGER)
+    logger.info("Alias %s of %s now points at version %s", alias, name, version)
+
+
+def version_by_alias(settings: Settings, alias: str) -> ModelVersionInfo | None:
+    """Return the version carrying ``alias``, or ``None`` if there is none.
+
+    Raises the registry's own errors when it cannot be reached.
+    """
+    from mlflow.exceptions import MlflowException
+
+    client = mlflow_client(settings)
+    try:
+        mv = client.get_model_version_by_alias(settings.model_name, alias)
+    except MlflowException as exc:
+        # A missing model or alias is an answer, not a failure of the registry.
+        if exc.error_code in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"):
+            return None
+        raise
+    return _to_info(mv)
+
+
+def champion_version(settings: Settings) -> ModelVersionInfo | None:
+    """Return the current champion version, or ``None`` if no model is champion."""
+    return version_by_alias(settings, CHAMPION)
+
+
+def download_version(settings: Settings, version: int, dest: Path | str) -> Path:
+    """Download the bundle of one version to the folder ``dest``; return ``dest``.
+
+    ``dest`` must not exist or be empty. The files arrive in a temporary sibling
+    folder first and are renamed to ``dest`` when complete.
+    """
+    import mlflow.artifacts
+
+    target = Path(dest)
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise FileExistsError(
+            f"The download folder must not exist or be empty. Got {str(target)!r} "
+            "instead."
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    client = mlflow_client(settings)
+    # MLflow resolves a ``models:/`` URI with the process-wide registry URI whatever
+    # we pass, so resolve the version's source with our own client instead.
+    source = client.get_model_version_download_uri(settings.model_name, str(version))
+    staging = Path(tempfile.mkdtemp(prefix=".download-", dir=target.parent))
+    try:
+        got = mlflow.artifacts.download_artifacts(
+            artifact_uri=source,
+            dst_path=str(staging),
+            tracking_uri=settings.tracking_uri(),
+        )
+        os.rename(got, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def download_champion(settings: Settings, dest: Path | str) -> Path:
+    """Download the bundle that ``models:/<name>@champion`` names into ``dest``.
+
+    The alias is resolved once and that exact version is downloaded, so a promotion
+    during the download cannot mix two bundles.
+    """
+    info = champion_version(settings)
+    if info is None:
+        raise NoChampionError(
+            f"No champion model: no version of {settings.model_name!r} has the "
+            "'champion' alias. Run 'panda-predictor train' first."
+        )
+    return download_version(settings, info.version, dest)

@@ -1,0 +1,258 @@
+"""Point MLflow at the configured store and log training runs into it.
+
+Everything MLflow-specific that the training pipeline needs for *tracking* lives here:
+the store URIs, the experiment (created with an artifact location under
+``settings.artifact_root()`` so a local store never writes ``./mlruns`` into the
+working directory), a run context manager and small logging helpers that accept the
+flat dictionaries the pipeline produces.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+if TYPE_CHECKING:
+    import mlflow
+    from mlflow import MlflowClient
+
+    from panda_predictor.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+#: Experiment the training pipeline logs into unless told otherwise.
+TRAINING_EXPERIMENT = "panda-predictor-training"
+
+#: Schemes whose artifacts we place ourselves (a server decides for itself).
+_LOCAL_SCHEMES = {"", "file", "sqlite"}
+
+#: MLflow refuses metric/param names with other characters than these.
+_BAD_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.\-/ ]")
+_MAX_NAME_LENGTH = 250
+_MAX_PARAM_LENGTH = 6000
+
+
+def _quiet_mlflow_environment() -> None:
+    """Turn off MLflow's telemetry and progress bars unless the user chose otherwise."""
+    os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
+
+def is_local_store(uri: str) -> bool:
+    """Return whether ``uri`` is a store on this machine (SQLite file or folder)."""
+    return urlparse(uri).scheme in _LOCAL_SCHEMES
+
+
+def mlflow_client(settings: Settings) -> MlflowClient:
+    """Return a client bound to the configured tracking and registry store.
+
+    The client carries its own URIs, so code using it does not depend on MLflow's
+    process-wide state (several stores can be used side by side, as tests do).
+    """
+    _quiet_mlflow_environment()
+    from mlflow import MlflowClient
+
+    uri = settings.tracking_uri()
+    return MlflowClient(tracking_uri=uri, registry_uri=uri)
+
+
+def ensure_experiment(settings: Settings, experiment: str = TRAINING_EXPERIMENT) -> str:
+    """Return the id of ``experiment``, creating it with our artifact location if new.
+
+    Parameters
+    ----------
+    settings:
+        Settings naming the store and the artifact root.
+    experiment:
+        Experiment name.
+    """
+    client = mlflow_client(settings)
+    found = client.get_experiment_by_name(experiment)
+    if found is not None:
+        return str(found.experiment_id)
+    location = None
+    if is_local_store(settings.tracking_uri()):
+        location = f"{settings.artifact_root()}/{experiment}"
+    experiment_id = client.create_experiment(experiment, artifact_location=location)
+    logger.info(
+        "Created MLflow experiment %s (id %s) with artifacts at %s",
+        experiment,
+        experiment_id,
+        location or "the server's default",
+    )
+    return str(experiment_id)
+
+
+def configure_mlflow(settings: Settings, experiment: str = TRAINING_EXPERIMENT) -> str:
+    """Point MLflow's process-wide state at the configured store and experiment.
+
+    Sets ``MLFLOW_DISABLE_TELEMETRY=true``, the tracking and registry URI, and makes
+    ``experiment`` the active one (created under ``settings.artifact_root()`` for a
+    local store). Returns the experiment id.
+
+    Parameters
+    ----------
+    settings:
+        Settings naming the store.
+    experiment:
+        Experiment to activate.
+    """
+    _quiet_mlflow_environment()
+    import mlflow
+
+    uri = settings.tracking_uri()
+    if urlparse(uri).scheme == "sqlite":
+        settings.home.mkdir(parents=True, exist_ok=True)
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_registry_uri(uri)
+    experiment_id = ensure_experiment(settings, experiment)
+    mlflow.set_experiment(experiment_id=experiment_id)
+    return experiment_id
+
+
+@contextmanager
+def start_training_run(
+    settings: Settings,
+    experiment: str = TRAINING_EXPERIMENT,
+    run_name: str | None = None,
+    tags: Mapping[str, str] | None = None,
+) -> Iterator[mlflow.ActiveRun]:
+    """Open an MLflow run for one training; it ends FAILED if the block raises.
+
+    Parameters
+    ----------
+    settings:
+        Settings naming the store.
+    experiment:
+        Experiment to log into.
+    run_name:
+        Human-readable run name; MLflow invents one when omitted.
+    tags:
+        Extra run tags (string values).
+    """
+    import mlflow
+
+    experiment_id = configure_mlflow(settings, experiment)
+    all_tags = {"panda_predictor.model_name": settings.model_name, **(tags or {})}
+    with mlflow.start_run(
+        experiment_id=experiment_id, run_name=run_name, tags=all_tags
+    ) as run:
+        logger.info("Started MLflow run %s in experiment %s", run.info.run_id, experiment)
+        yield run
+
+
+def sanitize_name(name: str) -> str:
+    """Return ``name`` changed just enough for MLflow to accept it as a key.
+
+    Characters other than letters, digits, ``_ . - / space`` become ``_``; path
+    pieces MLflow refuses (empty, ``.``, ``..``, a leading ``/``) are dropped.
+    """
+    cleaned = _BAD_NAME_CHARS.sub("_", str(name))
+    parts = [p for p in cleaned.split("/") if p not in ("", ".", "..")]
+    return ("/".join(parts) or "_")[:_MAX_NAME_LENGTH]
+
+
+def flatten(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Return nested mappings as one flat dict with dotted keys."""
+    flat: dict[str, Any] = {}
+    for key, value in values.items():
+        name = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, name))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _sanitized_keys(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Return ``values`` with sanitized keys; refuse two keys that become one."""
+    result: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    for key, value in flatten(values).items():
+        clean = sanitize_name(key)
+        if clean in origin:
+            raise ValueError(
+                f"The names {origin[clean]!r} and {key!r} both become {clean!r} in "
+                "MLflow. Rename one of them."
+            )
+        origin[clean] = key
+        result[clean] = value
+    return result
+
+
+def log_params(params: Mapping[str, Any]) -> dict[str, str]:
+    """Log a (possibly nested) dict as run parameters; return what was logged.
+
+    Values are turned into strings and cut to MLflow's length limit.
+    """
+    import mlflow
+
+    logged = {k: str(v)[:_MAX_PARAM_LENGTH] for k, v in _sanitized_keys(params).items()}
+    if logged:
+        mlflow.log_params(logged)
+    return logged
+
+
+def log_metrics(metrics: Mapping[str, Any], step: int | None = None) -> dict[str, float]:
+    """Log a (possibly nested) dict of numbers as run metrics; return what was logged.
+
+    Parameters
+    ----------
+    metrics:
+        Metric names to numbers, e.g. ``{"ramcount.tail_recall": 0.97}``.
+    step:
+        Optional step (epoch) of all these values.
+    """
+    import mlflow
+
+    logged: dict[str, float] = {}
+    for key, value in _sanitized_keys(metrics).items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(
+                f"The metric {key!r} must be a number. Got {value!r} instead."
+            )
+        logged[key] = float(value)
+    if logged:
+        mlflow.log_metrics(logged, step=step)
+    skipped = [k for k, v in logged.items() if not math.isfinite(v)]
+    if skipped:
+        logger.warning("Logged non-finite metric values for %s", ", ".join(skipped))
+    return logged
+
+
+def log_report_dir(report_dir: Path | str, artifact_path: str = "report") -> None:
+    """Log every file of a report folder (plots, tables) under ``artifact_path``."""
+    import mlflow
+
+    folder = Path(report_dir)
+    if not folder.is_dir():
+        raise FileNotFoundError(
+            f"The report folder must exist. Got {str(folder)!r} instead."
+        )
+    mlflow.log_artifacts(str(folder), artifact_path)
+
+
+def log_bins(bins_file: Path | str, artifact_path: str = "config") -> None:
+    """Log the bins YAML the models were trained with."""
+    import mlflow
+
+    path = Path(bins_file)
+    if not path.is_file():
+        raise FileNotFoundError(f"The bins file must exist. Got {str(path)!r} instead.")
+    mlflow.log_artifact(str(path), artifact_path)
+
+
+def log_feature_schema(
+    schema: Mapping[str, Any], artifact_file: str = "config/feature_schema.json"
+) -> None:
+    """Log the feature schema (names, types, hash) as a JSON artifact."""
+    import mlflow
+
+    mlflow.log_dict(dict(schema), artifact_file)

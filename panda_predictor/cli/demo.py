@@ -1,0 +1,52 @@
+"""``panda-predictor demo``: the main job end to end on the embedded default."""
+
+from __future__ import annotations
+
+import click
+
+from panda_predictor.settings import Settings
+
+
+@click.command("demo")
+@click.option("--tasks", "n_tasks", type=int, default=20_000, show_default=True,
+              help="Finished tasks of simulated history to learn from.")
+@click.option("--defined", "n_defined", type=int, default=40, show_default=True,
+              help="Newly defined tasks for the submit hook to predict.")
+@click.option("--seed", type=int, default=7, show_default=True, help="Random seed.")
+@click.option("--keep", is_flag=True,
+              help="Keep the existing database and MLflow store instead of starting "
+                   "fresh.")
+@click.option("--no-progress", is_flag=True, help="Hide progress bars.")
+@click.pass_obj
+def demo(settings: Settings, n_tasks: int, n_defined: int, seed: int, keep: bool,
+         no_progress: bool) -> None:
+    """Simulate PanDA history, train, register, run the hook and show what it wrote.
+
+    Uses the embedded default under the 'home' folder (./var): a SQLite PanDA
+    database, a local MLflow store (sqlite:///var/mlflow.db) and the model cache.
+    Takes a few minutes on 2 cores. The history is SIMULATED (docs/simulation.md).
+    """
+    from panda_predictor.cli.errors import user_errors
+    from panda_predictor.cli.render import predictions_table
+    from pipelines.demo import run_demo
+
+    with user_errors():
+        result = run_demo(settings, n_tasks, n_defined, seed, fresh=not keep,
+                          progress=not no_progress, say=click.echo)
+    m = result.training.metrics
+    click.echo(
+        f"\nModel {result.training.version.name} v{result.training.version.version} "
+        f"({result.training.gate.alias}): test mean accuracy "
+        f"{m['mean_accuracy']:.3f}, exact match {m['joint.exact_match_rate']:.3f}; "
+        f"report {result.training.report}"
+    )
+    click.echo("\nWhat the submit hook wrote (value unit (confidence) per target):\n")
+    click.echo(predictions_table(result.hook.predictions, result.tasks))
+    h = result.hook
+    if h.failure:
+        raise click.ClickException(f"The hook failed open: {h.failure}")
+    click.echo(
+        f"\n{len(h.applied)} tasks applied (scouts skipped, values written), "
+        f"{len(h.kept_scouts)} kept their scouts; every decision is in "
+        "pp_prediction_audit."
+    )

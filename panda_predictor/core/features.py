@@ -1,0 +1,407 @@
+"""Turn a task (one JEDI_TASKS row plus dataset counts) into the model's features.
+
+Everything used is known when the task is submitted: its definition (processing type,
+transformation, release, core count, ...), the dataset counts once JEDI has filled them
+(0/NaN before), and the recent history of similar tasks whose scouts finished *before*
+the task was created (see :mod:`panda_predictor.core.history`). The full list and the
+leakage rule are in ``docs/features.md``.
+
+:class:`FeaturePipeline` follows the scikit-learn estimator contract: it learns the
+categorical vocabularies and the output schema in ``fit`` and is stored with the model
+(:meth:`FeaturePipeline.to_dict`), so a model always sees the columns it was trained on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from panda_predictor.core.history import (
+    HISTORY_GROUPS,
+    RecentHistoryIndex,
+    history_feature_names,
+    history_features_at_creation,
+    split_transhome,
+    text,
+)
+from panda_predictor.core.targets import TARGET_NAMES
+
+#: Bumped whenever a feature is computed differently; stored pipelines must match it.
+FEATURE_PIPELINE_VERSION = "1"
+#: The explicit bucket for NULL, rare and unseen categorical values (category 0).
+UNKNOWN = "__unknown__"
+
+#: The tasks frame columns the pipeline reads (lower-case JEDI_TASKS names + counts).
+TASK_COLUMNS: tuple[str, ...] = (
+    "jeditaskid",
+    "creationdate",
+    "processingtype",
+    "tasktype",
+    "prodsourcelabel",
+    "transhome",
+    "transuses",
+    "transpath",
+    "architecture",
+    "corecount",
+    "workinggroup",
+    "campaign",
+    "username",
+    "n_input_datasets",
+    "nfiles_sum",
+    "nevents_sum",
+)
+#: Categorical features, in output order.
+CATEGORICAL_FEATURES: tuple[str, ...] = (
+    "processingtype",
+    "tasktype",
+    "prodsourcelabel",
+    "framework",
+    "release",
+    "transuses",
+    "transpath",
+    "architecture",
+    "workinggroup",
+    "campaign",
+)
+#: Numeric features of the task itself, in output order (history features follow).
+TASK_NUMERIC_FEATURES: tuple[str, ...] = (
+    "corecount",
+    "multicore",
+    "n_input_datasets",
+    "log1p_nfiles",
+    "log1p_nevents",
+    "counts_known",
+    "log1p_events_per_file",
+)
+
+
+class NotFittedError(ValueError, AttributeError):
+    """Raised when a pipeline is used before ``fit`` (same bases as scikit-learn's)."""
+
+
+class FeatureSchemaError(ValueError):
+    """Raised when a feature frame's columns differ from the pipeline's schema."""
+
+    def __init__(
+        self, message: str, missing: Sequence[str] = (), unexpected: Sequence[str] = ()
+    ) -> None:
+        super().__init__(message)
+        self.missing = list(missing)
+        self.unexpected = list(unexpected)
+
+
+def check_frame(X: Any, feature_names: Sequence[str]) -> pd.DataFrame:
+    """Return ``X`` with its columns in schema order; raise if the column sets differ.
+
+    Parameters: ``X`` is a feature frame; ``feature_names`` the expected columns.
+    Raises :class:`FeatureSchemaError` naming the missing and the unexpected columns.
+    """
+    if not isinstance(X, pd.DataFrame):
+        raise FeatureSchemaError(
+            f"The features must be a pandas DataFrame. Got {type(X).__name__} instead."
+        )
+    expected = list(feature_names)
+    missing = [c for c in expected if c not in X.columns]
+    unexpected = [str(c) for c in X.columns if c not in set(expected)]
+    if missing or unexpected:
+        raise FeatureSchemaError(
+            f"The feature frame must have the {len(expected)} columns of the schema. "
+            f"Got one with missing columns {missing} and unexpected columns "
+            f"{unexpected} instead.",
+            missing,
+            unexpected,
+        )
+    return X[expected]
+
+
+def _positive(values: pd.Series) -> np.ndarray:
+    """Return ``values`` as float64 with NULL, non-numbers and values <= 0 as NaN."""
+    out = pd.to_numeric(values, errors="coerce").to_numpy(
+        dtype=np.float64, na_value=np.nan
+    )
+    return np.where(out > 0, out, np.nan)
+
+
+def task_features(tasks: pd.DataFrame) -> pd.DataFrame:
+    """Compute the raw task features: categoricals as text (NaN = NULL), numbers.
+
+    Zero or NULL core counts and dataset counts mean "unknown" (NaN): at refine time
+    JEDI has not counted files and events yet.
+    """
+    framework, release = split_transhome(tasks["transhome"])
+    own = [c for c in CATEGORICAL_FEATURES if c not in ("framework", "release")]
+    out = {c: text(tasks[c]) for c in own}
+    out["framework"], out["release"] = framework, release
+    raw = pd.DataFrame(out, index=tasks.index)[list(CATEGORICAL_FEATURES)]
+
+    corecount = _positive(tasks["corecount"])
+    nfiles = _positive(tasks["nfiles_sum"])
+    nevents = _positive(tasks["nevents_sum"])
+    n_datasets = pd.to_numeric(tasks["n_input_datasets"], errors="coerce").to_numpy(
+        dtype=np.float64, na_value=np.nan
+    )
+    numeric = {
+        "corecount": corecount,
+        "multicore": np.where(np.isnan(corecount), np.nan, corecount > 1),
+        "n_input_datasets": np.where(n_datasets >= 0, n_datasets, np.nan),
+        "log1p_nfiles": np.log1p(nfiles),
+        "log1p_nevents": np.log1p(nevents),
+        "counts_known": (~np.isnan(nfiles) | ~np.isnan(nevents)).astype(np.float64),
+        "log1p_events_per_file": np.log1p(nevents / nfiles),
+    }
+    for name in TASK_NUMERIC_FEATURES:
+        raw[name] = numeric[name].astype(np.float64)
+    return raw
+
+
+class FeaturePipeline:
+    """Learn categorical vocabularies and a fixed schema; turn tasks into features.
+
+    Parameters: ``min_count`` is how often a categorical value must appear in training
+    to get its own category (rarer ones join ``"__unknown__"``); ``max_categories``
+    caps each vocabulary to its most frequent values (None = no cap);
+    ``history_groups`` and ``targets`` choose the recent-history features.
+    """
+
+    version = FEATURE_PIPELINE_VERSION
+
+    def __init__(
+        self,
+        *,
+        min_count: int = 5,
+        max_categories: int | None = None,
+        history_groups: Sequence[str] = tuple(HISTORY_GROUPS),
+        targets: Sequence[str] = TARGET_NAMES,
+    ) -> None:
+        self.min_count = min_count
+        self.max_categories = max_categories
+        self.history_groups = history_groups
+        self.targets = targets
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Return the constructor parameters (scikit-learn's contract)."""
+        return {
+            "min_count": self.min_count,
+            "max_categories": self.max_categories,
+            "history_groups": self.history_groups,
+            "targets": self.targets,
+        }
+
+    def set_params(self, **params: Any) -> FeaturePipeline:
+        """Set constructor parameters and return ``self`` (scikit-learn's contract)."""
+        for key, value in params.items():
+            if key not in self.get_params():
+                raise ValueError(
+                    f"The parameter must be one of {list(self.get_params())}. "
+                    f"Got {key!r} instead."
+                )
+            setattr(self, key, value)
+        return self
+
+    def _validate_params(self) -> None:
+        if (
+            isinstance(self.min_count, bool)
+            or not isinstance(self.min_count, int)
+            or (self.min_count < 1)
+        ):
+            raise ValueError(
+                "The 'min_count' field must be a positive integer. "
+                f"Got {self.min_count!r} instead."
+            )
+        mc = self.max_categories
+        if mc is not None and (
+            isinstance(mc, bool) or not isinstance(mc, int) or mc < 1
+        ):
+            raise ValueError(
+                "The 'max_categories' field must be a positive integer or None. "
+                f"Got {mc!r} instead."
+            )
+        for field, value, allowed in (
+            ("history_groups", self.history_groups, list(HISTORY_GROUPS)),
+            ("targets", self.targets, list(TARGET_NAMES)),
+        ):
+            if isinstance(value, str) or not set(value) <= set(allowed):
+                raise ValueError(
+                    f"The '{field}' field must be a list drawn from {allowed}. "
+                    f"Got {value!r} instead."
+                )
+
+    @staticmethod
+    def _check_tasks(tasks: Any) -> None:
+        if not isinstance(tasks, pd.DataFrame):
+            raise TypeError(
+                "The 'tasks' field must be a pandas DataFrame. "
+                f"Got {type(tasks).__name__} instead."
+            )
+        missing = [c for c in TASK_COLUMNS if c not in tasks.columns]
+        if missing:
+            raise ValueError(
+                f"The 'tasks' frame must have the columns {list(TASK_COLUMNS)}. "
+                f"Got one without {missing} instead."
+            )
+
+    def fit(self, tasks: pd.DataFrame, history: Any = None) -> FeaturePipeline:
+        """Learn the vocabularies and the output schema from ``tasks``; return self.
+
+        ``history`` is accepted for symmetry with :meth:`transform`; nothing is learned
+        from it.
+        """
+        self._validate_params()
+        self._check_tasks(tasks)
+        if len(tasks) == 0:
+            raise ValueError(
+                "The 'tasks' frame must have at least one row to fit on. Got 0 instead."
+            )
+        raw = task_features(tasks)
+        vocabularies: dict[str, list[str]] = {}
+        for name in CATEGORICAL_FEATURES:
+            counts = raw[name].value_counts(dropna=True)
+            counts = counts[(counts >= self.min_count) & (counts.index != UNKNOWN)]
+            # Most frequent first, ties by name, so the cap is deterministic.
+            ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+            if self.max_categories is not None:
+                ranked = ranked[: self.max_categories - 1]
+            vocabularies[name] = [UNKNOWN] + sorted(str(v) for v, _ in ranked)
+        self._set_schema(vocabularies)
+        return self
+
+    def _set_schema(self, vocabularies: dict[str, list[str]]) -> None:
+        self.vocabularies_ = vocabularies
+        self.feature_names_in_ = list(TASK_COLUMNS)
+        self.categorical_features_ = list(CATEGORICAL_FEATURES)
+        self.numeric_features_ = list(TASK_NUMERIC_FEATURES) + history_feature_names(
+            self.history_groups, self.targets
+        )
+        self.feature_names_out_ = self.categorical_features_ + self.numeric_features_
+        self.dtypes_ = {
+            name: pd.CategoricalDtype(vocabularies[name])
+            for name in CATEGORICAL_FEATURES
+        }
+        self.schema_hash_ = self._schema_hash()
+
+    def _schema_hash(self) -> str:
+        schema = {
+            "version": self.version,
+            "features": self.feature_names_out_,
+            "categorical": self.categorical_features_,
+            "vocabularies": self.vocabularies_,
+        }
+        blob = json.dumps(schema, sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "schema_hash_"):
+            raise NotFittedError(
+                "This FeaturePipeline is not fitted yet. Call 'fit' with training "
+                "tasks (or load a fitted one with 'from_dict') before using it."
+            )
+
+    def transform(self, tasks: pd.DataFrame, history: Any = None) -> pd.DataFrame:
+        """Return the features of ``tasks`` (index aligned) in the learned schema.
+
+        ``history`` is None (history features NaN), a labelled history frame (each task
+        sees what was known before its ``creationdate``: the training path) or a
+        :class:`RecentHistoryIndex` (everything known before its ``as_of``: serving).
+        """
+        self._check_fitted()
+        self._check_tasks(tasks)
+        raw = task_features(tasks)
+        columns: dict[str, Any] = {}
+        for name in self.categorical_features_:
+            dtype = self.dtypes_[name]
+            codes = dtype.categories.get_indexer(raw[name].to_numpy(dtype=object))
+            # NULL and unseen values give -1: send them to category 0, "__unknown__".
+            columns[name] = pd.Categorical.from_codes(np.maximum(codes, 0), dtype=dtype)
+        for name in TASK_NUMERIC_FEATURES:
+            columns[name] = raw[name].to_numpy(dtype=np.float32)
+        hist_names = history_feature_names(self.history_groups, self.targets)
+        if hist_names:
+            hist = self._history_features(tasks, history, hist_names)
+            for name in hist_names:
+                columns[name] = hist[name].to_numpy(dtype=np.float32)
+        return pd.DataFrame(columns, index=tasks.index)[self.feature_names_out_]
+
+    def _history_features(
+        self, tasks: pd.DataFrame, history: Any, names: list[str]
+    ) -> pd.DataFrame:
+        if history is None:
+            return pd.DataFrame(np.nan, index=tasks.index, columns=names)
+        if isinstance(history, RecentHistoryIndex):
+            missing = [n for n in names if n not in history.feature_names]
+            if missing:
+                raise FeatureSchemaError(
+                    "The history index must cover the pipeline's history features. "
+                    f"Got one without {missing} instead.",
+                    missing=missing,
+                )
+            return history.features(tasks)
+        if isinstance(history, pd.DataFrame):
+            return history_features_at_creation(
+                tasks, history, tuple(self.history_groups), tuple(self.targets)
+            )
+        raise TypeError(
+            "The 'history' field must be None, a DataFrame or a RecentHistoryIndex. "
+            f"Got {type(history).__name__} instead."
+        )
+
+    def fit_transform(self, tasks: pd.DataFrame, history: Any = None) -> pd.DataFrame:
+        """Fit on ``tasks`` and return their features."""
+        return self.fit(tasks, history).transform(tasks, history)
+
+    def check_frame(self, X: Any) -> pd.DataFrame:
+        """Return ``X`` in schema order; raise :class:`FeatureSchemaError` if not.
+
+        Besides the column names, each categorical column must carry the learned
+        categories (their codes are what a model was trained on).
+        """
+        self._check_fitted()
+        X = check_frame(X, self.feature_names_out_)
+        for name in self.categorical_features_:
+            if X[name].dtype != self.dtypes_[name]:
+                raise FeatureSchemaError(
+                    f"The '{name}' feature must be categorical with the pipeline's "
+                    f"{len(self.vocabularies_[name])} learned categories. "
+                    f"Got dtype {X[name].dtype} instead."
+                )
+        return X
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the fitted pipeline as a JSON-serialisable dict (see from_dict)."""
+        self._check_fitted()
+        return {
+            "class": type(self).__name__,
+            "version": self.version,
+            "params": {
+                "min_count": self.min_count,
+                "max_categories": self.max_categories,
+                "history_groups": list(self.history_groups),
+                "targets": list(self.targets),
+            },
+            "vocabularies": {k: list(v) for k, v in self.vocabularies_.items()},
+            "feature_names_out": list(self.feature_names_out_),
+            "schema_hash": self.schema_hash_,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FeaturePipeline:
+        """Rebuild a fitted pipeline from :meth:`to_dict`; refuse other versions."""
+        version = data.get("version") if isinstance(data, dict) else None
+        if version != FEATURE_PIPELINE_VERSION:
+            raise ValueError(
+                f"The 'version' field must be {FEATURE_PIPELINE_VERSION!r} (this "
+                f"code's feature pipeline). Got {version!r} instead."
+            )
+        pipeline = cls(**data["params"])
+        pipeline._validate_params()
+        pipeline._set_schema({k: list(v) for k, v in data["vocabularies"].items()})
+        if pipeline.schema_hash_ != data["schema_hash"]:
+            raise ValueError(
+                f"The 'schema_hash' field must match the stored schema "
+                f"({pipeline.schema_hash_}). Got {data['schema_hash']!r} instead."
+            )
+        return pipeline

@@ -1,0 +1,314 @@
+"""Recent history of similar tasks: what past tasks of the same kind measured.
+
+A task's strongest predictor is what the scouts of similar earlier tasks measured. For
+each *key group* (tasks sharing a transformation and release, a processing type and
+software framework, or a user) and each target we keep three running statistics: the
+last known value, the mean of the last two, and ``log1p`` of how many values were seen.
+
+Leakage rule: a past task contributes only once its labels are known, i.e. a history
+row counts for a task iff ``labels_known_at < as_of`` (strictly). For training the as-of
+time of a task is its ``creationdate``; for serving it is "now". Both paths below share
+the same key and statistic code so they give identical features for the same as-of
+time:
+
+* :func:`history_features_at_creation` (training): vectorised per-group running
+  statistics joined with ``pandas.merge_asof(..., allow_exact_matches=False)``.
+* :class:`RecentHistoryIndex` (serving): the latest statistics per key in dicts, so one
+  task costs one dict lookup per group.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from panda_predictor.core.targets import TARGET_NAMES
+
+#: Key groups: name -> the columns whose values must all match. ``framework`` is the
+#: prefix of TRANSHOME before the first '-' (not JEDI_TASKS.FRAMEWORK, which names the
+#: submission system).
+HISTORY_GROUPS: dict[str, tuple[str, ...]] = {
+    "trf_release": ("transpath", "transhome"),
+    "proctype_framework": ("processingtype", "framework"),
+    "user": ("username",),
+}
+#: The statistics kept per key group and target, in feature order.
+HISTORY_STATS: tuple[str, ...] = ("last", "mean2", "log1p_count")
+
+#: Separator of the parts of a composite key; never found in PanDA names.
+_KEY_SEP = "\x1f"
+
+
+def text(series: pd.Series) -> pd.Series:
+    """Return ``series`` as stripped strings, with NULL and blank values as NaN."""
+    out = series.astype(str).str.strip()
+    return out.where(series.notna() & (out != ""))
+
+
+def split_transhome(transhome: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """Split TRANSHOME (``AthGeneration-24.0.1``) into framework and release.
+
+    A value without '-' is all framework and has no (NaN) release.
+    """
+    # Few distinct values in millions of rows: split each distinct value once.
+    codes, uniques = pd.factorize(text(transhome))
+    halves = [str(u).partition("-") for u in uniques]
+    parts = []
+    for pick in (0, 2):
+        table = np.array([h[pick] for h in halves] + [None], dtype=object)
+        parts.append(text(pd.Series(table[codes], index=transhome.index)))
+    return parts[0], parts[1]
+
+
+def history_feature_names(
+    groups: Iterable[str] = tuple(HISTORY_GROUPS), targets: Iterable[str] = TARGET_NAMES
+) -> list[str]:
+    """Return the history feature names, ``hist_<group>_<target>_<stat>``, in order."""
+    targets = tuple(targets)
+    return [f"hist_{g}_{t}_{s}" for g in groups for t in targets for s in HISTORY_STATS]
+
+
+def group_key(frame: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
+    """Return one string key per row for ``columns``; NaN if any part is NULL."""
+    key: pd.Series | None = None
+    for column in columns:
+        if column == "framework":
+            part = split_transhome(frame["transhome"])[0]
+        else:
+            part = text(frame[column])
+        key = part if key is None else key + _KEY_SEP + part
+    assert key is not None
+    return key
+
+
+def required_columns(groups: Iterable[str]) -> set[str]:
+    """Return the raw input columns the key ``groups`` are built from."""
+    unknown = sorted(set(groups) - set(HISTORY_GROUPS))
+    if unknown:
+        raise ValueError(
+            f"The 'groups' must be among {list(HISTORY_GROUPS)}. Got {unknown} instead."
+        )
+    cols = {c for g in groups for c in HISTORY_GROUPS[g]}
+    if "framework" in cols:
+        cols = (cols - {"framework"}) | {"transhome"}
+    return cols
+
+
+def to_naive_ns(values: Any, field: str) -> pd.Series:
+    """Return ``values`` as naive UTC ``datetime64[ns]``; raise if not date-like."""
+    try:
+        with warnings.catch_warnings():
+            # Text dates make pandas warn about guessing a format; the dates are
+            # parsed all the same, and unparseable ones raise below.
+            warnings.simplefilter("ignore", UserWarning)
+            out = pd.to_datetime(pd.Series(values))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"The '{field}' field must hold dates or datetimes. Got {exc} instead."
+        ) from None
+    if isinstance(out.dtype, pd.DatetimeTZDtype):
+        out = out.dt.tz_convert("UTC").dt.tz_localize(None)
+    return out.astype("datetime64[ns]")
+
+
+def _check_columns(frame: Any, name: str, required: Iterable[str]) -> None:
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(
+            f"The '{name}' frame must be a pandas DataFrame. "
+            f"Got {type(frame).__name__} instead."
+        )
+    missing = sorted(set(required) - set(frame.columns))
+    if missing:
+        raise ValueError(
+            f"The '{name}' frame must have the columns {sorted(required)}. "
+            f"Got one without {missing} instead."
+        )
+
+
+def _sorted_history(
+    history: pd.DataFrame, groups: Iterable[str], targets: Iterable[str]
+) -> pd.DataFrame:
+    """Validate ``history`` and return the columns used, in the order labels came."""
+    keys = required_columns(groups)
+    _check_columns(history, "history", keys | {"labels_known_at"})
+    extra = ["jeditaskid", *targets]
+    out = history[sorted(keys) + [c for c in extra if c in history.columns]].copy()
+    out["_known_at"] = to_naive_ns(history["labels_known_at"], "labels_known_at").values
+    # A row that does not say when its labels became known can never be "before".
+    out = out[out["_known_at"].notna()]
+    order = ["_known_at"] + (["jeditaskid"] if "jeditaskid" in out.columns else [])
+    return out.sort_values(order, kind="stable").reset_index(drop=True)
+
+
+def _target_values(history: pd.DataFrame, target: str) -> np.ndarray:
+    values = pd.to_numeric(history[target]).to_numpy(dtype=np.float64, na_value=np.nan)
+    return np.where(np.isfinite(values), values, np.nan)
+
+
+def _running_stats(
+    codes: np.ndarray, known_at: np.ndarray, values: np.ndarray
+) -> pd.DataFrame:
+    """Return, after each known value, its group's last, mean-of-two and log1p count.
+
+    Rows must come in ``known_at`` order; rows without key or value are skipped.
+    """
+    keep = (codes >= 0) & ~np.isnan(values)
+    frame = pd.DataFrame(
+        {"code": codes[keep], "_known_at": known_at[keep], "last": values[keep]}
+    )
+    grouped = frame.groupby("code", sort=False)
+    count = grouped.cumcount().to_numpy() + 1
+    previous = grouped["last"].shift(1).to_numpy()
+    last = frame["last"].to_numpy()
+    frame["mean2"] = np.where(np.isnan(previous), last, (last + previous) / 2.0)
+    frame["log1p_count"] = np.log1p(count.astype(np.float64))
+    return frame
+
+
+def history_features_at_creation(
+    tasks: pd.DataFrame,
+    history: pd.DataFrame,
+    groups: Sequence[str] = tuple(HISTORY_GROUPS),
+    targets: Sequence[str] = TARGET_NAMES,
+) -> pd.DataFrame:
+    """Compute each task's history features as of its own ``creationdate`` (training).
+
+    Parameters: ``tasks`` needs ``creationdate`` and the key columns; ``history`` the
+    key columns, ``labels_known_at`` and any of the target columns (an absent target
+    gives NaN features). A task without ``creationdate`` gets NaN features.
+    """
+    _check_columns(tasks, "tasks", required_columns(groups) | {"creationdate"})
+    hist = _sorted_history(history, groups, targets)
+    n = len(tasks)
+    created = to_naive_ns(tasks["creationdate"], "creationdate")
+    has_time = created.notna().to_numpy()
+    known_at = hist["_known_at"].to_numpy()
+    out: dict[str, np.ndarray] = {}
+    for group in groups:
+        columns = HISTORY_GROUPS[group]
+        task_key = group_key(tasks, columns).reset_index(drop=True)
+        codes, _ = pd.factorize(pd.concat([group_key(hist, columns), task_key]))
+        hist_codes, task_codes = codes[: len(hist)], codes[len(hist) :]
+        valid = has_time & (task_codes >= 0)
+        left = pd.DataFrame(
+            {"pos": np.flatnonzero(valid), "code": task_codes[valid]}
+        ).assign(_known_at=created.to_numpy()[valid])
+        left = left.sort_values("_known_at", kind="stable")
+        for target in targets:
+            names = [f"hist_{group}_{target}_{s}" for s in HISTORY_STATS]
+            block = np.full((n, len(HISTORY_STATS)), np.nan)
+            if target in hist.columns:
+                block[has_time, 2] = 0.0  # nothing seen yet, unless found below
+                stats = _running_stats(
+                    hist_codes, known_at, _target_values(hist, target)
+                )
+                merged = pd.merge_asof(
+                    left,
+                    stats,
+                    on="_known_at",
+                    by="code",
+                    allow_exact_matches=False,
+                    direction="backward",
+                )
+                found = merged["log1p_count"].notna().to_numpy()
+                rows = merged["pos"].to_numpy()[found]
+                block[rows] = merged.loc[found, list(HISTORY_STATS)].to_numpy()
+            for i, name in enumerate(names):
+                out[name] = block[:, i]
+    return pd.DataFrame(out, index=tasks.index)
+
+
+class RecentHistoryIndex:
+    """Latest per-key history statistics as of one time, for O(1) serving lookups.
+
+    Build it with :meth:`from_frame`; :meth:`features` then gives exactly what
+    :func:`history_features_at_creation` gives for tasks created at ``as_of``.
+    """
+
+    def __init__(
+        self,
+        tables: Mapping[str, Mapping[str, np.ndarray]],
+        defaults: np.ndarray,
+        as_of: pd.Timestamp | None,
+        groups: Sequence[str],
+        targets: Sequence[str],
+    ) -> None:
+        self._tables = tables
+        self._defaults = defaults
+        self.as_of = as_of
+        self.groups = tuple(groups)
+        self.targets = tuple(targets)
+
+    @property
+    def feature_names(self) -> list[str]:
+        """Return the names of the features :meth:`features` returns, in order."""
+        return history_feature_names(self.groups, self.targets)
+
+    @classmethod
+    def from_frame(
+        cls,
+        history: pd.DataFrame,
+        as_of: Any = None,
+        groups: Sequence[str] = tuple(HISTORY_GROUPS),
+        targets: Sequence[str] = TARGET_NAMES,
+    ) -> RecentHistoryIndex:
+        """Index the ``history`` rows whose labels were known strictly before ``as_of``.
+
+        Parameters: ``history`` is the labelled history frame; ``as_of`` a date-like
+        (None = every row with a ``labels_known_at``); ``groups`` and ``targets`` as in
+        :func:`history_features_at_creation`.
+        """
+        hist = _sorted_history(history, groups, targets)
+        cutoff = None
+        if as_of is not None:
+            cutoff = to_naive_ns([as_of], "as_of").iloc[0]
+            hist = hist[hist["_known_at"] < cutoff].reset_index(drop=True)
+        n_stats = len(HISTORY_STATS)
+        # Absent targets stay NaN; present ones say "seen 0 times" for unknown keys.
+        defaults = np.full(len(targets) * n_stats, np.nan)
+        present = [t in hist.columns for t in targets]
+        for ti, is_present in enumerate(present):
+            if is_present:
+                defaults[ti * n_stats + 2] = 0.0
+        known_at = hist["_known_at"].to_numpy()
+        tables: dict[str, dict[str, np.ndarray]] = {}
+        for group in groups:
+            codes, uniques = pd.factorize(group_key(hist, HISTORY_GROUPS[group]))
+            block = np.tile(defaults, (len(uniques), 1))
+            for ti, target in enumerate(targets):
+                if not present[ti]:
+                    continue
+                stats = _running_stats(codes, known_at, _target_values(hist, target))
+                latest = stats.drop_duplicates("code", keep="last")
+                cols = slice(ti * n_stats, (ti + 1) * n_stats)
+                block[latest["code"].to_numpy(), cols] = latest[
+                    list(HISTORY_STATS)
+                ].to_numpy()
+            tables[group] = dict(zip(uniques, block, strict=True))
+        return cls(tables, defaults, cutoff, groups, targets)
+
+    def features(self, tasks: pd.DataFrame) -> pd.DataFrame:
+        """Return the history features of ``tasks`` (index aligned) as of ``as_of``."""
+        _check_columns(tasks, "tasks", required_columns(self.groups))
+        blocks = []
+        for group in self.groups:
+            table = self._tables[group]
+            keys = group_key(tasks, HISTORY_GROUPS[group]).tolist()
+            rows = [
+                table.get(k, self._defaults) if isinstance(k, str) else self._defaults
+                for k in keys
+            ]
+            blocks.append(
+                np.vstack(rows) if rows else np.empty((0, len(self._defaults)))
+            )
+        values = np.hstack(blocks) if blocks else np.empty((len(tasks), 0))
+        return pd.DataFrame(values, index=tasks.index, columns=self.feature_names)
+
+    def lookup(self, task: Mapping[str, Any]) -> dict[str, float]:
+        """Return the history features of one task given as a column -> value map."""
+        row = pd.DataFrame([{c: task.get(c) for c in required_columns(self.groups)}])
+        return {k: float(v) for k, v in self.features(row).iloc[0].items()}

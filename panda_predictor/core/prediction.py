@@ -1,0 +1,111 @@
+"""The plugin's prediction of one task, shared by the models, hooks, service and writer.
+
+Plain frozen dataclasses so every adapter (database writer, HTTP service, submit
+hooks) exchanges the same typed object and PanDA's column names stay at the edges.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+#: The two outcomes of the decision rule for a task.
+DECISIONS: tuple[str, ...] = ("applied", "kept_scouts")
+
+Decision = Literal["applied", "kept_scouts"]
+
+
+@dataclass(frozen=True)
+class TargetPrediction:
+    """Predicted class of one resource target, with its bin, value and confidence.
+
+    Parameters
+    ----------
+    target:
+        Target name (``ramcount``, ``cputime``, ``iointensity``, ``walltime``).
+    class_index:
+        Index of the chosen class in the target's bins.
+    class_label:
+        Human-readable class name, e.g. ``"2000-3000"``.
+    lower, upper:
+        Bin edges of the class in ``unit`` (``None`` for an open end).
+    value:
+        The value to hand to PanDA, in ``unit`` (usually the class's upper edge).
+    unit:
+        PanDA's unit of the target (``MBPerCore``, ``HS06sPerEvent``, ...).
+    confidence:
+        Probability of the chosen class, in [0, 1].
+    probabilities:
+        Probability of every class, in class order.
+    """
+
+    target: str
+    class_index: int
+    class_label: str
+    lower: float | None
+    upper: float | None
+    value: int
+    unit: str
+    confidence: float
+    probabilities: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if self.class_index < 0:
+            raise ValueError(
+                f"The 'class_index' field must be a non-negative integer. "
+                f"Got {self.class_index!r} instead."
+            )
+        if not (0.0 <= self.confidence <= 1.0) or math.isnan(self.confidence):
+            raise ValueError(
+                f"The 'confidence' field must be a probability in [0, 1]. "
+                f"Got {self.confidence!r} instead."
+            )
+
+
+@dataclass(frozen=True)
+class TaskPrediction:
+    """Everything predicted and decided for one JEDI task.
+
+    Parameters
+    ----------
+    jeditaskid:
+        The task's JEDITASKID.
+    model_name, model_version:
+        Registered model (or model set) that made the prediction.
+    decision:
+        ``applied`` (write the values, skip scouts) or ``kept_scouts``.
+    reason:
+        Why, in a few words (shown in the audit table).
+    targets:
+        Prediction per target name.
+    predicted_at:
+        When the prediction was made (UTC); the writer uses the current time if unset.
+    """
+
+    jeditaskid: int
+    model_name: str
+    model_version: str
+    decision: Decision
+    reason: str
+    targets: dict[str, TargetPrediction] = field(default_factory=dict)
+    predicted_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.decision not in DECISIONS:
+            raise ValueError(
+                f"The 'decision' field must be one of {list(DECISIONS)}. "
+                f"Got {self.decision!r} instead."
+            )
+        if isinstance(self.jeditaskid, bool) or not isinstance(self.jeditaskid, int):
+            raise ValueError(
+                f"The 'jeditaskid' field must be an integer. "
+                f"Got {self.jeditaskid!r} instead."
+            )
+        for name, prediction in self.targets.items():
+            if prediction.target != name:
+                raise ValueError(
+                    f"The 'targets' field must map each target name to its own "
+                    f"prediction. Got {prediction.target!r} under {name!r} instead."
+                )

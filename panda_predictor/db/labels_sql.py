@@ -1,0 +1,249 @@
+"""The scout labels as one SQL aggregation, run where the job records live.
+
+On PostgreSQL and Oracle the expensive part (filtering millions of JOBSARCHIVED4 rows
+to the finished scouts, the per-job formulas, ``percentile_cont(...) WITHIN GROUP``
+and the maxima per JEDITASKID) runs in the database; only one row per task comes back.
+The last per-task step (margins, rounding up, the mHS06sPerEvent switch) reuses
+:func:`panda_predictor.core.labels.finalize_labels`, so SQL and Python labels round
+identically. SQLite has no ``percentile_cont``: there :func:`labels_from_db` raises
+:class:`LabelsSqlUnsupported`; use :func:`panda_predictor.core.labels.labels_frame` on
+the rows of :func:`panda_predictor.db.reader.iter_history` instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from contextlib import nullcontext
+
+import numpy as np
+import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy.dialects import oracle
+from sqlalchemy.engine import Connection, Engine
+
+from panda_predictor.core.labels import (
+    DEFAULT_LABEL_PARAMS,
+    LabelParams,
+    assemble_frame,
+    finalize_labels,
+)
+from panda_predictor.db.tables import PandaTables
+
+log = logging.getLogger(__name__)
+
+#: Dialects whose SQL has ``percentile_cont ... WITHIN GROUP``.
+SUPPORTED_DIALECTS = ("postgresql", "oracle")
+#: Oracle accepts at most 1000 expressions in an IN list.
+MAX_IDS_PER_QUERY = 1000
+_TAG = "/* panda_predictor.db.labels_sql.label_aggregates_query */"
+
+_DOUBLE: sa.types.TypeEngine[float] = sa.Double().with_variant(
+    oracle.BINARY_DOUBLE(), "oracle"
+)
+
+
+class LabelsSqlUnsupported(NotImplementedError):
+    """The database's SQL cannot compute the labels; the message names the fallback."""
+
+
+def _double(expr: sa.ColumnElement) -> sa.ColumnElement:
+    return sa.cast(expr, _DOUBLE)
+
+
+def _seconds_between(start: sa.ColumnElement, end: sa.ColumnElement, dialect: str):
+    """Return the SQL for ``end - start`` in seconds on ``dialect``."""
+    if dialect == "oracle":
+        # DATE - DATE is in days on Oracle, for DATE and TIMESTAMP columns alike.
+        return _double((sa.cast(end, sa.Date) - sa.cast(start, sa.Date)) * 86400)
+    return _double(sa.extract("epoch", end - start))
+
+
+def label_aggregates_query(
+    tables: PandaTables, dialect: str, params: LabelParams = DEFAULT_LABEL_PARAMS
+) -> sa.Select:
+    """Build the per-task aggregation over finished scouts for the task ids bound later.
+
+    The statement takes one expanding bind parameter ``task_ids`` and returns, per
+    task in it (tasks without scouts included, with NULLs): ``jeditaskid``,
+    ``ram_kb`` and ``cpu_per_event`` (the percentiles), ``io_kb_per_s``,
+    ``max_cpu_s``, ``max_input_bytes``, ``n_scouts`` and ``labels_known_at``.
+
+    Parameters
+    ----------
+    tables:
+        PanDA's tables in the right schema.
+    dialect:
+        ``postgresql`` or ``oracle``.
+    params:
+        Constants of the formulas.
+    """
+    if dialect not in SUPPORTED_DIALECTS:
+        raise LabelsSqlUnsupported(
+            f"The labels need SQL percentile_cont, which the {dialect!r} database "
+            f"lacks; it works on {list(SUPPORTED_DIALECTS)}. Use "
+            "panda_predictor.core.labels.labels_frame on the rows read by "
+            "panda_predictor.db.reader.iter_history instead."
+        )
+    j, t = tables.jobsarchived4, tables.jedi_tasks
+    ids: sa.BindParameter[list[int]] = sa.bindparam("task_ids", expanding=True)
+    cores = _double(
+        sa.case(
+            (j.c.corecount > 0, j.c.corecount),
+            (t.c.corecount > 0, t.c.corecount),
+            else_=1,
+        )
+    )
+    exec_s = _seconds_between(j.c.starttime, j.c.endtime, dialect)
+    base_ram_kb = _double(sa.func.coalesce(t.c.baseramcount, 0)) * 1024.0
+    efficiency = _double(
+        sa.func.coalesce(t.c.cpuefficiency, params.default_cpu_efficiency)
+    )
+    base_wall = _double(
+        sa.func.coalesce(t.c.basewalltime, params.default_base_walltime)
+    )
+    events = _double(j.c.nevents)
+    power = sa.case(
+        (sa.and_(j.c.hs06sec > 0, exec_s > 0), _double(j.c.hs06sec) / (exec_s * cores)),
+        else_=sa.literal(params.default_core_power, _DOUBLE),
+    )
+    usable = sa.and_(
+        exec_s > 0,
+        events > 0,
+        sa.or_(
+            events >= params.cpu_min_events_per_core * cores,
+            exec_s > params.cpu_long_job_s,
+        ),
+    )
+    busy = sa.func.greatest(exec_s - base_wall, sa.literal(0.0, _DOUBLE))
+    in_bytes = _double(sa.func.coalesce(j.c.inputfilebytes, 0))
+    out_bytes = _double(sa.func.coalesce(j.c.outputfilebytes, 0))
+    handling = (
+        sa.literal(",")
+        .concat(sa.func.replace(j.c.specialhandling, " ", ""))
+        .concat(",")
+    )
+    scouts = (
+        sa.select(
+            j.c.jeditaskid,
+            ((_double(j.c.maxpss) - base_ram_kb) / cores).label("ram_kb"),
+            sa.case((usable, busy * power * cores * efficiency / 100.0 / events)).label(
+                "cpu_per_event"
+            ),
+            sa.case(
+                (exec_s > 0, (in_bytes + out_bytes) / 1024.0 / exec_s / cores)
+            ).label("io_kb_per_s"),
+            _double(j.c.cpuconsumptiontime).label("cpu_s"),
+            _double(j.c.inputfilebytes).label("input_bytes"),
+            j.c.endtime,
+        )
+        .select_from(j.join(t, j.c.jeditaskid == t.c.jeditaskid))
+        .where(
+            j.c.jeditaskid.in_(ids),
+            j.c.jobstatus == params.finished_status,
+            handling.like(f"%,{params.scout_flag},%"),
+        )
+        .subquery("scouts")
+    )
+    per_task = (
+        sa.select(
+            scouts.c.jeditaskid,
+            sa.func.percentile_cont(params.ram_quantile)
+            .within_group(scouts.c.ram_kb)
+            .label("ram_kb"),
+            sa.func.percentile_cont(params.cpu_quantile)
+            .within_group(scouts.c.cpu_per_event)
+            .label("cpu_per_event"),
+            sa.func.max(scouts.c.io_kb_per_s).label("io_kb_per_s"),
+            sa.func.max(scouts.c.cpu_s).label("max_cpu_s"),
+            sa.func.max(scouts.c.input_bytes).label("max_input_bytes"),
+            sa.func.count().label("n_scouts"),
+            sa.func.max(scouts.c.endtime).label("labels_known_at"),
+        )
+        .group_by(scouts.c.jeditaskid)
+        .subquery("per_task")
+    )
+    return (
+        sa.select(
+            t.c.jeditaskid,
+            per_task.c.ram_kb,
+            per_task.c.cpu_per_event,
+            per_task.c.io_kb_per_s,
+            per_task.c.max_cpu_s,
+            per_task.c.max_input_bytes,
+            sa.func.coalesce(per_task.c.n_scouts, 0).label("n_scouts"),
+            per_task.c.labels_known_at,
+        )
+        .select_from(t.outerjoin(per_task, per_task.c.jeditaskid == t.c.jeditaskid))
+        .where(t.c.jeditaskid.in_(ids))
+        .order_by(t.c.jeditaskid)
+        .prefix_with(_TAG)
+    )
+
+
+def labels_from_db(
+    bind: Engine | Connection,
+    tables: PandaTables,
+    task_ids: Sequence[int],
+    params: LabelParams = DEFAULT_LABEL_PARAMS,
+) -> pd.DataFrame:
+    """Compute the labels of ``task_ids`` in the database, as ``labels_frame`` does.
+
+    Tasks missing from JEDI_TASKS give no row; tasks without scouts give NaN labels.
+
+    Parameters
+    ----------
+    bind:
+        Engine or connection of a PostgreSQL or Oracle PanDA database.
+    tables:
+        PanDA's tables in the right schema (``get_panda_tables(settings, bind)``).
+    task_ids:
+        JEDITASKIDs to label (queried in batches of 1000).
+    params:
+        Constants of the formulas.
+    """
+    query = label_aggregates_query(tables, bind.dialect.name, params)
+    ids = sorted({int(i) for i in task_ids})
+    parts = [pd.DataFrame(columns=_AGG_COLUMNS)]
+    with bind.connect() if isinstance(bind, Engine) else nullcontext(bind) as conn:
+        for first in range(0, len(ids), MAX_IDS_PER_QUERY):
+            batch = ids[first : first + MAX_IDS_PER_QUERY]
+            log.debug(
+                "labels in SQL for %d tasks, jediTaskID=%s..%s",
+                len(batch),
+                batch[0],
+                batch[-1],
+            )
+            rows = conn.execute(query, {"task_ids": batch}).mappings().all()
+            parts.append(pd.DataFrame([dict(r) for r in rows], columns=_AGG_COLUMNS))
+    aggregates = pd.concat([p for p in parts if len(p)] or parts[:1], ignore_index=True)
+
+    def column(name: str) -> np.ndarray:
+        return pd.to_numeric(aggregates[name]).to_numpy(dtype=float, na_value=np.nan)
+
+    final = finalize_labels(
+        ram_kb=column("ram_kb"),
+        cpu_per_event=column("cpu_per_event"),
+        io_kb_per_s=column("io_kb_per_s"),
+        max_cpu_s=column("max_cpu_s"),
+        max_input_bytes=column("max_input_bytes"),
+        params=params,
+    )
+    return assemble_frame(
+        aggregates["jeditaskid"].to_numpy(dtype=np.int64),
+        final,
+        aggregates["n_scouts"].to_numpy(dtype=np.int64),
+        aggregates["labels_known_at"].to_numpy(),
+    )
+
+
+_AGG_COLUMNS = [
+    "jeditaskid",
+    "ram_kb",
+    "cpu_per_event",
+    "io_kb_per_s",
+    "max_cpu_s",
+    "max_input_bytes",
+    "n_scouts",
+    "labels_known_at",
+]

@@ -1,0 +1,288 @@
+"""Read tasks, their input-dataset aggregates and their job records from PanDA's tables.
+
+Every query carries the task ids (or a task-id range), so PanDA's tables, partitioned
+by JEDITASKID, are pruned to the partitions that matter. Column names in the returned
+frames are the lower-case names of :mod:`panda_predictor.db.tables`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from panda_predictor.db.engine import (
+    dialect_of,
+    get_panda_tables,
+    get_plugin_tables,
+    translate_errors,
+)
+from panda_predictor.db.tables import PandaTables
+from panda_predictor.settings import Settings
+
+log = logging.getLogger(__name__)
+
+#: Dataset types that count as a task's input.
+INPUT_TYPES = ("input", "pseudo_input")
+#: Statuses in which JEDI has not generated jobs yet, so scouts can still be skipped.
+ELIGIBLE_STATUSES = ("defined", "ready")
+#: Names of the dataset aggregates added to each task row.
+AGGREGATE_COLUMNS = ("n_input_datasets", "nfiles_sum", "nevents_sum")
+#: Oracle accepts at most 1000 values in an IN list.
+_IN_LIST_LIMIT = 1000
+_ID_COLUMNS = ("jeditaskid", "pandaid", "datasetid")
+
+
+def _tag(query: Any, name: str) -> Any:
+    """Put the ``/* module.function */`` tag a DBA uses to find the caller."""
+    return query.prefix_with(f"/* {name} */", dialect="*")
+
+
+def _task_query(tables: PandaTables, task_filter: Any, tag: str) -> sa.Select:
+    """Return the select of tasks joined to their input-dataset aggregates."""
+    t, d = tables.jedi_tasks, tables.jedi_datasets
+    agg = (
+        sa.select(
+            d.c.jeditaskid,
+            sa.func.count().label("n_input_datasets"),
+            sa.func.sum(d.c.nfiles).label("nfiles_sum"),
+            sa.func.sum(d.c.nevents).label("nevents_sum"),
+        )
+        .where(task_filter(d.c.jeditaskid), d.c.type.in_(INPUT_TYPES))
+        .group_by(d.c.jeditaskid)
+        .subquery("agg")
+    )
+    query = (
+        sa.select(
+            *t.c,
+            sa.func.coalesce(agg.c.n_input_datasets, 0).label("n_input_datasets"),
+            agg.c.nfiles_sum,
+            agg.c.nevents_sum,
+        )
+        .select_from(t.outerjoin(agg, agg.c.jeditaskid == t.c.jeditaskid))
+        .where(task_filter(t.c.jeditaskid))
+        .order_by(t.c.jeditaskid)
+    )
+    return _tag(query, tag)
+
+
+def _frame(rows: Sequence[Any], keys: list[str], table: sa.Table) -> pd.DataFrame:
+    """Build a frame with stable dtypes: ids int64, numbers float64 (NaN for NULL)."""
+    frame = pd.DataFrame.from_records(list(rows), columns=keys)
+    for name in keys:
+        column = table.c.get(name)
+        if name in _ID_COLUMNS and frame[name].notna().all():
+            frame[name] = frame[name].astype("int64")
+        elif name in AGGREGATE_COLUMNS or (
+            column is not None and isinstance(column.type, sa.Integer | sa.Numeric)
+        ):
+            frame[name] = frame[name].astype("float64")
+        elif column is not None and isinstance(column.type, sa.DateTime):
+            frame[name] = pd.to_datetime(frame[name])
+    if "n_input_datasets" in frame:
+        frame["n_input_datasets"] = frame["n_input_datasets"].astype("int64")
+    return frame
+
+
+def _chunks(values: Sequence[int], size: int) -> Iterator[Sequence[int]]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+class _connection:
+    """Use a given connection as is, or open (and close) one from an engine."""
+
+    def __init__(self, bind: Connection | Engine):
+        self._bind = bind
+        self._opened: Connection | None = None
+
+    def __enter__(self) -> Connection:
+        if isinstance(self._bind, Connection):
+            return self._bind
+        self._opened = self._bind.connect()
+        return self._opened
+
+    def __exit__(self, *exc: object) -> None:
+        if self._opened is not None:
+            self._opened.close()
+
+
+def read_task_features(
+    conn_or_engine: Connection | Engine, settings: Settings, task_ids: Iterable[int]
+) -> pd.DataFrame:
+    """Return the JEDI_TASKS rows of ``task_ids`` with their input-dataset aggregates.
+
+    Adds ``n_input_datasets`` (0 for a task without input datasets) and
+    ``nfiles_sum``/``nevents_sum`` (NaN when there are none or all are NULL); tasks
+    not found are simply absent. Rows are ordered by ``jeditaskid``.
+
+    Parameters
+    ----------
+    conn_or_engine:
+        Where to read; a connection keeps the caller's transaction.
+    settings:
+        Settings naming the PanDA schema.
+    task_ids:
+        JEDITASKIDs to read.
+    """
+    ids = sorted({int(task_id) for task_id in task_ids})
+    tables = get_panda_tables(settings, conn_or_engine)
+    rows: list[Any] = []
+    keys = [*tables.jedi_tasks.c.keys(), *AGGREGATE_COLUMNS]
+    with translate_errors(conn_or_engine), _connection(conn_or_engine) as conn:
+        for chunk in _chunks(ids, _IN_LIST_LIMIT):
+            query = _task_query(
+                tables, lambda col, c=chunk: col.in_(c), "reader.read_task_features"
+            )
+            rows.extend(conn.execute(query).all())
+    return _frame(rows, keys, tables.jedi_tasks)
+
+
+def find_eligible_tasks(
+    conn: Connection,
+    settings: Settings,
+    limit: int,
+    task_ids: Iterable[int] | None = None,
+    lock: bool = False,
+) -> list[int]:
+    """Return ids of tasks still waiting for scouts that the plugin has not handled.
+
+    A task is eligible when its status is ``defined`` or ``ready``, its SPLITRULE
+    holds a ``US=`` rule and it has no row in ``pp_prediction_audit``.
+
+    Parameters
+    ----------
+    conn:
+        Connection inside the caller's transaction (locks last until it ends).
+    settings:
+        Settings naming the PanDA and plugin schemas.
+    limit:
+        At most this many ids, lowest first.
+    task_ids:
+        Only consider these tasks (default: all).
+    lock:
+        Lock the returned rows with ``FOR UPDATE SKIP LOCKED`` (PostgreSQL, Oracle) so
+        parallel hooks never take the same task; SQLite locks the whole file anyway.
+    """
+    if limit <= 0:
+        raise ValueError(
+            f"The 'limit' field must be a positive integer. Got {limit!r} instead."
+        )
+    t = get_panda_tables(settings, conn).jedi_tasks
+    audit = get_plugin_tables(settings, conn).audit
+    dialect = dialect_of(conn)
+    conditions: list[Any] = [
+        t.c.status.in_(ELIGIBLE_STATUSES),
+        # SPLITRULE is "KEY=value,..."; the US rule opens it or follows a comma.
+        sa.or_(t.c.splitrule.like("US=%"), t.c.splitrule.like("%,US=%")),
+        ~sa.exists().where(audit.c.jeditaskid == t.c.jeditaskid),
+    ]
+    if task_ids is not None:
+        ids = sorted({int(task_id) for task_id in task_ids})
+        if not ids:
+            return []
+        conditions.append(
+            sa.or_(
+                *(t.c.jeditaskid.in_(chunk) for chunk in _chunks(ids, _IN_LIST_LIMIT))
+            )
+        )
+    query = sa.select(t.c.jeditaskid).where(*conditions).order_by(t.c.jeditaskid)
+    if dialect == "oracle" and lock:
+        # Oracle refuses FOR UPDATE with FETCH FIRST; ROWNUM limits before locking
+        # and before ORDER BY, so Oracle returns any `limit` eligible tasks.
+        query = query.where(
+            sa.literal_column("ROWNUM") <= sa.bindparam("row_limit", limit)
+        )
+    else:
+        query = query.limit(limit)
+    if lock and dialect in ("postgresql", "oracle"):
+        query = query.with_for_update(skip_locked=True)
+    query = _tag(query, "reader.find_eligible_tasks")
+    with translate_errors(conn):
+        return [int(task_id) for task_id in conn.execute(query).scalars()]
+
+
+def iter_history(
+    engine: Engine | Connection,
+    settings: Settings,
+    chunk_size: int = 500,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> Iterator[tuple[pd.DataFrame, pd.DataFrame]]:
+    """Yield ``(tasks, jobs)`` frames, ``chunk_size`` tasks at a time, in task-id order.
+
+    ``tasks`` holds JEDI_TASKS rows with the input-dataset aggregates (as
+    :func:`read_task_features`), ``jobs`` the JOBSARCHIVED4 rows of those tasks. Each
+    chunk is found by keyset paging on JEDITASKID and every job query carries the
+    chunk's task-id range, so memory stays bounded and partitions are pruned.
+
+    Parameters
+    ----------
+    engine:
+        Where to read.
+    settings:
+        Settings naming the PanDA schema.
+    chunk_size:
+        Tasks per chunk.
+    since, until:
+        Only tasks whose CREATIONDATE is ``>= since`` and ``< until``.
+    """
+    if chunk_size <= 0:
+        raise ValueError(
+            f"The 'chunk_size' field must be a positive integer. "
+            f"Got {chunk_size!r} instead."
+        )
+    tables = get_panda_tables(settings, engine)
+    t, j = tables.jedi_tasks, tables.jobsarchived4
+    period: list[Any] = []
+    if since is not None:
+        period.append(t.c.creationdate >= since)
+    if until is not None:
+        period.append(t.c.creationdate < until)
+    task_keys = [*t.c.keys(), *AGGREGATE_COLUMNS]
+    last_id: int | None = None
+    while True:
+        page = (
+            sa.select(t.c.jeditaskid)
+            .where(*period)
+            .order_by(t.c.jeditaskid)
+            .limit(chunk_size)
+        )
+        if last_id is not None:
+            page = page.where(t.c.jeditaskid > last_id)
+        with translate_errors(engine), _connection(engine) as conn:
+            ids = list(conn.execute(_tag(page, "reader.iter_history")).scalars())
+            if not ids:
+                return
+            low, high = int(ids[0]), int(ids[-1])
+
+            def in_range(col: Any, low: int = low, high: int = high) -> Any:
+                return col.between(low, high)
+
+            tasks_query = _task_query(tables, in_range, "reader.iter_history")
+            if period:
+                tasks_query = tasks_query.where(*period)
+            tasks = _frame(conn.execute(tasks_query).all(), task_keys, t)
+            chosen = sa.select(t.c.jeditaskid).where(in_range(t.c.jeditaskid), *period)
+            jobs_query = _tag(
+                sa.select(*j.c)
+                .where(in_range(j.c.jeditaskid), j.c.jeditaskid.in_(chosen))
+                .order_by(j.c.jeditaskid, j.c.pandaid),
+                "reader.iter_history",
+            )
+            result = conn.execute(jobs_query)
+            jobs = _frame(result.all(), list(result.keys()), j)
+        log.debug(
+            "History chunk jediTaskID=%d..%d: %d tasks, %d jobs",
+            low,
+            high,
+            len(tasks),
+            len(jobs),
+        )
+        yield tasks, jobs
+        last_id = high

@@ -1,0 +1,297 @@
+"""Write predictions back into JEDI_TASKS and record every decision in the audit table.
+
+All predictions of one call go in one transaction. A task's resource columns are
+changed only if JEDI has not moved it on in the meantime (still ``defined``/``ready``
+with its SPLITRULE unchanged and holding ``US=``); the conditional UPDATE makes that
+check and the write one atomic step, so the plugin never races JobGenerator.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import socket
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from panda_predictor.core.prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.splitrule import has_scout_rule, remove_scout_rule
+from panda_predictor.core.targets import TARGETS
+from panda_predictor.db.engine import (
+    DatabaseError,
+    describe_error,
+    dialect_of,
+    get_panda_tables,
+    get_plugin_tables,
+)
+from panda_predictor.db.reader import ELIGIBLE_STATUSES
+from panda_predictor.settings import Settings
+
+log = logging.getLogger(__name__)
+
+#: Audit decision of a task JEDI moved on before the write-back (nothing written).
+MOVED_BY_JEDI = "moved_by_jedi"
+#: Below this many HS06sPerEvent PanDA stores cputime x1000 in mHS06sPerEvent.
+MILLI_CPUTIME_BELOW = 10
+
+
+@dataclass
+class WriteResult:
+    """Task ids per outcome of one :func:`write_predictions` call."""
+
+    applied: list[int] = field(default_factory=list)
+    kept_scouts: list[int] = field(default_factory=list)
+    moved_by_jedi: list[int] = field(default_factory=list)
+    already_audited: list[int] = field(default_factory=list)
+
+    @property
+    def audited(self) -> int:
+        """Return how many audit rows this call wrote."""
+        return len(self.applied) + len(self.kept_scouts) + len(self.moved_by_jedi)
+
+
+def panda_value(
+    prediction: TargetPrediction, fixed_units: bool = False
+) -> tuple[int, str]:
+    """Return the value and unit PanDA stores for a target prediction.
+
+    cputime below 10 HS06sPerEvent becomes x1000 mHS06sPerEvent, as JEDI stores it (a
+    value of 0 falls back to the class's upper edge so the task never gets 0);
+    ``fixed_units`` turns MBPerCore and (m)HS06sPerEvent into their ``...Fixed`` form
+    so later job measurements do not overwrite the prediction.
+    """
+    value, unit = int(prediction.value), prediction.unit
+    if (
+        prediction.target == "cputime"
+        and unit == "HS06sPerEvent"
+        and value < MILLI_CPUTIME_BELOW
+    ):
+        exact = value if value > 0 else (prediction.upper or 0.0)
+        value, unit = math.ceil(exact * 1000), "mHS06sPerEvent"
+    if fixed_units and unit in ("MBPerCore", "HS06sPerEvent", "mHS06sPerEvent"):
+        unit += "Fixed"
+    return value, unit
+
+
+def _proba_json(probabilities: tuple[float, ...]) -> str:
+    """Return the class probabilities as compact JSON (4 decimals, no spaces)."""
+    return json.dumps(
+        [round(float(p), 4) for p in probabilities], separators=(",", ":")
+    )
+
+
+def _check_length(table: sa.Table, name: str, value: str | None, task_id: int) -> None:
+    """Refuse text longer than its column (SQLite would store it silently)."""
+    length = getattr(table.c[name].type, "length", None)
+    if value is not None and length is not None and len(value) > length:
+        raise ValueError(
+            f"The '{name}' field of jediTaskID={task_id} must be at most {length} "
+            f"characters. Got {len(value)} instead."
+        )
+
+
+def _audit_row(
+    prediction: TaskPrediction,
+    decision: str,
+    reason: str,
+    written_at: datetime | None,
+    fixed_units: bool,
+    host: str,
+    now: datetime,
+) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "jeditaskid": prediction.jeditaskid,
+        "model_name": prediction.model_name,
+        "model_version": prediction.model_version,
+        "decision": decision,
+        "reason": reason,
+        "predicted_at": prediction.predicted_at or now,
+        "written_at": written_at,
+        "host": host,
+    }
+    for name, target in prediction.targets.items():
+        value, unit = panda_value(target, fixed_units)
+        row.update(
+            {
+                f"{name}_class": target.class_index,
+                f"{name}_value": value,
+                f"{name}_unit": unit,
+                f"{name}_confidence": float(target.confidence),
+                f"{name}_proba": _proba_json(target.probabilities),
+            }
+        )
+    return row
+
+
+def _apply_to_task(
+    conn: Connection,
+    tasks: sa.Table,
+    prediction: TaskPrediction,
+    fixed_units: bool,
+    lock: bool,
+) -> str | None:
+    """Write the predicted resources into JEDI_TASKS if JEDI has not moved the task.
+
+    Returns None when written, else why not (the task's current state).
+    """
+    task_id = prediction.jeditaskid
+    current = sa.select(tasks.c.status, tasks.c.splitrule).where(
+        tasks.c.jeditaskid == sa.bindparam("task_id")
+    )
+    if lock:
+        current = current.with_for_update()
+    row = conn.execute(
+        current.prefix_with("/* writer.write_predictions */", dialect="*"),
+        {"task_id": task_id},
+    ).first()
+    if row is None:
+        return "task not found in JEDI_TASKS"
+    if row.status not in ELIGIBLE_STATUSES or not has_scout_rule(row.splitrule):
+        return f"moved by JEDI: status={row.status}, splitrule={row.splitrule}"
+    values: dict[str, Any] = {"splitrule": remove_scout_rule(row.splitrule)}
+    for name, target in prediction.targets.items():
+        spec = TARGETS[name]
+        values[spec.value_column], values[spec.unit_column] = panda_value(
+            target, fixed_units
+        )
+    _check_length(tasks, "splitrule", values["splitrule"], task_id)
+    update = (
+        sa.update(tasks)
+        .where(
+            tasks.c.jeditaskid == task_id,
+            tasks.c.status.in_(ELIGIBLE_STATUSES),
+            # Unchanged since read: JEDI did not touch the rule in between.
+            tasks.c.splitrule == row.splitrule,
+        )
+        .values(**values)
+        .prefix_with("/* writer.write_predictions */", dialect="*")
+    )
+    if conn.execute(update).rowcount != 1:
+        return "moved by JEDI during the write-back"
+    return None
+
+
+def write_predictions(
+    engine: Engine | Connection,
+    settings: Settings,
+    predictions: Iterable[TaskPrediction],
+    fixed_units: bool = False,
+) -> WriteResult:
+    """Write the applied predictions into JEDI_TASKS and audit all, in one transaction.
+
+    Tasks that already have an audit row are skipped (so a retry is harmless). If
+    anything fails, nothing is written and a :class:`DatabaseError` or ``ValueError``
+    naming the jediTaskID propagates.
+
+    Parameters
+    ----------
+    engine:
+        Engine (a transaction is opened) or connection (a savepoint inside the
+        caller's transaction, e.g. one holding the locks of ``find_eligible_tasks``).
+    settings:
+        Settings naming the PanDA and plugin schemas.
+    predictions:
+        One prediction per task.
+    fixed_units:
+        Write ``MBPerCoreFixed``/``HS06sPerEventFixed`` so JEDI never re-measures.
+    """
+    tasks = get_panda_tables(settings, engine).jedi_tasks
+    audit = get_plugin_tables(settings, engine).audit
+    lock = dialect_of(engine) in ("postgresql", "oracle")
+    host = socket.gethostname()[:128]
+    result = WriteResult()
+    if isinstance(engine, Connection):
+        conn = engine
+        transaction = conn.begin_nested() if conn.in_transaction() else conn.begin()
+    else:
+        conn = engine.connect()
+        transaction = conn.begin()
+    task_id: int | None = None
+    try:
+        with transaction:
+            for prediction in predictions:
+                task_id = prediction.jeditaskid
+                _write_one(
+                    conn, tasks, audit, prediction, fixed_units, lock, host, result
+                )
+    except SQLAlchemyError as exc:
+        error = describe_error(exc, conn)
+        raise DatabaseError(
+            f"Writing the prediction of jediTaskID={task_id} failed, nothing was "
+            f"written: {error}"
+        ) from exc
+    except (ValueError, KeyError) as exc:
+        raise ValueError(
+            f"Writing the prediction of jediTaskID={task_id} failed, nothing was "
+            f"written: {exc}"
+        ) from exc
+    finally:
+        if not isinstance(engine, Connection):
+            conn.close()
+    log.info(
+        "Wrote predictions: %d applied, %d kept scouts, %d moved by JEDI, "
+        "%d already audited",
+        len(result.applied),
+        len(result.kept_scouts),
+        len(result.moved_by_jedi),
+        len(result.already_audited),
+    )
+    return result
+
+
+def _write_one(
+    conn: Connection,
+    tasks: sa.Table,
+    audit: sa.Table,
+    prediction: TaskPrediction,
+    fixed_units: bool,
+    lock: bool,
+    host: str,
+    result: WriteResult,
+) -> None:
+    """Handle one task inside the transaction of :func:`write_predictions`."""
+    task_id = prediction.jeditaskid
+    seen = sa.select(audit.c.jeditaskid).where(
+        audit.c.jeditaskid == sa.bindparam("task_id")
+    )
+    if conn.execute(
+        seen.prefix_with("/* writer.write_predictions */", dialect="*"),
+        {"task_id": task_id},
+    ).first():
+        log.info("jediTaskID=%d already audited, skipped", task_id)
+        result.already_audited.append(task_id)
+        return
+    for name in prediction.targets:
+        if name not in TARGETS:
+            raise ValueError(
+                f"The target must be one of {list(TARGETS)}. Got {name!r} instead."
+            )
+    now = datetime.now(UTC).replace(tzinfo=None)
+    decision: str = prediction.decision
+    reason, written_at = prediction.reason, None
+    if decision == "applied":
+        refused = _apply_to_task(conn, tasks, prediction, fixed_units, lock)
+        if refused is None:
+            written_at = now
+            result.applied.append(task_id)
+            log.info("jediTaskID=%d predictions written, scouts skipped", task_id)
+        else:
+            decision, reason = MOVED_BY_JEDI, refused
+            result.moved_by_jedi.append(task_id)
+            log.info("jediTaskID=%d left unchanged: %s", task_id, refused)
+    else:
+        result.kept_scouts.append(task_id)
+        log.info("jediTaskID=%d keeps its scouts: %s", task_id, reason)
+    row = _audit_row(prediction, decision, reason, written_at, fixed_units, host, now)
+    for name in ("model_name", "model_version", "reason", "host"):
+        _check_length(audit, name, row[name], task_id)
+    conn.execute(
+        sa.insert(audit).prefix_with("/* writer.write_predictions */", dialect="*"), row
+    )

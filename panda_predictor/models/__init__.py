@@ -1,0 +1,63 @@
+"""The two binned resource classifier kinds: XGBoost trees and a Keras network.
+
+This package is an adapter (it imports XGBoost and TensorFlow and reads and writes
+model files), not part of the pure core. The classes are imported lazily, so code
+that serves XGBoost models never pays TensorFlow's import time.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .base import NotFittedError, ResourceClassifier, read_meta
+
+if TYPE_CHECKING:
+    from .keras_net import KerasResourceClassifier
+    from .xgb import XGBoostResourceClassifier
+
+__all__ = [
+    "KerasResourceClassifier",
+    "NotFittedError",
+    "ResourceClassifier",
+    "XGBoostResourceClassifier",
+    "load_classifier",
+    "model_class",
+    "MODEL_KINDS",
+]
+
+#: Model kind (as written in ``meta.json``) -> "module:ClassName".
+MODEL_KINDS = {
+    "xgboost": "panda_predictor.models.xgb:XGBoostResourceClassifier",
+    "keras": "panda_predictor.models.keras_net:KerasResourceClassifier",
+}
+_LAZY = {v.split(":")[1]: v for v in MODEL_KINDS.values()}
+
+
+def _resolve(spec: str) -> type[ResourceClassifier]:
+    module, name = spec.split(":")
+    cls: type[ResourceClassifier] = getattr(importlib.import_module(module), name)
+    return cls
+
+
+def model_class(kind: str) -> type[ResourceClassifier]:
+    """Return the classifier class of ``kind`` ("xgboost" or "keras")."""
+    if kind not in MODEL_KINDS:
+        raise ValueError(
+            f"The model kind must be one of {sorted(MODEL_KINDS)}. "
+            f"Got {kind!r} instead."
+        )
+    return _resolve(MODEL_KINDS[kind])
+
+
+def load_classifier(directory: str | Path) -> ResourceClassifier:
+    """Load a model saved by either kind's ``save``, dispatching on ``meta.json``."""
+    meta = read_meta(Path(directory))
+    return model_class(str(meta.get("kind"))).load(directory)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return _resolve(_LAZY[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,2 @@
+"""Serving: a trained *bundle* (features, bins, four classifiers, decision rules) and
+the :class:`Predictor` that turns task rows into :class:`TaskPrediction` records."""

@@ -1,0 +1,49 @@
+"""Load the champion bundle as a :class:`Predictor`, once per version.
+
+The registry says which version is champion; the local cache serves it when the
+registry is unreachable (see ``model_registry.cache``). Loaded predictors are kept
+per version, so a hook pass or an HTTP request does not reload models.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from model_registry.cache import load_champion_bundle_dir
+from model_registry.registry import NoChampionError
+from panda_predictor.serving.bundle import load_bundle
+from panda_predictor.serving.predictor import Predictor
+from panda_predictor.settings import Settings
+
+log = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+_loaded: dict[tuple[str, str, int], Predictor] = {}
+
+
+def load_champion(settings: Settings) -> Predictor:
+    """Return the champion predictor; raise NoChampionError when there is none."""
+    champion = load_champion_bundle_dir(settings)
+    key = (settings.tracking_uri(), settings.model_name, champion.version)
+    with _lock:
+        predictor = _loaded.get(key)
+        if predictor is None:
+            log.info(
+                "loading %s version %s from %s (%s)",
+                settings.model_name, champion.version, champion.path, champion.source,
+            )
+            predictor = Predictor(
+                load_bundle(champion.path), settings.model_name, str(champion.version)
+            )
+            _loaded.clear()
+            _loaded[key] = predictor
+    return predictor
+
+
+def try_load_champion(settings: Settings) -> Predictor | None:
+    """Return the champion predictor, or None when no champion exists yet."""
+    try:
+        return load_champion(settings)
+    except NoChampionError:
+        return None

@@ -1,0 +1,52 @@
+"""Recent labelled history for serving: what similar tasks needed, as known now.
+
+The history features (last value, mean of the last two, count, per transformation +
+release, processing type + framework and user) come from the scouts and jobs that
+finished before the prediction. The hook reads the last ``days`` of history once per
+pass and indexes it for O(1) lookups.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pandas as pd
+from sqlalchemy.engine import Connection, Engine
+
+from panda_predictor.core.history import RecentHistoryIndex, required_columns
+from panda_predictor.core.history import HISTORY_GROUPS
+from panda_predictor.core.labels import labels_frame
+from panda_predictor.core.targets import TARGET_NAMES
+from panda_predictor.db.reader import iter_history
+from panda_predictor.settings import Settings
+
+DEFAULT_DAYS = 180
+
+
+def read_recent_history(
+    bind: Engine | Connection,
+    settings: Settings,
+    now: datetime | None = None,
+    days: int = DEFAULT_DAYS,
+    chunk_size: int = 5000,
+) -> RecentHistoryIndex:
+    """Return the labelled history of tasks created in the last ``days``, indexed."""
+    now = now or datetime.now(UTC).replace(tzinfo=None)
+    keys = sorted(required_columns(HISTORY_GROUPS))
+    parts = []
+    for tasks, jobs in iter_history(
+        bind, settings, chunk_size=chunk_size, since=now - timedelta(days=days)
+    ):
+        labels = labels_frame(jobs, tasks)
+        parts.append(
+            tasks[["jeditaskid", *keys]].merge(
+                labels[["jeditaskid", "labels_known_at", *TARGET_NAMES]],
+                on="jeditaskid",
+            )
+        )
+    columns = ["jeditaskid", *keys, "labels_known_at", *TARGET_NAMES]
+    frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        {c: pd.Series(dtype="datetime64[ns]" if c == "labels_known_at" else object)
+         for c in columns}
+    )
+    return RecentHistoryIndex.from_frame(frame, as_of=now)

@@ -1,0 +1,99 @@
+"""Read the labelled history out of the database: tasks, their labels, in time order.
+
+One pass over :func:`panda_predictor.db.reader.iter_history` yields, chunk by chunk,
+the tasks (JEDI_TASKS + input-dataset counts) and their job records; the scout labels
+are computed per chunk, so job records never pile up in memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+from sqlalchemy.engine import Engine
+from tqdm import tqdm
+
+from panda_predictor.core.features import TASK_COLUMNS
+from panda_predictor.core.history import HISTORY_GROUPS, required_columns
+from panda_predictor.core.labels import LabelParams, labels_frame
+from panda_predictor.core.targets import TARGET_NAMES
+from panda_predictor.db.reader import iter_history
+from panda_predictor.settings import Settings
+
+#: Columns of the labelled history frame the feature pipeline reads.
+HISTORY_KEY_COLUMNS = sorted(required_columns(HISTORY_GROUPS))
+
+
+@dataclass(frozen=True)
+class LabelledHistory:
+    """Tasks (one row each, oldest first) with their four labels and when known.
+
+    ``frame`` holds the task columns the features need, the four normalised labels
+    (NaN where the scouts could not measure one) and ``labels_known_at``.
+    """
+
+    frame: pd.DataFrame
+
+    @property
+    def tasks(self) -> pd.DataFrame:
+        """Return the task columns (input of FeaturePipeline.transform)."""
+        return self.frame[[c for c in TASK_COLUMNS if c in self.frame.columns]]
+
+    @property
+    def history(self) -> pd.DataFrame:
+        """Return the labelled history frame (input of the history features)."""
+        cols = ["jeditaskid", *HISTORY_KEY_COLUMNS, "labels_known_at", *TARGET_NAMES]
+        return self.frame[[c for c in dict.fromkeys(cols) if c in self.frame.columns]]
+
+
+def label_chunk(
+    tasks: pd.DataFrame, jobs: pd.DataFrame, params: LabelParams = LabelParams()
+) -> pd.DataFrame:
+    """Return the feature columns of ``tasks`` joined with their scout labels."""
+    labels = labels_frame(jobs, tasks, params)
+    keep = [c for c in dict.fromkeys([*TASK_COLUMNS, *HISTORY_KEY_COLUMNS])
+            if c in tasks.columns]
+    return tasks[keep].merge(
+        labels[["jeditaskid", *TARGET_NAMES, "labels_known_at"]],
+        on="jeditaskid",
+        how="left",
+    )
+
+
+def read_labelled_history(
+    engine: Engine,
+    settings: Settings,
+    chunk_size: int = 5000,
+    progress: bool = True,
+    params: LabelParams = LabelParams(),
+) -> LabelledHistory:
+    """Return every finished task of the database with its labels, oldest first.
+
+    Tasks without any usable scout (no label at all) are dropped: they teach nothing.
+
+    Parameters
+    ----------
+    engine, settings:
+        The PanDA database and the settings naming its schema.
+    chunk_size:
+        Tasks per read (bounds memory).
+    progress:
+        Show a progress bar on stderr.
+    params:
+        Constants of the scout formulas.
+    """
+    parts = []
+    with tqdm(desc="read history", unit="task", disable=not progress) as bar:
+        for tasks, jobs in iter_history(engine, settings, chunk_size=chunk_size):
+            parts.append(label_chunk(tasks, jobs, params))
+            bar.update(len(tasks))
+    if not parts:
+        raise ValueError(
+            "The history must hold finished tasks with scout jobs to train on. Got an "
+            "empty JEDI_TASKS/JOBSARCHIVED4: run 'panda-predictor simulate' or point "
+            "PANDA_PREDICTOR_DB_URL at a PanDA database."
+        )
+    frame = pd.concat(parts, ignore_index=True)
+    frame = frame[frame[list(TARGET_NAMES)].notna().any(axis=1)]
+    frame = frame.sort_values(["creationdate", "jeditaskid"], kind="stable")
+    return LabelledHistory(frame.reset_index(drop=True))

@@ -1,0 +1,145 @@
+"""Runner: read history, train, report, log to MLflow, register, gate the champion.
+
+The thin wiring around the pure :func:`pipelines.train.train`: the only place where
+training touches the database, files and MLflow. A run that fails midway leaves the
+registry as it was (the new version is registered only after everything else
+succeeded, and aliases move last).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import mlflow
+import pandas as pd
+
+from model_registry.gate import GateDecision, promote_if_not_worse
+from model_registry.registry import ModelVersionInfo, register_bundle
+from model_registry.tracking import (
+    log_feature_schema,
+    log_metrics,
+    log_params,
+    log_report_dir,
+    start_training_run,
+)
+from panda_predictor.bins_file import bins_from_settings
+from panda_predictor.core.evaluation import evaluate_targets
+from panda_predictor.db.engine import make_engine
+from panda_predictor.serving.bundle import save_bundle
+from panda_predictor.serving.loader import try_load_champion
+from panda_predictor.settings import Settings
+from pipelines.dataset import LabelledHistory, read_labelled_history
+from pipelines.report import write_report
+from pipelines.train import TrainingConfig, TrainingResult, gate_metrics, train
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a training run did, for the CLI and the demo."""
+
+    run_id: str
+    version: ModelVersionInfo
+    gate: GateDecision
+    report: Path
+    metrics: dict[str, float]
+    served_kinds: dict[str, str]
+
+
+def champion_metrics_on(
+    settings: Settings, result: TrainingResult, history: LabelledHistory
+) -> dict[str, float] | None:
+    """Score the current champion on the new run's test tasks (None: no champion)."""
+    champion = try_load_champion(settings)
+    if champion is None:
+        return None
+    try:
+        _, chosen, _ = champion.classify(result.test_tasks, history.history)
+    except ValueError as exc:
+        # A champion whose features or bins no longer fit the data cannot be
+        # compared; the challenger is then judged against nothing and wins.
+        log.warning("The champion cannot score the new test data: %s", exc)
+        return None
+    evaluation = evaluate_targets(
+        result.y_test,
+        {t: chosen[t] for t in result.y_test},
+        n_classes={t: champion.bundle.bins[t].n_classes for t in result.y_test},
+    )
+    return gate_metrics(evaluation)
+
+
+def _report(result: TrainingResult, out_dir: Path, extra: dict[str, Any]) -> Path:
+    evaluations = {k: r.evaluation for k, r in result.kinds.items() if r.evaluation}
+    if len(result.kinds) > 1:
+        evaluations["served (best kind per target)"] = result.served
+    tails = {k: {t: rule.report_ for t, rule in r.rules.items()}
+             for k, r in result.kinds.items()}
+    meta = {**result.split_info, **extra,
+            "served kinds": ", ".join(f"{t}: {k}" for t, k in result.served_kinds.items()),
+            "fit seconds": ", ".join(f"{k}: {r.fit_seconds:.1f}"
+                                     for k, r in result.kinds.items())}
+    return write_report(out_dir, evaluations, tails, result.coverage, metadata=meta,
+                        title="panda-predictor training report")
+
+
+def run_training(
+    settings: Settings,
+    config: TrainingConfig = TrainingConfig(),
+    progress: bool = True,
+    report_dir: Path | None = None,
+) -> RunSummary:
+    """Train on the configured database and register the result (gated champion)."""
+    engine = make_engine(settings)
+    bins = bins_from_settings(settings)
+    history = read_labelled_history(engine, settings, progress=progress)
+    engine.dispose()
+    result = train(history, bins, config)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    report_dir = report_dir or settings.home / "reports" / f"train-{stamp}"
+    with start_training_run(settings, run_name=f"train-{stamp}") as run:
+        log_params({"config": asdict(config), "bins_version": bins.version,
+                    "schema_hash": result.bundle.features.schema_hash_,
+                    **result.split_info})
+        for kind, res in result.kinds.items():
+            if res.evaluation is not None:
+                log_metrics({f"{kind}.{k}": v for k, v in gate_metrics(res.evaluation).items()})
+        log_metrics(result.bundle.metrics)
+        log_feature_schema(result.bundle.features.to_dict())
+        mlflow.log_dict(bins.to_dict(), "config/bins.yaml")
+        report = _report(result, report_dir, {"mlflow run": run.info.run_id})
+        log_report_dir(report_dir)
+        champion_metrics = champion_metrics_on(settings, result, history)
+        with tempfile.TemporaryDirectory() as tmp:
+            bundle_dir = save_bundle(result.bundle, Path(tmp) / "bundle")
+            version = register_bundle(settings, bundle_dir, run.info.run_id,
+                                      result.bundle.metrics,
+                                      description=f"trained {stamp}")
+        gate = promote_if_not_worse(settings, version.version, result.bundle.metrics,
+                                    champion_metrics)
+    (report_dir / "gate.json").write_text(json.dumps(
+        {"version": version.version, "decision": str(gate), "champion_metrics":
+         champion_metrics}, default=str, indent=1))
+    return RunSummary(run.info.run_id, version, gate, report, result.bundle.metrics,
+                      result.served_kinds)
+
+
+def metrics_table(metrics: dict[str, float]) -> pd.DataFrame:
+    """Return the headline metrics per target as a small table (for the CLI)."""
+    rows = []
+    for target in ("ramcount", "cputime", "iointensity", "walltime"):
+        if f"{target}.accuracy" in metrics:
+            rows.append({
+                "target": target,
+                "accuracy": metrics[f"{target}.accuracy"],
+                "macro_f1": metrics[f"{target}.macro_f1"],
+                "tail_recall": metrics[f"{target}.tail_recall"],
+                "under_alloc": metrics[f"{target}.under_allocation"],
+            })
+    return pd.DataFrame(rows)

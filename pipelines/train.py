@@ -1,0 +1,270 @@
+"""Train both model kinds for the four targets, tune tail rules, evaluate, bundle.
+
+Pure function of the labelled history, the bins and a config (no database, no
+MLflow): :func:`train` returns everything the runner (:mod:`pipelines.run_training`)
+logs, reports and registers. Splits are time-ordered by default: train on the oldest
+tasks, validate (early stopping, tail thresholds, choice of model kind) on the next,
+test on the newest, which is what production sees.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from panda_predictor.core.bins import BinSet
+from panda_predictor.core.decision import (
+    CoverageCurve,
+    TailDecisionRule,
+    confidence,
+    coverage_accuracy_curve,
+)
+from panda_predictor.core.evaluation import (
+    MultiTargetEvaluation,
+    all_correct,
+    evaluate_target,
+    evaluate_targets,
+)
+from panda_predictor.core.features import FeaturePipeline
+from panda_predictor.core.history import split_transhome
+from panda_predictor.core.splits import stratified_split, time_ordered_split
+from panda_predictor.core.targets import TARGET_NAMES
+from panda_predictor.models import ResourceClassifier, model_class
+from panda_predictor.serving.bundle import Bundle
+from pipelines.dataset import LabelledHistory
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """What to train and how; defaults live in ``pipelines/params/training.yaml``."""
+
+    model_kinds: tuple[str, ...] = ("xgboost", "keras")
+    split: str = "time"
+    train_fraction: float = 0.70
+    val_fraction: float = 0.15
+    test_fraction: float = 0.15
+    recall_target: float = 0.95
+    confidence_threshold: float = 0.6
+    seed: int = 0
+    xgboost: Mapping[str, Any] = field(default_factory=dict)
+    keras: Mapping[str, Any] = field(default_factory=dict)
+
+    def params_for(self, kind: str) -> dict[str, Any]:
+        """Return the constructor parameters of model ``kind``."""
+        params = dict(self.xgboost if kind == "xgboost" else self.keras)
+        params.setdefault("random_state", self.seed)
+        return params
+
+
+@dataclass
+class KindResult:
+    """One model kind's fitted models, rules and scores."""
+
+    kind: str
+    models: dict[str, ResourceClassifier]
+    rules: dict[str, TailDecisionRule]
+    val_macro_f1: dict[str, float]
+    test_pred: dict[str, np.ndarray]
+    test_conf: dict[str, np.ndarray]
+    fit_seconds: float
+    evaluation: MultiTargetEvaluation | None = None
+
+
+@dataclass
+class TrainingResult:
+    """Everything one training run produced."""
+
+    bundle: Bundle
+    kinds: dict[str, KindResult]
+    served: MultiTargetEvaluation
+    served_kinds: dict[str, str]
+    test_tasks: pd.DataFrame
+    y_test: dict[str, np.ndarray]
+    coverage: dict[str, CoverageCurve]
+    split_info: dict[str, Any]
+
+
+def gate_metrics(evaluation: MultiTargetEvaluation) -> dict[str, float]:
+    """Return the flat metrics the champion gate compares, plus all the others.
+
+    Adds ``mean_accuracy``, ``<target>.tail_recall`` (recall of the largest class) and
+    ``<target>.under_allocation`` to the evaluation's own names.
+    """
+    out = dict(evaluation.to_dict())
+    out["mean_accuracy"] = float(evaluation.mean_accuracy)
+    for name, ev in evaluation.targets.items():
+        out[f"{name}.tail_recall"] = float(ev.recall[-1])
+        out[f"{name}.under_allocation"] = float(ev.under_allocation_rate)
+    return out
+
+
+def _split(history: LabelledHistory, bins: BinSet, config: TrainingConfig):
+    frame = history.frame
+    if len(frame) < 20:
+        raise ValueError(
+            f"The training set must hold at least 20 labelled tasks. Got {len(frame)} "
+            "instead."
+        )
+    if config.split == "time":
+        return time_ordered_split(
+            frame["creationdate"].to_numpy(),
+            config.train_fraction,
+            config.val_fraction,
+            config.test_fraction,
+        )
+    if config.split == "stratified":
+        # 85/15 as in the PanDA ML paper; validation is a slice of the training part.
+        y = bins.assign(TARGET_NAMES[0], frame[TARGET_NAMES[0]].to_numpy())
+        train, test = stratified_split(y, test_size=0.15, seed=config.seed)
+        cut = int(len(train) * (1 - config.val_fraction / 0.85))
+        return train[:cut], train[cut:], test
+    raise ValueError(
+        f"The 'split' setting must be 'time' or 'stratified'. Got {config.split!r} "
+        "instead."
+    )
+
+
+def _labels(frame: pd.DataFrame, bins: BinSet) -> dict[str, np.ndarray]:
+    missing = [t for t in bins.targets if t not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"The training set must have a label column for every target. Got none "
+            f"for {missing} instead."
+        )
+    return {t: bins.assign(t, frame[t].to_numpy(dtype=float)) for t in bins.targets}
+
+
+def _fit_kind(
+    kind: str,
+    X: pd.DataFrame,
+    y: dict[str, np.ndarray],
+    parts: tuple[np.ndarray, np.ndarray, np.ndarray],
+    bins: BinSet,
+    config: TrainingConfig,
+) -> KindResult:
+    train, val, test = parts
+    started = time.perf_counter()
+    result = KindResult(kind, {}, {}, {}, {}, {}, 0.0)
+    for target, labels in y.items():
+        tr = train[labels[train] >= 0]
+        va = val[labels[val] >= 0]
+        if len(np.unique(labels[tr])) < 2:
+            raise ValueError(
+                f"The training labels of {target} must hold at least two classes. Got "
+                f"only {np.unique(labels[tr]).tolist()} instead."
+            )
+        model = model_class(kind)(n_classes=bins[target].n_classes,
+                                  **config.params_for(kind))
+        log.info("fitting %s for %s on %d tasks", kind, target, len(tr))
+        model.fit(X.iloc[tr], labels[tr], X_val=X.iloc[va], y_val=labels[va])
+        rule = TailDecisionRule(recall_target=config.recall_target)
+        rule.fit(model.predict_proba(X.iloc[va]), labels[va])
+        val_pred = rule.predict(model.predict_proba(X.iloc[va]))
+        proba_test = model.predict_proba(X.iloc[test])
+        pred = rule.predict(proba_test)
+        result.models[target] = model
+        result.rules[target] = rule
+        result.val_macro_f1[target] = evaluate_target(
+            labels[va], val_pred, bins[target].n_classes, target
+        ).macro_f1
+        result.test_pred[target] = pred
+        result.test_conf[target] = confidence(proba_test, pred)
+    result.fit_seconds = time.perf_counter() - started
+    return result
+
+
+def _evaluate(
+    y_test: dict[str, np.ndarray],
+    pred: dict[str, np.ndarray],
+    bins: BinSet,
+) -> MultiTargetEvaluation:
+    return evaluate_targets(
+        y_test,
+        pred,
+        n_classes={t: bins[t].n_classes for t in y_test},
+        class_names={t: list(bins[t].labels) for t in y_test},
+    )
+
+
+def _coverage(conf: dict[str, np.ndarray], y_test, pred) -> CoverageCurve:
+    weakest = np.min(np.vstack([conf[t] for t in y_test]), axis=0)
+    return coverage_accuracy_curve(weakest, all_correct(y_test, pred))
+
+
+def train(
+    history: LabelledHistory, bins: BinSet, config: TrainingConfig = TrainingConfig()
+) -> TrainingResult:
+    """Fit every model kind on the history and bundle the best kind per target.
+
+    The test rows are the tasks of the test part whose four labels are all known,
+    so every model and the joint metrics are scored on exactly the same tasks.
+    """
+    frame = history.frame
+    parts = _split(history, bins, config)
+    y = _labels(frame, bins)
+    test_all = parts.test[np.all([y[t][parts.test] >= 0 for t in y], axis=0)]
+    if len(test_all) == 0:
+        raise ValueError(
+            "The test part must hold tasks with all four labels known. Got none: "
+            "use more history."
+        )
+    tasks = history.tasks
+    pipeline = FeaturePipeline().fit(tasks.iloc[parts.train], history.history)
+    X = pipeline.transform(tasks, history.history)
+    fit_parts = (parts.train, parts.val, test_all)
+    kinds = {
+        kind: _fit_kind(kind, X, y, fit_parts, bins, config)
+        for kind in config.model_kinds
+    }
+    y_test = {t: y[t][test_all] for t in y}
+    for res in kinds.values():
+        res.evaluation = _evaluate(y_test, res.test_pred, bins)
+    served_kinds = {
+        t: max(kinds, key=lambda k, t=t: kinds[k].val_macro_f1[t]) for t in y
+    }
+    served_pred = {t: kinds[served_kinds[t]].test_pred[t] for t in y}
+    served_conf = {t: kinds[served_kinds[t]].test_conf[t] for t in y}
+    served = _evaluate(y_test, served_pred, bins)
+    coverage = {k: _coverage(r.test_conf, y_test, r.test_pred) for k, r in kinds.items()}
+    coverage["served"] = _coverage(served_conf, y_test, served_pred)
+    train_tasks = tasks.iloc[parts.train]
+    frameworks, _ = split_transhome(train_tasks["transhome"])
+    times = frame["creationdate"]
+    split_info = {
+        "split": config.split,
+        "train_rows": int(len(parts.train)),
+        "val_rows": int(len(parts.val)),
+        "test_rows": int(len(test_all)),
+        "train_period": f"{times.iloc[parts.train].min()} .. "
+        f"{times.iloc[parts.train].max()}",
+        "test_period": f"{times.iloc[test_all].min()} .. {times.iloc[test_all].max()}",
+    }
+    bundle = Bundle(
+        features=pipeline,
+        bins=bins,
+        models={t: kinds[served_kinds[t]].models[t] for t in y},
+        tail_rules={t: kinds[served_kinds[t]].rules[t] for t in y},
+        confidence_threshold=config.confidence_threshold,
+        known_transformations=sorted(train_tasks["transpath"].dropna().astype(str).unique()),
+        known_frameworks=sorted(frameworks.dropna().unique()),
+        metrics=gate_metrics(served),
+        info={**split_info, "served_kinds": served_kinds},
+    )
+    return TrainingResult(
+        bundle=bundle,
+        kinds=kinds,
+        served=served,
+        served_kinds=served_kinds,
+        test_tasks=frame.iloc[test_all].reset_index(drop=True),
+        y_test=y_test,
+        coverage=coverage,
+        split_info=split_info,
+    )

@@ -1,0 +1,162 @@
+"""Shared pieces of the database tests: an initialised test database and task rows.
+
+Imported by the ``test_db_*`` modules (import ``engine_fixture``/``db_fixture`` to
+get the ``engine``/``db`` fixtures); holds no tests of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from panda_predictor.core.prediction import TargetPrediction, TaskPrediction
+from panda_predictor.db.engine import get_panda_tables, get_plugin_tables, make_engine
+from panda_predictor.db.migrations import init_database
+
+
+@pytest.fixture(name="engine")
+def engine_fixture(settings) -> Iterator[sa.Engine]:
+    """Return an engine on the empty test database, disposed afterwards."""
+    created = make_engine(settings)
+    try:
+        yield created
+    finally:
+        created.dispose()
+
+
+@pytest.fixture(name="db")
+def db_fixture(engine, settings) -> sa.Engine:
+    """Return an engine on a test database built from sql/ with PanDA's tables."""
+    init_database(engine, settings, with_panda_tables=True)
+    return engine
+
+
+def add_task(
+    engine: sa.Engine,
+    settings,
+    task_id: int,
+    *,
+    status: str = "defined",
+    splitrule: str | None = "TI=1,US=2",
+    datasets: tuple[tuple[str, int | None, int | None], ...] = (),
+    jobs: int = 0,
+    **columns,
+) -> None:
+    """Insert a JEDI_TASKS row, its datasets ``(type, nfiles, nevents)`` and jobs."""
+    tables = get_panda_tables(settings, engine)
+    row = {
+        "jeditaskid": task_id,
+        "taskname": f"task.{task_id}",
+        "status": status,
+        "splitrule": splitrule,
+        "prodsourcelabel": "managed",
+        "processingtype": "simul",
+        "transhome": "AthSimulation-23.0.1",
+        "transpath": "Sim_tf.py",
+        "corecount": 8,
+        "creationdate": datetime(2025, 1, 1) + timedelta(days=task_id % 28),
+        "ramcount": 2000,
+        "ramunit": "MBPerCore",
+        "cputime": None,
+        "cputimeunit": None,
+    }
+    row.update(columns)
+    with engine.begin() as conn:
+        conn.execute(sa.insert(tables.jedi_tasks), row)
+        for number, (kind, nfiles, nevents) in enumerate(datasets):
+            conn.execute(
+                sa.insert(tables.jedi_datasets),
+                {
+                    "jeditaskid": task_id,
+                    "datasetid": task_id * 100 + number,
+                    "datasetname": f"ds.{task_id}.{number}",
+                    "type": kind,
+                    "nfiles": nfiles,
+                    "nevents": nevents,
+                },
+            )
+        for number in range(jobs):
+            conn.execute(
+                sa.insert(tables.jobsarchived4),
+                {
+                    "pandaid": task_id * 1000 + number,
+                    "jeditaskid": task_id,
+                    "jobstatus": "finished",
+                    "corecount": 8,
+                    "maxpss": 1_000_000 + number,
+                    "cpuconsumptiontime": 3600 + number,
+                },
+            )
+
+
+def task_row(engine: sa.Engine, settings, task_id: int) -> dict:
+    """Return the JEDI_TASKS row of ``task_id`` as a dict."""
+    tasks = get_panda_tables(settings, engine).jedi_tasks
+    with engine.connect() as conn:
+        return dict(
+            conn.execute(sa.select(tasks).where(tasks.c.jeditaskid == task_id))
+            .mappings()
+            .one()
+        )
+
+
+def audit_rows(engine: sa.Engine, settings) -> dict[int, dict]:
+    """Return the audit rows by task id."""
+    audit = get_plugin_tables(settings, engine).audit
+    with engine.connect() as conn:
+        return {
+            row["jeditaskid"]: dict(row)
+            for row in conn.execute(sa.select(audit)).mappings()
+        }
+
+
+def make_prediction(
+    task_id: int,
+    decision: str = "applied",
+    reason: str = "confident",
+    cputime: int = 25,
+    **fields,
+) -> TaskPrediction:
+    """Return a prediction of all four targets for ``task_id``."""
+    targets = {
+        "ramcount": TargetPrediction(
+            "ramcount",
+            2,
+            "2000-3000",
+            2000.0,
+            3000.0,
+            3000,
+            "MBPerCore",
+            0.9,
+            (0.05, 0.05, 0.9),
+        ),
+        "cputime": TargetPrediction(
+            "cputime",
+            1,
+            "low",
+            0.0,
+            float(cputime),
+            cputime,
+            "HS06sPerEvent",
+            0.8,
+            (0.2, 0.8),
+        ),
+        "iointensity": TargetPrediction(
+            "iointensity", 0, "low", 0.0, 500.0, 500, "kBPerS", 0.95, (0.95, 0.05)
+        ),
+        "walltime": TargetPrediction(
+            "walltime", 0, "short", 0.0, 100.0, 100, "kSI2kseconds", 0.7, (0.7, 0.3)
+        ),
+    }
+    return TaskPrediction(
+        jeditaskid=task_id,
+        model_name="panda-predictor",
+        model_version="3",
+        decision=decision,
+        reason=reason,
+        targets=targets,
+        **fields,
+    )

@@ -1,0 +1,192 @@
+"""Writing predictions into JEDI_TASKS with an audit row, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from test_db_support import (  # noqa: F401  (fixtures)
+    add_task,
+    audit_rows,
+    db_fixture,
+    engine_fixture,
+    make_prediction,
+    task_row,
+)
+
+from panda_predictor.core.prediction import TargetPrediction
+from panda_predictor.db.writer import MOVED_BY_JEDI, panda_value, write_predictions
+
+
+def test_applied_prediction_is_written_and_audited(db, settings):
+    add_task(db, settings, 1, splitrule="TI=1,US=2,MF=3")
+
+    result = write_predictions(db, settings, [make_prediction(1)])
+
+    assert result.applied == [1] and result.audited == 1
+    row = task_row(db, settings, 1)
+    assert row["splitrule"] == "TI=1,MF=3"
+    assert (row["ramcount"], row["ramunit"]) == (3000, "MBPerCore")
+    assert (row["cputime"], row["cputimeunit"]) == (25, "HS06sPerEvent")
+    assert (row["iointensity"], row["iointensityunit"]) == (500, "kBPerS")
+    assert (row["walltime"], row["walltimeunit"]) == (100, "kSI2kseconds")
+    audit = audit_rows(db, settings)[1]
+    assert audit["decision"] == "applied" and audit["reason"] == "confident"
+    assert audit["model_name"] == "panda-predictor" and audit["model_version"] == "3"
+    assert audit["ramcount_class"] == 2 and audit["ramcount_value"] == 3000
+    assert audit["ramcount_confidence"] == pytest.approx(0.9)
+    assert json.loads(audit["ramcount_proba"]) == [0.05, 0.05, 0.9]
+    assert audit["ramcount_proba"] == "[0.05,0.05,0.9]"
+    assert audit["written_at"] is not None and audit["predicted_at"] is not None
+    assert audit["host"]
+
+
+def test_small_cputime_is_stored_in_milli_units_and_fixed_units(db, settings):
+    add_task(db, settings, 1, splitrule="US=2")
+
+    write_predictions(db, settings, [make_prediction(1, cputime=3)], fixed_units=True)
+
+    row = task_row(db, settings, 1)
+    assert row["splitrule"] is None
+    assert (row["cputime"], row["cputimeunit"]) == (3000, "mHS06sPerEventFixed")
+    assert row["ramunit"] == "MBPerCoreFixed"
+    assert row["iointensityunit"] == "kBPerS"
+    assert audit_rows(db, settings)[1]["cputime_unit"] == "mHS06sPerEventFixed"
+
+
+@pytest.mark.parametrize(
+    ("value", "upper", "unit", "fixed", "expected"),
+    [
+        pytest.param(
+            25, 30.0, "HS06sPerEvent", False, (25, "HS06sPerEvent"), id="plain"
+        ),
+        pytest.param(
+            9, 9.5, "HS06sPerEvent", False, (9000, "mHS06sPerEvent"), id="milli"
+        ),
+        pytest.param(
+            0, 0.25, "HS06sPerEvent", False, (250, "mHS06sPerEvent"), id="zero"
+        ),
+        pytest.param(
+            40, 50.0, "HS06sPerEvent", True, (40, "HS06sPerEventFixed"), id="fixed"
+        ),
+    ],
+)
+def test_panda_value(value, upper, unit, fixed, expected):
+    target = TargetPrediction("cputime", 0, "c", 0.0, upper, value, unit, 0.5, (1.0,))
+    assert panda_value(target, fixed) == expected
+
+
+def test_kept_scouts_changes_no_task(db, settings):
+    add_task(db, settings, 1)
+    before = task_row(db, settings, 1)
+
+    result = write_predictions(
+        db, settings, [make_prediction(1, "kept_scouts", reason="low confidence")]
+    )
+
+    assert result.kept_scouts == [1] and result.applied == []
+    assert task_row(db, settings, 1) == before
+    audit = audit_rows(db, settings)[1]
+    assert (audit["decision"], audit["reason"]) == ("kept_scouts", "low confidence")
+    assert audit["written_at"] is None and audit["cputime_value"] == 25
+
+
+@pytest.mark.parametrize(
+    ("status", "splitrule"),
+    [
+        pytest.param("scouting", "TI=1,US=2", id="status-moved"),
+        pytest.param("ready", "TI=1", id="scouts-already-gone"),
+    ],
+)
+def test_task_moved_by_jedi_is_left_untouched(db, settings, status, splitrule):
+    add_task(db, settings, 1, status=status, splitrule=splitrule)
+    add_task(db, settings, 2)
+    before = task_row(db, settings, 1)
+
+    result = write_predictions(db, settings, [make_prediction(1), make_prediction(2)])
+
+    assert result.moved_by_jedi == [1] and result.applied == [2]
+    assert task_row(db, settings, 1) == before
+    audit = audit_rows(db, settings)
+    assert (
+        audit[1]["decision"] == MOVED_BY_JEDI and "moved by JEDI" in audit[1]["reason"]
+    )
+    assert audit[1]["written_at"] is None
+    assert audit[2]["decision"] == "applied"
+
+
+def test_writing_twice_skips_audited_tasks(db, settings):
+    add_task(db, settings, 1)
+    write_predictions(db, settings, [make_prediction(1)])
+    after_first = task_row(db, settings, 1)
+    first_audit = audit_rows(db, settings)
+
+    result = write_predictions(db, settings, [make_prediction(1, cputime=999)])
+
+    assert result.already_audited == [1] and result.audited == 0
+    assert task_row(db, settings, 1) == after_first
+    assert audit_rows(db, settings) == first_audit
+
+
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [
+        pytest.param(
+            {"reason": "x" * 401},
+            r"jediTaskID=3 .*'reason' field of jediTaskID=3 must be at most 400",
+            id="reason-too-long",
+        ),
+        pytest.param(
+            {"model_version": "v" * 65},
+            r"jediTaskID=3 .*'model_version' field .* at most 64",
+            id="version-too-long",
+        ),
+    ],
+)
+def test_failure_rolls_back_everything(db, settings, bad, match):
+    for task_id in (1, 2, 3):
+        add_task(db, settings, task_id)
+    before = {task_id: task_row(db, settings, task_id) for task_id in (1, 2, 3)}
+    predictions = [
+        make_prediction(1),
+        make_prediction(2, "kept_scouts"),
+        make_prediction(3),
+    ]
+    broken = replace(make_prediction(3), **bad)
+    predictions[2] = broken
+
+    with pytest.raises(ValueError, match=match):
+        write_predictions(db, settings, predictions)
+
+    assert audit_rows(db, settings) == {}
+    assert {t: task_row(db, settings, t) for t in (1, 2, 3)} == before
+
+
+def test_database_failure_rolls_back_and_names_the_task(db, settings):
+    from panda_predictor.db.engine import DatabaseError
+
+    add_task(db, settings, 1)
+    add_task(db, settings, 2)
+    # The audit's NOT NULL model_name makes the database itself refuse task 2.
+    predictions = [make_prediction(1), replace(make_prediction(2), model_name=None)]
+
+    with pytest.raises(
+        DatabaseError, match=r"jediTaskID=2 failed, nothing was written"
+    ):
+        write_predictions(db, settings, predictions)
+
+    assert audit_rows(db, settings) == {}
+    assert task_row(db, settings, 1)["splitrule"] == "TI=1,US=2"
+
+
+def test_write_inside_the_callers_transaction(db, settings):
+    from panda_predictor.db.reader import find_eligible_tasks
+
+    add_task(db, settings, 1)
+    add_task(db, settings, 2)
+    with db.begin() as conn:
+        ids = find_eligible_tasks(conn, settings, limit=10, lock=True)
+        result = write_predictions(conn, settings, [make_prediction(i) for i in ids])
+    assert result.applied == [1, 2]
+    assert set(audit_rows(db, settings)) == {1, 2}

@@ -1,0 +1,308 @@
+"""Tail thresholds, confidence, the scouts-or-not policy and the coverage curve."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from panda_predictor.core.decision import (
+    APPLIED,
+    DEFAULT_FALLBACK_THRESHOLD,
+    KEPT_SCOUTS,
+    DecisionPolicy,
+    NotFittedError,
+    TailDecisionRule,
+    confidence,
+    coverage_accuracy_curve,
+    cumulative_from_top,
+    in_training_domain,
+)
+
+
+def tail_missed_by_argmax(rng: np.random.Generator, n: int = 600):
+    """Return (proba, y) with 3 classes where argmax rarely predicts the tail class 2.
+
+    Tail rows put ~0.3 on class 2 and more on class 0 or 1; other rows put less
+    on class 2, so a threshold on P(class >= 2) can separate them but argmax cannot.
+    """
+    y = rng.choice(3, size=n, p=[0.6, 0.3, 0.1])
+    top = np.where(y == 2, rng.uniform(0.25, 0.45, n), rng.uniform(0.0, 0.3, n))
+    rest = 1.0 - top
+    share0 = np.where(y == 1, rng.uniform(0.1, 0.4, n), rng.uniform(0.6, 0.9, n))
+    proba = np.column_stack([rest * share0, rest * (1 - share0), top])
+    return proba, y
+
+
+def test_tail_rule_reaches_recall_target_where_argmax_misses(seed):
+    rng = np.random.default_rng(seed)
+    proba, y = tail_missed_by_argmax(rng)
+    rule = TailDecisionRule(recall_target=0.95).fit(proba, y)
+
+    report = rule.report_[2]
+    assert report["recall_argmax"] < 0.5
+    assert report["recall_rule"] >= 0.95
+    assert report["precision_paid"] == pytest.approx(
+        report["precision_argmax"] - report["precision_rule"]
+    )
+    assert set(report) >= {"threshold", "support", "precision_rule", "fallback"}
+    assert report["support"] == int(np.sum(y == 2))
+    pred = rule.predict(proba)
+    assert np.mean(pred[y == 2] == 2) == pytest.approx(report["recall_rule"])
+
+
+def test_tail_threshold_is_the_largest_reaching_the_target(seed):
+    rng = np.random.default_rng(seed)
+    proba, y = tail_missed_by_argmax(rng)
+    rule = TailDecisionRule(recall_target=0.9).fit(proba, y)
+    t = rule.thresholds_[2]
+    scores = cumulative_from_top(proba)[:, 2][y == 2]
+    assert np.mean(scores >= t) >= 0.9
+    assert np.mean(scores >= np.nextafter(t, 1.0)) < 0.9
+
+
+def test_tail_rule_fit_takes_only_validation_data(seed):
+    assert list(inspect.signature(TailDecisionRule.fit).parameters) == [
+        "self",
+        "proba_val",
+        "y_val",
+    ]
+    rng = np.random.default_rng(seed)
+    val_proba, val_y = tail_missed_by_argmax(rng)
+    test_proba, _ = tail_missed_by_argmax(rng)
+    rule = TailDecisionRule().fit(val_proba, val_y)
+    before = rule.to_dict()
+    rule.predict(test_proba)
+    assert rule.to_dict() == before
+
+
+def test_tail_rule_falls_back_and_warns_without_tail_samples():
+    proba = np.array([[0.7, 0.2, 0.1], [0.2, 0.7, 0.1], [0.6, 0.3, 0.1]])
+    with pytest.warns(UserWarning, match="no sample in the validation data"):
+        rule = TailDecisionRule().fit(proba, [0, 1, 0])
+    assert rule.thresholds_ == {2: DEFAULT_FALLBACK_THRESHOLD}
+    assert rule.report_[2]["fallback"] is True
+    assert rule.predict([[0.5, 0.25, 0.25]]).tolist() == [2]
+
+
+def test_tail_rule_warns_when_larger_classes_take_the_samples():
+    # Class-1 rows look like class 2, so the class-2 threshold steals them.
+    proba = np.array(
+        [[0.1, 0.1, 0.8], [0.1, 0.1, 0.8], [0.8, 0.1, 0.1], [0.1, 0.2, 0.7]]
+    )
+    with pytest.warns(UserWarning, match="cannot reach recall"):
+        rule = TailDecisionRule(n_tail_classes=2).fit(proba, [1, 1, 0, 2])
+    assert rule.report_[1]["recall_rule"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        ([0.50, 0.20, 0.20, 0.10], 3),  # P(>=3) = 0.10 >= 0.10
+        ([0.60, 0.15, 0.20, 0.05], 2),  # P(>=3) too low, P(>=2) = 0.25 >= 0.25
+        ([0.30, 0.50, 0.15, 0.05], 1),  # no tail, argmax of the lower classes
+        ([0.80, 0.10, 0.06, 0.04], 0),
+    ],
+    ids=["top-tail", "second-tail", "lower-argmax-1", "lower-argmax-0"],
+)
+def test_predict_walks_the_tails_from_the_top(row, expected):
+    rule = TailDecisionRule.from_dict(
+        {
+            "recall_target": 0.95,
+            "n_tail_classes": 2,
+            "n_classes_": 4,
+            "thresholds_": {"3": 0.10, "2": 0.25},
+        }
+    )
+    assert rule.predict([row]).tolist() == [expected]
+
+
+def test_to_dict_round_trips_through_json(seed):
+    rng = np.random.default_rng(seed)
+    proba, y = tail_missed_by_argmax(rng)
+    rule = TailDecisionRule(recall_target=0.9).fit(proba, y)
+    again = TailDecisionRule.from_dict(json.loads(json.dumps(rule.to_dict())))
+    assert again.thresholds_ == rule.thresholds_
+    assert again.report_ == rule.report_
+    np.testing.assert_array_equal(again.predict(proba), rule.predict(proba))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "proba", "y", "match"),
+    [
+        ({}, [[0.5, 0.5]], [0, 1], "1-D array of 1 class labels"),
+        ({}, [0.5, 0.5], [0], "2-D array"),
+        ({}, [[1.5, -0.5]], [0], "non-negative"),
+        ({}, [[0.5, 0.5]], [2], r"integer classes in 0\.\.1"),
+        ({"recall_target": 0.0}, [[0.5, 0.5]], [1], "'recall_target' field"),
+        ({"n_tail_classes": 2}, [[0.5, 0.5]], [1], "'n_tail_classes' field"),
+        ({"fallback_threshold": 2}, [[0.5, 0.5]], [1], "'fallback_threshold' field"),
+        ({}, np.zeros((0, 2)), [], "at least one sample"),
+    ],
+    ids=[
+        "y-length",
+        "proba-1d",
+        "proba-negative",
+        "y-out-of-range",
+        "recall-zero",
+        "too-many-tails",
+        "fallback-above-1",
+        "empty",
+    ],
+)
+def test_tail_rule_fit_errors(kwargs, proba, y, match):
+    with pytest.raises(ValueError, match=match):
+        TailDecisionRule(**kwargs).fit(proba, y)
+
+
+def test_unfitted_rule_and_wrong_width_raise():
+    with pytest.raises(NotFittedError, match="not fitted"):
+        TailDecisionRule().predict([[0.5, 0.5]])
+    rule = TailDecisionRule().fit([[0.4, 0.6], [0.7, 0.3]], [1, 0])
+    with pytest.raises(ValueError, match="must have 2 columns"):
+        rule.predict([[0.2, 0.3, 0.5]])
+
+
+@pytest.mark.parametrize(
+    ("row", "chosen", "expected"),
+    [
+        ([0.1, 0.2, 0.3, 0.4], 0, 0.1),
+        ([0.1, 0.2, 0.3, 0.4], 1, 0.3),
+        ([0.1, 0.2, 0.3, 0.4], 2, 0.6),
+        ([0.1, 0.2, 0.3, 0.4], 3, 1.0),
+    ],
+    ids=["class-0", "class-1", "class-2", "top-class-is-always-enough"],
+)
+def test_confidence_is_cumulative_probability_up_to_the_choice(row, chosen, expected):
+    assert confidence([row], [chosen]) == pytest.approx([expected])
+
+
+def test_predict_with_confidence_matches_confidence(seed):
+    rng = np.random.default_rng(seed)
+    proba, y = tail_missed_by_argmax(rng)
+    rule = TailDecisionRule().fit(proba, y)
+    pred, conf = rule.predict_with_confidence(proba)
+    np.testing.assert_allclose(conf, np.cumsum(proba, axis=1)[np.arange(len(y)), pred])
+
+
+@pytest.mark.parametrize(
+    ("conf", "in_domain", "decision", "reason"),
+    [
+        (
+            {"ramcount": 0.9, "cputime": 0.8},
+            True,
+            APPLIED,
+            "confident: lowest cputime 0.80 >= 0.60",
+        ),
+        (
+            {"ramcount": 0.42, "cputime": 0.8},
+            True,
+            KEPT_SCOUTS,
+            "low confidence: ramcount 0.42 < 0.60",
+        ),
+        (
+            {"ramcount": 0.42, "cputime": 0.5},
+            True,
+            KEPT_SCOUTS,
+            "low confidence: ramcount 0.42 < 0.60; cputime 0.50 < 0.60",
+        ),
+        (
+            {"ramcount": 0.9, "cputime": 0.9},
+            False,
+            KEPT_SCOUTS,
+            "outside training domain: unknown transformation and framework",
+        ),
+        (
+            {"ramcount": 0.6, "cputime": 0.6},
+            True,
+            APPLIED,
+            "confident: lowest ramcount 0.60 >= 0.60",
+        ),
+    ],
+    ids=["applied", "one-low", "two-low", "out-of-domain", "at-threshold"],
+)
+def test_policy_decisions_and_reasons(conf, in_domain, decision, reason):
+    classes = {t: 1 for t in conf}
+    verdict = DecisionPolicy(confidence_threshold=0.6).decide(classes, conf, in_domain)
+    assert verdict.decision == decision
+    assert verdict.reason == reason
+    assert verdict.applied is (decision == APPLIED)
+    assert verdict.classes == classes
+
+
+def test_policy_vectorised_matches_one_by_one():
+    policy = DecisionPolicy(0.6)
+    conf = {
+        "ramcount": np.array([0.9, 0.3, 0.7]),
+        "iointensity": np.array([0.7, 0.9, 0.2]),
+    }
+    classes = {"ramcount": np.array([1, 2, 0]), "iointensity": np.array([0, 0, 1])}
+    domain = np.array([True, True, False])
+    many = policy.decide_many(classes, conf, domain)
+    assert [d.decision for d in many] == [APPLIED, KEPT_SCOUTS, KEPT_SCOUTS]
+    for i, got in enumerate(many):
+        one = policy.decide(
+            {t: classes[t][i] for t in classes},
+            {t: conf[t][i] for t in conf},
+            domain[i],
+        )
+        assert got == one
+    assert DecisionPolicy.from_dict(policy.to_dict()).confidence_threshold == 0.6
+
+
+@pytest.mark.parametrize(
+    ("threshold", "classes", "conf", "domain", "match"),
+    [
+        (1.5, {"a": [0]}, {"a": [0.5]}, None, "'confidence_threshold' field"),
+        (0.6, {"a": [0]}, {"b": [0.5]}, None, "same, non-empty set of targets"),
+        (0.6, {"a": [0, 1]}, {"a": [0.5]}, None, "one class and one confidence"),
+        (0.6, {"a": [0]}, {"a": [0.5]}, [True, False], "'in_domain' field"),
+    ],
+    ids=["threshold-above-1", "target-mismatch", "length-mismatch", "domain-length"],
+)
+def test_policy_errors(threshold, classes, conf, domain, match):
+    with pytest.raises(ValueError, match=match):
+        DecisionPolicy(threshold).decide_many(classes, conf, domain)
+
+
+@pytest.mark.parametrize(
+    ("transformation", "framework", "expected"),
+    [("Reco_tf.py", "x", True), ("new.py", "Athena", True), ("new.py", "New", False)],
+    ids=["known-transformation", "known-framework", "both-unknown"],
+)
+def test_in_training_domain(transformation, framework, expected):
+    assert (
+        in_training_domain(transformation, framework, {"Reco_tf.py"}, ["Athena"])
+        is expected
+    )
+
+
+def test_coverage_accuracy_curve_by_hand():
+    conf = [0.9, 0.8, 0.5, 0.3]
+    correct = [True, False, True, False]
+    curve = coverage_accuracy_curve(conf, correct, [0.0, 0.5, 0.85, 0.95])
+    np.testing.assert_allclose(curve.coverage, [1.0, 0.75, 0.25, 0.0])
+    np.testing.assert_allclose(curve.accuracy[:3], [0.5, 2 / 3, 1.0])
+    assert np.isnan(curve.accuracy[3])
+    assert curve.to_dict()["accuracy"][3] is None
+    assert curve.n_decided.tolist() == [4, 3, 1, 0]
+
+
+def test_coverage_curve_rejects_mismatched_input():
+    with pytest.raises(ValueError, match="equal length"):
+        coverage_accuracy_curve([0.5, 0.6], [True])
+
+
+def test_policy_and_curve_agree_on_what_is_decided(seed):
+    rng = np.random.default_rng(seed)
+    conf = {"ramcount": rng.uniform(size=50), "cputime": rng.uniform(size=50)}
+    classes = {t: np.zeros(50, int) for t in conf}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        decided = [d.applied for d in DecisionPolicy(0.6).decide_many(classes, conf)]
+    lowest = np.minimum(conf["ramcount"], conf["cputime"])
+    curve = coverage_accuracy_curve(lowest, np.ones(50, bool), [0.6])
+    assert curve.coverage[0] == pytest.approx(np.mean(decided))

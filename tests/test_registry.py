@@ -1,0 +1,306 @@
+"""Tracking, registration, aliases and the promotion gate on a real MLflow store."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import mlflow.artifacts
+import pytest
+
+from model_registry import tracking
+from model_registry.gate import (
+    HIGHER,
+    LOWER,
+    GateThresholds,
+    compare,
+    promote_if_not_worse,
+)
+from model_registry.registry import (
+    BundleError,
+    NoChampionError,
+    champion_version,
+    download_champion,
+    get_version,
+    read_manifest,
+    register_bundle,
+    set_alias,
+)
+from panda_predictor.settings import load_settings
+
+# MLflow 3.17's SQL store uses SQLAlchemy's ``noload`` strategy, deprecated in 2.1.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:The ``noload`` loader strategy is deprecated:DeprecationWarning"
+)
+
+GOOD = {
+    "mean_accuracy": 0.80,
+    "ramcount.tail_recall": 0.95,
+    "ramcount.under_allocation": 0.03,
+    "cputime.tail_recall": 0.90,
+}
+
+
+def make_bundle(folder: Path, marker: str, schema_hash: str = "h1") -> Path:
+    """Write a tiny bundle: manifest, one model file per target, metrics."""
+    (folder / "models").mkdir(parents=True)
+    manifest = {"schema_hash": schema_hash, "bins_version": "bins-1", "marker": marker}
+    (folder / "bundle.json").write_text(json.dumps(manifest))
+    for target in ("ramcount", "cputime", "iointensity", "walltime"):
+        (folder / "models" / f"{target}.json").write_text(f'{{"m": "{marker}"}}')
+    (folder / "metrics.json").write_text("{}")
+    return folder
+
+
+def files_of(folder: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def empty_store(tmp_path_factory) -> Path:
+    """Return an empty MLflow SQLite store, built once: its migrations take seconds."""
+    folder = tmp_path_factory.mktemp("mlflow-template")
+    settings = load_settings(
+        home=folder, mlflow_tracking_uri=f"sqlite:///{folder}/mlflow.db"
+    )
+    tracking.mlflow_client(settings).search_registered_models()
+    return folder / "mlflow.db"
+
+
+@pytest.fixture
+def reg_settings(tmp_path, empty_store):
+    """Return settings on a fresh MLflow store of this test (a copy of the empty one)."""
+    shutil.copyfile(empty_store, tmp_path / "mlflow.db")
+    return load_settings(
+        home=tmp_path / "home", mlflow_tracking_uri=f"sqlite:///{tmp_path}/mlflow.db"
+    )
+
+
+def client_of(settings):
+    return tracking.mlflow_client(settings)
+
+
+# --- tracking ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        ("ramcount.tail_recall", "ramcount.tail_recall"),
+        ("acc@bin[3]", "acc_bin_3_"),
+        ("/abs/../x", "abs/x"),
+        ("a//b", "a/b"),
+        ("", "_"),
+    ],
+    ids=["valid", "brackets", "path-escape", "double-slash", "empty"],
+)
+def test_sanitize_name(raw, clean):
+    assert tracking.sanitize_name(raw) == clean
+
+
+def test_training_run_logs_into_experiment_under_artifact_root(reg_settings, tmp_path):
+    report = tmp_path / "report"
+    report.mkdir()
+    (report / "summary.md").write_text("# ok")
+    bins = tmp_path / "bins.yaml"
+    bins.write_text("ramcount: [0, 2000]\n")
+    with tracking.start_training_run(reg_settings, run_name="t1", tags={"k": "v"}) as run:
+        tracking.log_params({"xgb": {"depth": 4}, "seed": 1})
+        logged = tracking.log_metrics({"ramcount": {"acc@1": 0.5}})
+        tracking.log_report_dir(report)
+        tracking.log_bins(bins)
+        tracking.log_feature_schema({"names": ["coreCount"], "hash": "h1"})
+    assert logged == {"ramcount.acc_1": 0.5}
+    client = client_of(reg_settings)
+    got = client.get_run(run.info.run_id)
+    assert got.data.params == {"xgb.depth": "4", "seed": "1"}
+    assert got.data.metrics == {"ramcount.acc_1": 0.5}
+    assert got.data.tags["k"] == "v"
+    assert got.info.status == "FINISHED"
+    assert got.info.artifact_uri.startswith(reg_settings.artifact_root())
+    names = {f.path for f in client.list_artifacts(run.info.run_id)}
+    assert names == {"report", "config"}
+    config = {f.path for f in client.list_artifacts(run.info.run_id, "config")}
+    assert config == {"config/bins.yaml", "config/feature_schema.json"}
+
+
+def test_failed_block_marks_run_failed(reg_settings):
+    with (
+        pytest.raises(RuntimeError, match="boom"),
+        tracking.start_training_run(reg_settings) as run,
+    ):
+        raise RuntimeError("boom")
+    assert client_of(reg_settings).get_run(run.info.run_id).info.status == "FAILED"
+
+
+@pytest.mark.parametrize(
+    ("metrics", "match"),
+    [
+        ({"a": "high"}, "The metric 'a' must be a number. Got 'high' instead."),
+        ({"a": True}, "The metric 'a' must be a number"),
+        ({"a@b": 1.0, "a_b": 2.0}, "both become 'a_b'"),
+    ],
+    ids=["string", "bool", "name-collision"],
+)
+def test_log_metrics_refuses(reg_settings, metrics, match):
+    with tracking.start_training_run(reg_settings), pytest.raises(ValueError, match=match):
+        tracking.log_metrics(metrics)
+
+
+# --- registration -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("manifest", "match"),
+    [
+        (None, "must hold bundle.json"),
+        ("not json", "must be valid JSON"),
+        ("[1]", "must hold a JSON object. Got list instead."),
+        ('{"bins_version": "b"}', "The 'schema_hash' field .* Got None instead."),
+        ('{"schema_hash": "h", "bins_version": ""}', "The 'bins_version' field"),
+    ],
+    ids=["missing", "not-json", "not-object", "no-schema-hash", "empty-bins-version"],
+)
+def test_manifest_errors(tmp_path, manifest, match):
+    if manifest is not None:
+        (tmp_path / "bundle.json").write_text(manifest)
+    with pytest.raises(BundleError, match=match):
+        read_manifest(tmp_path)
+
+
+def test_register_stores_tags_and_download_returns_same_files(reg_settings, tmp_path):
+    assert champion_version(reg_settings) is None
+    bundle = make_bundle(tmp_path / "b1", "one", schema_hash="abc123")
+    info = register_bundle(reg_settings, bundle, None, GOOD, description="first")
+    assert info.version == 1
+    assert info.schema_hash == "abc123"
+    assert info.bins_version == "bins-1"
+    assert info.metrics == GOOD
+    assert info.aliases == ()
+    with pytest.raises(NoChampionError, match="Run 'panda-predictor train' first"):
+        download_champion(reg_settings, tmp_path / "none")
+
+    set_alias(reg_settings, info.version, "champion")
+    got = download_champion(reg_settings, tmp_path / "dl")
+    assert files_of(got) == files_of(bundle)
+    assert champion_version(reg_settings).version == 1
+
+    # Any MLflow user pointed at the store resolves the alias URI to the same files.
+    tracking.configure_mlflow(reg_settings)
+    by_uri = mlflow.artifacts.download_artifacts(
+        f"models:/{reg_settings.model_name}@champion", dst_path=str(tmp_path / "uri")
+    )
+    assert files_of(Path(by_uri)) == files_of(bundle)
+
+
+def test_register_into_existing_run(reg_settings, tmp_path):
+    with tracking.start_training_run(reg_settings) as run:
+        tracking.log_metrics(GOOD)
+    info = register_bundle(reg_settings, make_bundle(tmp_path / "b", "x"), run.info.run_id, GOOD)
+    assert info.run_id == run.info.run_id
+    files = {f.path for f in client_of(reg_settings).list_artifacts(run.info.run_id)}
+    assert "bundle" in files
+
+
+@pytest.mark.parametrize(
+    ("metrics", "match"),
+    [({"m": "x"}, "must be a number"), ({"m": float("nan")}, "must be a finite")],
+    ids=["string", "nan"],
+)
+def test_register_refuses_bad_metrics(reg_settings, tmp_path, metrics, match):
+    with pytest.raises(ValueError, match=match):
+        register_bundle(reg_settings, make_bundle(tmp_path / "b", "x"), None, metrics)
+
+
+def test_set_alias_refuses_unknown_alias(reg_settings):
+    with pytest.raises(ValueError, match="The 'alias' argument must be one of"):
+        set_alias(reg_settings, 1, "production")
+
+
+# --- the gate ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "passed"),
+    [
+        ({"mean_accuracy": 0.796}, True),
+        ({"mean_accuracy": 0.79}, False),
+        ({"ramcount.tail_recall": 0.941}, True),
+        ({"ramcount.tail_recall": 0.93}, False),
+        ({"ramcount.under_allocation": 0.034}, True),
+        ({"ramcount.under_allocation": 0.04}, False),
+        ({"cputime.tail_recall": None}, False),
+        ({"cputime.tail_recall": float("nan")}, False),
+    ],
+    ids=[
+        "accuracy-small-drop",
+        "accuracy-big-drop",
+        "recall-small-drop",
+        "recall-big-drop",
+        "under-small-rise",
+        "under-big-rise",
+        "metric-missing",
+        "metric-nan",
+    ],
+)
+def test_compare(change, passed):
+    challenger = {**GOOD, **change}
+    challenger = {k: v for k, v in challenger.items() if v is not None}
+    result = compare(challenger, GOOD, GateThresholds())
+    assert {c.metric for c in result} == set(GOOD)
+    assert all(c.passed for c in result) is passed
+    changed = next(c for c in result if c.metric in change)
+    assert changed.better == (LOWER if "under" in changed.metric else HIGHER)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"max_accuracy_drop": -0.1}, "'max_accuracy_drop'"), ({"max_tail_recall_drop": "x"}, "'max_tail_recall_drop'")],
+    ids=["negative", "not-a-number"],
+)
+def test_thresholds_refuse_bad_values(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        GateThresholds(**kwargs)
+
+
+def test_gate_promotes_better_and_refuses_worse(reg_settings, tmp_path):
+    client = client_of(reg_settings)
+    name = reg_settings.model_name
+
+    v1 = register_bundle(reg_settings, make_bundle(tmp_path / "b1", "one"), None, GOOD)
+    first = promote_if_not_worse(reg_settings, v1.version, GOOD, None)
+    assert (first.promoted, first.alias) == (True, "champion")
+    assert str(client.get_model_version_by_alias(name, "champion").version) == "1"
+
+    better = {**GOOD, "mean_accuracy": 0.85}
+    v2 = register_bundle(reg_settings, make_bundle(tmp_path / "b2", "two"), None, better)
+    with pytest.raises(ValueError, match="'champion_metrics' argument must hold"):
+        promote_if_not_worse(reg_settings, v2.version, better, None)
+    second = promote_if_not_worse(reg_settings, v2.version, better, GOOD)
+    assert (second.promoted, second.champion_version) == (True, 1)
+    assert str(client.get_model_version_by_alias(name, "champion").version) == "2"
+    assert str(client.get_model_version_by_alias(name, "previous").version) == "1"
+
+    worse = {**better, "ramcount.tail_recall": 0.90}
+    v3 = register_bundle(reg_settings, make_bundle(tmp_path / "b3", "three"), None, worse)
+    third = promote_if_not_worse(reg_settings, v3.version, worse, better)
+    assert (third.promoted, third.alias) == (False, "challenger")
+    assert third.reason == "worse than champion on ramcount.tail_recall"
+    assert str(client.get_model_version_by_alias(name, "champion").version) == "2"
+    assert str(client.get_model_version_by_alias(name, "challenger").version) == "3"
+
+    tags = get_version(reg_settings, 3).tags
+    assert tags["gate.decision"] == "challenger"
+    assert tags["gate.against_version"] == "2"
+    assert tags["gate.ramcount.tail_recall"].startswith("WORSE challenger=0.9")
+    assert tags["gate.mean_accuracy"].startswith("ok ")
+    assert json.loads(tags["gate.thresholds"])["max_tail_recall_drop"] == 0.01
+
+    # Promoting the challenger by hand moves the alias off it.
+    set_alias(reg_settings, 3, "champion")
+    assert set(get_version(reg_settings, 3).aliases) == {"champion"}
