@@ -118,10 +118,13 @@ def write_section(results: list[dict], path: Path = PERFORMANCE_MD) -> None:
             "## Simulation (benchmarks/bench_simulate.py)",
             "",
             f"Measured {date.today().isoformat()} on {platform.machine()}, "
-            f"{os.cpu_count()} cores, Python {platform.python_version()}; one fresh "
-            "process per case, batch size as listed; 'generate' builds the pandas "
-            "frames only, 'sqlite'/'postgresql' include the writes (SQLAlchemy Core "
-            "executemany on SQLite, COPY on PostgreSQL), one transaction per batch.",
+            f"{os.cpu_count()} cores (shared with other work, so a noisy machine "
+            f"slows the figures), Python {platform.python_version()}; one fresh "
+            f"process per case; {results[0]['batch_size']:,} tasks per batch; "
+            "'generate' builds the pandas frames only, 'sqlite'/'postgresql' "
+            "include the writes (DBAPI executemany on SQLite, COPY on PostgreSQL, "
+            "one transaction per batch). Peak RSS is the whole process (Python, "
+            "pandas, SQLAlchemy); 'above imports' is what the simulation added.",
             "",
             _table(results),
             END,

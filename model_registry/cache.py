@@ -153,10 +153,8 @@ def store_version(settings: Settings, version: int) -> Path:
         tmp = root / f"{TMP_PREFIX}{uuid.uuid4().hex}"
         final = root / f"v{version}-{uuid.uuid4().hex[:8]}"
         try:
-            final.mkdir()
-            _write_pointer(root, {"model_name": settings.model_name, "version": version, "folder": final.name})
-            import time; time.sleep(0.05)
-            shutil.rmtree(final); download_version(settings, version, final)
+            download_version(settings, version, tmp)
+            os.rename(tmp, final)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         _write_pointer(

@@ -138,7 +138,9 @@ def compare(
     return tuple(results)
 
 
-def _record(settings: Settings, decision: GateDecision, thresholds: GateThresholds) -> None:
+def _record(
+    settings: Settings, decision: GateDecision, thresholds: GateThresholds
+) -> None:
     """Store the decision and each comparison as tags on the challenger's version."""
     client = mlflow_client(settings)
     name, version = settings.model_name, str(decision.version)
@@ -163,8 +165,10 @@ def promote_if_not_worse(
     challenger_metrics: Mapping[str, float],
     champion_metrics: Mapping[str, float] | None,
     thresholds: GateThresholds | None = None,
+    *,
+    promote_incomparable: bool = True,
 ) -> GateDecision:
-    """Give ``challenger_version`` the champion alias if it is not worse, else challenger.
+    """Make ``challenger_version`` champion if it is not worse, else challenger.
 
     The first model ever registered becomes champion. On promotion the old champion
     gets the ``previous`` alias (rollback: ``set_alias(settings, v, "champion")``).
@@ -178,10 +182,14 @@ def promote_if_not_worse(
     challenger_metrics:
         The new bundle's test metrics.
     champion_metrics:
-        The current champion's metrics on the same test data; may be ``None`` only
-        when there is no champion yet.
+        The current champion's metrics on the same test data; ``None`` when there is
+        no champion or it cannot score this data (other features or bins).
     thresholds:
         Allowed worsening; defaults to :class:`GateThresholds()`.
+    promote_incomparable:
+        What to do when a champion exists but ``champion_metrics`` is ``None``:
+        promote the challenger (default: new features or bins replace the old
+        ones) or make it ``challenger`` for a person to decide.
     """
     limits = thresholds or GateThresholds()
     current = champion_version(settings)
@@ -195,11 +203,21 @@ def promote_if_not_worse(
         )
     else:
         if champion_metrics is None:
-            raise ValueError(
-                "The 'champion_metrics' argument must hold the champion's metrics on "
-                f"the challenger's test data when a champion exists (version "
-                f"{current.version}). Got None instead."
+            alias = CHAMPION if promote_incomparable else CHALLENGER
+            reason = (
+                f"champion (version {current.version}) could not be scored on the "
+                f"same test data; incomparable, made {alias} without comparison"
             )
+            logger.warning(
+                "Gate: %s version %s: %s",
+                settings.model_name,
+                challenger_version,
+                reason,
+            )
+            decision = GateDecision(
+                challenger_version, alias, alias == CHAMPION, current.version, reason
+            )
+            return _apply(settings, decision, limits, current.version)
         comparisons = compare(challenger_metrics, champion_metrics, limits)
         failed = [c.metric for c in comparisons if not c.passed]
         if failed:
@@ -214,14 +232,28 @@ def promote_if_not_worse(
             reason,
             comparisons,
         )
+    return _apply(settings, decision, limits, current.version if current else None)
+
+
+def _apply(
+    settings: Settings,
+    decision: GateDecision,
+    limits: GateThresholds,
+    current_version: int | None,
+) -> GateDecision:
+    """Record the decision on the version, then move the aliases accordingly."""
     _record(settings, decision, limits)
-    if decision.promoted and current is not None and current.version != challenger_version:
-        set_alias(settings, current.version, PREVIOUS)
-    set_alias(settings, challenger_version, decision.alias)
+    if (
+        decision.promoted
+        and current_version is not None
+        and current_version != decision.version
+    ):
+        set_alias(settings, current_version, PREVIOUS)
+    set_alias(settings, decision.version, decision.alias)
     logger.info(
         "Gate: %s version %s -> %s (%s)",
         settings.model_name,
-        challenger_version,
+        decision.version,
         decision.alias,
         decision.reason,
     )

@@ -108,7 +108,7 @@ def _to_info(mv: ModelVersion) -> ModelVersionInfo:
         name=mv.name,
         version=int(mv.version),
         run_id=mv.run_id,
-        source=mv.source,
+        source=mv.source or "",
         aliases=tuple(mv.aliases or ()),
         schema_hash=tags.get(SCHEMA_HASH_TAG),
         bins_version=tags.get(BINS_VERSION_TAG),
@@ -252,7 +252,9 @@ def register_bundle(
 
 def get_version(settings: Settings, version: int) -> ModelVersionInfo:
     """Return one version of the model."""
-    return _to_info(mlflow_client(settings).get_model_version(settings.model_name, str(version)))
+    return _to_info(
+        mlflow_client(settings).get_model_version(settings.model_name, str(version))
+    )
 
 
 def set_alias(settings: Settings, version: int, alias: str) -> None:

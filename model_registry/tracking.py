@@ -144,7 +144,9 @@ def start_training_run(
     with mlflow.start_run(
         experiment_id=experiment_id, run_name=run_name, tags=all_tags
     ) as run:
-        logger.info("Started MLflow run %s in experiment %s", run.info.run_id, experiment)
+        logger.info(
+            "Started MLflow run %s in experiment %s", run.info.run_id, experiment
+        )
         yield run
 
 
@@ -200,7 +202,9 @@ def log_params(params: Mapping[str, Any]) -> dict[str, str]:
     return logged
 
 
-def log_metrics(metrics: Mapping[str, Any], step: int | None = None) -> dict[str, float]:
+def log_metrics(
+    metrics: Mapping[str, Any], step: int | None = None
+) -> dict[str, float]:
     """Log a (possibly nested) dict of numbers as run metrics; return what was logged.
 
     Parameters

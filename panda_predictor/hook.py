@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from sqlalchemy.engine import Engine
 
 from panda_predictor.core.prediction import TaskPrediction
-from panda_predictor.db.engine import make_engine
+from panda_predictor.db.engine import make_engine, translate_errors
 from panda_predictor.db.reader import find_eligible_tasks, read_task_features
 from panda_predictor.db.writer import write_predictions
 from panda_predictor.metrics import FALLBACKS, TASKS
@@ -113,7 +113,8 @@ class SubmitHook:
         """Handle every eligible task once; never raises (see ``report.failure``)."""
         report = HookReport(dry_run=dry_run)
         try:
-            self._run(report, task_ids, dry_run)
+            with translate_errors(self.engine):
+                self._run(report, task_ids, dry_run)
         except Exception as exc:  # noqa: BLE001  the fail-open boundary
             report.failure = f"{type(exc).__name__}: {exc}"
             FALLBACKS.labels("db", type(exc).__name__).inc()

@@ -65,7 +65,8 @@ class Settings(BaseSettings):
     )
     model_name: str = Field(
         "panda-predictor",
-        description="Prefix of the registered MLflow models (one per target).",
+        description="Name of the registered MLflow model; each version is a bundle of "
+        "the four target models.",
     )
     model_cache_dir: Path | None = Field(
         None,

@@ -52,6 +52,7 @@ class TrainingConfig:
     val_fraction: float = 0.15
     test_fraction: float = 0.15
     recall_target: float = 0.95
+    tail_min_precision: float = 0.2
     confidence_threshold: float = 0.6
     seed: int = 0
     xgboost: Mapping[str, Any] = field(default_factory=dict)
@@ -165,7 +166,9 @@ def _fit_kind(
                                   **config.params_for(kind))
         log.info("fitting %s for %s on %d tasks", kind, target, len(tr))
         model.fit(X.iloc[tr], labels[tr], X_val=X.iloc[va], y_val=labels[va])
-        rule = TailDecisionRule(recall_target=config.recall_target)
+        rule = TailDecisionRule(
+            recall_target=config.recall_target, min_precision=config.tail_min_precision
+        )
         rule.fit(model.predict_proba(X.iloc[va]), labels[va])
         val_pred = rule.predict(model.predict_proba(X.iloc[va]))
         proba_test = model.predict_proba(X.iloc[test])

@@ -63,3 +63,66 @@ def settings(tmp_path, db_target):
         db_schema=schema if schema is not None else "",
         mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
     )
+
+
+@pytest.fixture(scope="session")
+def simulated_sqlite(tmp_path_factory):
+    """Return settings of a SQLite PanDA database holding a small simulated history.
+
+    2,500 finished tasks and 30 newly defined ones (seeded). Session-wide and
+    read-only: tests that write copy it first with :func:`copy_sqlite`.
+    """
+    from panda_predictor.db.engine import make_engine
+    from panda_predictor.db.migrations import init_database
+    from panda_predictor.settings import load_settings
+    from pipelines.load_history import load_history
+    from pipelines.simulation import SimulationConfig, simulate_history
+
+    home = tmp_path_factory.mktemp("simulated")
+    settings = load_settings(
+        home=home, mlflow_tracking_uri=f"sqlite:///{home / 'mlflow.db'}"
+    )
+    engine = make_engine(settings)
+    init_database(engine, settings, with_panda_tables=True)
+    config = SimulationConfig(n_tasks=2500, n_defined=30, seed=SEED)
+    load_history(engine, settings, simulate_history(config, progress=False))
+    engine.dispose()
+    return settings
+
+
+@pytest.fixture(scope="session")
+def labelled_history(simulated_sqlite):
+    """Return the labelled history of the session's simulated database."""
+    from panda_predictor.db.engine import make_engine
+    from pipelines.dataset import read_labelled_history
+
+    engine = make_engine(simulated_sqlite)
+    try:
+        return read_labelled_history(engine, simulated_sqlite, progress=False)
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def trained_bundle_dir(tmp_path_factory, labelled_history):
+    """Return the folder of a small XGBoost bundle trained on the simulated history."""
+    from panda_predictor.bins_file import load_bins
+    from panda_predictor.serving.bundle import save_bundle
+    from pipelines.train import TrainingConfig, train
+
+    config = TrainingConfig(model_kinds=("xgboost",), xgboost={"n_estimators": 60})
+    result = train(labelled_history, load_bins(), config)
+    return save_bundle(result.bundle, tmp_path_factory.mktemp("bundle") / "bundle")
+
+
+@pytest.fixture
+def fresh_sqlite(simulated_sqlite, tmp_path):
+    """Return settings of a private, writable copy of the simulated SQLite database."""
+    import shutil
+
+    from panda_predictor.settings import load_settings
+
+    shutil.copy(simulated_sqlite.home / "panda.sqlite", tmp_path / "panda.sqlite")
+    return load_settings(
+        home=tmp_path, mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}"
+    )

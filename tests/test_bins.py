@@ -29,6 +29,22 @@ def test_assign_range_and_value():
 
 
 @pytest.mark.parametrize(
+    ("target", "values", "expected"),
+    [
+        pytest.param("cputime", (0.8101, 9.99, 10, 250.2), [(811, "mHS06sPerEvent"),
+                     (9990, "mHS06sPerEvent"), (10, "HS06sPerEvent"),
+                     (251, "HS06sPerEvent")], id="cputime-milli-switch"),
+        pytest.param("ramcount", (1500, 2500.4, 4000, 8000), [(1500, "MBPerCore"),
+                     (2501, "MBPerCore"), (4000, "MBPerCore"), (8000, "MBPerCore")],
+                     id="ramcount-round-up"),
+    ],
+)  # fmt: skip
+def test_panda_value_of(target, values, expected):
+    bins = TargetBins(target, (1, 2, 3), values)
+    assert [bins.panda_value_of(c) for c in range(4)] == expected
+
+
+@pytest.mark.parametrize(
     ("kwargs", "match"),
     [
         pytest.param(

@@ -306,3 +306,24 @@ def test_policy_and_curve_agree_on_what_is_decided(seed):
     lowest = np.minimum(conf["ramcount"], conf["cputime"])
     curve = coverage_accuracy_curve(lowest, np.ones(50, bool), [0.6])
     assert curve.coverage[0] == pytest.approx(np.mean(decided))
+
+
+def test_precision_floor_stops_the_rule_flooding_the_tail():
+    """A model that cannot see the tail must not send everything to the top class."""
+    rng = np.random.default_rng(3)
+    n = 2000
+    y = (rng.random(n) < 0.03).astype(int) + 1  # classes 1 and 2 (rare)
+    proba = np.column_stack(
+        [np.full(n, 0.1), np.full(n, 0.6), np.full(n, 0.3)]
+    ) + rng.normal(0, 0.02, (n, 3))
+    proba = np.clip(proba, 1e-3, None)
+    proba /= proba.sum(axis=1, keepdims=True)
+    unguarded = TailDecisionRule(recall_target=0.95).fit(proba, y)
+    assert np.mean(unguarded.predict(proba) == 2) > 0.8
+    guarded = TailDecisionRule(recall_target=0.95, min_precision=0.3).fit(proba, y)
+    report = guarded.report_[2]
+    assert report["limited_by_precision"] is True
+    assert report["precision_rule"] >= 0.3 or report["recall_rule"] == 0.0
+    assert np.mean(guarded.predict(proba) == 2) < 0.1
+    again = TailDecisionRule.from_dict(guarded.to_dict())
+    np.testing.assert_array_equal(again.predict(proba), guarded.predict(proba))

@@ -325,10 +325,15 @@ def test_labels_frame_names_missing_columns():
 def test_worked_example_of_docs_labels_md():
     def job(pss, seconds, events, hs06sec, cpu_s, gib_in):
         return _job(
-            corecount=8, maxpss=pss, endtime=T0 + timedelta(seconds=seconds),
-            nevents=events, hs06sec=hs06sec, cpuconsumptiontime=cpu_s,
-            inputfilebytes=int(gib_in * 1024**3), outputfilebytes=int(gib_in * 250 * MB),
-        )  # fmt: skip
+            corecount=8,
+            maxpss=pss,
+            endtime=T0 + timedelta(seconds=seconds),
+            nevents=events,
+            hs06sec=hs06sec,
+            cpuconsumptiontime=cpu_s,
+            inputfilebytes=int(gib_in * 1024**3),
+            outputfilebytes=int(gib_in * 250 * MB),
+        )
 
     jobs = [
         job(12_000_000, 7200, 400, 7200 * 8 * 12, 50_000, 2),

@@ -74,7 +74,7 @@ def empty_store(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def reg_settings(tmp_path, empty_store):
-    """Return settings on a fresh MLflow store of this test (a copy of the empty one)."""
+    """Return settings on a fresh MLflow store for this test (copy of the empty one)."""
     shutil.copyfile(empty_store, tmp_path / "mlflow.db")
     return load_settings(
         home=tmp_path / "home", mlflow_tracking_uri=f"sqlite:///{tmp_path}/mlflow.db"
@@ -109,7 +109,9 @@ def test_training_run_logs_into_experiment_under_artifact_root(reg_settings, tmp
     (report / "summary.md").write_text("# ok")
     bins = tmp_path / "bins.yaml"
     bins.write_text("ramcount: [0, 2000]\n")
-    with tracking.start_training_run(reg_settings, run_name="t1", tags={"k": "v"}) as run:
+    with tracking.start_training_run(
+        reg_settings, run_name="t1", tags={"k": "v"}
+    ) as run:
         tracking.log_params({"xgb": {"depth": 4}, "seed": 1})
         logged = tracking.log_metrics({"ramcount": {"acc@1": 0.5}})
         tracking.log_report_dir(report)
@@ -148,7 +150,10 @@ def test_failed_block_marks_run_failed(reg_settings):
     ids=["string", "bool", "name-collision"],
 )
 def test_log_metrics_refuses(reg_settings, metrics, match):
-    with tracking.start_training_run(reg_settings), pytest.raises(ValueError, match=match):
+    with (
+        tracking.start_training_run(reg_settings),
+        pytest.raises(ValueError, match=match),
+    ):
         tracking.log_metrics(metrics)
 
 
@@ -201,7 +206,9 @@ def test_register_stores_tags_and_download_returns_same_files(reg_settings, tmp_
 def test_register_into_existing_run(reg_settings, tmp_path):
     with tracking.start_training_run(reg_settings) as run:
         tracking.log_metrics(GOOD)
-    info = register_bundle(reg_settings, make_bundle(tmp_path / "b", "x"), run.info.run_id, GOOD)
+    info = register_bundle(
+        reg_settings, make_bundle(tmp_path / "b", "x"), run.info.run_id, GOOD
+    )
     assert info.run_id == run.info.run_id
     files = {f.path for f in client_of(reg_settings).list_artifacts(run.info.run_id)}
     assert "bundle" in files
@@ -260,7 +267,10 @@ def test_compare(change, passed):
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [({"max_accuracy_drop": -0.1}, "'max_accuracy_drop'"), ({"max_tail_recall_drop": "x"}, "'max_tail_recall_drop'")],
+    [
+        ({"max_accuracy_drop": -0.1}, "'max_accuracy_drop'"),
+        ({"max_tail_recall_drop": "x"}, "'max_tail_recall_drop'"),
+    ],
     ids=["negative", "not-a-number"],
 )
 def test_thresholds_refuse_bad_values(kwargs, match):
@@ -278,16 +288,24 @@ def test_gate_promotes_better_and_refuses_worse(reg_settings, tmp_path):
     assert str(client.get_model_version_by_alias(name, "champion").version) == "1"
 
     better = {**GOOD, "mean_accuracy": 0.85}
-    v2 = register_bundle(reg_settings, make_bundle(tmp_path / "b2", "two"), None, better)
-    with pytest.raises(ValueError, match="'champion_metrics' argument must hold"):
-        promote_if_not_worse(reg_settings, v2.version, better, None)
+    v2 = register_bundle(
+        reg_settings, make_bundle(tmp_path / "b2", "two"), None, better
+    )
+    held = promote_if_not_worse(
+        reg_settings, v2.version, better, None, promote_incomparable=False
+    )
+    assert (held.promoted, held.alias) == (False, "challenger")
+    assert "could not be scored on the same test data" in held.reason
+    assert str(client.get_model_version_by_alias(name, "champion").version) == "1"
     second = promote_if_not_worse(reg_settings, v2.version, better, GOOD)
     assert (second.promoted, second.champion_version) == (True, 1)
     assert str(client.get_model_version_by_alias(name, "champion").version) == "2"
     assert str(client.get_model_version_by_alias(name, "previous").version) == "1"
 
     worse = {**better, "ramcount.tail_recall": 0.90}
-    v3 = register_bundle(reg_settings, make_bundle(tmp_path / "b3", "three"), None, worse)
+    v3 = register_bundle(
+        reg_settings, make_bundle(tmp_path / "b3", "three"), None, worse
+    )
     third = promote_if_not_worse(reg_settings, v3.version, worse, better)
     assert (third.promoted, third.alias) == (False, "challenger")
     assert third.reason == "worse than champion on ramcount.tail_recall"
@@ -300,6 +318,13 @@ def test_gate_promotes_better_and_refuses_worse(reg_settings, tmp_path):
     assert tags["gate.ramcount.tail_recall"].startswith("WORSE challenger=0.9")
     assert tags["gate.mean_accuracy"].startswith("ok ")
     assert json.loads(tags["gate.thresholds"])["max_tail_recall_drop"] == 0.01
+
+    # Incomparable (e.g. new bins): promoted by default, without comparison.
+    v4 = register_bundle(reg_settings, make_bundle(tmp_path / "b4", "four"), None, GOOD)
+    fourth = promote_if_not_worse(reg_settings, v4.version, GOOD, None)
+    assert (fourth.promoted, fourth.champion_version) == (True, 2)
+    assert get_version(reg_settings, 4).tags["gate.decision"] == "champion"
+    assert str(client.get_model_version_by_alias(name, "previous").version) == "2"
 
     # Promoting the challenger by hand moves the alias off it.
     set_alias(reg_settings, 3, "champion")

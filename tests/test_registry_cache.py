@@ -47,14 +47,16 @@ def markers_of(folder: Path) -> set[str]:
 def empty_store(tmp_path_factory) -> Path:
     """Return an empty MLflow SQLite store, built once: its migrations take seconds."""
     folder = tmp_path_factory.mktemp("mlflow-template")
-    settings = load_settings(home=folder, mlflow_tracking_uri=f"sqlite:///{folder}/m.db")
+    settings = load_settings(
+        home=folder, mlflow_tracking_uri=f"sqlite:///{folder}/m.db"
+    )
     tracking.mlflow_client(settings).search_registered_models()
     return folder / "m.db"
 
 
 @pytest.fixture
 def reg_settings(tmp_path, empty_store):
-    """Return settings on a fresh MLflow store of this test (a copy of the empty one)."""
+    """Return settings on a fresh MLflow store for this test (copy of the empty one)."""
     shutil.copyfile(empty_store, tmp_path / "mlflow.db")
     return load_settings(
         home=tmp_path / "home", mlflow_tracking_uri=f"sqlite:///{tmp_path}/mlflow.db"
@@ -68,7 +70,9 @@ def publish(settings, folder: Path, marker: str) -> int:
     return info.version
 
 
-def test_loads_from_registry_and_refreshes_when_champion_changes(reg_settings, tmp_path):
+def test_loads_from_registry_and_refreshes_when_champion_changes(
+    reg_settings, tmp_path
+):
     publish(reg_settings, tmp_path / "b1", "one")
     first = load_champion_bundle_dir(reg_settings)
     assert (first.version, first.source) == (1, "registry")
@@ -78,7 +82,9 @@ def test_loads_from_registry_and_refreshes_when_champion_changes(reg_settings, t
     again = load_champion_bundle_dir(reg_settings)
     assert again == first  # unchanged champion: no new download
 
-    v2 = register_bundle(reg_settings, make_bundle(tmp_path / "b2", "two"), None, METRICS)
+    v2 = register_bundle(
+        reg_settings, make_bundle(tmp_path / "b2", "two"), None, METRICS
+    )
     promote_if_not_worse(reg_settings, v2.version, METRICS, METRICS)
     second = load_champion_bundle_dir(reg_settings)
     assert (second.version, second.source) == (2, "registry")
@@ -124,7 +130,9 @@ def test_no_champion_anywhere_is_a_clear_error(reg_settings, tmp_path):
     broken = load_settings(
         home=reg_settings.home, mlflow_tracking_uri=f"sqlite:///{tmp_path}/junk.db"
     )
-    with pytest.raises(NoChampionError, match="failed .*DatabaseError.* cache .* is empty"):
+    with pytest.raises(
+        NoChampionError, match="failed .*DatabaseError.* cache .* is empty"
+    ):
         load_champion_bundle_dir(broken)
 
 
@@ -140,7 +148,9 @@ def test_cache_of_another_model_name_is_not_used(reg_settings, tmp_path):
     assert read_cached(other) is None
 
 
-def test_failed_download_leaves_the_old_bundle_current(reg_settings, tmp_path, monkeypatch):
+def test_failed_download_leaves_the_old_bundle_current(
+    reg_settings, tmp_path, monkeypatch
+):
     publish(reg_settings, tmp_path / "b1", "one")
     before = load_champion_bundle_dir(reg_settings)
     publish(reg_settings, tmp_path / "b2", "two")

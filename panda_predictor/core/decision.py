@@ -116,6 +116,11 @@ class TailDecisionRule:
     :param recall_target: recall each tail class must reach on validation data.
     :param n_tail_classes: how many of the top classes are tail classes.
     :param fallback_threshold: threshold of a tail class absent from validation data.
+    :param min_precision: the precision of a tail class may not fall below this on
+        validation; when the recall target would need more, the rule settles for the
+        highest recall that keeps it (``report_[k]["limited_by_precision"]``). Without
+        this floor a model that cannot tell the tail apart would send nearly every
+        task to the largest class.
     """
 
     def __init__(
@@ -123,10 +128,12 @@ class TailDecisionRule:
         recall_target: float = 0.95,
         n_tail_classes: int = 1,
         fallback_threshold: float = DEFAULT_FALLBACK_THRESHOLD,
+        min_precision: float = 0.0,
     ) -> None:
         self.recall_target = recall_target
         self.n_tail_classes = n_tail_classes
         self.fallback_threshold = fallback_threshold
+        self.min_precision = min_precision
 
     def _validate_params(self, n_classes: int) -> None:
         """Check the constructor arguments against the number of classes."""
@@ -143,6 +150,11 @@ class TailDecisionRule:
             raise ValueError(
                 f"The 'n_tail_classes' field must be an integer in 1..{n_classes - 1} "
                 f"for {n_classes} classes. Got {self.n_tail_classes!r} instead."
+            )
+        if not 0.0 <= float(self.min_precision) < 1.0:
+            raise ValueError(
+                "The 'min_precision' field must be in [0, 1). "
+                f"Got {self.min_precision!r} instead."
             )
         if not 0.0 <= float(self.fallback_threshold) <= 1.0:
             raise ValueError(
@@ -172,6 +184,7 @@ class TailDecisionRule:
         claimed = np.zeros(n, dtype=bool)
         thresholds: dict[int, float] = {}
         fallbacks: list[int] = []
+        self.limited_classes_: list[int] = []
         for k in range(n_classes - 1, n_classes - 1 - self.n_tail_classes, -1):
             members = y == k
             if not members.any():
@@ -185,6 +198,10 @@ class TailDecisionRule:
                 fallbacks.append(k)
             else:
                 thresholds[k] = self._tune_one(k, cum[:, k], members, claimed)
+                floor = self._precision_floor(cum[:, k], members, claimed)
+                if floor > thresholds[k]:
+                    thresholds[k] = floor
+                    self.limited_classes_.append(k)
             claimed |= cum[:, k] >= thresholds[k]
         self.n_classes_ = n_classes
         self.thresholds_ = thresholds
@@ -210,6 +227,24 @@ class TailDecisionRule:
             stacklevel=3,
         )
         return float(reachable[-1]) if reachable.size else 1.0
+
+    def _precision_floor(
+        self, score: np.ndarray, members: np.ndarray, claimed: np.ndarray
+    ) -> float:
+        """Return the lowest threshold whose precision stays >= ``min_precision``."""
+        if self.min_precision <= 0:
+            return 0.0
+        free = ~claimed
+        order = np.argsort(-score[free], kind="stable")
+        ranked_scores = score[free][order]
+        hits = np.cumsum(members[free][order])
+        precision = hits / np.arange(1, hits.size + 1)
+        # Only cut between distinct scores: equal scores are predicted together.
+        last_of_tie = np.r_[ranked_scores[1:] != ranked_scores[:-1], True]
+        ok = np.flatnonzero((precision >= self.min_precision) & last_of_tie)
+        if ok.size == 0:
+            return float(np.nextafter(ranked_scores[0], np.inf)) if hits.size else 1.0
+        return float(ranked_scores[ok[-1]])
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "thresholds_"):
@@ -254,6 +289,7 @@ class TailDecisionRule:
                 "precision_rule": prec_r,
                 "precision_paid": prec_a - prec_r,
                 "fallback": k in self.fallback_classes_,
+                "limited_by_precision": k in getattr(self, "limited_classes_", []),
             }
         return report
 
@@ -264,6 +300,7 @@ class TailDecisionRule:
             "recall_target": float(self.recall_target),
             "n_tail_classes": int(self.n_tail_classes),
             "fallback_threshold": float(self.fallback_threshold),
+            "min_precision": float(self.min_precision),
             "n_classes_": int(self.n_classes_),
             "thresholds_": {str(k): float(t) for k, t in self.thresholds_.items()},
             "fallback_classes_": [int(k) for k in self.fallback_classes_],
@@ -291,6 +328,7 @@ class TailDecisionRule:
             fallback_threshold=float(
                 data.get("fallback_threshold", DEFAULT_FALLBACK_THRESHOLD)
             ),
+            min_precision=float(data.get("min_precision", 0.0)),
         )
         rule.n_classes_ = int(data["n_classes_"])
         rule.thresholds_ = {int(k): float(t) for k, t in data["thresholds_"].items()}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,8 +30,19 @@ from panda_predictor.settings import Settings
 
 log = logging.getLogger(__name__)
 
-#: The ``sql/`` folder of this source tree.
-SQL_ROOT = Path(__file__).resolve().parents[2] / "sql"
+
+
+def _find_sql_root() -> Path:
+    """Return the ``sql/`` folder: the source tree's, else the installed copy."""
+    source = Path(__file__).resolve().parents[2] / "sql"
+    if source.is_dir():
+        return source
+    # A regular (non-editable) install puts sql/ under <prefix>/share (setup.cfg).
+    return Path(sys.prefix) / "share" / "panda-predictor" / "sql"
+
+
+#: The numbered DDL patches, per dialect and series.
+SQL_ROOT = _find_sql_root()
 SERIES = ("plugin", "panda")
 DIALECTS = ("sqlite", "postgresql", "oracle")
 

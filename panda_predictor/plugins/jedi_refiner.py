@@ -1,0 +1,187 @@
+"""A JEDI TaskRefiner that predicts a task's resources so it can skip its scouts.
+
+JEDI loads it from its configuration (``panda_jedi.cfg``, section ``[taskrefine]``)::
+
+    modConfig = atlas:managed:panda_predictor.plugins.jedi_refiner:PredictingTaskRefiner
+
+:meth:`PredictingTaskRefiner.extractCommon` runs when JEDI turns a task parameter map
+into the ``JEDI_TASKS`` row. Before calling PanDA's own ``GenTaskRefiner`` it predicts
+the task from the map (in-process champion or the HTTP service, see
+:mod:`panda_predictor.plugins.prediction_client`); when the decision is ``applied`` it
+puts ``ramCount``/``ramUnit``, ``cpuTime``/``cpuTimeUnit``,
+``ioIntensity``/``ioIntensityUnit`` and ``skipScout`` into the map (so the parent
+writes no ``US=`` split rule), and after the parent it sets the task spec's
+``walltime``/``walltimeUnit``. Values the task definition already gives win.
+
+It fails open: on ``kept_scouts``, the kill switch, or any error of ours the map is
+left exactly as it came, the reason is logged with ``jediTaskID=`` and counted in
+``panda_predictor_fallbacks_total{hook="jedi"}``, and the parent refines the task as
+if the plugin were not there. The parent's own exceptions propagate unchanged.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+from collections.abc import MutableMapping
+from typing import Any
+
+from pandajedi.jedirefine.GenTaskRefiner import GenTaskRefiner
+
+from panda_predictor.core.prediction import TaskPrediction
+from panda_predictor.hook import kill_switch_on
+from panda_predictor.metrics import FALLBACKS, TASKS
+from panda_predictor.plugins.prediction_client import (
+    PredictionClient,
+    PredictionUnavailable,
+    client_from_environment,
+    definition_from_param_map,
+    param_map_fields,
+    walltime_of,
+)
+from panda_predictor.settings import Settings, load_settings
+
+log = logging.getLogger(__name__)
+
+#: Label of this hook in the panda_predictor_* metrics.
+HOOK = "jedi"
+
+_shared_lock = threading.Lock()
+_shared: dict[str, Any] = {}
+
+
+def _shared_settings_and_client() -> tuple[Settings, PredictionClient]:
+    # JEDI builds refiners with (taskBufferIF, ddmIF) only, possibly many times: the
+    # settings and the client (with its loaded model) are built once per process.
+    with _shared_lock:
+        if "client" not in _shared:
+            settings = load_settings()
+            _shared["client"] = client_from_environment(settings)
+            _shared["settings"] = settings
+        return _shared["settings"], _shared["client"]
+
+
+def reset_shared_client() -> None:
+    """Forget the process-wide settings and client (tests, or after a config change)."""
+    with _shared_lock:
+        _shared.clear()
+
+
+class PredictingTaskRefiner(GenTaskRefiner):
+    """GenTaskRefiner that sets predicted resources and skips scouts when confident.
+
+    Parameters
+    ----------
+    taskBufferIF, ddmIF:
+        JEDI's task buffer and DDM interfaces, passed through to the parent.
+    client:
+        Prediction client; default: built once per process from the environment
+        (``PANDA_PREDICTOR_REFINER_URL`` for HTTP mode, else in-process).
+    settings:
+        panda-predictor settings (kill switch, fixed units); default: loaded from
+        the environment and ``PANDA_PREDICTOR_CONFIG`` once per process.
+    """
+
+    def __init__(
+        self,
+        taskBufferIF: Any,
+        ddmIF: Any,
+        client: PredictionClient | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        GenTaskRefiner.__init__(self, taskBufferIF, ddmIF)
+        self._client = client
+        self._settings = settings
+
+    def _configuration(self) -> tuple[Settings, PredictionClient]:
+        if self._client is not None and self._settings is not None:
+            return self._settings, self._client
+        settings, client = _shared_settings_and_client()
+        return self._settings or settings, self._client or client
+
+    def extractCommon(
+        self,
+        jediTaskID: int,
+        taskParamMap: MutableMapping[str, Any],
+        workQueueMapper: Any,
+        splitRule: str | None,
+    ) -> None:
+        """Predict, fill the map when confident, then refine as GenTaskRefiner does."""
+        walltime = self._apply_prediction(jediTaskID, taskParamMap)
+        GenTaskRefiner.extractCommon(
+            self, jediTaskID, taskParamMap, workQueueMapper, splitRule
+        )
+        if walltime is not None:
+            self.taskSpec.walltime, self.taskSpec.walltimeUnit = walltime
+
+    def _apply_prediction(
+        self, jedi_task_id: int, task_param_map: MutableMapping[str, Any]
+    ) -> tuple[int, str] | None:
+        """Fill the map from a confident prediction; return the walltime to set.
+
+        Never raises: any failure restores the map and returns None (scouts run).
+        """
+        original = copy.deepcopy(dict(task_param_map))
+        try:
+            if "skipScout" in task_param_map:
+                log.info("jediTaskID=%s already skips scouts: not predicted",
+                         jedi_task_id)
+                return None
+            settings, client = self._configuration()
+            if kill_switch_on(settings):
+                raise PredictionUnavailable("kill switch on (legacy mode)", "legacy")
+            prediction = client.predict(
+                definition_from_param_map(jedi_task_id, task_param_map)
+            )
+            if prediction.decision != "applied":
+                TASKS.labels(HOOK, "kept_scouts").inc()
+                log.info("jediTaskID=%s decision=kept_scouts reason=%s model=%s/%s",
+                         jedi_task_id, prediction.reason, prediction.model_name,
+                         prediction.model_version)
+                return None
+            walltime = self._fill(task_param_map, prediction, settings.fixed_units)
+        except Exception as exc:  # noqa: BLE001  the fail-open boundary
+            reason = exc.reason if isinstance(exc, PredictionUnavailable) else (
+                type(exc).__name__
+            )
+            if task_param_map != original:
+                task_param_map.clear()
+                task_param_map.update(original)
+            FALLBACKS.labels(HOOK, reason).inc()
+            log.warning("jediTaskID=%s prediction failed open, scouts run "
+                        "(reason=%s): %s", jedi_task_id, reason, exc)
+            return None
+        TASKS.labels(HOOK, "applied").inc()
+        log.info("jediTaskID=%s decision=applied reason=%s model=%s/%s values=%s",
+                 jedi_task_id, prediction.reason, prediction.model_name,
+                 prediction.model_version,
+                 {k: task_param_map[k] for k in sorted(task_param_map)
+                  if k not in original})
+        return walltime
+
+    @staticmethod
+    def _fill(
+        task_param_map: MutableMapping[str, Any],
+        prediction: TaskPrediction,
+        fixed_units: bool,
+    ) -> tuple[int, str] | None:
+        fields = param_map_fields(prediction, fixed_units)
+        skip = fields.pop("skipScout")
+        # A value (or unit) the task definition gives is the requester's choice.
+        pairs = [("ramCount", "ramUnit"), ("cpuTime", "cpuTimeUnit"),
+                 ("ioIntensity", "ioIntensityUnit")]
+        for value_key, unit_key in pairs:
+            if value_key not in fields:
+                continue
+            if value_key in task_param_map or unit_key in task_param_map:
+                continue
+            task_param_map[value_key] = fields[value_key]
+            task_param_map[unit_key] = fields[unit_key]
+        task_param_map["skipScout"] = skip
+        if "walltime" in task_param_map or "walltimeUnit" in task_param_map:
+            return None
+        return walltime_of(prediction)
+
+
+__all__ = ["HOOK", "PredictingTaskRefiner", "reset_shared_client"]

@@ -1,0 +1,406 @@
+"""Get a prediction for one task parameter map, in-process or from the HTTP service.
+
+The JEDI refiner (:mod:`panda_predictor.plugins.jedi_refiner`) runs inside JEDI,
+before anything about the task is in the database. It converts PanDA's camelCase
+parameter map with :mod:`panda_predictor.taskdef` (file and event counts are unknown
+at that point: NaN) and asks one of two clients:
+
+- :class:`InProcessClient` loads the registry's champion once (through
+  :func:`panda_predictor.serving.loader.load_champion`, which falls back to the local
+  cache) and reloads it every ``reload_seconds`` to pick up a new champion;
+- :class:`HttpClient` posts the definition to ``POST /v1/predictions`` of the
+  panda-predictor service with a strict total timeout (stdlib only).
+
+Both raise :class:`PredictionUnavailable` (with a short ``reason`` used as the metric
+label) when no prediction can be made; the refiner turns that into "keep scouts".
+:func:`client_from_environment` picks one from the ``PANDA_PREDICTOR_REFINER_*``
+environment variables, because JEDI builds a refiner from ``modConfig`` with no
+arguments of ours.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from panda_predictor.core.prediction import TargetPrediction, TaskPrediction
+from panda_predictor.db.writer import panda_value
+from panda_predictor.settings import Settings
+
+log = logging.getLogger(__name__)
+
+#: Base URL of the panda-predictor HTTP service; set it to use HTTP mode.
+URL_ENV = "PANDA_PREDICTOR_REFINER_URL"
+#: Total seconds one HTTP prediction may take before the task keeps its scouts.
+TIMEOUT_ENV = "PANDA_PREDICTOR_REFINER_TIMEOUT"
+#: Seconds between champion reloads of the in-process client.
+RELOAD_ENV = "PANDA_PREDICTOR_REFINER_RELOAD_SECONDS"
+DEFAULT_TIMEOUT = 2.0
+DEFAULT_RELOAD_SECONDS = 600.0
+#: Largest HTTP response read (a prediction is about 2 kB).
+MAX_RESPONSE_BYTES = 1 << 20
+
+#: Parameter-map keys of the predicted targets: (value key, unit key).
+PARAM_MAP_KEYS: dict[str, tuple[str, str]] = {
+    "ramcount": ("ramCount", "ramUnit"),
+    "cputime": ("cpuTime", "cpuTimeUnit"),
+    "iointensity": ("ioIntensity", "ioIntensityUnit"),
+}
+#: Counts that describe the input once JEDI has filled JEDI_DATASETS; in a parameter
+#: map the same names are user limits, so they are not used as features.
+_COUNT_KEYS = frozenset(
+    {"nFiles", "nEvents", "nfiles", "nevents", "nfiles_sum", "nevents_sum",
+     "n_input_datasets", "nInputDatasets", "jediTaskID", "jeditaskid", "taskID"}
+)
+
+
+class PredictionUnavailable(RuntimeError):
+    """No prediction could be made for a task; the task keeps its scouts.
+
+    Parameters
+    ----------
+    message:
+        What went wrong, for the log line.
+    reason:
+        Short, low-cardinality label for ``panda_predictor_fallbacks_total``.
+    """
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class PredictionClient(Protocol):
+    """Anything that predicts one task definition (camelCase or our names)."""
+
+    def predict(self, definition: Mapping[str, Any]) -> TaskPrediction:
+        """Return the prediction and decision for one task definition."""
+        ...
+
+
+def _definition_keys() -> frozenset[str]:
+    from panda_predictor.taskdef import TaskDefinition
+
+    names: set[str] = set()
+    for field in TaskDefinition.model_fields.values():
+        alias = field.validation_alias
+        names.update(getattr(alias, "choices", ()) or ())
+    return frozenset(str(n) for n in names) - _COUNT_KEYS
+
+
+def definition_from_param_map(
+    jedi_task_id: int, task_param_map: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Return the task definition the models read, taken from a JEDI parameter map.
+
+    Only the keys :mod:`panda_predictor.taskdef` knows are kept (a real map holds
+    dozens more); file and event counts are left out because JEDI has not counted
+    the input yet.
+
+    Parameters
+    ----------
+    jedi_task_id:
+        The task's jediTaskID (JEDI passes it to ``extractCommon``).
+    task_param_map:
+        PanDA's task parameter map; it is not modified.
+    """
+    if isinstance(jedi_task_id, bool) or not isinstance(jedi_task_id, int):
+        raise ValueError(
+            f"The 'jediTaskID' field must be an integer. Got {jedi_task_id!r} instead."
+        )
+    keys = _definition_keys()
+    definition = {k: v for k, v in task_param_map.items() if k in keys}
+    definition["jediTaskID"] = jedi_task_id
+    return definition
+
+
+def param_map_fields(
+    prediction: TaskPrediction, fixed_units: bool = False
+) -> dict[str, Any]:
+    """Return the parameter-map entries that apply a prediction and skip the scouts.
+
+    ``ramCount``/``ramUnit``, ``cpuTime``/``cpuTimeUnit`` and
+    ``ioIntensity``/``ioIntensityUnit`` in PanDA's stored form (see
+    :func:`panda_predictor.db.writer.panda_value`), plus ``skipScout``.
+    """
+    fields: dict[str, Any] = {}
+    for target, (value_key, unit_key) in PARAM_MAP_KEYS.items():
+        if target in prediction.targets:
+            value, unit = panda_value(prediction.targets[target], fixed_units)
+            fields[value_key], fields[unit_key] = value, unit
+    fields["skipScout"] = True
+    return fields
+
+
+def walltime_of(prediction: TaskPrediction) -> tuple[int, str] | None:
+    """Return the (walltime, walltimeUnit) to set on the task spec, if predicted."""
+    target = prediction.targets.get("walltime")
+    if target is None:
+        return None
+    return int(target.value), target.unit
+
+
+class InProcessClient:
+    """Predict with the champion model loaded in this process (cached, reloaded).
+
+    Parameters
+    ----------
+    settings:
+        Registry, model name and cache folder of the champion.
+    predictor_factory:
+        Returns the predictor (default: ``load_champion(settings)``).
+    history_factory:
+        Returns the recent-history index for the history features; default None,
+        as in the HTTP service: the refiner path never queries the database.
+    reload_seconds:
+        Age after which the champion is looked up again.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        predictor_factory: Callable[[], Any] | None = None,
+        history_factory: Callable[[], Any] | None = None,
+        reload_seconds: float = DEFAULT_RELOAD_SECONDS,
+    ) -> None:
+        self.settings = settings
+        self.predictor_factory = predictor_factory
+        self.history_factory = history_factory
+        self.reload_seconds = reload_seconds
+        self._lock = threading.Lock()
+        self._predictor: Any = None
+        self._history: Any = None
+        self._loaded_at = 0.0
+
+    def _load(self) -> tuple[Any, Any]:
+        if self.predictor_factory is not None:
+            predictor = self.predictor_factory()
+        else:
+            from panda_predictor.serving.loader import load_champion
+
+            predictor = load_champion(self.settings)
+        history = self.history_factory() if self.history_factory else None
+        return predictor, history
+
+    def current(self) -> tuple[Any, Any]:
+        """Return (predictor, history), loading them on first use and when stale."""
+        with self._lock:
+            age = time.monotonic() - self._loaded_at
+            if self._predictor is None or age >= self.reload_seconds:
+                try:
+                    self._predictor, self._history = self._load()
+                except Exception as exc:
+                    if self._predictor is None:
+                        raise PredictionUnavailable(
+                            f"no model: {type(exc).__name__}: {exc}", "no_model"
+                        ) from exc
+                    log.warning(
+                        "champion reload failed, keeping version %s: %s",
+                        self._predictor.model_version, exc,
+                    )
+                self._loaded_at = time.monotonic()
+            return self._predictor, self._history
+
+    def predict(self, definition: Mapping[str, Any]) -> TaskPrediction:
+        """Return the prediction for one definition; raise PredictionUnavailable."""
+        from panda_predictor.taskdef import read_task_definitions
+
+        try:
+            tasks = read_task_definitions(dict(definition))
+        except ValueError as exc:
+            raise PredictionUnavailable(str(exc), "invalid_task") from exc
+        predictor, history = self.current()
+        predictions = predictor.predict(tasks, history)
+        if len(predictions) != 1:
+            raise PredictionUnavailable(
+                f"expected one prediction, got {len(predictions)}", "bad_response"
+            )
+        return predictions[0]
+
+
+def _target_from_json(name: str, data: Mapping[str, Any]) -> TargetPrediction:
+    probabilities = data.get("probabilities") or ()
+    if isinstance(probabilities, Mapping):
+        probabilities = probabilities.values()
+    return TargetPrediction(
+        target=name,
+        class_index=int(data.get("class_index", data.get("class", 0))),
+        class_label=str(data.get("class_label", data.get("label", ""))),
+        lower=data.get("lower"),
+        upper=data.get("upper"),
+        value=int(data["value"]),
+        unit=str(data["unit"]),
+        confidence=float(data["confidence"]),
+        probabilities=tuple(float(p) for p in probabilities),
+    )
+
+
+def prediction_from_json(data: Any, jedi_task_id: int) -> TaskPrediction:
+    """Return the TaskPrediction of a ``POST /v1/predictions`` response body.
+
+    Accepts one prediction object, a list of them, or ``{"predictions": [...]}``;
+    each has ``decision``, ``reason``, model name/version (flat ``model_name`` /
+    ``model_version`` or a ``model`` object) and ``targets`` (an object by target
+    name, or a list of objects with a ``target`` key) holding at least ``value``,
+    ``unit`` and ``confidence``. Raises ValueError on any other shape.
+    """
+    if isinstance(data, Mapping) and "predictions" in data:
+        data = data["predictions"]
+    if isinstance(data, list):
+        if len(data) != 1:
+            raise ValueError(
+                f"The response must hold one prediction. Got {len(data)} instead."
+            )
+        data = data[0]
+    if not isinstance(data, Mapping):
+        raise ValueError(
+            f"The response must be a JSON object. Got {type(data).__name__} instead."
+        )
+    raw_targets = data.get("targets")
+    if isinstance(raw_targets, list):
+        raw_targets = {t["target"]: t for t in raw_targets}
+    if not isinstance(raw_targets, Mapping):
+        raise ValueError(
+            f"The 'targets' field must be an object. Got {raw_targets!r} instead."
+        )
+    model = data.get("model") if isinstance(data.get("model"), Mapping) else {}
+    return TaskPrediction(
+        jeditaskid=jedi_task_id,
+        model_name=str(data.get("model_name", model.get("name", "?"))),
+        model_version=str(data.get("model_version", model.get("version", "?"))),
+        decision=data["decision"],
+        reason=str(data.get("reason", "")),
+        targets={n: _target_from_json(n, t) for n, t in raw_targets.items()},
+    )
+
+
+class HttpClient:
+    """Predict through the panda-predictor service, giving up after ``timeout`` s.
+
+    Parameters
+    ----------
+    url:
+        Base URL of the service, e.g. ``http://predictor.example:8080``.
+    timeout:
+        Total seconds for connect, request and response together.
+    """
+
+    def __init__(self, url: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ValueError(
+                f"The 'url' field must be an http:// or https:// URL. Got {url!r} "
+                "instead."
+            )
+        if not isinstance(timeout, int | float) or not timeout > 0:
+            raise ValueError(
+                f"The 'timeout' field must be a positive number of seconds. "
+                f"Got {timeout!r} instead."
+            )
+        self.url = url.rstrip("/") + "/v1/predictions"
+        self.timeout = float(timeout)
+
+    def _post(self, body: bytes) -> bytes:
+        request = urllib.request.Request(
+            self.url,
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            return response.read(MAX_RESPONSE_BYTES)
+
+    def _post_with_deadline(self, body: bytes) -> bytes:
+        # urlopen's timeout bounds each socket operation, not the whole exchange; a
+        # worker thread bounds the total so a trickling server cannot stall JEDI.
+        outcome: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                outcome["body"] = self._post(body)
+            except BaseException as exc:  # noqa: BLE001  handed to the caller
+                outcome["error"] = exc
+
+        worker = threading.Thread(target=run, name="refiner-http", daemon=True)
+        worker.start()
+        worker.join(self.timeout)
+        if worker.is_alive():
+            raise PredictionUnavailable(
+                f"no answer from {self.url} within {self.timeout:g} s", "timeout"
+            )
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["body"]
+
+    def predict(self, definition: Mapping[str, Any]) -> TaskPrediction:
+        """Return the service's prediction; raise PredictionUnavailable on failure."""
+        task_id = int(definition.get("jediTaskID", 0))
+        body = json.dumps(dict(definition), default=str).encode()
+        try:
+            payload = self._post_with_deadline(body)
+        except urllib.error.HTTPError as exc:
+            detail = exc.read(2000).decode(errors="replace")
+            raise PredictionUnavailable(
+                f"{self.url} answered {exc.code}: {detail}", f"http_{exc.code}"
+            ) from exc
+        except TimeoutError as exc:
+            raise PredictionUnavailable(f"{self.url}: {exc}", "timeout") from exc
+        except (urllib.error.URLError, OSError) as exc:
+            raise PredictionUnavailable(f"{self.url}: {exc}", "unreachable") from exc
+        try:
+            return prediction_from_json(json.loads(payload), task_id)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise PredictionUnavailable(
+                f"unexpected answer from {self.url}: {exc}", "bad_response"
+            ) from exc
+
+
+def _float_env(name: str, default: float) -> float:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ValueError(
+            f"The '{name}' variable must be a positive number of seconds. "
+            f"Got {text!r} instead."
+        )
+    return value
+
+
+def client_from_environment(settings: Settings) -> PredictionClient:
+    """Return the HTTP client if ``PANDA_PREDICTOR_REFINER_URL`` is set, else in-process.
+
+    ``PANDA_PREDICTOR_REFINER_TIMEOUT`` (seconds, default 2) bounds an HTTP call;
+    ``PANDA_PREDICTOR_REFINER_RELOAD_SECONDS`` (default 600) is how often the
+    in-process client looks for a new champion.
+    """
+    url = os.environ.get(URL_ENV, "").strip()
+    if url:
+        return HttpClient(url, _float_env(TIMEOUT_ENV, DEFAULT_TIMEOUT))
+    return InProcessClient(
+        settings, reload_seconds=_float_env(RELOAD_ENV, DEFAULT_RELOAD_SECONDS)
+    )
+
+
+__all__ = [
+    "HttpClient",
+    "InProcessClient",
+    "PARAM_MAP_KEYS",
+    "PredictionClient",
+    "PredictionUnavailable",
+    "client_from_environment",
+    "definition_from_param_map",
+    "param_map_fields",
+    "prediction_from_json",
+    "walltime_of",
+]

@@ -1,0 +1,70 @@
+"""The Flask application factory of the prediction service.
+
+One blueprint per resource (predictions, tasks, models, health, metrics), JSON errors
+everywhere, a 1 MiB body limit, and request metrics. The model is loaded lazily on
+the first request that needs it; see docs/service.md.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from flask import Flask
+
+from panda_predictor.service import health, metrics, models, predictions, tasks
+from panda_predictor.service.errors import register_error_handlers
+from panda_predictor.service.history import HistoryRefresher
+from panda_predictor.service.state import ServiceState
+from panda_predictor.serving.predictor import Predictor
+from panda_predictor.settings import Settings, get_settings
+
+#: Largest request body accepted (413 above it).
+MAX_BODY_BYTES = 1024 * 1024
+
+
+def create_app(
+    settings: Settings | None = None,
+    predictor_loader: Callable[[], Predictor] | None = None,
+    history_refresh_seconds: float = 0.0,
+    model_refresh_seconds: float = 300.0,
+) -> Flask:
+    """Build the service app.
+
+    Parameters
+    ----------
+    settings:
+        Service settings; default: the process settings (environment, config file).
+    predictor_loader:
+        Returns the predictor to serve; default: the registry champion with the
+        local cache as fallback (``load_champion``).
+    history_refresh_seconds:
+        If > 0, keep a recent-history index read from the database every that many
+        seconds, for the history features of ``POST /v1/predictions`` (0: off,
+        history features are NaN).
+    model_refresh_seconds:
+        How often to re-resolve the champion (a promoted model is picked up).
+    """
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    settings = settings or get_settings()
+    app = Flask("panda_predictor.service")
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    state = ServiceState(settings, predictor_loader, refresh_seconds=model_refresh_seconds)
+    if history_refresh_seconds > 0:
+        state.history = HistoryRefresher(
+            lambda: _read_history(state), history_refresh_seconds
+        )
+        state.history.start()
+    app.extensions["panda_predictor"] = state
+    for module in (predictions, tasks, models, health, metrics):
+        app.register_blueprint(module.bp)
+    register_error_handlers(app)
+    metrics.instrument(app)
+    return app
+
+
+def _read_history(state: ServiceState):
+    from panda_predictor.serving.recent import read_recent_history
+
+    return read_recent_history(state.engine(), state.settings)

@@ -1,0 +1,43 @@
+"""``POST /v1/predictions``: predict task definitions; no database access.
+
+History features (what similar tasks needed recently) are NaN unless the service
+keeps a recent-history index (see :mod:`panda_predictor.service.history`).
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, current_app, jsonify, request
+from flask.typing import ResponseReturnValue
+
+from panda_predictor.service.errors import ServiceUnavailable
+from panda_predictor.service.metrics import DECISIONS
+from panda_predictor.service.results import predict_tasks, reason_kind
+from panda_predictor.service.schemas import PredictionsOut, parse_prediction_request
+from panda_predictor.service.state import ModelUnavailable, ServiceState
+from panda_predictor.taskdef import tasks_frame
+
+bp = Blueprint("predictions", __name__)
+
+
+def state() -> ServiceState:
+    """Return the service state of the current app."""
+    return current_app.extensions["panda_predictor"]
+
+
+@bp.post("/v1/predictions")
+def create_predictions() -> ResponseReturnValue:
+    """Predict one task definition or a list; answer per task and target."""
+    definitions = parse_prediction_request(request.get_json(force=True))
+    service = state()
+    try:
+        predictor = service.predictor()
+    except ModelUnavailable as exc:
+        raise ServiceUnavailable(
+            f"No model can predict right now ({exc}); keep the scouts."
+        ) from None
+    history = service.history.index if service.history is not None else None
+    results = predict_tasks(predictor, tasks_frame(definitions), history)
+    for r in results:
+        DECISIONS.labels(r["decision"], reason_kind(r["reason"])).inc()
+    body = PredictionsOut(predictions=results, history_features=history is not None)
+    return jsonify(body.model_dump())

@@ -1,0 +1,94 @@
+"""Predict task definitions and describe the outcome as plain, JSON-ready data.
+
+Shared by ``POST /v1/predictions`` and ``panda-predictor predict`` so both show the
+same thing: per task the decision and its reason, and per target the class, its
+range and unit, the value that would be requested, the probabilities, the
+confidence and the features that drove it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from panda_predictor.core.prediction import TaskPrediction
+from panda_predictor.service.explain import FeatureContribution, explain
+from panda_predictor.serving.predictor import Predictor
+
+
+def reason_kind(reason: str) -> str:
+    """Return a short, bounded label for a decision reason (for metrics)."""
+    text = reason.lower()
+    for prefix, kind in (
+        ("confident", "confident"),
+        ("low confidence", "low_confidence"),
+        ("outside training domain", "outside_domain"),
+        ("legacy", "legacy"),
+    ):
+        if text.startswith(prefix):
+            return kind
+    return "other"
+
+
+def target_dict(
+    prediction: TaskPrediction,
+    top: dict[str, list[FeatureContribution]],
+    methods: dict[str, str],
+) -> dict[str, dict[str, Any]]:
+    """Return the per-target part of a prediction as plain values."""
+    out = {}
+    for name, t in prediction.targets.items():
+        out[name] = {
+            "class_index": t.class_index,
+            "class_label": t.class_label,
+            "lower": t.lower,
+            "upper": t.upper,
+            "unit": t.unit,
+            "value": t.value,
+            "confidence": round(t.confidence, 4),
+            "probabilities": list(t.probabilities),
+            "top_features": [c.to_dict() for c in top.get(name, [])],
+            "explanation": methods.get(name, ""),
+        }
+    return out
+
+
+def prediction_dict(
+    prediction: TaskPrediction,
+    top: dict[str, list[FeatureContribution]] | None = None,
+    methods: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Return one task's prediction (decision, model, targets) as plain values."""
+    return {
+        "jediTaskID": prediction.jeditaskid,
+        "decision": prediction.decision,
+        "reason": prediction.reason,
+        "scouts": "skipped" if prediction.decision == "applied" else "kept",
+        "model": {
+            "name": prediction.model_name,
+            "version": prediction.model_version,
+        },
+        "predicted_at": (
+            prediction.predicted_at.isoformat() if prediction.predicted_at else None
+        ),
+        "targets": target_dict(prediction, top or {}, methods or {}),
+    }
+
+
+def predict_tasks(
+    predictor: Predictor, tasks: pd.DataFrame, history: Any = None
+) -> list[dict[str, Any]]:
+    """Predict ``tasks`` (a TASK_COLUMNS frame) and return one plain dict per task."""
+    predictions = predictor.predict(tasks, history)
+    X = predictor.features(tasks, history)
+    chosen = {
+        t: np.array([p.targets[t].class_index for p in predictions])
+        for t in predictor.bundle.models
+    }
+    methods, top = explain(predictor.bundle.models, X, chosen)
+    return [
+        prediction_dict(p, row, methods)
+        for p, row in zip(predictions, top, strict=True)
+    ]

@@ -1,0 +1,1 @@
+"""Honest evaluation on real job logs: trace features, walk-forward runs, replay."""

@@ -1,0 +1,128 @@
+"""Build the submission-time features and the baseline predictions of a trace.
+
+Only what is known when a job is submitted goes in: the SWF submission fields and
+statistics of the same user's / user+executable's jobs that *finished* before the
+submission (:func:`panda_predictor.core.baselines.recency_stats`). Wait time, run
+time, CPU time and used memory of the job itself never reach a feature; a test
+checks it. The baselines' own predictions are features too, so the model can learn
+when to trust the recency rule and when not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from panda_predictor.core import baselines as bl
+from panda_predictor.ingest.swf import (
+    CATEGORICAL_FEATURES,
+    NUMERIC_FEATURES,
+    TRACE_TARGETS,
+)
+from panda_predictor.models.base import UNKNOWN_CATEGORY
+
+#: The request column a target's used amount is compared with (none for memory when
+#: the file does not record requested memory).
+REQUEST_OF: dict[str, str] = {
+    "walltime": "req_time_s",
+    "cputime": "req_time_s",
+    "ramcount": "req_memory_mb",
+}
+#: Margin added to the per-key percentile baselines.
+KEY_MARGIN = 0.10
+
+
+@dataclass
+class TraceFeatures:
+    """Features of every job plus, per target, the recency statistics."""
+
+    X: pd.DataFrame
+    user_stats: dict[str, bl.RecencyStats]
+    key_stats: dict[str, bl.RecencyStats]
+    user_key: np.ndarray
+    user_exe_key: np.ndarray
+
+
+def request_of(frame: pd.DataFrame, target: str) -> np.ndarray:
+    """Return the job's request for ``target`` (NaN where not recorded)."""
+    return frame[REQUEST_OF[target]].to_numpy(dtype=float)
+
+
+def build_features(frame: pd.DataFrame, targets: list[str]) -> TraceFeatures:
+    """Return the model's features for every row of a task frame (see module doc).
+
+    :param frame: rows of :func:`panda_predictor.ingest.swf.read_swf`, by submit time.
+    :param targets: the targets the file records.
+    """
+    submit = frame["submit_s"].to_numpy(dtype=float)
+    finish = frame["finish_s"].to_numpy(dtype=float)
+    user_key = bl.group_codes(frame["user"])
+    user_exe_key = bl.group_codes(frame["user"], frame["executable"])
+    columns: dict[str, object] = {}
+    for name in CATEGORICAL_FEATURES:
+        col = frame[name]
+        if col.notna().any():
+            cats = [UNKNOWN_CATEGORY, *sorted(col.dropna().astype(str).unique())]
+            columns[name] = pd.Categorical(col.astype(object), categories=cats)
+    for name in NUMERIC_FEATURES:
+        if frame[name].notna().any():
+            columns[name] = frame[name].to_numpy(dtype=float)
+    when = frame["submit_time"]
+    columns["hour"] = when.dt.hour.to_numpy(dtype=float)
+    columns["weekday"] = when.dt.weekday.to_numpy(dtype=float)
+    columns["user_gap_s"] = _gap_since_previous(submit, user_key)
+    user_stats: dict[str, bl.RecencyStats] = {}
+    key_stats: dict[str, bl.RecencyStats] = {}
+    for target in targets:
+        values = frame[TRACE_TARGETS[target][0]].to_numpy(dtype=float)
+        request = request_of(frame, target)
+        us = bl.recency_stats(submit, finish, user_key, values, request)
+        ks = bl.recency_stats(submit, finish, user_exe_key, values, request)
+        user_stats[target], key_stats[target] = us, ks
+        columns[f"u_{target}_count"] = us.count
+        columns[f"u_{target}_last"] = us.last
+        columns[f"u_{target}_mean2"] = us.mean_last2
+        columns[f"k_{target}_count"] = ks.count
+        columns[f"k_{target}_p75"] = ks.p75
+        columns[f"k_{target}_p95"] = ks.p95
+        if np.isfinite(request).any():
+            columns[f"u_{target}_ratio_req"] = us.max_ratio5 * request
+    X = pd.DataFrame(columns, index=frame.index)
+    return TraceFeatures(X, user_stats, key_stats, user_key, user_exe_key)
+
+
+def _gap_since_previous(submit: np.ndarray, key: np.ndarray) -> np.ndarray:
+    """Return seconds since the same key's previous submission (known at submit)."""
+    gap = np.full(submit.size, np.nan)
+    order = np.lexsort((submit, key))
+    same = key[order][1:] == key[order][:-1]
+    diffs = np.diff(submit[order])
+    gap[order[1:]] = np.where(same & (key[order][1:] >= 0), diffs, np.nan)
+    return gap
+
+
+def baseline_values(
+    frame: pd.DataFrame,
+    features: TraceFeatures,
+    target: str,
+    fallback: float,
+) -> dict[str, np.ndarray]:
+    """Return each value baseline's prediction for every row (majority is separate).
+
+    Jobs without the needed history (or request) fall back to the request and then
+    to ``fallback`` (the training median), so every job gets a prediction.
+    """
+    request = request_of(frame, target)
+    default = np.where(np.isfinite(request), request, fallback)
+    us, ks = features.user_stats[target], features.key_stats[target]
+    out: dict[str, np.ndarray] = {}
+    if np.isfinite(request).any():
+        out["baseline:request"] = bl.request_baseline(request, fallback)
+    out["baseline:user_last2_mean"] = bl.last_two_mean(us, default)
+    if np.isfinite(request).any():
+        out["baseline:user_max5_ratio"] = bl.max_ratio_request(us, request, fallback)
+    out["baseline:key_p75"] = bl.key_percentile(ks, 75, KEY_MARGIN, default)
+    out["baseline:key_p95"] = bl.key_percentile(ks, 95, KEY_MARGIN, default)
+    return out

@@ -1,0 +1,106 @@
+"""Score a walk-forward run: class metrics, allocation errors and the field's accuracy.
+
+Per target and predictor: accuracy, macro-F1, top-class recall and precision (the
+top class holds the largest jobs, the ones a wrong prediction hurts most), the
+under-allocation rate (predicted class below the true one), the over-allocation
+(mean of the class value written minus what was used, when positive; in the target's
+unit) and the relative accuracy of the field, mean(min(a, v) / max(a, v)) with v
+the value of the predicted class (a floored at 1 unit so zero-length jobs count).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from panda_predictor.core.evaluation import evaluate_target
+from pipelines.trace.walk_forward import TargetRun
+
+#: The keys written per predictor into the benchmark's JSON.
+JSON_KEYS = (
+    "accuracy",
+    "macro_f1",
+    "top_class_recall",
+    "top_class_precision",
+    "under_allocation",
+    "over_allocation",
+)
+
+
+def relative_accuracy(actual: np.ndarray, predicted: np.ndarray) -> float:
+    """Return mean(min(a, p) / max(a, p)), both floored at 1 unit."""
+    a = np.maximum(np.asarray(actual, dtype=float), 1.0)
+    p = np.maximum(np.asarray(predicted, dtype=float), 1.0)
+    return float(np.mean(np.minimum(a, p) / np.maximum(a, p)))
+
+
+def score_predictions(run: TargetRun, classes: np.ndarray) -> dict[str, float]:
+    """Return the metrics of one predictor's classes for ``run``'s test jobs."""
+    k = run.bins.n_classes
+    ev = evaluate_target(run.y_true, classes, n_classes=k, target=run.target)
+    values = np.asarray(run.bins.values)[classes]
+    return {
+        "accuracy": ev.accuracy,
+        "macro_f1": ev.macro_f1,
+        "top_class_recall": float(ev.recall[k - 1]),
+        "top_class_precision": float(ev.precision[k - 1]),
+        "under_allocation": ev.under_allocation_rate,
+        "over_allocation": float(np.mean(np.maximum(values - run.actual, 0.0))),
+        "relative_accuracy": relative_accuracy(run.actual, values),
+        "n_test": float(classes.size),
+    }
+
+
+def score_run(run: TargetRun) -> dict[str, dict[str, float]]:
+    """Return metrics per predictor; baselines with a raw value also get
+    ``raw_relative_accuracy`` (before binning, comparable with the literature)."""
+    out: dict[str, dict[str, float]] = {}
+    for name, classes in run.predicted.items():
+        scores = score_predictions(run, classes)
+        if name in run.raw:
+            scores["raw_relative_accuracy"] = relative_accuracy(
+                run.actual, run.raw[name])
+        out[name] = scores
+    return out
+
+
+def best_model(scores: dict[str, dict[str, float]]) -> str | None:
+    """Return the model (not baseline) with the highest macro-F1, if any."""
+    models = [n for n in scores if n.startswith("model:")]
+    return max(models, key=lambda n: scores[n]["macro_f1"]) if models else None
+
+
+def verdict(scores: dict[str, dict[str, float]]) -> list[str]:
+    """Return the goal checks: baselines ahead in macro-F1, or better in both
+    under- and over-allocation than the best model."""
+    best = best_model(scores)
+    if best is None:
+        return []
+    ours = scores[best]
+    notes = []
+    for name, s in scores.items():
+        if not name.startswith("baseline:"):
+            continue
+        if s["macro_f1"] >= ours["macro_f1"]:
+            notes.append(f"{name} macro-F1 {s['macro_f1']:.3f} >= {best} "
+                         f"{ours['macro_f1']:.3f}")
+        if (s["under_allocation"] < ours["under_allocation"]
+                and s["over_allocation"] < ours["over_allocation"]):
+            notes.append(f"{name} better in under- and over-allocation than {best}")
+    return notes
+
+
+def format_table(target: str, unit: str, scores: dict[str, dict[str, float]]) -> str:
+    """Return one Markdown table of a target's scores, best macro-F1 first."""
+    head = ("| predictor | accuracy | macro-F1 | top recall | top precision | "
+            f"under-alloc | over-alloc ({unit}) | rel. acc. | raw rel. acc. |")
+    lines = [f"### {target}", "", head, "|---" * 9 + "|"]
+    for name, s in sorted(scores.items(), key=lambda kv: -kv[1]["macro_f1"]):
+        raw = s.get("raw_relative_accuracy")
+        lines.append(
+            f"| {name} | {s['accuracy']:.3f} | {s['macro_f1']:.3f} | "
+            f"{s['top_class_recall']:.3f} | {s['top_class_precision']:.3f} | "
+            f"{s['under_allocation']:.3f} | {s['over_allocation']:.4g} | "
+            f"{s['relative_accuracy']:.3f} | "
+            f"{'' if raw is None else f'{raw:.3f}'} |"
+        )
+    return "\n".join(lines)

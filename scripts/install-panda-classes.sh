@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Install PanDA's own classes (panda-server + panda-common, which hold JEDI's
+# TaskRefiner) into the project venv, with a minimal configuration, so the JEDI
+# refiner plugin is tested against the real parent class.
+#
+# Idempotent: a second run only re-checks the import. Usage:
+#   scripts/install-panda-classes.sh            # uses $PANDA_PREDICTOR_VENV or .venv
+# Afterwards source the environment it prints (or let the test fixture do it):
+#   PANDA_HOME=<venv>/panda-home, PYTHONPATH += pandacommon and pandaserver folders.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${PANDA_PREDICTOR_VENV:-$ROOT/.venv}"
+PY="$VENV/bin/python"
+PANDA_HOME_DIR="${PANDA_HOME:-$VENV/panda-home}"
+
+# panda-server's build hook looks up the user atlpan and the group zp when run as root.
+if [ "$(id -u)" -eq 0 ]; then
+  getent group zp >/dev/null 2>&1 || groupadd -r zp
+  getent passwd atlpan >/dev/null 2>&1 || useradd -r -g zp atlpan
+fi
+
+if ! "$PY" -c "import pandaserver, pandacommon" >/dev/null 2>&1; then
+  echo "==> installing panda-server and panda-common into $VENV" >&2
+  # The full dependency list wants mod_wsgi and workflow packages: install the
+  # classes without them, then only the light dependencies the refiner path imports.
+  "$PY" -m pip install --quiet --no-deps panda-server panda-common
+  "$PY" -m pip install --quiet pytz requests pyyaml packaging psutil numpy \
+    panda-client-light stomp-py pyjwt werkzeug python-daemon
+fi
+
+SITE="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+TEMPLATES="$("$PY" -c 'import sys; print(sys.prefix)')/etc/panda"
+CONF="$PANDA_HOME_DIR/etc/panda"
+LOGS="$PANDA_HOME_DIR/log"
+mkdir -p "$CONF" "$LOGS"
+for name in panda_common panda_server panda_jedi; do
+  target="$CONF/$name.cfg"
+  [ -f "$target" ] && continue
+  template="$TEMPLATES/$name.cfg.rpmnew"
+  if [ ! -f "$template" ]; then
+    echo "missing template $template: is panda-server installed in $VENV?" >&2
+    exit 1
+  fi
+  # Every log folder must be writable; the PostgreSQL backend imports without an
+  # Oracle client.
+  sed -e "s#^\(\s*logdir\s*=\).*#\1 $LOGS#" \
+      -e "s#^\(\s*backend\s*=\).*#\1 postgres#" "$template" > "$target"
+done
+
+export PANDA_HOME="$PANDA_HOME_DIR"
+export PYTHONPATH="$SITE/pandacommon:$SITE/pandaserver${PYTHONPATH:+:$PYTHONPATH}"
+"$PY" -c "from pandajedi.jedirefine.GenTaskRefiner import GenTaskRefiner" >/dev/null
+echo "PANDA_HOME=$PANDA_HOME_DIR"
+echo "PYTHONPATH=$SITE/pandacommon:$SITE/pandaserver"
