@@ -8,6 +8,7 @@ are computed per chunk, so job records never pile up in memory.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 import pandas as pd
 from sqlalchemy.engine import Engine
@@ -66,6 +67,8 @@ def read_labelled_history(
     chunk_size: int = 5000,
     progress: bool = True,
     params: LabelParams = LabelParams(),
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> LabelledHistory:
     """Return every finished task of the database with its labels, oldest first.
 
@@ -81,10 +84,14 @@ def read_labelled_history(
         Show a progress bar on stderr.
     params:
         Constants of the scout formulas.
+    since, until:
+        Only tasks created in ``[since, until)`` (a retraining window).
     """
     parts = []
     with tqdm(desc="read history", unit="task", disable=not progress) as bar:
-        for tasks, jobs in iter_history(engine, settings, chunk_size=chunk_size):
+        for tasks, jobs in iter_history(
+            engine, settings, chunk_size=chunk_size, since=since, until=until
+        ):
             parts.append(label_chunk(tasks, jobs, params))
             bar.update(len(tasks))
     if not parts:

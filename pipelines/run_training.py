@@ -23,18 +23,21 @@ from model_registry.gate import GateDecision, promote_if_not_worse
 from model_registry.registry import ModelVersionInfo, register_bundle
 from model_registry.tracking import (
     log_feature_schema,
+    mlflow_client,
     log_metrics,
     log_params,
     log_report_dir,
     start_training_run,
 )
 from panda_predictor.bins_file import bins_from_settings
+from panda_predictor.core.bins import BinSet
 from panda_predictor.core.evaluation import evaluate_targets
 from panda_predictor.db.engine import make_engine
 from panda_predictor.serving.bundle import save_bundle
 from panda_predictor.serving.loader import try_load_champion
 from panda_predictor.settings import Settings
 from pipelines.dataset import LabelledHistory, read_labelled_history
+from pipelines.drift import REFERENCE_FILE, build_reference
 from pipelines.report import write_report
 from pipelines.train import TrainingConfig, TrainingResult, gate_metrics, train
 
@@ -51,6 +54,7 @@ class RunSummary:
     report: Path
     metrics: dict[str, float]
     served_kinds: dict[str, str]
+    champion_metrics: dict[str, float] | None = None
 
 
 def champion_metrics_on(
@@ -94,12 +98,35 @@ def run_training(
     config: TrainingConfig = TrainingConfig(),
     progress: bool = True,
     report_dir: Path | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    bins: BinSet | None = None,
+    version_tags: dict[str, str] | None = None,
+    history: LabelledHistory | None = None,
 ) -> RunSummary:
-    """Train on the configured database and register the result (gated champion)."""
-    engine = make_engine(settings)
-    bins = bins_from_settings(settings)
-    history = read_labelled_history(engine, settings, progress=progress)
-    engine.dispose()
+    """Train on the configured database and register the result (gated champion).
+
+    Parameters
+    ----------
+    settings, config:
+        Where to read and register, and what to train.
+    progress, report_dir:
+        Progress bars; folder of the report (default: ``<home>/reports/train-*``).
+    since, until:
+        Only tasks created in ``[since, until)`` (the retraining window).
+    bins:
+        Classes to train on; default: the configured bins file.
+    version_tags:
+        Extra tags of the registered version (set before the gate moves aliases).
+    history:
+        Already read labelled history (skips reading the database).
+    """
+    bins = bins or bins_from_settings(settings)
+    if history is None:
+        engine = make_engine(settings)
+        history = read_labelled_history(engine, settings, progress=progress,
+                                        since=since, until=until)
+        engine.dispose()
     result = train(history, bins, config)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     report_dir = report_dir or settings.home / "reports" / f"train-{stamp}"
@@ -118,16 +145,22 @@ def run_training(
         champion_metrics = champion_metrics_on(settings, result, history)
         with tempfile.TemporaryDirectory() as tmp:
             bundle_dir = save_bundle(result.bundle, Path(tmp) / "bundle")
+            (bundle_dir / REFERENCE_FILE).write_text(
+                json.dumps(build_reference(history, result)))
             version = register_bundle(settings, bundle_dir, run.info.run_id,
                                       result.bundle.metrics,
                                       description=f"trained {stamp}")
+        client = mlflow_client(settings)
+        for key, value in (version_tags or {}).items():
+            client.set_model_version_tag(settings.model_name, str(version.version),
+                                         key, value)
         gate = promote_if_not_worse(settings, version.version, result.bundle.metrics,
                                     champion_metrics)
     (report_dir / "gate.json").write_text(json.dumps(
         {"version": version.version, "decision": str(gate), "champion_metrics":
          champion_metrics}, default=str, indent=1))
     return RunSummary(run.info.run_id, version, gate, report, result.bundle.metrics,
-                      result.served_kinds)
+                      result.served_kinds, champion_metrics)
 
 
 def metrics_table(metrics: dict[str, float]) -> pd.DataFrame:

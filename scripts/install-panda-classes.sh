@@ -44,7 +44,8 @@ for name in panda_common panda_server panda_jedi; do
   # Every log folder must be writable; the PostgreSQL backend imports without an
   # Oracle client.
   sed -e "s#^\(\s*logdir\s*=\).*#\1 $LOGS#" \
-      -e "s#^\(\s*backend\s*=\).*#\1 postgres#" "$template" > "$target"
+      -e "s#^\s*\#\?\s*backend\s*=\s*postgres\s*\$#backend = postgres#" \
+      "$template" > "$target"
 done
 
 export PANDA_HOME="$PANDA_HOME_DIR"

@@ -10,6 +10,13 @@ import pytest
 
 # Every test process that may import MLflow must have telemetry off before it does.
 os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
+# The developer's own configuration must not leak into the tests.
+for _name in [n for n in os.environ if n.startswith("PANDA_PREDICTOR_")] + [
+    "MLFLOW_TRACKING_URI",
+    "MLFLOW_REGISTRY_URI",
+]:
+    if _name != "PANDA_PREDICTOR_TEST_PG_URL":
+        os.environ.pop(_name, None)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 #: The PostgreSQL server this machine kind starts before each session (trust auth).

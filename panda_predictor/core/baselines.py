@@ -54,8 +54,9 @@ def _as_float(values: Any, name: str, n: int | None = None) -> np.ndarray:
 def group_codes(*columns: Any) -> np.ndarray:
     """Return one integer code per row for the combination of ``columns``; -1 if any
     of them is missing (a job with an unknown user has no history)."""
-    frame = pd.DataFrame({i: pd.Series(c).astype(object) for i, c in
-                          enumerate(columns)})
+    frame = pd.DataFrame(
+        {i: pd.Series(c).astype(object) for i, c in enumerate(columns)}
+    )
     missing = frame.isna().any(axis=1).to_numpy()
     codes = frame.groupby(list(frame.columns), dropna=False, sort=False).ngroup()
     codes = codes.to_numpy()

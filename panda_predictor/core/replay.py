@@ -97,12 +97,22 @@ def replay(
     :param bulk_delay_s: (n,) per job, how long it waited for scouts (default 0).
     """
     if resource not in ("time", "memory"):
-        raise ValueError(f"The 'resource' field must be 'time' or 'memory'. "
-                         f"Got {resource!r} instead.")
+        raise ValueError(
+            f"The 'resource' field must be 'time' or 'memory'. "
+            f"Got {resource!r} instead."
+        )
     n = np.asarray(used).size
     delay = np.zeros(n) if bulk_delay_s is None else bulk_delay_s
-    a = _check({"task": task, "used": used, "run_s": run_s, "cores": cores,
-                "requested": requested, "bulk_delay_s": delay})
+    a = _check(
+        {
+            "task": task,
+            "used": used,
+            "run_s": run_s,
+            "cores": cores,
+            "requested": requested,
+            "bulk_delay_s": delay,
+        }
+    )
     steps = np.sort(np.asarray(ladder, dtype=float))
     request = a["requested"].copy()
     failed = np.zeros(n, dtype=bool)

@@ -1,1 +1,1 @@
-"""Readers that turn outside job logs into our task model (adapters: they read files)."""
+"""Readers that turn outside job logs into our task model (adapters: read files)."""

@@ -128,7 +128,9 @@ def _open_text(path: Path) -> Iterable[str]:
     return open(path, encoding="utf-8", errors="replace")
 
 
-def parse_swf_lines(lines: Iterable[str], path: str = "") -> tuple[np.ndarray, SwfReport]:
+def parse_swf_lines(
+    lines: Iterable[str], path: str = ""
+) -> tuple[np.ndarray, SwfReport]:
     """Parse SWF text into an (n, 18) float array with NaN for missing values.
 
     A line with fewer than 18 fields (a truncated last line) is padded with missing
@@ -199,8 +201,9 @@ def to_task_frame(data: np.ndarray, report: SwfReport) -> pd.DataFrame:
     report.n_without_submit_time = int((~keep).sum())
     f = {k: v[keep] for k, v in f.items()}
     start = float(report.header.get("UnixStartTime", "0") or 0)
-    procs = np.where(np.isnan(f["allocated_procs"]), f["requested_procs"],
-                     f["allocated_procs"])
+    procs = np.where(
+        np.isnan(f["allocated_procs"]), f["requested_procs"], f["allocated_procs"]
+    )
     frame = pd.DataFrame(
         {
             "job_id": f["job_number"],
@@ -241,12 +244,10 @@ def available_targets(report: SwfReport) -> list[str]:
 
 
 def read_swf(path: str | Path) -> tuple[pd.DataFrame, SwfReport]:
-    """Read an SWF file (gzip or plain) into a task frame and a report of what it saw."""
+    """Read an SWF file (gzip or plain) into a task frame and a report of it."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(
-            f"The SWF file must exist. Got {str(path)!r} instead."
-        )
+        raise FileNotFoundError(f"The SWF file must exist. Got {str(path)!r} instead.")
     lines = _open_text(path)
     try:
         data, report = parse_swf_lines(lines, str(path))

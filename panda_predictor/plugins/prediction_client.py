@@ -270,7 +270,9 @@ def prediction_from_json(data: Any, jedi_task_id: int) -> TaskPrediction:
         raise ValueError(
             f"The 'targets' field must be an object. Got {raw_targets!r} instead."
         )
-    model = data.get("model") if isinstance(data.get("model"), Mapping) else {}
+    model = data.get("model")
+    if not isinstance(model, Mapping):
+        model = {}
     return TaskPrediction(
         jeditaskid=jedi_task_id,
         model_name=str(data.get("model_name", model.get("name", "?"))),
@@ -378,7 +380,7 @@ def _float_env(name: str, default: float) -> float:
 
 
 def client_from_environment(settings: Settings) -> PredictionClient:
-    """Return the HTTP client if ``PANDA_PREDICTOR_REFINER_URL`` is set, else in-process.
+    """Return the HTTP client when ``PANDA_PREDICTOR_REFINER_URL`` is set, else local.
 
     ``PANDA_PREDICTOR_REFINER_TIMEOUT`` (seconds, default 2) bounds an HTTP call;
     ``PANDA_PREDICTOR_REFINER_RELOAD_SECONDS`` (default 600) is how often the

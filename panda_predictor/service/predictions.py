@@ -6,8 +6,12 @@ keeps a recent-history index (see :mod:`panda_predictor.service.history`).
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from flask import Blueprint, current_app, jsonify, request
 from flask.typing import ResponseReturnValue
+from werkzeug.exceptions import BadRequest
 
 from panda_predictor.service.errors import ServiceUnavailable
 from panda_predictor.service.metrics import DECISIONS
@@ -19,6 +23,18 @@ from panda_predictor.taskdef import tasks_frame
 bp = Blueprint("predictions", __name__)
 
 
+def json_body() -> Any:
+    """Return the parsed JSON body; 400 naming the position when it is malformed."""
+    data = request.get_data(cache=False)
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest(
+            f"The request body must be JSON (a task definition or a list). Got "
+            f"malformed JSON instead: {exc}."
+        ) from None
+
+
 def state() -> ServiceState:
     """Return the service state of the current app."""
     return current_app.extensions["panda_predictor"]
@@ -27,7 +43,7 @@ def state() -> ServiceState:
 @bp.post("/v1/predictions")
 def create_predictions() -> ResponseReturnValue:
     """Predict one task definition or a list; answer per task and target."""
-    definitions = parse_prediction_request(request.get_json(force=True))
+    definitions = parse_prediction_request(json_body())
     service = state()
     try:
         predictor = service.predictor()

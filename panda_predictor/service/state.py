@@ -134,6 +134,8 @@ class ServiceState:
             conn.execute(sa.text("SELECT 1 /* service.readyz */"))
 
     def close(self) -> None:
-        """Dispose of the engine's connections."""
+        """Stop the history refresher and dispose of the engine's connections."""
+        if self.history is not None:
+            self.history.stop()
         if self._engine is not None:
             self._engine.dispose()

@@ -59,7 +59,9 @@ def build_features(frame: pd.DataFrame, targets: list[str]) -> TraceFeatures:
     submit = frame["submit_s"].to_numpy(dtype=float)
     finish = frame["finish_s"].to_numpy(dtype=float)
     user_key = bl.group_codes(frame["user"])
-    user_exe_key = bl.group_codes(frame["user"], frame["executable"])
+    # A file without executables groups by user alone (missing is one value).
+    exe = frame["executable"].astype(object).where(frame["executable"].notna(), "-")
+    user_exe_key = bl.group_codes(frame["user"], exe)
     columns: dict[str, object] = {}
     for name in CATEGORICAL_FEATURES:
         col = frame[name]
@@ -71,7 +73,7 @@ def build_features(frame: pd.DataFrame, targets: list[str]) -> TraceFeatures:
             columns[name] = frame[name].to_numpy(dtype=float)
     when = frame["submit_time"]
     columns["hour"] = when.dt.hour.to_numpy(dtype=float)
-    columns["weekday"] = when.dt.weekday.to_numpy(dtype=float)
+    columns["weekday"] = when.dt.day_of_week.to_numpy(dtype=float)
     columns["user_gap_s"] = _gap_since_previous(submit, user_key)
     user_stats: dict[str, bl.RecencyStats] = {}
     key_stats: dict[str, bl.RecencyStats] = {}

@@ -30,7 +30,7 @@ def replay_target(
 
     A task whose first job's model confidence is below ``threshold`` keeps its
     scouts (the predictor's ``kept_scouts`` fallback); the others start at once
-    with the predicted class's value.
+    with the predicted class's value (capped at the user's request, if any).
     """
     rows = run.rows
     resource = RESOURCE[run.target]
@@ -50,14 +50,24 @@ def replay_target(
     first[first_idx] = True
     task_conf = pd.Series(run.confidence[model][first], index=task[first])
     keep = task_conf.reindex(task).to_numpy() < threshold
-    pred_req = np.where(keep, scout_req, predicted)
+    # A job never runs longer than its requested time (the system kills it), so a
+    # prediction above the user's request is capped at it: known at submission.
+    capped = np.where(
+        np.isfinite(request) & (request > 0), np.minimum(predicted, request), predicted
+    )
+    pred_req = np.where(keep, scout_req, capped)
     pred_delay = np.where(keep, scout_delay, 0.0)
-    common = dict(resource=resource, task=task, used=used, run_s=run_s, cores=cores,
-                  ladder=ladder)
+    common = dict(
+        resource=resource, task=task, used=used, run_s=run_s, cores=cores, ladder=ladder
+    )
     return [
         replay("scouts", requested=scout_req, bulk_delay_s=scout_delay, **common),
-        replay(f"predictor ({model})", requested=pred_req, bulk_delay_s=pred_delay,
-               **common),
+        replay(
+            f"predictor ({model})",
+            requested=pred_req,
+            bulk_delay_s=pred_delay,
+            **common,
+        ),
         replay("user request", requested=default, **common),
         replay("oracle", requested=used, **common),
     ]
@@ -66,7 +76,8 @@ def replay_target(
 def format_replay(target: str, outcomes: list[ReplayOutcome]) -> str:
     """Return a Markdown table of replay outcomes."""
     lines = [
-        f"### replay: {target}", "",
+        f"### replay: {target}",
+        "",
         "| strategy | failed jobs | lost core-h | wasted core-h | wasted GB-h | "
         "bulk delay (h/task) | retry delay (h/job) |",
         "|---" * 7 + "|",

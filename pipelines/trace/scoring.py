@@ -58,7 +58,8 @@ def score_run(run: TargetRun) -> dict[str, dict[str, float]]:
         scores = score_predictions(run, classes)
         if name in run.raw:
             scores["raw_relative_accuracy"] = relative_accuracy(
-                run.actual, run.raw[name])
+                run.actual, run.raw[name]
+            )
         out[name] = scores
     return out
 
@@ -81,18 +82,23 @@ def verdict(scores: dict[str, dict[str, float]]) -> list[str]:
         if not name.startswith("baseline:"):
             continue
         if s["macro_f1"] >= ours["macro_f1"]:
-            notes.append(f"{name} macro-F1 {s['macro_f1']:.3f} >= {best} "
-                         f"{ours['macro_f1']:.3f}")
-        if (s["under_allocation"] < ours["under_allocation"]
-                and s["over_allocation"] < ours["over_allocation"]):
+            notes.append(
+                f"{name} macro-F1 {s['macro_f1']:.3f} >= {best} {ours['macro_f1']:.3f}"
+            )
+        if (
+            s["under_allocation"] < ours["under_allocation"]
+            and s["over_allocation"] < ours["over_allocation"]
+        ):
             notes.append(f"{name} better in under- and over-allocation than {best}")
     return notes
 
 
 def format_table(target: str, unit: str, scores: dict[str, dict[str, float]]) -> str:
     """Return one Markdown table of a target's scores, best macro-F1 first."""
-    head = ("| predictor | accuracy | macro-F1 | top recall | top precision | "
-            f"under-alloc | over-alloc ({unit}) | rel. acc. | raw rel. acc. |")
+    head = (
+        "| predictor | accuracy | macro-F1 | top recall | top precision | "
+        f"under-alloc | over-alloc ({unit}) | rel. acc. | raw rel. acc. |"
+    )
     lines = [f"### {target}", "", head, "|---" * 9 + "|"]
     for name, s in sorted(scores.items(), key=lambda kv: -kv[1]["macro_f1"]):
         raw = s.get("raw_relative_accuracy")

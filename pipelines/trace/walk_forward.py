@@ -65,8 +65,9 @@ class WalkForwardResult:
     warnings: list[str]
 
 
-def fit_trace_bins(values: dict[str, np.ndarray]) -> tuple[dict[str, TargetBins],
-                                                            list[str]]:
+def fit_trace_bins(
+    values: dict[str, np.ndarray],
+) -> tuple[dict[str, TargetBins], list[str]]:
     """Quantile-fit bins per target on training values; return them and any warning."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -85,7 +86,9 @@ def _model(kind: str, n_classes: int, config: WalkForwardConfig):  # noqa: ANN20
 
     if kind == "xgboost":
         return model_class(kind)(
-            n_classes=n_classes, n_estimators=config.n_estimators, max_depth=6,
+            n_classes=n_classes,
+            n_estimators=config.n_estimators,
+            max_depth=6,
             random_state=config.seed,
         )
     return model_class(kind)(n_classes=n_classes, epochs=15, random_state=config.seed)
@@ -112,15 +115,17 @@ def run_walk_forward(
         rows = test_part[np.isin(months.to_numpy(), month_names)]
         rows = rows[np.isfinite(values[target][rows])]
         tb = bins[target]
-        runs[target] = TargetRun(target, tb, rows, tb.assign(values[target][rows]),
-                                 values[target][rows])
+        runs[target] = TargetRun(
+            target, tb, rows, tb.assign(values[target][rows]), values[target][rows]
+        )
         median = float(np.nanmedian(values[target][train_part]))
         for name, pred in baseline_values(frame, features, target, median).items():
             runs[target].raw[name] = pred[rows]
             runs[target].predicted[name] = tb.assign(pred[rows])
         train_classes = tb.assign(values[target][train_part])
         runs[target].predicted["baseline:majority"] = bl.majority_class(
-            train_classes, rows.size)
+            train_classes, rows.size
+        )
         for kind in config.models:
             runs[target].predicted[f"model:{kind}"] = np.full(rows.size, -1)
             runs[target].confidence[f"model:{kind}"] = np.zeros(rows.size)
@@ -135,7 +140,7 @@ def run_walk_forward(
             if not here.any():
                 continue
             train = past[np.isfinite(values[target][past])]
-            train = train[-config.max_train_rows:]
+            train = train[-config.max_train_rows :]
             y = run.bins.assign(values[target][train])
             n_val = max(1, train.size // 10)
             for kind in config.models:
@@ -143,13 +148,23 @@ def run_walk_forward(
                 started = time.perf_counter()
                 model = _model(kind, run.bins.n_classes, config)
                 X = features.X
-                model.fit(X.iloc[train[:-n_val]], y[:-n_val],
-                          X_val=X.iloc[train[-n_val:]], y_val=y[-n_val:])
+                model.fit(
+                    X.iloc[train[:-n_val]],
+                    y[:-n_val],
+                    X_val=X.iloc[train[-n_val:]],
+                    y_val=y[-n_val:],
+                )
                 proba = model.predict_proba(X.iloc[run.rows[here]])
                 run.predicted[name][here] = np.argmax(proba, axis=1)
                 run.confidence[name][here] = proba.max(axis=1)
-                logger.info("trace %s %s %s: trained on %d jobs in %.1f s", target,
-                            month, kind, train.size, time.perf_counter() - started)
+                logger.info(
+                    "trace %s %s %s: trained on %d jobs in %.1f s",
+                    target,
+                    month,
+                    kind,
+                    train.size,
+                    time.perf_counter() - started,
+                )
     split_info: dict[str, object] = {
         "method": "time_ordered_walk_forward",
         "test_fraction": f,

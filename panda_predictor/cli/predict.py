@@ -1,0 +1,137 @@
+"""``panda-predictor predict TASK.json``: what would the plugin do with this task?
+
+For scientists checking a task definition before submitting it: prints per target
+the class, its range and unit, the value that would be requested, the confidence,
+whether scouts would be skipped and the features that drove it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from panda_predictor.settings import Settings
+
+
+def read_definitions_file(source: str, stdin_text: str | None = None) -> Any:
+    """Return the parsed content of a .json/.yaml/.yml file, or of stdin for ``-``.
+
+    Stdin may hold JSON or YAML. Raises ValueError naming the file and the problem.
+    """
+    import yaml
+
+    if source == "-":
+        text, kind = stdin_text if stdin_text is not None else "", "yaml"
+    else:
+        path = Path(source)
+        suffix = path.suffix.lower()
+        if suffix not in (".json", ".yaml", ".yml"):
+            raise ValueError(
+                f"The task file must end in .json, .yaml or .yml (or be '-' for "
+                f"stdin). Got {path.name!r} instead."
+            )
+        if not path.is_file():
+            raise ValueError(f"The task file {source!r} must exist. It does not.")
+        text, kind = path.read_text(), "json" if suffix == ".json" else "yaml"
+    try:
+        if kind == "json":
+            return json.loads(text)
+        return yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(
+            f"The task file {source!r} must hold {kind.upper()}. Got a parse error "
+            f"instead: {first}"
+        ) from None
+
+
+def _range(t: dict[str, Any]) -> str:
+    if t["lower"] is None and t["upper"] is None:
+        return "any"
+    if t["lower"] is None:
+        return f"< {t['upper']:g}"
+    if t["upper"] is None:
+        return f">= {t['lower']:g}"
+    return f"{t['lower']:g} - {t['upper']:g}"
+
+
+def render_text(results: list[dict[str, Any]]) -> str:
+    """Return the predictions as readable text, one block per task."""
+    blocks = []
+    for r in results:
+        skipped = r["scouts"] == "skipped"
+        lines = [
+            f"Task {r['jediTaskID']} - model {r['model']['name']} "
+            f"version {r['model']['version']}",
+            f"  Scouts would be {'SKIPPED' if skipped else 'KEPT'} "
+            f"({r['decision']}): {r['reason']}",
+            f"  {'target':<12} {'class':<18} {'range':<22} {'unit':<14} "
+            f"{'request':>8} {'confidence':>10}",
+        ]
+        for name, t in r["targets"].items():
+            lines.append(
+                f"  {name:<12} {t['class_label']:<18} {_range(t):<22} "
+                f"{t['unit']:<14} {t['value']:>8} {t['confidence']:>10.2f}"
+            )
+        lines.append("  Features that drove it (contribution to the chosen class):")
+        for name, t in r["targets"].items():
+            shown = ", ".join(
+                f"{f['feature']}={f['value']} ({f['contribution']:+.2f})"
+                for f in t["top_features"][:3]
+            ) or t["explanation"]
+            lines.append(f"    {name:<12} {shown}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+@click.command("predict")
+@click.argument("task_file", metavar="TASK_FILE")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
+@click.option("--bundle", "bundle_dir", type=click.Path(exists=True, file_okay=False),
+              default=None, help="Use this bundle folder instead of the champion.")
+@click.pass_obj
+def predict(settings: Settings, task_file: str, as_json: bool,
+            bundle_dir: str | None) -> None:
+    """Show what panda-predictor would request for a task definition.
+
+    TASK_FILE is a .json, .yaml or .yml file (or '-' for stdin) holding one task
+    definition or a list, with our names or PanDA's task parameter-map names
+    (processingType, transPath, transHome, transUses, coreCount, prodSourceLabel,
+    nFiles, nEvents or inDS, ...). Other parameter-map keys such as taskName are
+    ignored; an unknown key is an error.
+
+    \b
+    Examples:
+      panda-predictor predict task.json
+      panda-predictor predict task.yaml --json
+      cat task.json | panda-predictor predict -
+    """
+    from panda_predictor.cli.errors import user_errors
+    from panda_predictor.service.results import predict_tasks
+    from panda_predictor.taskdef import read_task_definitions
+
+    with user_errors():
+        stdin = sys.stdin.read() if task_file == "-" else None
+        tasks = read_task_definitions(read_definitions_file(task_file, stdin))
+        if bundle_dir:
+            from panda_predictor.serving.bundle import load_bundle
+            from panda_predictor.serving.predictor import Predictor
+
+            predictor = Predictor(load_bundle(bundle_dir), settings.model_name, "local")
+        else:
+            from panda_predictor.serving.loader import load_champion
+
+            predictor = load_champion(settings)
+        results = predict_tasks(predictor, tasks)
+    if as_json:
+        click.echo(json.dumps({"predictions": results}, indent=1))
+    else:
+        click.echo(render_text(results))
+        click.echo(
+            "\nHistory features are not used here (no database): the service and "
+            "the hook may be more confident for tasks similar to recent ones."
+        )

@@ -1,0 +1,65 @@
+"""``panda-predictor serve``: run the HTTP prediction service under waitress."""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+from panda_predictor.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (0.0.0.0 for all interfaces).")
+@click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True,
+              help="TCP port.")
+@click.option("--threads", type=click.IntRange(1, 64), default=4, show_default=True,
+              help="Worker threads of the WSGI server.")
+@click.option("--history-refresh", type=click.FloatRange(min=0), default=300.0,
+              show_default=True,
+              help="Seconds between reads of the recent history from the database "
+              "(history features); 0 turns them off.")
+@click.option("--bundle", "bundle_dir", type=click.Path(exists=True, file_okay=False),
+              default=None, help="Serve this bundle folder instead of the registry "
+              "champion (for tests and benchmarks).")
+@click.pass_obj
+def serve(settings: Settings, host: str, port: int, threads: int,
+          history_refresh: float, bundle_dir: str | None) -> None:
+    """Serve predictions over HTTP with waitress (a production WSGI server).
+
+    Endpoints: POST /v1/predictions, POST|GET /v1/tasks/<id>/prediction,
+    GET /v1/models, /healthz, /readyz, /metrics. See docs/service.md.
+
+    \b
+    Example:
+      panda-predictor serve --host 127.0.0.1 --port 8080 --threads 4
+    """
+    import waitress
+
+    from panda_predictor.service import create_app
+
+    loader = None
+    if bundle_dir:
+        from panda_predictor.serving.bundle import load_bundle
+        from panda_predictor.serving.predictor import Predictor
+
+        predictor = Predictor(load_bundle(bundle_dir), settings.model_name, "0")
+        loader = lambda: predictor  # noqa: E731
+    app = create_app(settings, loader, history_refresh_seconds=history_refresh)
+    log.info("serving on http://%s:%d with %d threads", host, port, threads)
+    click.echo(f"Serving on http://{host}:{port} ({threads} threads); Ctrl-C stops.")
+    try:
+        waitress.serve(app, host=host, port=port, threads=threads,
+                       ident="panda-predictor", clear_untrusted_proxy_headers=True)
+    finally:
+        app.extensions["panda_predictor"].close()
+
+
+if __name__ == "__main__":  # python -m panda_predictor.cli.serve (before registration)
+    from panda_predictor.settings import load_settings
+
+    logging.basicConfig(level=logging.WARNING)
+    serve(obj=load_settings())

@@ -1,0 +1,339 @@
+"""Measure how far recent tasks and recent outcomes have moved from a model's training.
+
+Pure functions (no database, no files): a *reference profile* summarises the task
+features a model was built on (quantile bins of numerics, category shares) and the
+distribution of the classes it predicted on its test data; :func:`feature_drift`
+scores recent tasks against it with the population stability index (PSI) and the
+share of categories never seen, :func:`class_drift` does the same for predicted
+classes, and :func:`performance_drift` compares feedback accuracy and
+under-allocation with the model's test figures.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from panda_predictor.core.history import split_transhome
+
+#: Categorical task columns profiled (``framework`` is derived from ``transhome``).
+CATEGORICAL = ("processingtype", "prodsourcelabel", "framework", "transhome",
+               "transpath", "architecture", "campaign", "workinggroup")
+#: Numeric task columns profiled.
+NUMERIC = ("corecount", "n_input_datasets", "nfiles_sum", "nevents_sum")
+#: Features whose PSI can raise the alarm (the others are reported only).
+IMPORTANT_FEATURES = ("processingtype", "framework", "transhome", "transpath",
+                      "corecount", "nevents_sum")
+#: Bucket of values missing in a numeric column / NULL categories.
+MISSING = "__missing__"
+#: Bucket of categories outside the stored vocabulary.
+OTHER = "__other__"
+PROFILE_FORMAT = 1
+_EPS = 1e-4
+
+
+@dataclass(frozen=True)
+class DriftThresholds:
+    """When drift counts as detected.
+
+    Parameters
+    ----------
+    psi:
+        PSI above which an important feature (or a target's predicted classes) drifted;
+        0.2 is the customary "significant shift".
+    unseen_share:
+        Share of recent tasks with a category never seen in training above which an
+        important categorical feature drifted.
+    under_allocation_factor:
+        Feedback under-allocation above this multiple of the test rate is drift.
+    accuracy_drop:
+        Feedback accuracy below the test accuracy by more than this is drift.
+    min_tasks:
+        Fewer recent tasks (or scored outcomes) than this give no verdict.
+    """
+
+    psi: float = 0.2
+    unseen_share: float = 0.10
+    under_allocation_factor: float = 2.0
+    accuracy_drop: float = 0.15
+    min_tasks: int = 50
+
+    def __post_init__(self) -> None:
+        for name in ("psi", "unseen_share", "under_allocation_factor", "accuracy_drop"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not value > 0:
+                raise ValueError(
+                    f"The '{name}' field must be a positive number. Got {value!r} "
+                    "instead."
+                )
+        if not isinstance(self.min_tasks, int) or self.min_tasks < 1:
+            raise ValueError(
+                f"The 'min_tasks' field must be a positive integer. Got "
+                f"{self.min_tasks!r} instead."
+            )
+
+
+def profile_columns(tasks: pd.DataFrame) -> pd.DataFrame:
+    """Return the profiled columns of a tasks frame (adds ``framework``)."""
+    missing = [c for c in ("transhome", *NUMERIC) if c not in tasks.columns]
+    if missing:
+        raise ValueError(
+            f"The tasks frame must have the columns {sorted(('transhome', *NUMERIC))}. "
+            f"Got none for {missing} instead."
+        )
+    frameworks, _ = split_transhome(tasks["transhome"])
+    out = pd.DataFrame(index=tasks.index)
+    for name in CATEGORICAL:
+        source = frameworks if name == "framework" else tasks.get(name)
+        if source is None:
+            source = pd.Series(None, index=tasks.index, dtype=object)
+        out[name] = source.astype(object).where(source.notna(), MISSING).astype(str)
+    for name in NUMERIC:
+        out[name] = pd.to_numeric(tasks[name], errors="coerce").astype(float)
+    return out
+
+
+def psi(reference: Sequence[float], current: Sequence[float]) -> float:
+    """Return the population stability index of two share vectors over the same bins.
+
+    ``sum((c - r) * ln(c / r))``; empty bins get a tiny share so it stays finite.
+    """
+    r = np.clip(np.asarray(reference, dtype=float), _EPS, None)
+    c = np.clip(np.asarray(current, dtype=float), _EPS, None)
+    if r.shape != c.shape:
+        raise ValueError(
+            f"The share vectors must have the same length. Got {r.size} and {c.size} "
+            "instead."
+        )
+    r, c = r / r.sum(), c / c.sum()
+    return float(np.sum((c - r) * np.log(c / r)))
+
+
+def _numeric_profile(values: np.ndarray, n_bins: int) -> dict[str, Any]:
+    finite = values[np.isfinite(values)]
+    if finite.size:
+        edges = np.unique(np.quantile(finite, np.linspace(0, 1, n_bins + 1)[1:-1]))
+    else:
+        edges = np.array([])
+    return {"kind": "numeric", "edges": edges.tolist(),
+            "shares": _numeric_shares(values, edges).tolist()}
+
+
+def _numeric_shares(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Shares per bin (``len(edges) + 1`` bins, right-closed) plus a missing bin."""
+    finite = np.isfinite(values)
+    counts = np.bincount(
+        np.searchsorted(edges, values[finite], side="left"), minlength=len(edges) + 1
+    ).astype(float)
+    counts = np.append(counts, float((~finite).sum()))
+    return counts / max(counts.sum(), 1.0)
+
+
+def _categorical_profile(values: pd.Series, max_categories: int) -> dict[str, Any]:
+    shares = values.value_counts(normalize=True)
+    top = shares.iloc[:max_categories]
+    return {"kind": "categorical", "categories": [str(k) for k in top.index],
+            "shares": [float(v) for v in top.to_numpy()],
+            "other_share": float(max(0.0, 1.0 - top.sum())),
+            "complete": bool(len(shares) <= max_categories)}
+
+
+def class_shares(classes: np.ndarray, n_classes: int) -> list[float]:
+    """Return the share of each class (0..n_classes-1) among known classes."""
+    known = np.asarray(classes)[np.asarray(classes) >= 0].astype(int)
+    counts = np.bincount(known, minlength=n_classes)[:n_classes].astype(float)
+    return (counts / max(counts.sum(), 1.0)).tolist()
+
+
+def build_profile(
+    tasks: pd.DataFrame,
+    predicted: Mapping[str, np.ndarray] | None = None,
+    n_classes: Mapping[str, int] | None = None,
+    n_bins: int = 10,
+    max_categories: int = 2000,
+) -> dict[str, Any]:
+    """Return the reference profile (JSON-ready) of the tasks a model was built on.
+
+    Parameters
+    ----------
+    tasks:
+        Task rows (JEDI_TASKS columns plus input counts) of the training data.
+    predicted, n_classes:
+        Classes the model chose per target on its test tasks, and class counts.
+    n_bins:
+        Quantile bins of each numeric column.
+    max_categories:
+        Most frequent categories kept per column; rarer ones fold into ``__other__``.
+    """
+    columns = profile_columns(tasks)
+    features: dict[str, Any] = {}
+    for name in CATEGORICAL:
+        features[name] = _categorical_profile(columns[name], max_categories)
+    for name in NUMERIC:
+        features[name] = _numeric_profile(columns[name].to_numpy(), n_bins)
+    classes = {
+        t: class_shares(np.asarray(p), int((n_classes or {}).get(t, int(np.max(p)) + 1)))
+        for t, p in (predicted or {}).items()
+    }
+    return {"format": PROFILE_FORMAT, "n_tasks": int(len(tasks)),
+            "features": features, "predicted_classes": classes}
+
+
+@dataclass(frozen=True)
+class FeatureDrift:
+    """Drift of one feature: PSI, share of unseen categories, whether it alarms."""
+
+    feature: str
+    psi: float
+    unseen_share: float
+    important: bool
+    drifted: bool
+
+
+def _categorical_shares(values: pd.Series, profile: Mapping[str, Any]) -> tuple:
+    cats = list(profile["categories"])
+    index = {c: i for i, c in enumerate(cats)}
+    codes = values.map(index).fillna(len(cats)).astype(int).to_numpy()
+    counts = np.bincount(codes, minlength=len(cats) + 1).astype(float)
+    current = counts / max(counts.sum(), 1.0)
+    reference = np.append(np.asarray(profile["shares"], float), profile["other_share"])
+    unseen = float(np.mean(codes == len(cats))) if profile.get("complete") else 0.0
+    return reference, current, unseen
+
+
+def feature_drift(
+    profile: Mapping[str, Any],
+    tasks: pd.DataFrame,
+    thresholds: DriftThresholds = DriftThresholds(),
+    important: Sequence[str] = IMPORTANT_FEATURES,
+) -> list[FeatureDrift]:
+    """Return the drift of every profiled feature of ``tasks`` against ``profile``."""
+    if profile.get("format") != PROFILE_FORMAT:
+        raise ValueError(
+            f"The reference profile format must be {PROFILE_FORMAT}. Got "
+            f"{profile.get('format')!r} instead."
+        )
+    columns = profile_columns(tasks)
+    out = []
+    for name, spec in profile["features"].items():
+        unseen = 0.0
+        if spec["kind"] == "categorical":
+            reference, current, unseen = _categorical_shares(columns[name], spec)
+        else:
+            edges = np.asarray(spec["edges"], dtype=float)
+            reference = np.asarray(spec["shares"], dtype=float)
+            current = _numeric_shares(columns[name].to_numpy(), edges)
+        value = psi(reference, current)
+        is_important = name in important
+        drifted = is_important and (
+            value > thresholds.psi or unseen > thresholds.unseen_share
+        )
+        out.append(FeatureDrift(name, value, unseen, is_important, bool(drifted)))
+    return out
+
+
+def class_drift(
+    profile: Mapping[str, Any],
+    predicted: Mapping[str, np.ndarray],
+) -> dict[str, float]:
+    """Return the PSI of the predicted-class distribution per target vs ``profile``."""
+    out = {}
+    for target, reference in profile.get("predicted_classes", {}).items():
+        if target in predicted:
+            current = class_shares(np.asarray(predicted[target]), len(reference))
+            out[target] = psi(reference, current)
+    return out
+
+
+@dataclass(frozen=True)
+class PerformanceDrift:
+    """Feedback figures of one target against the model's test figures."""
+
+    target: str
+    n: int
+    accuracy: float
+    under_allocation: float
+    test_accuracy: float
+    test_under_allocation: float
+    drifted: bool
+    reason: str = ""
+
+
+def performance_drift(
+    scores: Mapping[str, Mapping[str, float]],
+    test_metrics: Mapping[str, float],
+    thresholds: DriftThresholds = DriftThresholds(),
+) -> list[PerformanceDrift]:
+    """Judge feedback scores per target (``n``, ``accuracy``, ``under_allocation``).
+
+    A target drifted when, on at least ``min_tasks`` scored tasks, its
+    under-allocation exceeds ``under_allocation_factor`` times the test rate (with
+    a floor of one percentage point, so a perfect test rate does not make any miss an
+    alarm) or its accuracy fell by more than ``accuracy_drop``.
+    """
+    out = []
+    for target, s in scores.items():
+        test_acc = float(test_metrics.get(f"{target}.accuracy", math.nan))
+        test_under = float(test_metrics.get(f"{target}.under_allocation", math.nan))
+        n = int(s.get("n", 0))
+        reasons = []
+        if n >= thresholds.min_tasks:
+            limit = thresholds.under_allocation_factor * max(test_under, 0.01)
+            if s["under_allocation"] > limit:
+                reasons.append(
+                    f"under-allocation {s['under_allocation']:.3f} > {limit:.3f}"
+                )
+            if s["accuracy"] < test_acc - thresholds.accuracy_drop:
+                reasons.append(f"accuracy {s['accuracy']:.3f} < test {test_acc:.3f} - "
+                               f"{thresholds.accuracy_drop}")
+        out.append(PerformanceDrift(target, n, float(s.get("accuracy", math.nan)),
+                                    float(s.get("under_allocation", math.nan)),
+                                    test_acc, test_under, bool(reasons),
+                                    "; ".join(reasons)))
+    return out
+
+
+@dataclass
+class DriftResult:
+    """Everything one drift check found, and its verdict."""
+
+    n_tasks: int
+    features: list[FeatureDrift] = field(default_factory=list)
+    classes: dict[str, float] = field(default_factory=dict)
+    performance: list[PerformanceDrift] = field(default_factory=list)
+    class_psi_limit: float = 0.2
+    enough_tasks: bool = True
+
+    @property
+    def reasons(self) -> list[str]:
+        """Return why drift was detected (empty: no drift)."""
+        out = []
+        if self.enough_tasks:
+            out += [f"feature {f.feature}: PSI {f.psi:.3f}, unseen {f.unseen_share:.3f}"
+                    for f in self.features if f.drifted]
+            out += [f"predicted {t} classes: PSI {v:.3f}"
+                    for t, v in self.classes.items() if v > self.class_psi_limit]
+        out += [f"performance {p.target}: {p.reason}" for p in self.performance
+                if p.drifted]
+        return out
+
+    @property
+    def drifted(self) -> bool:
+        """Return whether any feature, class or performance drift was detected."""
+        return bool(self.reasons)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready summary."""
+        return {
+            "drifted": self.drifted,
+            "reasons": self.reasons,
+            "n_tasks": self.n_tasks,
+            "features": [vars(f) for f in self.features],
+            "classes": dict(self.classes),
+            "performance": [vars(p) for p in self.performance],
+        }

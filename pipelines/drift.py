@@ -1,0 +1,224 @@
+"""Runner of the drift check: recent tasks and feedback against the champion's reference.
+
+Reads the tasks created in a window and the feedback outcomes of a sliding window,
+compares them with the ``reference.json`` profile stored in the champion bundle
+(written by the training runner), and publishes the result three ways: an MLflow run
+in the experiment ``panda-predictor-monitoring``, Prometheus gauges (default
+registry) and a JSON file under ``<home>/monitoring/`` that the HTML report reads.
+The CLI turns :attr:`DriftResult.drifted` into the exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from prometheus_client import Gauge
+
+from panda_predictor.core.drift import (
+    IMPORTANT_FEATURES,
+    DriftResult,
+    DriftThresholds,
+    build_profile,
+    class_drift,
+    feature_drift,
+    performance_drift,
+)
+from panda_predictor.core.feedback import target_scores
+from panda_predictor.core.targets import TARGET_NAMES
+from panda_predictor.settings import Settings
+
+log = logging.getLogger(__name__)
+
+#: File of the reference profile inside a bundle folder.
+REFERENCE_FILE = "reference.json"
+MONITORING_EXPERIMENT = "panda-predictor-monitoring"
+#: Exit code of ``panda-predictor drift`` when drift is detected.
+DRIFT_EXIT_CODE = 3
+
+DRIFT_PSI = Gauge("panda_predictor_drift_psi",
+                  "PSI of a task feature, recent tasks vs the champion's reference.",
+                  ["feature"])
+DRIFT_UNSEEN = Gauge("panda_predictor_drift_unseen_share",
+                     "Share of recent tasks with a category unseen in training.",
+                     ["feature"])
+DRIFT_CLASS_PSI = Gauge("panda_predictor_drift_class_psi",
+                        "PSI of the predicted classes of a target vs the test data.",
+                        ["target"])
+FEEDBACK_UNDER = Gauge("panda_predictor_feedback_under_allocation",
+                       "Feedback under-allocation rate of a target (sliding window).",
+                       ["target"])
+FEEDBACK_ACCURACY = Gauge("panda_predictor_feedback_accuracy",
+                          "Feedback accuracy of a target (sliding window).", ["target"])
+DRIFT_DETECTED = Gauge("panda_predictor_drift_detected",
+                       "1 if the last drift check detected drift, else 0.")
+
+
+def build_reference(history: Any, result: Any) -> dict[str, Any]:
+    """Return the reference profile of a training run (for ``reference.json``).
+
+    The profile covers every task of the history window the bundle was built and
+    tested on (so releases that appeared late in the window count as seen), and the
+    distribution of the classes the served models chose on the test tasks.
+    """
+    predicted = {t: result.kinds[k].test_pred[t] for t, k in result.served_kinds.items()}
+    n_classes = {t: result.bundle.bins[t].n_classes for t in predicted}
+    profile = build_profile(history.tasks, predicted, n_classes)
+    profile["period"] = result.split_info.get("train_period", "")
+    return profile
+
+
+def thresholds_from(settings: Settings) -> DriftThresholds:
+    """Return the drift thresholds of ``settings`` (defaults until the fields exist)."""
+    return DriftThresholds(
+        psi=float(getattr(settings, "drift_psi_threshold", 0.2)),
+        unseen_share=float(getattr(settings, "drift_unseen_share_threshold", 0.10)),
+        under_allocation_factor=float(
+            getattr(settings, "drift_under_allocation_factor", 2.0)),
+        accuracy_drop=float(getattr(settings, "drift_accuracy_drop", 0.15)),
+        min_tasks=int(getattr(settings, "drift_min_tasks", 50)),
+    )
+
+
+@dataclass
+class DriftRun:
+    """A drift check: its window, model version, result and where it was recorded."""
+
+    since: datetime
+    until: datetime
+    model_version: int
+    result: DriftResult
+    json_path: Path
+    run_id: str | None
+
+
+def _publish_gauges(result: DriftResult) -> None:
+    for f in result.features:
+        DRIFT_PSI.labels(feature=f.feature).set(f.psi)
+        DRIFT_UNSEEN.labels(feature=f.feature).set(f.unseen_share)
+    for target, value in result.classes.items():
+        DRIFT_CLASS_PSI.labels(target=target).set(value)
+    for p in result.performance:
+        if p.n:
+            FEEDBACK_UNDER.labels(target=p.target).set(p.under_allocation)
+            FEEDBACK_ACCURACY.labels(target=p.target).set(p.accuracy)
+    DRIFT_DETECTED.set(1.0 if result.drifted else 0.0)
+
+
+def _log_mlflow(settings: Settings, run: DriftRun) -> str:
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    import mlflow
+
+    from model_registry.tracking import log_metrics, start_training_run
+
+    result = run.result
+    metrics: dict[str, float] = {"drifted": float(result.drifted),
+                                 "n_tasks": float(result.n_tasks)}
+    for f in result.features:
+        metrics[f"psi.{f.feature}"] = f.psi
+        metrics[f"unseen.{f.feature}"] = f.unseen_share
+    metrics.update({f"class_psi.{t}": v for t, v in result.classes.items()})
+    for p in result.performance:
+        if p.n:
+            metrics[f"feedback.{p.target}.accuracy"] = p.accuracy
+            metrics[f"feedback.{p.target}.under_allocation"] = p.under_allocation
+    tags = {"model_version": str(run.model_version), "drifted": str(result.drifted),
+            "window": f"{run.since:%Y-%m-%d}..{run.until:%Y-%m-%d}"}
+    with start_training_run(settings, MONITORING_EXPERIMENT,
+                            run_name=f"drift-{run.until:%Y%m%d}", tags=tags) as active:
+        log_metrics({k: v for k, v in metrics.items() if np.isfinite(v)})
+        mlflow.log_dict(result.to_dict(), "drift.json")
+        return str(active.info.run_id)
+
+
+def check_drift(
+    settings: Settings,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    days: int = 30,
+    feedback_days: int = 28,
+    classify: bool = True,
+    record: bool = True,
+) -> DriftRun:
+    """Compare recent tasks and feedback with the champion's reference profile.
+
+    Parameters
+    ----------
+    settings:
+        Settings naming the database, registry and home folder.
+    since, until:
+        Window of task creation dates; default: the ``days`` before now.
+    days:
+        Length of the default window.
+    feedback_days:
+        Sliding window of feedback outcomes (by prediction time, ending at ``until``).
+    classify:
+        Also score the predicted-class distribution (runs the champion on the tasks).
+    record:
+        Log to MLflow and write ``<home>/monitoring/drift-*.json``.
+    """
+    from model_registry.cache import load_champion_bundle_dir
+    from panda_predictor.db.engine import make_engine
+    from panda_predictor.db.outcomes import read_created_tasks, read_outcomes
+    from panda_predictor.serving.bundle import load_bundle
+    from panda_predictor.serving.predictor import Predictor
+    from panda_predictor.serving.recent import read_recent_history
+
+    until = until or datetime.now(UTC).replace(tzinfo=None)
+    since = since or until - timedelta(days=days)
+    champion = load_champion_bundle_dir(settings)
+    ref_path = champion.path / REFERENCE_FILE
+    if not ref_path.is_file():
+        raise ValueError(
+            f"The champion bundle (version {champion.version}) must hold "
+            f"{REFERENCE_FILE} to check drift. Got none in {str(champion.path)!r}: "
+            "retrain with this panda-predictor ('panda-predictor retrain')."
+        )
+    profile = json.loads(ref_path.read_text())
+    thresholds = thresholds_from(settings)
+    important = tuple(getattr(settings, "drift_important_features", IMPORTANT_FEATURES))
+    engine = make_engine(settings)
+    try:
+        tasks = read_created_tasks(engine, settings, since, until)
+        outcomes = read_outcomes(engine, settings, until - timedelta(days=feedback_days),
+                                 until)
+        result = DriftResult(n_tasks=len(tasks), class_psi_limit=thresholds.psi,
+                             enough_tasks=len(tasks) >= thresholds.min_tasks)
+        if len(tasks):
+            result.features = feature_drift(profile, tasks, thresholds, important)
+            if classify:
+                bundle = load_bundle(champion.path)
+                predictor = Predictor(bundle, settings.model_name, str(champion.version))
+                history = read_recent_history(engine, settings, now=until)
+                _, chosen, _ = predictor.classify(tasks, history)
+                result.classes = class_drift(profile, chosen)
+    finally:
+        engine.dispose()
+    if not outcomes.empty:
+        outcomes = outcomes[outcomes["model_version"] == str(champion.version)]
+    from model_registry.registry import get_version
+
+    test_metrics = get_version(settings, champion.version).metrics
+    scores = {t: target_scores(outcomes, t) for t in TARGET_NAMES} if len(outcomes) else {}
+    result.performance = performance_drift(scores, test_metrics, thresholds)
+    _publish_gauges(result)
+    out_dir = settings.home / "monitoring"
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    json_path = out_dir / f"drift-{stamp}.json"
+    run = DriftRun(since, until, champion.version, result, json_path, None)
+    if record:
+        run.run_id = _log_mlflow(settings, run)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(
+            {"since": since.isoformat(), "until": until.isoformat(),
+             "model_version": champion.version, "mlflow_run": run.run_id,
+             **result.to_dict()}, indent=1, default=float))
+    log.info("drift check %s..%s on version %s: %d tasks, drifted=%s %s", since,
+             until, champion.version, result.n_tasks, result.drifted, result.reasons)
+    return run

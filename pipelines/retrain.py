@@ -1,0 +1,280 @@
+"""Monthly retraining: a month-aligned history window, gated promotion, idempotent.
+
+Wraps :func:`pipelines.run_training.run_training` (which trains, evaluates the
+challenger and the current champion on the same newest held-out tasks, registers
+and gates). This module adds what a timer-driven run needs:
+
+* the window: the ``window_months`` calendar months before the first day of the
+  current month, so every run in one month sees the same data;
+* a *fingerprint* of window, data, parameters, bins and code version, stored as the
+  version tag ``retrain.fingerprint``; a version with the same fingerprint whose run
+  completed (tag ``retrain.status=complete``) makes a rerun a no-op, so running twice
+  in a month never registers two equal models;
+* crash safety: aliases move only in the gate, after everything else succeeded; a
+  run killed before leaves the champion untouched and at most an alias-less version
+  tagged ``retrain.status=registered``, which a rerun ignores and replaces;
+* ``if_drift``: retrain only when the drift check finds drift;
+* a decision log (``<home>/retrain/decisions.jsonl``), the comparison logged to the
+  training run in MLflow, and a readable summary page with plots.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from panda_predictor import __version__
+from panda_predictor.bins_file import bins_from_settings
+from panda_predictor.core.bins import BinSet, fit_bins
+from panda_predictor.core.features import FEATURE_PIPELINE_VERSION
+from panda_predictor.core.targets import TARGET_NAMES
+from panda_predictor.settings import Settings
+from pipelines.dataset import LabelledHistory
+from pipelines.train import TrainingConfig
+
+log = logging.getLogger(__name__)
+
+FINGERPRINT_TAG = "retrain.fingerprint"
+STATUS_TAG = "retrain.status"
+WINDOW_TAG = "retrain.window"
+DECISIONS_FILE = "decisions.jsonl"
+
+PROMOTED = "promoted"
+REFUSED = "refused"
+SKIPPED_DUPLICATE = "skipped_duplicate"
+SKIPPED_NO_DRIFT = "skipped_no_drift"
+
+
+@dataclass(frozen=True)
+class RetrainConfig:
+    """How a retraining run chooses its data and whether it runs at all.
+
+    Parameters
+    ----------
+    window_months:
+        Calendar months of history before the current month (default 12).
+    refit_bins:
+        Refit the class edges on the window's labels instead of the bins file.
+    if_drift:
+        Run only when the drift check detects drift.
+    training:
+        What to train (both model kinds by default).
+    """
+
+    window_months: int = 12
+    refit_bins: bool = False
+    if_drift: bool = False
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.window_months, int) or self.window_months < 1:
+            raise ValueError(
+                f"The 'window_months' field must be a positive integer. Got "
+                f"{self.window_months!r} instead."
+            )
+
+
+@dataclass
+class RetrainOutcome:
+    """What one retraining run decided, and where to read more."""
+
+    status: str
+    since: datetime
+    until: datetime
+    fingerprint: str | None = None
+    version: int | None = None
+    champion_version: int | None = None
+    reason: str = ""
+    challenger_metrics: dict[str, float] = field(default_factory=dict)
+    champion_metrics: dict[str, float] | None = None
+    report: Path | None = None
+    run_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready record (the decision log line)."""
+        out = asdict(self)
+        out.update(since=self.since.isoformat(), until=self.until.isoformat(),
+                   report=str(self.report) if self.report else None)
+        return out
+
+
+def month_window(now: datetime, months: int) -> tuple[datetime, datetime]:
+    """Return ``[since, until)``: the ``months`` whole months before ``now``'s month."""
+    until = datetime(now.year, now.month, 1)
+    index = until.year * 12 + until.month - 1 - months
+    return datetime(index // 12, index % 12 + 1, 1), until
+
+
+def fingerprint(
+    since: datetime, until: datetime, history: LabelledHistory, config: RetrainConfig,
+    bins: BinSet,
+) -> str:
+    """Return a short hash of window, data, parameters, bins and code version."""
+    frame = history.frame
+    payload = {
+        "window": [since.isoformat(), until.isoformat()],
+        "rows": int(len(frame)),
+        "max_task": int(frame["jeditaskid"].max()) if len(frame) else 0,
+        "training": asdict(config.training),
+        "refit_bins": config.refit_bins,
+        "bins": bins.to_dict(),
+        "code": [__version__, FEATURE_PIPELINE_VERSION],
+    }
+    text = json.dumps(payload, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def completed_version(settings: Settings, fp: str) -> int | None:
+    """Return the version whose completed retraining run had fingerprint ``fp``."""
+    from mlflow.exceptions import MlflowException
+
+    from model_registry.tracking import mlflow_client
+
+    client = mlflow_client(settings)
+    try:
+        versions = client.search_model_versions(f"name='{settings.model_name}'")
+    except MlflowException as exc:
+        if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
+            return None
+        raise
+    for mv in versions:
+        tags = mv.tags or {}
+        if tags.get(FINGERPRINT_TAG) == fp and tags.get(STATUS_TAG) == "complete":
+            return int(mv.version)
+    return None
+
+
+def _bins_for(settings: Settings, history: LabelledHistory, config: RetrainConfig,
+              until: datetime) -> BinSet:
+    configured = bins_from_settings(settings)
+    if not config.refit_bins:
+        return configured
+    values = {t: history.frame[t].to_numpy(dtype=float) for t in TARGET_NAMES}
+    n_classes = {t: configured[t].n_classes for t in TARGET_NAMES}
+    return fit_bins(values, n_classes=n_classes, version=f"refit-{until:%Y%m}")
+
+
+def _record(settings: Settings, outcome: RetrainOutcome) -> None:
+    folder = settings.home / "retrain"
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / DECISIONS_FILE).open("a") as fh:
+        fh.write(json.dumps(outcome.to_dict(), default=str) + "\n")
+    log.info("retrain %s..%s: %s (version %s) %s", outcome.since.date(),
+             outcome.until.date(), outcome.status, outcome.version, outcome.reason)
+
+
+def read_decisions(settings: Settings, last: int = 20) -> list[dict[str, Any]]:
+    """Return the last ``last`` retraining decisions, oldest first."""
+    path = settings.home / "retrain" / DECISIONS_FILE
+    if not path.is_file():
+        return []
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    return [json.loads(line) for line in lines[-last:]]
+
+
+def _log_comparison(settings: Settings, outcome: RetrainOutcome) -> None:
+    """Add the champion's figures and the decision to the training run in MLflow."""
+    from model_registry.tracking import mlflow_client
+
+    if outcome.run_id is None:
+        return
+    client = mlflow_client(settings)
+    for key, value in (outcome.champion_metrics or {}).items():
+        if value == value:  # skip NaN
+            client.log_metric(outcome.run_id, f"champion.{key}", float(value))
+    client.set_tag(outcome.run_id, "retrain.decision", outcome.status)
+    client.set_tag(outcome.run_id, "retrain.reason", outcome.reason[:5000])
+    client.set_tag(outcome.run_id, FINGERPRINT_TAG, outcome.fingerprint or "")
+
+
+def _drift_says_no(settings: Settings, now: datetime) -> str | None:
+    """Return why to skip (no drift), or None to go on (drift, or no champion)."""
+    from model_registry.registry import NoChampionError
+    from pipelines.drift import check_drift
+
+    try:
+        run = check_drift(settings, until=now)
+    except NoChampionError:
+        return None
+    if run.result.drifted:
+        return None
+    return f"no drift detected ({run.result.n_tasks} recent tasks)"
+
+
+def run_retrain(
+    settings: Settings,
+    config: RetrainConfig = RetrainConfig(),
+    now: datetime | None = None,
+    report_dir: Path | None = None,
+    progress: bool = False,
+) -> RetrainOutcome:
+    """Retrain on the month-aligned window and promote only if not worse.
+
+    Parameters
+    ----------
+    settings:
+        Settings naming the database, registry and home folder.
+    config:
+        Window, bins refit, drift condition and training parameters.
+    now:
+        Current time (defaults to now, UTC); the window ends at its month's start.
+    report_dir:
+        Folder of the summary page; default ``<home>/reports/retrain-<month>-*``.
+    progress:
+        Show progress bars.
+    """
+    from panda_predictor.db.engine import make_engine
+    from pipelines.dataset import read_labelled_history
+    from pipelines.html_report import write_retrain_summary
+    from pipelines.run_training import run_training
+
+    now = now or datetime.now(UTC).replace(tzinfo=None)
+    since, until = month_window(now, config.window_months)
+    if config.if_drift:
+        why = _drift_says_no(settings, now)
+        if why is not None:
+            outcome = RetrainOutcome(SKIPPED_NO_DRIFT, since, until, reason=why)
+            _record(settings, outcome)
+            return outcome
+    engine = make_engine(settings)
+    try:
+        history = read_labelled_history(engine, settings, progress=progress,
+                                        since=since, until=until)
+    finally:
+        engine.dispose()
+    bins = _bins_for(settings, history, config, until)
+    fp = fingerprint(since, until, history, config, bins)
+    existing = completed_version(settings, fp)
+    if existing is not None:
+        outcome = RetrainOutcome(
+            SKIPPED_DUPLICATE, since, until, fp, existing,
+            reason=f"version {existing} was trained on the same window, data, "
+            "parameters and code")
+        _record(settings, outcome)
+        return outcome
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    report_dir = report_dir or settings.home / "reports" / f"retrain-{until:%Y%m}-{stamp}"
+    summary = run_training(
+        settings, config.training, progress=progress, report_dir=report_dir,
+        since=since, until=until, bins=bins, history=history,
+        version_tags={FINGERPRINT_TAG: fp, STATUS_TAG: "registered",
+                      WINDOW_TAG: f"{since:%Y-%m}..{until:%Y-%m}"},
+    )
+    gate = summary.gate
+    outcome = RetrainOutcome(
+        PROMOTED if gate.promoted else REFUSED, since, until, fp,
+        summary.version.version, gate.champion_version, gate.reason,
+        dict(summary.metrics), summary.champion_metrics, report_dir, summary.run_id)
+    from model_registry.tracking import mlflow_client
+
+    mlflow_client(settings).set_model_version_tag(
+        settings.model_name, str(outcome.version), STATUS_TAG, "complete")
+    _log_comparison(settings, outcome)
+    outcome = replace(outcome, report=write_retrain_summary(report_dir, outcome))
+    _record(settings, outcome)
+    return outcome

@@ -1,0 +1,189 @@
+"""Benchmark the classifiers against the field's baselines on a real job log (SWF).
+
+Thin runner: read the trace, walk forward through its newest part
+(:mod:`pipelines.trace.walk_forward`), score models and baselines
+(:mod:`pipelines.trace.scoring`), replay the cost of scouts versus prediction
+(:mod:`pipelines.trace.replay_run`), then write the tables, the JSON and an MLflow
+run (experiment ``panda-predictor-traces``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from panda_predictor.ingest.swf import (
+    TRACE_TARGETS,
+    available_targets,
+    read_swf,
+    trace_name,
+)
+from pipelines.trace.replay_run import RESOURCE, format_replay, replay_target
+from pipelines.trace.scoring import (
+    JSON_KEYS,
+    best_model,
+    format_table,
+    score_run,
+    verdict,
+)
+from pipelines.trace.walk_forward import WalkForwardConfig, run_walk_forward
+
+logger = logging.getLogger(__name__)
+
+#: MLflow experiment of the trace benchmarks.
+TRACES_EXPERIMENT = "panda-predictor-traces"
+
+
+@dataclass
+class BenchmarkResult:
+    """Scores, replay outcomes and the text report of one trace."""
+
+    file: str
+    split: dict[str, Any]
+    scores: dict[str, dict[str, dict[str, float]]]
+    replay: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    not_available: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    report: str = ""
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the documented JSON form: file, split and the six figures."""
+        return {
+            "file": self.file,
+            "split": self.split,
+            "targets": {
+                target: {
+                    name: {k: float(s[k]) for k in JSON_KEYS}
+                    for name, s in per_name.items()
+                }
+                for target, per_name in self.scores.items()
+            },
+        }
+
+
+def run_benchmark(
+    path: str | Path,
+    config: WalkForwardConfig,
+    confidence_threshold: float = 0.5,
+    max_jobs: int | None = None,
+) -> BenchmarkResult:
+    """Run the whole benchmark of one SWF file and return its result (no writing).
+
+    :param path: the SWF file (gzip or plain).
+    :param config: split and model settings.
+    :param confidence_threshold: below it a task keeps its scouts in the replay.
+    :param max_jobs: keep only the newest this many jobs (None: all), for speed.
+    """
+    started = time.perf_counter()
+    frame, report = read_swf(path)
+    if max_jobs is not None and len(frame) > max_jobs:
+        frame = frame.iloc[-max_jobs:].reset_index(drop=True)
+    targets = [t for t in available_targets(report) if t in RESOURCE or t == "cputime"]
+    if not targets:
+        raise ValueError(
+            f"The SWF file must record at least one target (run time, CPU time or "
+            f"used memory). Got none in {str(path)!r} instead."
+        )
+    wf = run_walk_forward(frame, targets, config)
+    scores = {t: score_run(run) for t, run in wf.runs.items()}
+    result = BenchmarkResult(
+        file=Path(path).name,
+        split={**wf.split, "max_jobs": max_jobs, "models": list(config.models)},
+        scores=scores,
+        not_available=[t for t in TRACE_TARGETS if t not in targets],
+        notes=list(wf.warnings),
+    )
+    sections = [
+        f"## {trace_name(path)}",
+        "",
+        *(f"- {x}" for x in report.lines()),
+        f"- split: {json.dumps(result.split)}",
+        "",
+    ]
+    for target, per_name in scores.items():
+        unit = TRACE_TARGETS[target][1]
+        sections += [format_table(target, unit, per_name), ""]
+        for note in verdict(per_name):
+            sections.append(f"- goal not met: {note}")
+        sections.append("")
+        best = best_model(per_name)
+        if best is not None and target in RESOURCE:
+            outcomes = replay_target(
+                frame,
+                wf.runs[target],
+                wf.features.user_exe_key,
+                best,
+                confidence_threshold,
+            )
+            result.replay[target] = [o.to_dict() for o in outcomes]
+            sections += [format_replay(target, outcomes), ""]
+    for target in result.not_available:
+        sections.append(f"- {target}: not available in this file")
+    result.seconds = time.perf_counter() - started
+    sections.append(f"- run time of the benchmark: {result.seconds:.0f} s")
+    result.report = "\n".join(sections)
+    return result
+
+
+def write_outputs(
+    result: BenchmarkResult, out_dir: Path, json_path: Path | None = None
+) -> list[Path]:
+    """Write report.md and full.json into ``out_dir`` (and the documented JSON)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = [out_dir / "report.md", out_dir / "full.json"]
+    written[0].write_text(result.report + "\n")
+    full = {
+        **result.to_json(),
+        "full_scores": result.scores,
+        "replay": result.replay,
+        "not_available": result.not_available,
+        "notes": result.notes,
+    }
+    written[1].write_text(json.dumps(full, indent=2, default=str))
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(result.to_json(), indent=2, default=str))
+        written.append(json_path)
+    return written
+
+
+def log_to_mlflow(settings: Any, result: BenchmarkResult, files: list[Path]) -> str:
+    """Log one MLflow run with the split as parameters and every figure as a metric."""
+    os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
+    import mlflow
+
+    from model_registry.tracking import log_metrics, log_params, start_training_run
+
+    with start_training_run(
+        settings,
+        TRACES_EXPERIMENT,
+        run_name=result.file,
+        tags={"trace.file": result.file},
+    ) as run:
+        log_params(
+            {
+                "file": result.file,
+                **{k: v for k, v in result.split.items() if k != "test_months"},
+            }
+        )
+        metrics: dict[str, float] = {}
+        for target, per_name in result.scores.items():
+            for name, scores in per_name.items():
+                for key, value in scores.items():
+                    metrics[f"{target}.{name.replace(':', '.')}.{key}"] = value
+        for target, outcomes in result.replay.items():
+            for o in outcomes:
+                for key, value in o.items():
+                    if isinstance(value, float):
+                        strategy = o["strategy"].split(" ")[0]
+                        metrics[f"replay.{target}.{strategy}.{key}"] = value
+        log_metrics(metrics)
+        for path in files:
+            mlflow.log_artifact(str(path), "benchmark")
+        return str(run.info.run_id)

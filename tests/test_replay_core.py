@@ -1,0 +1,101 @@
+"""The cost-of-scouts replay on tiny handwritten cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from panda_predictor.core.replay import (
+    next_class_up,
+    replay,
+    scout_plan,
+    tasks_from_bursts,
+)
+
+LADDER = [10.0, 20.0, 40.0]
+
+
+def test_time_replay_fails_retries_one_class_up_and_counts_waste():
+    out = replay(
+        "s",
+        "time",
+        task=[0, 0],
+        used=[15, 5],
+        run_s=[15, 5],
+        cores=[2, 1],
+        requested=[10, 10],
+        ladder=LADDER,
+        bulk_delay_s=[0, 3600],
+    )
+    assert out.failed_job_rate == 0.5
+    assert out.lost_core_hours == pytest.approx(20 / 3600)  # 10 s x 2 cores
+    assert out.wasted_core_hours == pytest.approx((5 * 2 + 5 * 1) / 3600)
+    assert out.mean_bulk_delay_hours == pytest.approx(1.0)
+    assert out.mean_retry_delay_hours == pytest.approx(10 / 2 / 3600)
+
+
+def test_memory_replay_wastes_gb_hours_and_loses_whole_runs():
+    out = replay(
+        "s",
+        "memory",
+        task=[0, 1],
+        used=[1024, 3000],
+        run_s=[3600, 7200],
+        cores=[1, 2],
+        requested=[2048, 2048],
+        ladder=[2048, 4096],
+    )
+    assert out.failed_job_rate == 0.5
+    assert out.lost_core_hours == pytest.approx(4.0)  # 7200 s x 2 cores
+    expected = (1024 * 1 * 3600 + (4096 - 3000) * 2 * 7200) / 1024 / 3600
+    assert out.wasted_gb_hours == pytest.approx(expected)
+    assert out.n_tasks == 2
+
+
+def test_above_the_top_class_the_request_doubles():
+    assert list(next_class_up(np.array([5.0, 10.0, 40.0]), np.array(LADDER))) == [
+        10.0,
+        20.0,
+        80.0,
+    ]
+    out = replay("s", "time", [0], [100], [100], [1], [40], LADDER)
+    assert out.lost_core_hours == pytest.approx((40 + 80) / 3600)
+
+
+def test_scout_plan_and_bursts():
+    requested, delay = scout_plan(
+        [0, 0, 0, 0, 0, 1],
+        [1, 2, 3, 4, 5, 9],
+        [10, 30, 1, 1, 1, 1],
+        default=50,
+        n_scouts=2,
+    )
+    assert list(requested) == pytest.approx([50, 50, 2.2, 2.2, 2.2, 50])
+    assert list(delay) == [0, 0, 30, 30, 30, 0]
+    codes = tasks_from_bursts([0, 100, 5000, 10], [1, 1, 1, 2], gap_s=3600)
+    assert codes[0] == codes[1] and len({codes[1], codes[2], codes[3]}) == 3
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"resource": "disk"}, "'resource' field must be 'time' or 'memory'"),
+        ({"used": [1, 2]}, "one length"),
+        ({"requested": [0]}, "'requested' field must hold positive"),
+        ({"cores": [-1]}, "'cores' field must hold finite numbers >= 0"),
+    ],
+    ids=["bad-resource", "length-mismatch", "zero-request", "negative-cores"],
+)
+def test_replay_errors(kwargs, match):
+    args = {
+        "strategy": "s",
+        "resource": "time",
+        "task": [0],
+        "used": [1],
+        "run_s": [1],
+        "cores": [1],
+        "requested": [1],
+        "ladder": LADDER,
+    }
+    with pytest.raises(ValueError, match=match):
+        replay(**{**args, **kwargs})

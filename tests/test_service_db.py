@@ -1,0 +1,164 @@
+"""The service's database endpoints against real SQLite and PostgreSQL databases."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+from panda_predictor.db.engine import get_panda_tables, make_engine
+from panda_predictor.service import create_app
+from panda_predictor.serving.bundle import load_bundle
+from panda_predictor.serving.predictor import Predictor
+from panda_predictor.settings import load_settings
+
+TOKEN = "s3cret"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture(scope="module")
+def predictor(trained_bundle_dir):
+    return Predictor(load_bundle(trained_bundle_dir), "panda-predictor", "1")
+
+
+@pytest.fixture
+def loaded_db(settings, seed):
+    """Return settings (SQLite or PostgreSQL) of a small simulated PanDA database."""
+    from panda_predictor.db.migrations import init_database
+    from pipelines.load_history import load_history
+    from pipelines.simulation import SimulationConfig, simulate_history
+
+    engine = make_engine(settings)
+    init_database(engine, settings, with_panda_tables=True)
+    config = SimulationConfig(n_tasks=40, n_defined=4, seed=seed)
+    load_history(engine, settings, simulate_history(config, progress=False))
+    engine.dispose()
+    return settings.model_copy(update={"api_token": TOKEN})
+
+
+def _defined_ids(settings) -> list[int]:
+    engine = make_engine(settings)
+    tasks = get_panda_tables(settings, engine).jedi_tasks
+    with engine.connect() as conn:
+        ids = conn.execute(
+            sa.select(tasks.c.jeditaskid)
+            .where(tasks.c.status == "defined", tasks.c.splitrule.like("%US=%"))
+            .order_by(tasks.c.jeditaskid)
+        ).scalars().all()
+    engine.dispose()
+    return list(ids)
+
+
+def _client(settings, predictor):
+    app = create_app(settings, predictor_loader=lambda: predictor)
+    return app, app.test_client()
+
+
+def test_post_runs_the_hook_once_and_get_reads_the_audit_row(loaded_db, predictor):
+    task_id = _defined_ids(loaded_db)[0]
+    app, client = _client(loaded_db, predictor)
+    try:
+        assert client.get(f"/v1/tasks/{task_id}/prediction").status_code == 404
+        response = client.post(f"/v1/tasks/{task_id}/prediction", headers=AUTH)
+        assert response.status_code == 200, response.get_json()
+        body = response.get_json()
+        assert body["jediTaskID"] == task_id
+        assert body["written"] is True
+        assert body["outcome"] == body["prediction"]["decision"]
+        audit = client.get(f"/v1/tasks/{task_id}/prediction").get_json()["audit"]
+        assert audit["jeditaskid"] == task_id
+        assert audit["decision"] == body["outcome"]
+        assert audit["model_version"] == "1"
+        assert audit["ramcount_unit"].startswith("MBPerCore")
+        # Idempotent: the task is no longer eligible, nothing is written twice.
+        again = client.post(f"/v1/tasks/{task_id}/prediction", headers=AUTH)
+        assert again.status_code == 409
+        assert "must be 'defined' or 'ready'" in again.get_json()["description"]
+    finally:
+        app.extensions["panda_predictor"].close()
+
+
+def test_post_for_an_unknown_task_is_404(loaded_db, predictor):
+    app, client = _client(loaded_db, predictor)
+    response = client.post("/v1/tasks/999999999/prediction", headers=AUTH)
+    app.extensions["panda_predictor"].close()
+    assert response.status_code == 404
+    assert "jediTaskID=999999999" in response.get_json()["description"]
+
+
+@pytest.mark.parametrize(
+    ("token", "headers", "status", "match"),
+    [
+        (TOKEN, {}, 401, "Got no header instead"),
+        (TOKEN, {"Authorization": "Bearer wrong"}, 401, "wrong or malformed token"),
+        (TOKEN, {"Authorization": f"Basic {TOKEN}"}, 401, "wrong or malformed"),
+        (None, AUTH, 503, "Writes are disabled"),
+    ],
+    ids=["no-header", "wrong-token", "wrong-scheme", "no-token-configured"],
+)
+def test_writes_need_the_configured_bearer_token(
+    fresh_sqlite, predictor, token, headers, status, match
+):
+    settings = fresh_sqlite.model_copy(update={"api_token": token})
+    task_id = _defined_ids(settings)[0]
+    app, client = _client(settings, predictor)
+    response = client.post(f"/v1/tasks/{task_id}/prediction", headers=headers)
+    assert response.status_code == status
+    assert match in response.get_json()["description"]
+    if status == 401:
+        assert response.headers["WWW-Authenticate"].lower().startswith("bearer")
+    # Nothing was written.
+    assert client.get(f"/v1/tasks/{task_id}/prediction").status_code == 404
+    app.extensions["panda_predictor"].close()
+
+
+def test_readyz_is_200_with_model_and_database(fresh_sqlite, predictor):
+    app, client = _client(fresh_sqlite, predictor)
+    response = client.get("/readyz")
+    app.extensions["panda_predictor"].close()
+    assert response.status_code == 200
+    assert response.get_json()["failed"] == []
+
+
+def test_readyz_is_503_naming_the_database_when_the_url_is_wrong(tmp_path, predictor):
+    settings = load_settings(
+        home=tmp_path, db_url="postgresql+psycopg://postgres@127.0.0.1:1/nothing"
+    )
+    app, client = _client(settings, predictor)
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    body = response.get_json()
+    assert body["failed"] == ["database"]
+    assert "Cannot reach the database" in body["checks"]["database"]["detail"]
+    # The predictions endpoint does not need the database.
+    assert client.post("/v1/predictions", json={"coreCount": 1}).status_code == 200
+    # A database endpoint says why it cannot answer.
+    read = client.get("/v1/tasks/1/prediction")
+    assert read.status_code == 503
+    assert "Cannot reach the database" in read.get_json()["description"]
+
+
+def test_readyz_is_503_naming_the_model_when_none_loads(fresh_sqlite):
+    def broken():
+        raise RuntimeError("registry down and cache empty")
+
+    app = create_app(fresh_sqlite, predictor_loader=broken)
+    client = app.test_client()
+    response = client.get("/readyz")
+    app.extensions["panda_predictor"].close()
+    assert response.status_code == 503
+    assert response.get_json()["failed"] == ["model"]
+
+
+def test_history_refresher_feeds_history_features(fresh_sqlite, predictor):
+    app = create_app(fresh_sqlite, lambda: predictor, history_refresh_seconds=3600)
+    state = app.extensions["panda_predictor"]
+    try:
+        state.history.stop()  # the first read has happened or is under way
+        state.history.refresh()
+        assert state.history.error is None
+        response = app.test_client().post(
+            "/v1/predictions", json={"transPath": "Sim_tf.py", "coreCount": 8}
+        )
+        assert response.get_json()["history_features"] is True
+    finally:
+        state.close()

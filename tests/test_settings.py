@@ -1,0 +1,81 @@
+"""Typed settings: defaults, config file, environment, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from panda_predictor.settings import SettingsError, load_settings
+
+
+def test_defaults_point_at_the_embedded_store(tmp_path, monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    settings = load_settings(home=tmp_path)
+    assert settings.database_url() == f"sqlite:///{tmp_path.as_posix()}/panda.sqlite"
+    assert settings.tracking_uri().endswith("/mlflow.db")
+    assert settings.schema_for("sqlite") is None
+    assert settings.schema_for("postgresql") == "doma_panda"
+    assert settings.schema_for("oracle") == "ATLAS_PANDA"
+
+
+def test_environment_beats_config_file_which_beats_defaults(tmp_path, monkeypatch):
+    config = tmp_path / "pp.yaml"
+    config.write_text("confidence_threshold: 0.7\nhook_batch_size: 50\n")
+    monkeypatch.setenv("PANDA_PREDICTOR_HOOK_BATCH_SIZE", "75")
+    settings = load_settings(config)
+    assert settings.confidence_threshold == 0.7
+    assert settings.hook_batch_size == 75
+
+
+def test_mlflow_tracking_uri_is_honoured(monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:////tmp/elsewhere.db")
+    assert load_settings().tracking_uri() == "sqlite:////tmp/elsewhere.db"
+
+
+def test_empty_schema_means_none():
+    assert load_settings(db_schema="").schema_for("postgresql") is None
+
+
+@pytest.mark.parametrize(
+    ("env", "value", "match"),
+    [
+        pytest.param("CONFIDENCE_THRESHOLD", "2", "confidence_threshold", id="range"),
+        pytest.param("HOOK_BATCH_SIZE", "many", "hook_batch_size", id="type"),
+        pytest.param("MODE", "panic", "mode", id="choice"),
+    ],
+)
+def test_bad_values_name_the_setting(monkeypatch, env, value, match):
+    monkeypatch.setenv(f"PANDA_PREDICTOR_{env}", value)
+    with pytest.raises(SettingsError, match=match):
+        load_settings()
+
+
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        pytest.param(None, "does not exist", id="missing"),
+        pytest.param("- a\n- b\n", "must hold a mapping", id="list"),
+        pytest.param("no_such_setting: 1\n", "no_such_setting", id="unknown"),
+    ],
+)
+def test_bad_config_files(tmp_path, content, match):
+    path = tmp_path / "pp.yaml"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(SettingsError, match=match):
+        load_settings(path)
+
+
+def test_nothing_is_read_at_import(tmp_path):
+    """Importing the package with a broken config must work; using it must not."""
+    import subprocess
+    import sys
+
+    code = (
+        "import panda_predictor.settings as s, panda_predictor.cli\n"
+        "try:\n    s.get_settings()\nexcept s.SettingsError as e:\n    print('late')"
+    )
+    env = {"PANDA_PREDICTOR_CONFIG": str(tmp_path / "missing.yaml"), "PATH": ""}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "late"
