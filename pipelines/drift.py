@@ -23,6 +23,7 @@ from prometheus_client import Gauge
 
 from panda_predictor.core.drift import (
     IMPORTANT_FEATURES,
+    UNSEEN_FEATURES,
     DriftResult,
     DriftThresholds,
     build_profile,
@@ -182,7 +183,8 @@ def check_drift(
         )
     profile = json.loads(ref_path.read_text())
     thresholds = thresholds_from(settings)
-    important = tuple(getattr(settings, "drift_important_features", IMPORTANT_FEATURES))
+    important = tuple(getattr(settings, "drift_psi_features", IMPORTANT_FEATURES))
+    unseen = tuple(getattr(settings, "drift_unseen_features", UNSEEN_FEATURES))
     engine = make_engine(settings)
     try:
         tasks = read_created_tasks(engine, settings, since, until)
@@ -191,7 +193,8 @@ def check_drift(
         result = DriftResult(n_tasks=len(tasks), class_psi_limit=thresholds.psi,
                              enough_tasks=len(tasks) >= thresholds.min_tasks)
         if len(tasks):
-            result.features = feature_drift(profile, tasks, thresholds, important)
+            result.features = feature_drift(profile, tasks, thresholds, important,
+                                            unseen)
             if classify:
                 bundle = load_bundle(champion.path)
                 predictor = Predictor(bundle, settings.model_name, str(champion.version))

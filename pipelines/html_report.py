@@ -219,3 +219,27 @@ def write_monitoring_report(
     path = folder / "index.html"
     path.write_text(_page("panda-predictor monitoring report", sections))
     return path
+
+
+def render_report(settings: Any, out_dir: Path | None = None) -> Path:
+    """Gather feedback, drift, decisions and the champion; write the monitoring page."""
+    from model_registry.registry import champion_version
+    from panda_predictor.core.feedback import weekly_summary
+    from panda_predictor.db.engine import make_engine
+    from panda_predictor.db.outcomes import read_outcomes
+    from pipelines.retrain import read_decisions
+
+    engine = make_engine(settings)
+    try:
+        outcomes = read_outcomes(engine, settings)
+    finally:
+        engine.dispose()
+    champion = champion_version(settings)
+    return write_monitoring_report(
+        out_dir or settings.home / "reports" / "monitoring",
+        outcomes,
+        weekly_summary(outcomes),
+        latest_drift(settings.home),
+        read_decisions(settings),
+        champion.version if champion else None,
+    )

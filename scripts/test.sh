@@ -11,6 +11,9 @@ if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
   fi
 fi
 
+# PanDA's own JEDI classes, for the refiner plugin's tests (installed once, --no-deps).
+bash scripts/install-panda-classes.sh >/dev/null
+
 set +e
 python -m pytest "$@"
 status=$?

@@ -75,7 +75,8 @@ def test_milli_and_fixed_cputime_units():
 def test_kept_scouts_requests_no_memory_or_time():
     kept = prediction("kept_scouts")
     assert submit_attributes(kept, SHAPE) == {
-        "request_cpus": "8", "request_disk": "2048000"
+        "request_cpus": "8",
+        "request_disk": "2048000",
     }
     assert "request_memory" in submit_attributes(kept, SHAPE, only_applied=False)
 
@@ -83,16 +84,29 @@ def test_kept_scouts_requests_no_memory_or_time():
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        pytest.param({"core_count": 0}, "'core_count' field must be a positive",
-                     id="zero-cores"),
-        pytest.param({"events_per_job": -5}, "'events_per_job' field must be a pos",
-                     id="negative-events"),
-        pytest.param({"base_ram_mb": -1}, "'base_ram_mb' field must be a non-neg",
-                     id="negative-base-ram"),
-        pytest.param({"cpu_efficiency": 120}, "'cpu_efficiency' field must be a per",
-                     id="efficiency-over-100"),
-        pytest.param({"core_power": 0}, "'core_power' field must be a positive",
-                     id="zero-core-power"),
+        pytest.param(
+            {"core_count": 0}, "'core_count' field must be a positive", id="zero-cores"
+        ),
+        pytest.param(
+            {"events_per_job": -5},
+            "'events_per_job' field must be a pos",
+            id="negative-events",
+        ),
+        pytest.param(
+            {"base_ram_mb": -1},
+            "'base_ram_mb' field must be a non-neg",
+            id="negative-base-ram",
+        ),
+        pytest.param(
+            {"cpu_efficiency": 120},
+            "'cpu_efficiency' field must be a per",
+            id="efficiency-over-100",
+        ),
+        pytest.param(
+            {"core_power": 0},
+            "'core_power' field must be a positive",
+            id="zero-core-power",
+        ),
     ],
 )
 def test_job_shape_rejects_bad_values(kwargs, match):
@@ -131,23 +145,37 @@ def _condor_param(tmp_path, snippet, names):
         "print(json.dumps({n: htcondor2.param.get(n) for n in sys.argv[1:]}))\n"
     )
     env = dict(os.environ, CONDOR_CONFIG=str(config))
-    out = subprocess.run([sys.executable, "-c", code, *names], env=env, check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code, *names],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return json.loads(out)
 
 
 def test_job_transform_parses_with_the_real_config_reader(tmp_path):
     snippet = job_transform(
-        [transform_for(4000123, prediction(), SHAPE),
-         TaskTransform(4000124, {"request_memory": "2000"})],
+        [
+            transform_for(4000123, prediction(), SHAPE),
+            TaskTransform(4000124, {"request_memory": "2000"}),
+        ],
         task_attribute="PandaTaskID",
     )
-    values = _condor_param(tmp_path, snippet, [
-        "JOB_TRANSFORM_NAMES", "JOB_TRANSFORM_PANDA_PREDICTOR_4000123",
-        "JOB_TRANSFORM_PANDA_PREDICTOR_4000124",
-    ])
+    values = _condor_param(
+        tmp_path,
+        snippet,
+        [
+            "JOB_TRANSFORM_NAMES",
+            "JOB_TRANSFORM_PANDA_PREDICTOR_4000123",
+            "JOB_TRANSFORM_PANDA_PREDICTOR_4000124",
+        ],
+    )
     assert values["JOB_TRANSFORM_NAMES"].split() == [
-        "SITE_DEFAULTS", "PANDA_PREDICTOR_4000123", "PANDA_PREDICTOR_4000124"
+        "SITE_DEFAULTS",
+        "PANDA_PREDICTOR_4000123",
+        "PANDA_PREDICTOR_4000124",
     ]
     body = values["JOB_TRANSFORM_PANDA_PREDICTOR_4000123"].splitlines()
     assert body == [
@@ -173,15 +201,30 @@ def test_job_transform_parses_with_the_real_config_reader(tmp_path):
     ("transforms", "kwargs", "match"),
     [
         pytest.param([], {}, "'transforms' field must hold at least one", id="none"),
-        pytest.param([TaskTransform(0, {})], {}, "'jediTaskID' field must be a pos",
-                     id="bad-task-id"),
-        pytest.param([TaskTransform(1, {"request_gpus": "1"})], {},
-                     "submit attribute must be one of", id="unknown-attribute"),
-        pytest.param([TaskTransform(1, {"request_memory": "1; rm"})], {},
-                     "'request_memory' value must be a number", id="not-a-number"),
-        pytest.param([TaskTransform(1, {})], {"task_attribute": "Task ID"},
-                     "'task_attribute' field must be a ClassAd attribute name",
-                     id="bad-attribute-name"),
+        pytest.param(
+            [TaskTransform(0, {})],
+            {},
+            "'jediTaskID' field must be a pos",
+            id="bad-task-id",
+        ),
+        pytest.param(
+            [TaskTransform(1, {"request_gpus": "1"})],
+            {},
+            "submit attribute must be one of",
+            id="unknown-attribute",
+        ),
+        pytest.param(
+            [TaskTransform(1, {"request_memory": "1; rm"})],
+            {},
+            "'request_memory' value must be a number",
+            id="not-a-number",
+        ),
+        pytest.param(
+            [TaskTransform(1, {})],
+            {"task_attribute": "Task ID"},
+            "'task_attribute' field must be a ClassAd attribute name",
+            id="bad-attribute-name",
+        ),
     ],
 )
 def test_job_transform_rejects_bad_input(transforms, kwargs, match):
@@ -193,31 +236,45 @@ def test_cli_from_a_task_file(trained_bundle_dir, tmp_path):
     from panda_predictor.settings import load_settings
 
     task = tmp_path / "task.json"
-    task.write_text(json.dumps({
-        "processingType": "simul", "transPath": "Sim_tf.py",
-        "transHome": "AthSimulation-24.0.1", "transUses": "Atlas-24.0.1",
-        "prodSourceLabel": "managed", "coreCount": 8, "nEventsPerJob": 500,
-    }))
+    task.write_text(
+        json.dumps(
+            {
+                "processingType": "simul",
+                "transPath": "Sim_tf.py",
+                "transHome": "AthSimulation-24.0.1",
+                "transUses": "Atlas-24.0.1",
+                "prodSourceLabel": "managed",
+                "coreCount": 8,
+                "nEventsPerJob": 500,
+            }
+        )
+    )
     settings = load_settings(home=tmp_path)
     runner = CliRunner()
-    result = runner.invoke(htcondor_command, [str(task), "--bundle",
-                                              str(trained_bundle_dir),
-                                              "--all-decisions"], obj=settings)
+    result = runner.invoke(
+        htcondor_command,
+        [str(task), "--bundle", str(trained_bundle_dir), "--all-decisions"],
+        obj=settings,
+    )
     assert result.exit_code == 0, result.output
     lines = dict(line.split(" = ") for line in result.output.splitlines()[1:])
     assert lines["request_cpus"] == "8"
     assert int(lines["request_memory"]) > 0
     assert int(lines["allowed_job_duration"]) >= 600
-    assert int(lines["+MaxWallTimeMins"]) == -(-int(lines["allowed_job_duration"])
-                                              // 60)
+    assert int(lines["+MaxWallTimeMins"]) == -(
+        -int(lines["allowed_job_duration"]) // 60
+    )
 
 
 @pytest.mark.parametrize(
     ("args", "match"),
     [
         pytest.param([], "Give either TASK_FILE or --task-id", id="nothing"),
-        pytest.param(["--task-id", "999"], "must have been predicted by the hook",
-                     id="no-audit-row"),
+        pytest.param(
+            ["--task-id", "999"],
+            "must have been predicted by the hook",
+            id="no-audit-row",
+        ),
     ],
 )
 def test_cli_errors(settings, args, match):
@@ -242,11 +299,18 @@ def test_cli_from_the_audit_row(settings):
     init_database(engine, settings, with_panda_tables=True)
     tasks = get_panda_tables(settings, engine).jedi_tasks
     with engine.begin() as conn:
-        conn.execute(tasks.insert().values(
-            jeditaskid=4000123, status="defined", splitrule="US=2,NE=1000",
-            corecount=8, baseramcount=500, creationdate=datetime(2026, 1, 5),
-            processingtype="simul", prodsourcelabel="managed",
-        ))
+        conn.execute(
+            tasks.insert().values(
+                jeditaskid=4000123,
+                status="defined",
+                splitrule="US=2,NE=1000",
+                corecount=8,
+                baseramcount=500,
+                creationdate=datetime(2026, 1, 5),
+                processingtype="simul",
+                prodsourcelabel="managed",
+            )
+        )
         result = write_predictions(conn, settings, [prediction()])
     engine.dispose()
     assert result.applied == [4000123]
@@ -257,9 +321,11 @@ def test_cli_from_the_audit_row(settings):
     assert "decision=applied" in out.output
     assert "request_memory = 24500" in out.output
     assert "allowed_job_duration = 948" in out.output
-    transform = runner.invoke(htcondor_command, ["--task-id", "4000123",
-                                                 "--transform"], obj=settings)
+    transform = runner.invoke(
+        htcondor_command, ["--task-id", "4000123", "--transform"], obj=settings
+    )
     assert transform.exit_code == 0, transform.output
     assert "REQUIREMENTS JediTaskID == 4000123" in transform.output
     assert "EVALSET RequestMemory ceiling(3000 * RequestCpus + 500)" in (
-        transform.output)
+        transform.output
+    )

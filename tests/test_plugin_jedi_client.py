@@ -66,17 +66,31 @@ def defined_maps(simulated_sqlite):
             frame = read_task_features(conn, simulated_sqlite, ids)
     finally:
         engine.dispose()
-    names = {"processingtype": "processingType", "tasktype": "taskType",
-             "prodsourcelabel": "prodSourceLabel", "transhome": "transHome",
-             "transuses": "transUses", "transpath": "transPath",
-             "architecture": "architecture", "workinggroup": "workingGroup",
-             "campaign": "campaign", "username": "userName"}
+    names = {
+        "processingtype": "processingType",
+        "tasktype": "taskType",
+        "prodsourcelabel": "prodSourceLabel",
+        "transhome": "transHome",
+        "transuses": "transUses",
+        "transpath": "transPath",
+        "architecture": "architecture",
+        "workinggroup": "workingGroup",
+        "campaign": "campaign",
+        "username": "userName",
+    }
     maps = []
     for row in frame.to_dict("records"):
-        task = {camel: row[ours] for ours, camel in names.items()
-                if isinstance(row[ours], str)}
-        task.update(taskName=f"sim.{row['jeditaskid']}", vo="atlas", taskPriority=1,
-                    coreCount=int(row["corecount"]))
+        task = {
+            camel: row[ours]
+            for ours, camel in names.items()
+            if isinstance(row[ours], str)
+        }
+        task.update(
+            taskName=f"sim.{row['jeditaskid']}",
+            vo="atlas",
+            taskPriority=1,
+            coreCount=int(row["corecount"]),
+        )
         maps.append((int(row["jeditaskid"]), task))
     return maps
 
@@ -84,11 +98,18 @@ def defined_maps(simulated_sqlite):
 def test_definition_keeps_what_the_models_read():
     definition = definition_from_param_map(42, PANDA_MAP)
     assert definition == {
-        "jediTaskID": 42, "processingType": "recon", "taskType": "prod",
-        "transPath": "Reco_tf.py", "transHome": "Athena-24.0.1",
-        "transUses": "Atlas-24.0.1", "architecture": "x86_64-el9-gcc13-opt",
-        "coreCount": 8, "workingGroup": "AP_REPR", "campaign": "MC23",
-        "prodSourceLabel": "managed", "userName": "atlas-prod",
+        "jediTaskID": 42,
+        "processingType": "recon",
+        "taskType": "prod",
+        "transPath": "Reco_tf.py",
+        "transHome": "Athena-24.0.1",
+        "transUses": "Atlas-24.0.1",
+        "architecture": "x86_64-el9-gcc13-opt",
+        "coreCount": 8,
+        "workingGroup": "AP_REPR",
+        "campaign": "MC23",
+        "prodSourceLabel": "managed",
+        "userName": "atlas-prod",
         "jobParameters": PANDA_MAP["jobParameters"],
     }
     from panda_predictor.taskdef import read_task_definitions
@@ -112,16 +133,34 @@ def test_definition_rejects_bad_task_ids(task_id, match):
 
 def _prediction(decision="applied"):
     return prediction_from_json(
-        {"predictions": [{
-            "jediTaskID": 5, "decision": decision, "reason": "confident",
-            "model": {"name": "panda-predictor", "version": "4"},
-            "targets": {
-                "ramcount": {"value": 2500, "unit": "MBPerCore", "confidence": 0.9},
-                "cputime": {"value": 3, "unit": "HS06sPerEvent", "confidence": 0.8,
-                            "upper": 3.0},
-                "walltime": {"value": 0, "unit": "kSI2kseconds", "confidence": 0.7},
-            },
-        }]},
+        {
+            "predictions": [
+                {
+                    "jediTaskID": 5,
+                    "decision": decision,
+                    "reason": "confident",
+                    "model": {"name": "panda-predictor", "version": "4"},
+                    "targets": {
+                        "ramcount": {
+                            "value": 2500,
+                            "unit": "MBPerCore",
+                            "confidence": 0.9,
+                        },
+                        "cputime": {
+                            "value": 3,
+                            "unit": "HS06sPerEvent",
+                            "confidence": 0.8,
+                            "upper": 3.0,
+                        },
+                        "walltime": {
+                            "value": 0,
+                            "unit": "kSI2kseconds",
+                            "confidence": 0.7,
+                        },
+                    },
+                }
+            ]
+        },
         jedi_task_id=5,
     )
 
@@ -130,8 +169,11 @@ def test_prediction_from_the_service_json_and_its_map_fields():
     p = _prediction()
     assert (p.jeditaskid, p.model_name, p.model_version) == (5, "panda-predictor", "4")
     assert param_map_fields(p) == {
-        "ramCount": 2500, "ramUnit": "MBPerCore",
-        "cpuTime": 3000, "cpuTimeUnit": "mHS06sPerEvent", "skipScout": True,
+        "ramCount": 2500,
+        "ramUnit": "MBPerCore",
+        "cpuTime": 3000,
+        "cpuTimeUnit": "mHS06sPerEvent",
+        "skipScout": True,
     }
     assert param_map_fields(p, fixed_units=True)["ramUnit"] == "MBPerCoreFixed"
     assert walltime_of(p) == (0, "kSI2kseconds")
@@ -142,12 +184,21 @@ def test_prediction_from_the_service_json_and_its_map_fields():
     [
         pytest.param([], ValueError, "must hold one prediction. Got 0", id="empty"),
         pytest.param("x", ValueError, "must be a JSON object. Got str", id="text"),
-        pytest.param({"decision": "applied"}, ValueError, "'targets' field",
-                     id="no-targets"),
-        pytest.param({"decision": "maybe", "targets": {}}, ValueError,
-                     "'decision' field must be one of", id="bad-decision"),
-        pytest.param({"decision": "applied", "targets": {"ramcount": {}}}, KeyError,
-                     "value", id="target-without-value"),
+        pytest.param(
+            {"decision": "applied"}, ValueError, "'targets' field", id="no-targets"
+        ),
+        pytest.param(
+            {"decision": "maybe", "targets": {}},
+            ValueError,
+            "'decision' field must be one of",
+            id="bad-decision",
+        ),
+        pytest.param(
+            {"decision": "applied", "targets": {"ramcount": {}}},
+            KeyError,
+            "value",
+            id="target-without-value",
+        ),
     ],
 )
 def test_prediction_from_json_rejects_other_shapes(body, error, match):
@@ -181,8 +232,9 @@ def test_client_from_environment(monkeypatch, tmp_path):
         client_from_environment(settings)
 
 
-def test_in_process_client_loads_once_and_keeps_a_model(predictor, defined_maps,
-                                                       tmp_path):
+def test_in_process_client_loads_once_and_keeps_a_model(
+    predictor, defined_maps, tmp_path
+):
     settings = load_settings(home=tmp_path)
     loads = []
 
@@ -211,13 +263,18 @@ def test_in_process_client_loads_once_and_keeps_a_model(predictor, defined_maps,
 @pytest.mark.parametrize(
     ("factory_error", "definition", "reason"),
     [
-        pytest.param(ConnectionError("registry down"), {"processingType": "x"},
-                     "no_model", id="no-model"),
+        pytest.param(
+            ConnectionError("registry down"),
+            {"processingType": "x"},
+            "no_model",
+            id="no-model",
+        ),
         pytest.param(None, {"coreCount": -3}, "invalid_task", id="invalid-task"),
     ],
 )
-def test_in_process_client_raises_unavailable(tmp_path, predictor, factory_error,
-                                              definition, reason):
+def test_in_process_client_raises_unavailable(
+    tmp_path, predictor, factory_error, definition, reason
+):
     def factory():
         if factory_error:
             raise factory_error
@@ -248,8 +305,7 @@ def serve():
         server.server_close()
 
 
-def test_http_client_against_the_real_service(serve, predictor, defined_maps,
-                                              tmp_path):
+def test_http_client_against_the_real_service(serve, predictor, defined_maps, tmp_path):
     from panda_predictor.service.app import create_app
 
     app = create_app(load_settings(home=tmp_path), predictor_loader=lambda: predictor)
@@ -262,9 +318,13 @@ def test_http_client_against_the_real_service(serve, predictor, defined_maps,
         ).predict(definition)
         assert got.jeditaskid == task_id
         assert (got.decision, got.reason, got.model_version) == (
-            want.decision, want.reason, "1")
+            want.decision,
+            want.reason,
+            "1",
+        )
         assert {t: (v.value, v.unit) for t, v in got.targets.items()} == {
-            t: (v.value, v.unit) for t, v in want.targets.items()}
+            t: (v.value, v.unit) for t, v in want.targets.items()
+        }
 
 
 def test_http_client_maps_service_errors(serve, tmp_path):

@@ -47,8 +47,9 @@ def panda_classes():
         import pandajedi  # noqa: F401
     if "pandajedi" not in sys.modules or not config.is_file():
         env = dict(os.environ, PANDA_PREDICTOR_VENV=sys.prefix)
-        subprocess.run(["bash", str(INSTALL)], check=True, env=env,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            ["bash", str(INSTALL)], check=True, env=env, stdout=subprocess.DEVNULL
+        )
         importlib.invalidate_caches()
     # PanDA imports some of its modules by short names (PYTHONPATH in production);
     # appended last, so nothing of the standard library or ours is shadowed.
@@ -101,8 +102,17 @@ class FakeClient:
 
 
 def _target(name, value, unit, confidence=0.9):
-    return TargetPrediction(name, 1, "x", 0.0, float(value), value, unit, confidence,
-                            (1 - confidence, confidence))
+    return TargetPrediction(
+        name,
+        1,
+        "x",
+        0.0,
+        float(value),
+        value,
+        unit,
+        confidence,
+        (1 - confidence, confidence),
+    )
 
 
 def prediction(decision="applied", cputime=25):
@@ -182,8 +192,9 @@ def settings(tmp_path):
     return load_settings(home=tmp_path)
 
 
-def test_confident_prediction_sets_fields_and_skips_scouts(panda_classes, plain,
-                                                           settings):
+def test_confident_prediction_sets_fields_and_skips_scouts(
+    panda_classes, plain, settings
+):
     _, module = panda_classes
     plain_map, plain_refiner = plain
     before = counter(TASKS, "jedi", "applied")
@@ -202,7 +213,11 @@ def test_confident_prediction_sets_fields_and_skips_scouts(panda_classes, plain,
     assert (spec.walltime, spec.walltimeUnit) == (40, "kSI2kseconds")
     assert task_map["skipScout"] is True
     assert set(task_map) - set(plain_map) == {
-        "skipScout", "cpuTime", "cpuTimeUnit", "ioIntensity", "ioIntensityUnit"
+        "skipScout",
+        "cpuTime",
+        "cpuTimeUnit",
+        "ioIntensity",
+        "ioIntensityUnit",
     }
     assert counter(TASKS, "jedi", "applied") == before + 1
     # The models saw PanDA's map through taskdef: known keys, counts unknown.
@@ -214,8 +229,12 @@ def test_confident_prediction_sets_fields_and_skips_scouts(panda_classes, plain,
 def test_fixed_units_and_milli_cputime(panda_classes, tmp_path):
     _, module = panda_classes
     settings = load_settings(home=tmp_path, fixed_units=True)
-    refiner = refine(module.PredictingTaskRefiner, param_map(),
-                     FakeClient(prediction(cputime=4)), settings)
+    refiner = refine(
+        module.PredictingTaskRefiner,
+        param_map(),
+        FakeClient(prediction(cputime=4)),
+        settings,
+    )
     spec = refiner.taskSpec
     assert (spec.ramCount, spec.ramUnit) == (3000, "MBPerCoreFixed")
     assert (spec.cpuTime, spec.cpuTimeUnit) == (4000, "mHS06sPerEventFixed")
@@ -224,8 +243,9 @@ def test_fixed_units_and_milli_cputime(panda_classes, tmp_path):
 def test_values_of_the_definition_win(panda_classes, settings):
     _, module = panda_classes
     task_map = param_map(ramCount=4000, ramUnit="MBPerCore", walltime=7)
-    refiner = refine(module.PredictingTaskRefiner, task_map,
-                     FakeClient(prediction()), settings)
+    refiner = refine(
+        module.PredictingTaskRefiner, task_map, FakeClient(prediction()), settings
+    )
     spec = refiner.taskSpec
     assert (spec.ramCount, spec.cpuTime) == (4000, 25)
     assert (spec.walltime, spec.walltimeUnit) == (7, None)
@@ -238,25 +258,29 @@ class _Boom(RuntimeError):
 
 FAILURES = [
     pytest.param(_Boom("model exploded"), "_Boom", id="raising-predictor"),
-    pytest.param(PredictionUnavailable("no answer in 2 s", "timeout"), "timeout",
-                 id="timeout"),
-    pytest.param(PredictionUnavailable("registry down", "no_model"), "no_model",
-                 id="no-model"),
+    pytest.param(
+        PredictionUnavailable("no answer in 2 s", "timeout"), "timeout", id="timeout"
+    ),
+    pytest.param(
+        PredictionUnavailable("registry down", "no_model"), "no_model", id="no-model"
+    ),
     pytest.param("bad-prediction", "AttributeError", id="malformed-prediction"),
 ]
 
 
 @pytest.mark.parametrize(("outcome", "reason"), FAILURES)
-def test_failure_leaves_task_as_parent_makes_it(panda_classes, plain, settings,
-                                                outcome, reason, caplog):
+def test_failure_leaves_task_as_parent_makes_it(
+    panda_classes, plain, settings, outcome, reason, caplog
+):
     _, module = panda_classes
     plain_map, plain_refiner = plain
     before = counter(FALLBACKS, "jedi", reason)
     task_map = param_map()
 
     with caplog.at_level("WARNING", logger=module.__name__):
-        refiner = refine(module.PredictingTaskRefiner, task_map,
-                         FakeClient(outcome), settings)
+        refiner = refine(
+            module.PredictingTaskRefiner, task_map, FakeClient(outcome), settings
+        )
 
     assert task_map == plain_map
     assert spec_values(refiner) == spec_values(plain_refiner)
@@ -265,8 +289,9 @@ def test_failure_leaves_task_as_parent_makes_it(panda_classes, plain, settings,
     assert "jediTaskID=4242" in caplog.text
 
 
-def test_failure_after_filling_restores_the_map(panda_classes, plain, settings,
-                                                monkeypatch):
+def test_failure_after_filling_restores_the_map(
+    panda_classes, plain, settings, monkeypatch
+):
     _, module = panda_classes
     plain_map, plain_refiner = plain
 
@@ -275,11 +300,13 @@ def test_failure_after_filling_restores_the_map(panda_classes, plain, settings,
         task_param_map["ramCount"] = 1
         raise _Boom("half-way")
 
-    monkeypatch.setattr(module.PredictingTaskRefiner, "_fill",
-                        staticmethod(fill_then_fail))
+    monkeypatch.setattr(
+        module.PredictingTaskRefiner, "_fill", staticmethod(fill_then_fail)
+    )
     task_map = param_map()
-    refiner = refine(module.PredictingTaskRefiner, task_map,
-                     FakeClient(prediction()), settings)
+    refiner = refine(
+        module.PredictingTaskRefiner, task_map, FakeClient(prediction()), settings
+    )
     assert task_map == plain_map
     assert spec_values(refiner) == spec_values(plain_refiner)
 
@@ -289,8 +316,12 @@ def test_kept_scouts_keeps_the_scout_rule(panda_classes, plain, settings):
     plain_map, plain_refiner = plain
     before = counter(TASKS, "jedi", "kept_scouts")
     task_map = param_map()
-    refiner = refine(module.PredictingTaskRefiner, task_map,
-                     FakeClient(prediction("kept_scouts")), settings)
+    refiner = refine(
+        module.PredictingTaskRefiner,
+        task_map,
+        FakeClient(prediction("kept_scouts")),
+        settings,
+    )
     assert "US=2" in refiner.taskSpec.splitRule
     assert task_map == plain_map
     assert spec_values(refiner) == spec_values(plain_refiner)
@@ -327,12 +358,12 @@ def test_parent_errors_still_propagate(panda_classes, settings):
     with pytest.raises(KeyError, match="userName"):
         refine(gen, copy.deepcopy(broken))
     with pytest.raises(KeyError, match="userName"):
-        refine(module.PredictingTaskRefiner, broken, FakeClient(prediction()),
-               settings)
+        refine(module.PredictingTaskRefiner, broken, FakeClient(prediction()), settings)
 
 
-def test_default_client_is_built_once_from_the_environment(panda_classes,
-                                                          monkeypatch, tmp_path):
+def test_default_client_is_built_once_from_the_environment(
+    panda_classes, monkeypatch, tmp_path
+):
     _, module = panda_classes
     monkeypatch.setenv("PANDA_PREDICTOR_HOME", str(tmp_path))
     monkeypatch.setenv("PANDA_PREDICTOR_REFINER_URL", "http://127.0.0.1:9")
@@ -356,8 +387,9 @@ def test_default_client_is_built_once_from_the_environment(panda_classes,
         module.reset_shared_client()
 
 
-def test_jedi_factory_loads_the_plugin_from_mod_config(panda_classes, plain,
-                                                        monkeypatch, tmp_path):
+def test_jedi_factory_loads_the_plugin_from_mod_config(
+    panda_classes, plain, monkeypatch, tmp_path
+):
     """JEDI's own plugin factory resolves the operator's modConfig line to our class."""
     import logging
 
@@ -370,11 +402,13 @@ def test_jedi_factory_loads_the_plugin_from_mod_config(panda_classes, plain,
         "wlcg:managed:panda_predictor.plugins.jedi_refiner:PredictingTaskRefiner,"
         "wlcg:any:pandajedi.jedirefine.GenTaskRefiner:GenTaskRefiner"
     )
-    factory = FactoryBase(["wlcg"], ["managed", "user"],
-                          logging.getLogger("jedi-test"), mod_config)
+    factory = FactoryBase(
+        ["wlcg"], ["managed", "user"], logging.getLogger("jedi-test"), mod_config
+    )
     factory.initializeMods(StandInTaskBuffer(), None)
-    managed = factory.instantiateImpl("wlcg", "managed", "any",
-                                      StandInTaskBuffer(), None)
+    managed = factory.instantiateImpl(
+        "wlcg", "managed", "any", StandInTaskBuffer(), None
+    )
     user = factory.getImpl("wlcg", "user")
     assert type(managed) is module.PredictingTaskRefiner
     assert type(user) is gen

@@ -22,8 +22,12 @@ from panda_predictor.settings import Settings
 
 #: PanDA's defaults for a job when the task does not say otherwise.
 _DEFAULT_JOB: dict[str, Any] = {
-    "core_count": 1, "events_per_job": None, "base_ram_mb": 0,
-    "cpu_efficiency": 90.0, "base_walltime": 600, "disk_mb": None,
+    "core_count": 1,
+    "events_per_job": None,
+    "base_ram_mb": 0,
+    "cpu_efficiency": 90.0,
+    "base_walltime": 600,
+    "disk_mb": None,
 }
 
 
@@ -105,8 +109,14 @@ def _job_of_task(
             )
         t = get_panda_tables(settings, engine).jedi_tasks
         query = (
-            sa.select(t.c.corecount, t.c.splitrule, t.c.baseramcount,
-                      t.c.cpuefficiency, t.c.basewalltime, t.c.workdiskcount)
+            sa.select(
+                t.c.corecount,
+                t.c.splitrule,
+                t.c.baseramcount,
+                t.c.cpuefficiency,
+                t.c.basewalltime,
+                t.c.workdiskcount,
+            )
             .where(t.c.jeditaskid == sa.bindparam("task_id"))
             .prefix_with("/* cli.htcondor._job_of_task */", dialect="*")
         )
@@ -129,30 +139,74 @@ def _job_of_task(
 
 @click.command("htcondor")
 @click.argument("task_file", required=False)
-@click.option("--task-id", type=int, default=None,
-              help="Use the hook's audit row of this JEDITASKID instead of a file.")
-@click.option("--bundle", type=click.Path(exists=True, file_okay=False),
-              default=None, help="Predict with this bundle folder, not the champion.")
-@click.option("--cores", type=click.IntRange(min=1), default=None,
-              help="Cores per job (default: the task's coreCount, else 1).")
-@click.option("--events-per-job", type=click.IntRange(min=1), default=None,
-              help="Events per job, for the walltime limit (default: nEventsPerJob "
-              "or the task's NE= split rule).")
-@click.option("--disk-mb", type=click.IntRange(min=1), default=None,
-              help="Scratch disk per job in MB (request_disk).")
-@click.option("--core-power", type=float, default=10.0, show_default=True,
-              help="HS06 per core of the site.")
-@click.option("--transform", is_flag=True,
-              help="Print a schedd job transform instead of submit commands.")
-@click.option("--task-attribute", default="JediTaskID", show_default=True,
-              help="Job attribute holding the jediTaskID (for --transform).")
-@click.option("--all-decisions", is_flag=True,
-              help="Also request the predicted resources when scouts were kept.")
+@click.option(
+    "--task-id",
+    type=int,
+    default=None,
+    help="Use the hook's audit row of this JEDITASKID instead of a file.",
+)
+@click.option(
+    "--bundle",
+    type=click.Path(exists=True, file_okay=False),
+    default=None,
+    help="Predict with this bundle folder, not the champion.",
+)
+@click.option(
+    "--cores",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Cores per job (default: the task's coreCount, else 1).",
+)
+@click.option(
+    "--events-per-job",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Events per job, for the walltime limit (default: nEventsPerJob "
+    "or the task's NE= split rule).",
+)
+@click.option(
+    "--disk-mb",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Scratch disk per job in MB (request_disk).",
+)
+@click.option(
+    "--core-power",
+    type=float,
+    default=10.0,
+    show_default=True,
+    help="HS06 per core of the site.",
+)
+@click.option(
+    "--transform",
+    is_flag=True,
+    help="Print a schedd job transform instead of submit commands.",
+)
+@click.option(
+    "--task-attribute",
+    default="JediTaskID",
+    show_default=True,
+    help="Job attribute holding the jediTaskID (for --transform).",
+)
+@click.option(
+    "--all-decisions",
+    is_flag=True,
+    help="Also request the predicted resources when scouts were kept.",
+)
 @click.pass_obj
-def htcondor(settings: Settings, task_file: str | None, task_id: int | None,
-             bundle: str | None, cores: int | None, events_per_job: int | None,
-             disk_mb: int | None, core_power: float, transform: bool,
-             task_attribute: str, all_decisions: bool) -> None:
+def htcondor(
+    settings: Settings,
+    task_file: str | None,
+    task_id: int | None,
+    bundle: str | None,
+    cores: int | None,
+    events_per_job: int | None,
+    disk_mb: int | None,
+    core_power: float,
+    transform: bool,
+    task_attribute: str,
+    all_decisions: bool,
+) -> None:
     """Print HTCondor submit commands (or a schedd transform) for a task.
 
     TASK_FILE is a task definition (JSON or YAML, '-' for stdin; PanDA
@@ -195,13 +249,16 @@ def htcondor(settings: Settings, task_file: str | None, task_id: int | None,
                     f"jediTaskID={prediction.jeditaskid} kept its scouts "
                     f"({prediction.reason}): no transform (use --all-decisions)."
                 )
-            entry = transform_for(prediction.jeditaskid, prediction, shape,
-                                  only_applied=False)
+            entry = transform_for(
+                prediction.jeditaskid, prediction, shape, only_applied=False
+            )
             click.echo(job_transform([entry], task_attribute), nl=False)
             return
         attributes = submit_attributes(prediction, shape, not all_decisions)
-    click.echo(f"# jediTaskID={prediction.jeditaskid} decision={prediction.decision}"
-               f" ({prediction.reason}) model={prediction.model_name}/"
-               f"{prediction.model_version}")
+    click.echo(
+        f"# jediTaskID={prediction.jeditaskid} decision={prediction.decision}"
+        f" ({prediction.reason}) model={prediction.model_name}/"
+        f"{prediction.model_version}"
+    )
     for key, value in attributes.items():
         click.echo(f"{key} = {value}")

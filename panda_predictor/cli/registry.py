@@ -14,3 +14,9 @@ register("hook", "panda_predictor.cli.hook", "hook",
          "Predict tasks waiting for scouts and write the resources back.")
 register("demo", "panda_predictor.cli.demo", "demo",
          "Run the main job end to end on the embedded default (SQLite, local MLflow).")
+register("ingest", "panda_predictor.cli.ingest", "ingest",
+         "Read a real job log (SWF) into the task model and summarise it.")
+register("benchmark", "panda_predictor.cli.benchmark", "benchmark",
+         "Benchmark the models against the field's baselines on real job logs.")
+register("htcondor", "panda_predictor.cli.htcondor", "htcondor",
+         "Print HTCondor submit attributes or a schedd job transform for a task.")

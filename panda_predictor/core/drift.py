@@ -26,9 +26,13 @@ CATEGORICAL = ("processingtype", "prodsourcelabel", "framework", "transhome",
                "transpath", "architecture", "campaign", "workinggroup")
 #: Numeric task columns profiled.
 NUMERIC = ("corecount", "n_input_datasets", "nfiles_sum", "nevents_sum")
-#: Features whose PSI can raise the alarm (the others are reported only).
-IMPORTANT_FEATURES = ("processingtype", "framework", "transhome", "transpath",
-                      "corecount", "nevents_sum")
+#: Features whose PSI can raise the alarm (the others are reported only). The
+#: release (``transhome``) is left out on purpose: releases turn over every few
+#: months, so its PSI is high in any month; a release never seen is the signal.
+IMPORTANT_FEATURES = ("processingtype", "framework", "transpath", "corecount",
+                      "nevents_sum")
+#: Categorical features whose share of never-seen values can raise the alarm.
+UNSEEN_FEATURES = ("processingtype", "framework", "transhome", "transpath")
 #: Bucket of values missing in a numeric column / NULL categories.
 MISSING = "__missing__"
 #: Bucket of categories outside the stored vocabulary.
@@ -211,8 +215,13 @@ def feature_drift(
     tasks: pd.DataFrame,
     thresholds: DriftThresholds = DriftThresholds(),
     important: Sequence[str] = IMPORTANT_FEATURES,
+    unseen_features: Sequence[str] = UNSEEN_FEATURES,
 ) -> list[FeatureDrift]:
-    """Return the drift of every profiled feature of ``tasks`` against ``profile``."""
+    """Return the drift of every profiled feature of ``tasks`` against ``profile``.
+
+    A feature drifted when it is in ``important`` and its PSI exceeds the threshold,
+    or it is in ``unseen_features`` and too many tasks carry a value never seen.
+    """
     if profile.get("format") != PROFILE_FORMAT:
         raise ValueError(
             f"The reference profile format must be {PROFILE_FORMAT}. Got "
@@ -229,9 +238,9 @@ def feature_drift(
             reference = np.asarray(spec["shares"], dtype=float)
             current = _numeric_shares(columns[name].to_numpy(), edges)
         value = psi(reference, current)
-        is_important = name in important
-        drifted = is_important and (
-            value > thresholds.psi or unseen > thresholds.unseen_share
+        is_important = name in important or name in unseen_features
+        drifted = (name in important and value > thresholds.psi) or (
+            name in unseen_features and unseen > thresholds.unseen_share
         )
         out.append(FeatureDrift(name, value, unseen, is_important, bool(drifted)))
     return out

@@ -125,8 +125,9 @@ class PredictingTaskRefiner(GenTaskRefiner):
         original = copy.deepcopy(dict(task_param_map))
         try:
             if "skipScout" in task_param_map:
-                log.info("jediTaskID=%s already skips scouts: not predicted",
-                         jedi_task_id)
+                log.info(
+                    "jediTaskID=%s already skips scouts: not predicted", jedi_task_id
+                )
                 return None
             settings, client = self._configuration()
             if kill_switch_on(settings):
@@ -136,28 +137,41 @@ class PredictingTaskRefiner(GenTaskRefiner):
             )
             if prediction.decision != "applied":
                 TASKS.labels(HOOK, "kept_scouts").inc()
-                log.info("jediTaskID=%s decision=kept_scouts reason=%s model=%s/%s",
-                         jedi_task_id, prediction.reason, prediction.model_name,
-                         prediction.model_version)
+                log.info(
+                    "jediTaskID=%s decision=kept_scouts reason=%s model=%s/%s",
+                    jedi_task_id,
+                    prediction.reason,
+                    prediction.model_name,
+                    prediction.model_version,
+                )
                 return None
             walltime = self._fill(task_param_map, prediction, settings.fixed_units)
         except Exception as exc:  # noqa: BLE001  the fail-open boundary
-            reason = exc.reason if isinstance(exc, PredictionUnavailable) else (
-                type(exc).__name__
+            reason = (
+                exc.reason
+                if isinstance(exc, PredictionUnavailable)
+                else (type(exc).__name__)
             )
             if task_param_map != original:
                 task_param_map.clear()
                 task_param_map.update(original)
             FALLBACKS.labels(HOOK, reason).inc()
-            log.warning("jediTaskID=%s prediction failed open, scouts run "
-                        "(reason=%s): %s", jedi_task_id, reason, exc)
+            log.warning(
+                "jediTaskID=%s prediction failed open, scouts run (reason=%s): %s",
+                jedi_task_id,
+                reason,
+                exc,
+            )
             return None
         TASKS.labels(HOOK, "applied").inc()
-        log.info("jediTaskID=%s decision=applied reason=%s model=%s/%s values=%s",
-                 jedi_task_id, prediction.reason, prediction.model_name,
-                 prediction.model_version,
-                 {k: task_param_map[k] for k in sorted(task_param_map)
-                  if k not in original})
+        log.info(
+            "jediTaskID=%s decision=applied reason=%s model=%s/%s values=%s",
+            jedi_task_id,
+            prediction.reason,
+            prediction.model_name,
+            prediction.model_version,
+            {k: task_param_map[k] for k in sorted(task_param_map) if k not in original},
+        )
         return walltime
 
     @staticmethod
@@ -169,8 +183,11 @@ class PredictingTaskRefiner(GenTaskRefiner):
         fields = param_map_fields(prediction, fixed_units)
         skip = fields.pop("skipScout")
         # A value (or unit) the task definition gives is the requester's choice.
-        pairs = [("ramCount", "ramUnit"), ("cpuTime", "cpuTimeUnit"),
-                 ("ioIntensity", "ioIntensityUnit")]
+        pairs = [
+            ("ramCount", "ramUnit"),
+            ("cpuTime", "cpuTimeUnit"),
+            ("ioIntensity", "ioIntensityUnit"),
+        ]
         for value_key, unit_key in pairs:
             if value_key not in fields:
                 continue

@@ -56,8 +56,19 @@ PARAM_MAP_KEYS: dict[str, tuple[str, str]] = {
 #: Counts that describe the input once JEDI has filled JEDI_DATASETS; in a parameter
 #: map the same names are user limits, so they are not used as features.
 _COUNT_KEYS = frozenset(
-    {"nFiles", "nEvents", "nfiles", "nevents", "nfiles_sum", "nevents_sum",
-     "n_input_datasets", "nInputDatasets", "jediTaskID", "jeditaskid", "taskID"}
+    {
+        "nFiles",
+        "nEvents",
+        "nfiles",
+        "nevents",
+        "nfiles_sum",
+        "nevents_sum",
+        "n_input_datasets",
+        "nInputDatasets",
+        "jediTaskID",
+        "jeditaskid",
+        "taskID",
+    }
 )
 
 
@@ -203,7 +214,8 @@ class InProcessClient:
                         ) from exc
                     log.warning(
                         "champion reload failed, keeping version %s: %s",
-                        self._predictor.model_version, exc,
+                        self._predictor.model_version,
+                        exc,
                     )
                 self._loaded_at = time.monotonic()
             return self._predictor, self._history

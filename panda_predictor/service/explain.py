@@ -51,13 +51,28 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def _contributions(model: Any, X: pd.DataFrame) -> np.ndarray:
-    """Return SHAP contributions, shape (rows, classes, features) without the bias."""
-    import xgboost as xgb
+_ROW_BOOSTERS: dict[int, Any] = {}
 
-    columns = [str(c) for c in model.feature_names_in_]
-    matrix = xgb.DMatrix(X[columns], enable_categorical=True, nthread=1)
-    raw = np.asarray(model.booster_.predict(matrix, pred_contribs=True))
+
+def _one_thread(booster: Any) -> Any:
+    """Return a one-thread copy of ``booster`` (made once per booster).
+
+    For a handful of rows OpenMP's hand-off costs more than it saves, and a copy
+    keeps concurrent request threads from changing each other's settings.
+    """
+    key = id(booster)
+    entry = _ROW_BOOSTERS.get(key)
+    if entry is None or entry[0] is not booster:
+        copy = booster.copy()
+        copy.set_param({"nthread": 1})
+        entry = _ROW_BOOSTERS[key] = (booster, copy)
+    return entry[1]
+
+
+def _contributions(model: Any, matrix: Any) -> np.ndarray:
+    """Return SHAP contributions, shape (rows, classes, features) without the bias."""
+    booster = model.booster_ if matrix.num_row() > 64 else _one_thread(model.booster_)
+    raw = np.asarray(booster.predict(matrix, pred_contribs=True))
     if raw.ndim == 2:  # binary: contributions to the positive class's log-odds
         positive = raw[:, :-1]
         return np.stack([-positive, positive], axis=1)
@@ -83,8 +98,11 @@ def explain(
     top:
         How many features to list per target.
     """
+    import xgboost as xgb
+
     methods: dict[str, str] = {}
     rows: list[dict[str, list[FeatureContribution]]] = [{} for _ in range(len(X))]
+    matrices: dict[tuple[str, ...], Any] = {}  # one DMatrix per column order
     for target, model in models.items():
         if getattr(model, "kind", "") != "xgboost":
             methods[target] = METHOD_NONE
@@ -92,8 +110,11 @@ def explain(
                 row[target] = []
             continue
         methods[target] = METHOD_SHAP
-        contribs = _contributions(model, X)
         names = [str(c) for c in model.feature_names_in_]
+        key = tuple(names)
+        if key not in matrices:
+            matrices[key] = xgb.DMatrix(X[names], enable_categorical=True, nthread=1)
+        contribs = _contributions(model, matrices[key])
         for i, row in enumerate(rows):
             values = contribs[i, int(chosen[target][i])]
             order = np.argsort(-np.abs(values))[:top]

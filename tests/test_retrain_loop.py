@@ -1,0 +1,236 @@
+"""The retraining loop on a simulated history with a built-in drift.
+
+A release that needs 2.5x the memory appears in July 2025 (month 18 of 2024-2025).
+The champion is trained in mid-July on the 12 months before; drift must show after
+the change and not before, the feedback must see the under-allocation, retraining on
+the new window must promote a model that fixes it, a worse challenger must be
+refused, a rerun must register nothing and a run killed midway must leave the
+registry consistent.
+"""
+
+from __future__ import annotations
+
+import shutil
+from datetime import datetime
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from model_registry.registry import champion_version, get_version
+from panda_predictor.db.engine import get_plugin_tables, make_engine
+from panda_predictor.db.outcomes import read_created_tasks
+from panda_predictor.serving.bundle import load_bundle
+from panda_predictor.serving.loader import load_champion
+from panda_predictor.serving.predictor import Predictor
+from panda_predictor.serving.recent import read_recent_history
+from panda_predictor.settings import load_settings
+from pipelines.drift import REFERENCE_FILE, check_drift
+from pipelines.feedback import run_feedback
+from pipelines.retrain import (
+    PROMOTED,
+    REFUSED,
+    SKIPPED_DUPLICATE,
+    SKIPPED_NO_DRIFT,
+    STATUS_TAG,
+    RetrainConfig,
+    read_decisions,
+    run_retrain,
+)
+from pipelines.simulation import DriftEvent
+from pipelines.train import TrainingConfig
+
+DRIFT = DriftEvent(transhome="Athena-25.0.99", start_month=18, memory_factor=2.5,
+                   share=0.6)
+FAST = TrainingConfig(model_kinds=("xgboost",),
+                      xgboost={"n_estimators": 80, "max_depth": 6, "n_jobs": 1})
+BEFORE_CHANGE = datetime(2025, 7, 15)   # window 2024-07 .. 2025-07
+AFTER_CHANGE = datetime(2025, 12, 15)   # window 2024-12 .. 2025-12
+
+
+@pytest.fixture(scope="module")
+def drift_home(tmp_path_factory):
+    """Return the home of a drifted history with a champion trained before the change."""
+    from panda_predictor.db.migrations import init_database
+    from pipelines.load_history import load_history
+    from pipelines.simulation import SimulationConfig, simulate_history
+
+    home = tmp_path_factory.mktemp("drift-world")
+    settings = load_settings(home=home, mlflow_tracking_uri=f"sqlite:///{home}/mlflow.db")
+    engine = make_engine(settings)
+    init_database(engine, settings, with_panda_tables=True)
+    config = SimulationConfig(n_tasks=3000, seed=11, drift_event=DRIFT)
+    load_history(engine, settings, simulate_history(config, progress=False))
+    engine.dispose()
+    first = run_retrain(settings, RetrainConfig(training=FAST), now=BEFORE_CHANGE)
+    assert first.status == PROMOTED
+    return home
+
+
+@pytest.fixture
+def world(drift_home, tmp_path):
+    """Return settings of a private copy of the drifted world (database + registry)."""
+    home = tmp_path / "home"
+    shutil.copytree(drift_home, home)
+    return load_settings(home=home, mlflow_tracking_uri=f"sqlite:///{home}/mlflow.db")
+
+
+def _audit(settings, since, until, predictor=None):
+    """Predict the tasks created in [since, until) and audit them (as the hook does)."""
+    engine = make_engine(settings)
+    try:
+        tasks = read_created_tasks(engine, settings, since, until)
+        predictor = predictor or load_champion(settings)
+        history = read_recent_history(engine, settings, now=since)
+        predictions = predictor.predict(tasks, history)
+        audit = get_plugin_tables(settings, engine).audit
+        created = dict(zip(tasks["jeditaskid"], pd.to_datetime(tasks["creationdate"]),
+                           strict=True))
+        rows = []
+        for p in predictions:
+            row = {"jeditaskid": p.jeditaskid, "model_name": p.model_name,
+                   "model_version": p.model_version, "decision": p.decision,
+                   "reason": p.reason[:400],
+                   "predicted_at": created[p.jeditaskid].to_pydatetime()}
+            for t, tp in p.targets.items():
+                row[f"{t}_class"] = tp.class_index
+            rows.append(row)
+        with engine.begin() as conn:
+            conn.execute(audit.delete())
+            conn.execute(audit.insert(), rows)
+        return tasks
+    finally:
+        engine.dispose()
+
+
+def test_champion_bundle_carries_its_reference(world):
+    from model_registry.cache import load_champion_bundle_dir
+
+    path = load_champion_bundle_dir(world).path
+    assert (path / REFERENCE_FILE).is_file()
+    assert get_version(world, 1).tags[STATUS_TAG] == "complete"
+
+
+def test_drift_detected_after_the_change_and_not_before(world):
+    before = check_drift(world, since=datetime(2025, 5, 1), until=datetime(2025, 7, 1))
+    after = check_drift(world, since=datetime(2025, 9, 1), until=datetime(2025, 11, 1))
+    assert not before.result.drifted, before.result.reasons
+    assert after.result.drifted
+    transhome = next(f for f in after.result.features if f.feature == "transhome")
+    assert transhome.drifted and transhome.unseen_share > 0.1
+    assert before.json_path.is_file() and after.run_id
+
+
+def test_feedback_sees_the_under_allocation_and_retraining_fixes_it(world):
+    tasks = _audit(world, datetime(2025, 8, 1), datetime(2025, 12, 1))
+    run = run_feedback(world)
+    assert run.written > 100
+    assert set(run.weekly["target"]) == {"ramcount", "cputime", "iointensity",
+                                         "walltime"}
+    engine = make_engine(world)
+    from panda_predictor.db.outcomes import read_outcomes
+
+    outcomes = read_outcomes(engine, world)
+    engine.dispose()
+    new_release = set(tasks.loc[tasks["transhome"] == DRIFT.transhome, "jeditaskid"])
+    mine = outcomes[outcomes["jeditaskid"].isin(new_release)]
+    rest = outcomes[~outcomes["jeditaskid"].isin(new_release)]
+    under = lambda f: np.mean(f["ramcount_pred_class"] < f["ramcount_true_class"])  # noqa: E731
+    old_under = under(mine)
+    assert old_under > 0.5 and old_under > 3 * under(rest)
+    perf = check_drift(world, since=datetime(2025, 10, 1), until=datetime(2025, 12, 1),
+                       feedback_days=120, classify=False)
+    ram = next(p for p in perf.result.performance if p.target == "ramcount")
+    assert ram.drifted and "under-allocation" in ram.reason
+
+    outcome = run_retrain(world, RetrainConfig(training=FAST), now=AFTER_CHANGE)
+    assert outcome.status == PROMOTED, outcome.reason
+    assert champion_version(world).version == outcome.version == 2
+    assert outcome.champion_metrics is not None  # compared on the same test data
+    assert outcome.report.is_file()
+    _audit(world, datetime(2025, 8, 1), datetime(2025, 12, 1), load_champion(world))
+    run_feedback(world)
+    engine = make_engine(world)
+    outcomes = read_outcomes(engine, world)
+    engine.dispose()
+    assert set(outcomes["model_version"]) == {"2"}
+    fixed = outcomes[outcomes["jeditaskid"].isin(new_release)]
+    assert under(fixed) < old_under / 2
+
+
+def test_a_worse_challenger_is_refused(world):
+    worse = TrainingConfig(model_kinds=("xgboost",),
+                           xgboost={"n_estimators": 1, "max_depth": 1, "n_jobs": 1})
+    outcome = run_retrain(world, RetrainConfig(training=worse), now=BEFORE_CHANGE)
+    assert outcome.status == REFUSED
+    assert champion_version(world).version == 1
+    assert outcome.version == 2
+    assert outcome.challenger_metrics["mean_accuracy"] < (
+        outcome.champion_metrics["mean_accuracy"])
+
+
+def test_running_twice_in_a_month_registers_nothing(world):
+    again = run_retrain(world, RetrainConfig(training=FAST), now=datetime(2025, 7, 28))
+    assert again.status == SKIPPED_DUPLICATE and again.version == 1
+    assert [d["status"] for d in read_decisions(world)] == [PROMOTED, SKIPPED_DUPLICATE]
+
+
+def test_a_run_killed_midway_leaves_the_registry_consistent(world, monkeypatch):
+    import pipelines.run_training as runner
+
+    def die(*args, **kwargs):
+        raise KeyboardInterrupt("killed before the gate")
+
+    monkeypatch.setattr(runner, "promote_if_not_worse", die)
+    with pytest.raises(KeyboardInterrupt):
+        run_retrain(world, RetrainConfig(training=FAST), now=AFTER_CHANGE)
+    assert champion_version(world).version == 1
+    orphan = get_version(world, 2)
+    assert orphan.aliases == () and orphan.tags[STATUS_TAG] == "registered"
+    monkeypatch.undo()
+    resumed = run_retrain(world, RetrainConfig(training=FAST), now=AFTER_CHANGE)
+    assert resumed.status == PROMOTED and resumed.version == 3
+    assert champion_version(world).version == 3
+    repeat = run_retrain(world, RetrainConfig(training=FAST), now=AFTER_CHANGE)
+    assert repeat.status == SKIPPED_DUPLICATE and repeat.version == 3
+
+
+def test_if_drift_skips_when_nothing_drifted(world):
+    config = RetrainConfig(training=FAST, if_drift=True)
+    # Recent tasks before the change look like the training data: nothing to do.
+    outcome = run_retrain(world, config, now=datetime(2025, 7, 1))
+    assert outcome.status == SKIPPED_NO_DRIFT
+    assert champion_version(world).version == 1
+
+
+def test_cli_drift_exit_code_and_retrain(world):
+    from panda_predictor.cli.drift import drift
+    from panda_predictor.cli.retrain import retrain
+
+    runner = CliRunner()
+    quiet = runner.invoke(drift, ["--since", "2025-05-01", "--until", "2025-07-01"],
+                          obj=world)
+    assert quiet.exit_code == 0, quiet.output
+    assert "No drift detected." in quiet.output
+    loud = runner.invoke(drift, ["--since", "2025-09-01", "--until", "2025-11-01",
+                                 "--no-classes"], obj=world)
+    assert loud.exit_code == 3, loud.output
+    assert "transhome" in loud.output and "Drift detected" in loud.output
+    params = world.home / "fast.yaml"
+    params.write_text("model_kinds: [xgboost]\nxgboost: {n_estimators: 10, n_jobs: 1}\n")
+    done = runner.invoke(retrain, ["--params", str(params), "--now", "2025-07-20",
+                                   "--no-progress"], obj=world)
+    assert done.exit_code == 0, done.output
+    assert "2024-07-01 .. 2025-07-01" in done.output
+
+
+@pytest.mark.parametrize(
+    ("months", "match"),
+    [(0, "window_months.*positive integer.*Got 0"),
+     (1.5, "window_months.*positive integer.*Got 1.5")],
+    ids=["zero", "float"],
+)
+def test_retrain_config_errors(months, match):
+    with pytest.raises(ValueError, match=match):
+        RetrainConfig(window_months=months)
