@@ -286,7 +286,7 @@ def parse_task_definitions(data: Any) -> list[TaskDefinition]:
         try:
             out.append(TaskDefinition.model_validate(item))
         except ValidationError as exc:
-            message, field = _error_message(exc.errors()[0], prefix)
+            message, field = _error_message(dict(exc.errors()[0]), prefix)
             raise TaskDefinitionError(message, field) from None
     return out
 

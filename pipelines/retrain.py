@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from model_registry.gate import GateThresholds
 from panda_predictor import __version__
 from panda_predictor.bins_file import bins_from_settings
 from panda_predictor.core.bins import BinSet, fit_bins
@@ -62,14 +63,22 @@ class RetrainConfig:
         Refit the class edges on the window's labels instead of the bins file.
     if_drift:
         Run only when the drift check detects drift.
+    drift_days:
+        Window of recent tasks the ``if_drift`` check looks at.
     training:
         What to train (both model kinds by default).
+    gate:
+        How much worse than the champion the challenger may be on the same test
+        tasks; default: the gate's own defaults. On small test sets, loosen it to
+        the sampling noise (a 200-task test set moves rates by several points).
     """
 
     window_months: int = 12
     refit_bins: bool = False
     if_drift: bool = False
     training: TrainingConfig = field(default_factory=TrainingConfig)
+    gate: GateThresholds | None = None
+    drift_days: int = 30
 
     def __post_init__(self) -> None:
         if not isinstance(self.window_months, int) or self.window_months < 1:
@@ -122,6 +131,7 @@ def fingerprint(
         "max_task": int(frame["jeditaskid"].max()) if len(frame) else 0,
         "training": asdict(config.training),
         "refit_bins": config.refit_bins,
+        "gate": asdict(config.gate) if config.gate else None,
         "bins": bins.to_dict(),
         "code": [__version__, FEATURE_PIPELINE_VERSION],
     }
@@ -192,13 +202,13 @@ def _log_comparison(settings: Settings, outcome: RetrainOutcome) -> None:
     client.set_tag(outcome.run_id, FINGERPRINT_TAG, outcome.fingerprint or "")
 
 
-def _drift_says_no(settings: Settings, now: datetime) -> str | None:
+def _drift_says_no(settings: Settings, now: datetime, days: int) -> str | None:
     """Return why to skip (no drift), or None to go on (drift, or no champion)."""
     from model_registry.registry import NoChampionError
     from pipelines.drift import check_drift
 
     try:
-        run = check_drift(settings, until=now)
+        run = check_drift(settings, until=now, days=days)
     except NoChampionError:
         return None
     if run.result.drifted:
@@ -236,7 +246,7 @@ def run_retrain(
     now = now or datetime.now(UTC).replace(tzinfo=None)
     since, until = month_window(now, config.window_months)
     if config.if_drift:
-        why = _drift_says_no(settings, now)
+        why = _drift_says_no(settings, now, config.drift_days)
         if why is not None:
             outcome = RetrainOutcome(SKIPPED_NO_DRIFT, since, until, reason=why)
             _record(settings, outcome)
@@ -262,6 +272,7 @@ def run_retrain(
     summary = run_training(
         settings, config.training, progress=progress, report_dir=report_dir,
         since=since, until=until, bins=bins, history=history,
+        gate_thresholds=config.gate,
         version_tags={FINGERPRINT_TAG: fp, STATUS_TAG: "registered",
                       WINDOW_TAG: f"{since:%Y-%m}..{until:%Y-%m}"},
     )

@@ -19,7 +19,7 @@ from typing import Any
 import mlflow
 import pandas as pd
 
-from model_registry.gate import GateDecision, promote_if_not_worse
+from model_registry.gate import GateDecision, GateThresholds, promote_if_not_worse
 from model_registry.registry import ModelVersionInfo, register_bundle
 from model_registry.tracking import (
     log_feature_schema,
@@ -103,6 +103,7 @@ def run_training(
     bins: BinSet | None = None,
     version_tags: dict[str, str] | None = None,
     history: LabelledHistory | None = None,
+    gate_thresholds: GateThresholds | None = None,
 ) -> RunSummary:
     """Train on the configured database and register the result (gated champion).
 
@@ -120,6 +121,8 @@ def run_training(
         Extra tags of the registered version (set before the gate moves aliases).
     history:
         Already read labelled history (skips reading the database).
+    gate_thresholds:
+        How much worse than the champion the new bundle may be (default: the gate's).
     """
     bins = bins or bins_from_settings(settings)
     if history is None:
@@ -155,7 +158,7 @@ def run_training(
             client.set_model_version_tag(settings.model_name, str(version.version),
                                          key, value)
         gate = promote_if_not_worse(settings, version.version, result.bundle.metrics,
-                                    champion_metrics)
+                                    champion_metrics, gate_thresholds)
     (report_dir / "gate.json").write_text(json.dumps(
         {"version": version.version, "decision": str(gate), "champion_metrics":
          champion_metrics}, default=str, indent=1))

@@ -33,7 +33,7 @@ from panda_predictor.core.evaluation import (
 )
 from panda_predictor.core.features import FeaturePipeline
 from panda_predictor.core.history import split_transhome
-from panda_predictor.core.splits import stratified_split, time_ordered_split
+from panda_predictor.core.splits import TimeSplit, stratified_split, time_ordered_split
 from panda_predictor.core.targets import TARGET_NAMES
 from panda_predictor.models import ResourceClassifier, model_class
 from panda_predictor.serving.bundle import Bundle
@@ -126,7 +126,7 @@ def _split(history: LabelledHistory, bins: BinSet, config: TrainingConfig):
         y = bins.assign(TARGET_NAMES[0], frame[TARGET_NAMES[0]].to_numpy())
         train, test = stratified_split(y, test_size=0.15, seed=config.seed)
         cut = int(len(train) * (1 - config.val_fraction / 0.85))
-        return train[:cut], train[cut:], test
+        return TimeSplit(train[:cut], train[cut:], test)
     raise ValueError(
         f"The 'split' setting must be 'time' or 'stratified'. Got {config.split!r} "
         "instead."
@@ -203,15 +203,19 @@ def _coverage(conf: dict[str, np.ndarray], y_test, pred) -> CoverageCurve:
 
 
 def train(
-    history: LabelledHistory, bins: BinSet, config: TrainingConfig = TrainingConfig()
+    history: LabelledHistory,
+    bins: BinSet,
+    config: TrainingConfig = TrainingConfig(),
+    parts: TimeSplit | None = None,
 ) -> TrainingResult:
     """Fit every model kind on the history and bundle the best kind per target.
 
     The test rows are the tasks of the test part whose four labels are all known,
     so every model and the joint metrics are scored on exactly the same tasks.
+    ``parts`` overrides the configured split (walk-forward evaluation uses it).
     """
     frame = history.frame
-    parts = _split(history, bins, config)
+    parts = parts if parts is not None else _split(history, bins, config)
     y = _labels(frame, bins)
     test_all = parts.test[np.all([y[t][parts.test] >= 0 for t in y], axis=0)]
     if len(test_all) == 0:

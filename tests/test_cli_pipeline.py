@@ -42,6 +42,14 @@ def test_train_registers_a_champion_then_the_hook_uses_it(fresh_sqlite, params_f
     assert dry.exit_code == 0, dry.output
     assert "Dry run: 30 tasks predicted, nothing written." in dry.output
 
+    evaluated = runner.invoke(
+        main, ["evaluate", "--report-dir", str(fresh_sqlite.home / "ev"),
+               "--no-progress"], env=env,
+    )
+    assert evaluated.exit_code == 0, evaluated.output
+    report = (fresh_sqlite.home / "ev" / "report.md").read_text()
+    assert "panda-predictor v1" in report and "ramcount" in report
+
     once = runner.invoke(main, ["hook", "--once"], env=env)
     assert once.exit_code == 0, once.output
     assert "applied" in once.output and "kept scouts" in once.output
@@ -77,7 +85,7 @@ def test_hook_without_a_model_fails_open_with_exit_3(tmp_path):
 
 
 @pytest.mark.parametrize("command", ["train", "hook", "demo", "db", "simulate",
-                                     "labels"])
+                                     "labels", "evaluate"])
 def test_every_command_has_help_with_an_example(command):
     result = CliRunner().invoke(main, [command, "--help"])
     assert result.exit_code == 0

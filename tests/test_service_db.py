@@ -62,7 +62,7 @@ def test_post_runs_the_hook_once_and_get_reads_the_audit_row(loaded_db, predicto
         assert response.status_code == 200, response.get_json()
         body = response.get_json()
         assert body["jediTaskID"] == task_id
-        assert body["written"] is True
+        assert body["written"] == (body["outcome"] == "applied")
         assert body["outcome"] == body["prediction"]["decision"]
         audit = client.get(f"/v1/tasks/{task_id}/prediction").get_json()["audit"]
         assert audit["jeditaskid"] == task_id

@@ -1,4 +1,4 @@
-"""Task definitions (our names or PanDA parameter-map names) -> the predictor's frame."""
+"""Task definitions (our or PanDA parameter-map names) -> the predictor's frame."""
 
 from __future__ import annotations
 

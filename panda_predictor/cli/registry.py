@@ -20,3 +20,5 @@ register("benchmark", "panda_predictor.cli.benchmark", "benchmark",
          "Benchmark the models against the field's baselines on real job logs.")
 register("htcondor", "panda_predictor.cli.htcondor", "htcondor",
          "Print HTCondor submit attributes or a schedd job transform for a task.")
+register("evaluate", "panda_predictor.cli.evaluate", "evaluate",
+         "Score the champion on the newest history, or walk forward month by month.")

@@ -118,6 +118,17 @@ def psi(reference: Sequence[float], current: Sequence[float]) -> float:
     return float(np.sum((c - r) * np.log(c / r)))
 
 
+def expected_psi(bins: int, n_current: int, n_reference: int) -> float:
+    """Return the PSI expected from sampling noise alone over ``bins`` occupied bins.
+
+    PSI is a symmetrised chi-square divergence, so with no change it averages about
+    ``(bins - 1) * (1/n_current + 1/n_reference)``.
+    """
+    if bins < 2 or n_current < 1:
+        return 0.0
+    return (bins - 1) * (1.0 / n_current + (1.0 / n_reference if n_reference else 0.0))
+
+
 def _numeric_profile(values: np.ndarray, n_bins: int) -> dict[str, Any]:
     finite = values[np.isfinite(values)]
     if finite.size:
@@ -190,13 +201,20 @@ def build_profile(
 
 @dataclass(frozen=True)
 class FeatureDrift:
-    """Drift of one feature: PSI, share of unseen categories, whether it alarms."""
+    """Drift of one feature: PSI, share of unseen categories, whether it alarms.
+
+    ``expected_psi`` is what PSI reaches by sampling noise alone when nothing
+    changed, about ``(k - 1) * (1/n + 1/N)`` for ``k`` occupied bins and ``n`` recent
+    and ``N`` reference tasks; the alarm compares ``psi - expected_psi`` with the
+    threshold, so a small window of a few hundred tasks does not cry wolf.
+    """
 
     feature: str
     psi: float
     unseen_share: float
     important: bool
     drifted: bool
+    expected_psi: float = 0.0
 
 
 def _categorical_shares(values: pd.Series, profile: Mapping[str, Any]) -> tuple:
@@ -238,11 +256,14 @@ def feature_drift(
             reference = np.asarray(spec["shares"], dtype=float)
             current = _numeric_shares(columns[name].to_numpy(), edges)
         value = psi(reference, current)
+        occupied = int(np.sum((np.asarray(reference) > 0) | (np.asarray(current) > 0)))
+        expected = expected_psi(occupied, len(tasks), int(profile.get("n_tasks", 0)))
         is_important = name in important or name in unseen_features
-        drifted = (name in important and value > thresholds.psi) or (
+        drifted = (name in important and value - expected > thresholds.psi) or (
             name in unseen_features and unseen > thresholds.unseen_share
         )
-        out.append(FeatureDrift(name, value, unseen, is_important, bool(drifted)))
+        out.append(FeatureDrift(name, value, unseen, is_important, bool(drifted),
+                                expected))
     return out
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,8 +26,11 @@ from panda_predictor.core.history import (
     RecentHistoryIndex,
     history_feature_names,
     history_features_at_creation,
+    is_null,
     split_transhome,
+    split_transhome_value,
     text,
+    text_value,
 )
 from panda_predictor.core.targets import TARGET_NAMES
 
@@ -119,14 +122,6 @@ def check_frame(X: Any, feature_names: Sequence[str]) -> pd.DataFrame:
     return X[expected]
 
 
-def _positive(values: pd.Series) -> np.ndarray:
-    """Return ``values`` as float64 with NULL, non-numbers and values <= 0 as NaN."""
-    out = pd.to_numeric(values, errors="coerce").to_numpy(
-        dtype=np.float64, na_value=np.nan
-    )
-    return np.where(out > 0, out, np.nan)
-
-
 def task_features(tasks: pd.DataFrame) -> pd.DataFrame:
     """Compute the raw task features: categoricals as text (NaN = NULL), numbers.
 
@@ -139,12 +134,41 @@ def task_features(tasks: pd.DataFrame) -> pd.DataFrame:
     out["framework"], out["release"] = framework, release
     raw = pd.DataFrame(out, index=tasks.index)[list(CATEGORICAL_FEATURES)]
 
-    corecount = _positive(tasks["corecount"])
-    nfiles = _positive(tasks["nfiles_sum"])
-    nevents = _positive(tasks["nevents_sum"])
-    n_datasets = pd.to_numeric(tasks["n_input_datasets"], errors="coerce").to_numpy(
-        dtype=np.float64, na_value=np.nan
+    numeric = numeric_features(
+        *(
+            pd.to_numeric(tasks[c], errors="coerce").to_numpy(
+                dtype=np.float64, na_value=np.nan
+            )
+            for c in NUMERIC_INPUTS
+        )
     )
+    for name in TASK_NUMERIC_FEATURES:
+        raw[name] = numeric[name]
+    return raw
+
+
+#: The numeric input columns, in the argument order of :func:`numeric_features`.
+NUMERIC_INPUTS: tuple[str, ...] = (
+    "corecount",
+    "n_input_datasets",
+    "nfiles_sum",
+    "nevents_sum",
+)
+
+
+def numeric_features(
+    corecount: np.ndarray,
+    n_datasets: np.ndarray,
+    nfiles: np.ndarray,
+    nevents: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """Return the task's numeric features (float64) from its float64 input columns.
+
+    Shared by the DataFrame and the records path, so both compute the same values.
+    """
+    corecount = np.where(corecount > 0, corecount, np.nan)
+    nfiles = np.where(nfiles > 0, nfiles, np.nan)
+    nevents = np.where(nevents > 0, nevents, np.nan)
     numeric = {
         "corecount": corecount,
         "multicore": np.where(np.isnan(corecount), np.nan, corecount > 1),
@@ -154,9 +178,18 @@ def task_features(tasks: pd.DataFrame) -> pd.DataFrame:
         "counts_known": (~np.isnan(nfiles) | ~np.isnan(nevents)).astype(np.float64),
         "log1p_events_per_file": np.log1p(nevents / nfiles),
     }
-    for name in TASK_NUMERIC_FEATURES:
-        raw[name] = numeric[name].astype(np.float64)
-    return raw
+    return {k: v.astype(np.float64) for k, v in numeric.items()}
+
+
+def number_value(value: Any) -> float:
+    """Return one value as ``pd.to_numeric(errors="coerce")`` reads it (NaN if not)."""
+    if isinstance(value, int | float | np.integer | np.floating):
+        return float(value)  # bool is an int: True -> 1.0, as pandas reads it
+    if is_null(value):
+        return np.nan
+    # Text, Decimal and the like are rare: let pandas decide, as the frame path does.
+    out = pd.to_numeric(pd.Series([value], dtype=object), errors="coerce")
+    return float(out.iloc[0]) if out.notna().iloc[0] else np.nan
 
 
 class FeaturePipeline:
@@ -325,6 +358,122 @@ class FeaturePipeline:
             for name in hist_names:
                 columns[name] = hist[name].to_numpy(dtype=np.float32)
         return pd.DataFrame(columns, index=tasks.index)[self.feature_names_out_]
+
+    def transform_records(
+        self, records: Sequence[Mapping[str, Any]], history: Any = None
+    ) -> np.ndarray:
+        """Return the features of task records as a float32 matrix (the fast path).
+
+        Each record maps the :data:`TASK_COLUMNS` to values (one task, as the HTTP
+        service and the JEDI plugin see it). Columns follow ``feature_names_out_``;
+        a categorical feature holds its category code (0 = ``"__unknown__"``). The
+        values equal :meth:`to_matrix` of :meth:`transform` on the same tasks, but
+        one task costs tens of microseconds instead of milliseconds of pandas.
+        ``history`` is as in :meth:`transform` (a labelled history frame takes the
+        DataFrame path).
+        """
+        self._check_fitted()
+        records = self._check_records(records)
+        if isinstance(history, pd.DataFrame):
+            return self.to_matrix(self.transform(pd.DataFrame(records), history))
+        n = len(records)
+        out = np.empty((n, len(self.feature_names_out_)), dtype=np.float32)
+        codes = self._code_maps()
+        for i, record in enumerate(records):
+            framework, release = split_transhome_value(record["transhome"])
+            for j, name in enumerate(self.categorical_features_):
+                if name == "framework":
+                    value = framework
+                elif name == "release":
+                    value = release
+                else:
+                    value = text_value(record[name])
+                out[i, j] = codes[name].get(value, 0)  # type: ignore[arg-type]
+        inputs = [
+            np.array([number_value(r[c]) for r in records], dtype=np.float64)
+            for c in NUMERIC_INPUTS
+        ]
+        numeric = numeric_features(*inputs)
+        start = len(self.categorical_features_)
+        for j, name in enumerate(TASK_NUMERIC_FEATURES):
+            out[:, start + j] = numeric[name]
+        hist_names = history_feature_names(self.history_groups, self.targets)
+        if hist_names:
+            start += len(TASK_NUMERIC_FEATURES)
+            out[:, start:] = self._history_rows(records, history, hist_names)
+        return out
+
+    def _history_rows(
+        self, records: list[Mapping[str, Any]], history: Any, names: list[str]
+    ) -> np.ndarray:
+        if history is None:
+            return np.full((len(records), len(names)), np.nan)
+        if isinstance(history, RecentHistoryIndex):
+            position = {n: i for i, n in enumerate(history.feature_names)}
+            missing = [n for n in names if n not in position]
+            if missing:
+                raise FeatureSchemaError(
+                    "The history index must cover the pipeline's history features. "
+                    f"Got one without {missing} instead.",
+                    missing=missing,
+                )
+            rows = history.lookup_rows(records)
+            return rows[:, [position[n] for n in names]]
+        raise TypeError(
+            "The 'history' field must be None, a DataFrame or a RecentHistoryIndex. "
+            f"Got {type(history).__name__} instead."
+        )
+
+    @staticmethod
+    def _check_records(records: Any) -> list[Mapping[str, Any]]:
+        if isinstance(records, Mapping | str | pd.DataFrame) or not isinstance(
+            records, Sequence
+        ):
+            raise TypeError(
+                "The 'records' field must be a list of column -> value maps. "
+                f"Got {type(records).__name__} instead."
+            )
+        for i, record in enumerate(records):
+            if not isinstance(record, Mapping):
+                raise TypeError(
+                    f"The 'records' field must hold column -> value maps. Got "
+                    f"{type(record).__name__} at position {i} instead."
+                )
+            missing = [c for c in TASK_COLUMNS if c not in record]
+            if missing:
+                raise ValueError(
+                    f"Each task record must have the keys {list(TASK_COLUMNS)}. "
+                    f"Got record {i} without {missing} instead."
+                )
+        return list(records)
+
+    def _code_maps(self) -> dict[str, dict[str, int]]:
+        """Return value -> category code per categorical feature (built once)."""
+        maps = getattr(self, "_codes_cache", None)
+        if maps is None or maps[0] is not self.vocabularies_:
+            table = {
+                name: {v: i for i, v in enumerate(self.vocabularies_[name])}
+                for name in self.categorical_features_
+            }
+            maps = (self.vocabularies_, table)
+            self._codes_cache = maps
+        return maps[1]
+
+    def to_matrix(self, X: pd.DataFrame) -> np.ndarray:
+        """Return a feature frame as the float32 matrix of :meth:`transform_records`.
+
+        Categorical columns become their category codes (NULL -> 0); the frame
+        must be in the learned schema (see :meth:`check_frame`).
+        """
+        X = self.check_frame(X)
+        out = np.empty((len(X), len(self.feature_names_out_)), dtype=np.float32)
+        for j, name in enumerate(self.feature_names_out_):
+            column = X[name]
+            if name in self.dtypes_:
+                out[:, j] = np.maximum(column.cat.codes.to_numpy(), 0)
+            else:
+                out[:, j] = column.to_numpy(dtype=np.float32, na_value=np.nan)
+        return out
 
     def _history_features(
         self, tasks: pd.DataFrame, history: Any, names: list[str]

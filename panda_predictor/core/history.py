@@ -49,6 +49,35 @@ def text(series: pd.Series) -> pd.Series:
     return out.where(series.notna() & (out != ""))
 
 
+def is_null(value: Any) -> bool:
+    """Return True for None, NaN, NaT and pd.NA (a NULL cell), False otherwise."""
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return False
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # list-likes are values, not NULLs
+        return False
+
+
+def text_value(value: Any) -> str | None:
+    """Return one value as :func:`text` would: stripped string, or None for NULL."""
+    if is_null(value):
+        return None
+    out = str(value).strip()
+    return out or None
+
+
+def split_transhome_value(value: Any) -> tuple[str | None, str | None]:
+    """Return (framework, release) of one TRANSHOME as :func:`split_transhome` does."""
+    whole = text_value(value)
+    if whole is None:
+        return None, None
+    framework, _, release = whole.partition("-")
+    return text_value(framework), text_value(release)
+
+
 def split_transhome(transhome: pd.Series) -> tuple[pd.Series, pd.Series]:
     """Split TRANSHOME (``AthGeneration-24.0.1``) into framework and release.
 
@@ -83,6 +112,20 @@ def group_key(frame: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
         key = part if key is None else key + _KEY_SEP + part
     assert key is not None
     return key
+
+
+def _record_key(task: Mapping[str, Any], columns: Sequence[str]) -> str | None:
+    """Return :func:`group_key` of one task given as a map; None if a part is NULL."""
+    parts = []
+    for column in columns:
+        if column == "framework":
+            part = split_transhome_value(task.get("transhome"))[0]
+        else:
+            part = text_value(task.get(column))
+        if part is None:
+            return None
+        parts.append(part)
+    return _KEY_SEP.join(parts)
 
 
 def required_columns(groups: Iterable[str]) -> set[str]:
@@ -310,5 +353,23 @@ class RecentHistoryIndex:
 
     def lookup(self, task: Mapping[str, Any]) -> dict[str, float]:
         """Return the history features of one task given as a column -> value map."""
-        row = pd.DataFrame([{c: task.get(c) for c in required_columns(self.groups)}])
-        return {k: float(v) for k, v in self.features(row).iloc[0].items()}
+        row = self.lookup_rows([task])[0]
+        return {k: float(v) for k, v in zip(self.feature_names, row, strict=True)}
+
+    def lookup_rows(self, tasks: Sequence[Mapping[str, Any]]) -> np.ndarray:
+        """Return the history features of ``tasks`` (column -> value maps) as rows.
+
+        The serving fast path: plain dict lookups, no DataFrame, and the same values
+        as :meth:`features` gives for the same tasks (a missing key counts as NULL).
+        The columns follow :attr:`feature_names`.
+        """
+        width = len(self._defaults)
+        out = np.empty((len(tasks), width * len(self.groups)), dtype=np.float64)
+        for g, group in enumerate(self.groups):
+            table = self._tables[group]
+            columns = HISTORY_GROUPS[group]
+            for i, task in enumerate(tasks):
+                key = _record_key(task, columns)
+                row = self._defaults if key is None else table.get(key, self._defaults)
+                out[i, g * width : (g + 1) * width] = row
+        return out

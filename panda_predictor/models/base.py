@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -231,6 +232,36 @@ class ResourceClassifier:
     def predict_proba(self, X: Any) -> np.ndarray:  # pragma: no cover - abstract
         """Return the probability of each class (columns follow ``classes_``)."""
         raise NotImplementedError
+
+    def predict_proba_matrix(self, M: np.ndarray) -> np.ndarray:  # pragma: no cover
+        """Return class probabilities for a float32 code matrix (the fast path)."""
+        raise NotImplementedError
+
+    def accepts_codes(
+        self, feature_names: Sequence[str], vocabularies: Mapping[str, Sequence[str]]
+    ) -> bool:
+        """Return whether a code matrix of this schema means what ``fit`` saw.
+
+        True when the model's columns are ``feature_names`` in order and each of its
+        categorical columns has exactly the categories ``vocabularies`` gives, so a
+        category code is the code the model was trained on.
+        """
+        self._check_fitted("accepts_codes")
+        if [str(c) for c in self.feature_names_in_] != list(feature_names):
+            return False
+        return set(self.categories_) <= set(vocabularies) and all(
+            list(cats) == list(vocabularies[c]) for c, cats in self.categories_.items()
+        )
+
+    def _check_matrix(self, M: Any) -> np.ndarray:
+        """Return ``M`` as a C-contiguous float32 (n, n_features_in_) matrix."""
+        arr = np.ascontiguousarray(M, dtype=np.float32)
+        if arr.ndim != 2 or arr.shape[1] != self.n_features_in_ or len(arr) == 0:
+            raise ValueError(
+                "The 'M' argument must be a matrix with at least one row and "
+                f"{self.n_features_in_} columns. Got shape {arr.shape} instead."
+            )
+        return arr
 
     def predict(self, X: Any) -> np.ndarray:
         """Return the most probable class index of each row."""

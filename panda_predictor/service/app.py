@@ -50,7 +50,9 @@ def create_app(
     app = Flask("panda_predictor.service")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    state = ServiceState(settings, predictor_loader, refresh_seconds=model_refresh_seconds)
+    state = ServiceState(
+        settings, predictor_loader, refresh_seconds=model_refresh_seconds
+    )
     if history_refresh_seconds > 0:
         state.history = HistoryRefresher(
             lambda: _read_history(state), history_refresh_seconds

@@ -1,4 +1,4 @@
-"""JSON errors with real status codes: ``{"code": 422, "name": ..., "description": ...}``.
+"""JSON errors with real status codes: ``{"code", "name", "description"}``.
 
 Every error the service returns has this body, whether Flask raised it (404 unknown
 route, 405 wrong method, 413 body too large, 400 malformed JSON) or our code did

@@ -55,5 +55,7 @@ def create_predictions() -> ResponseReturnValue:
     results = predict_tasks(predictor, tasks_frame(definitions), history)
     for r in results:
         DECISIONS.labels(r["decision"], reason_kind(r["reason"])).inc()
-    body = PredictionsOut(predictions=results, history_features=history is not None)
+    body = PredictionsOut.model_validate(
+        {"predictions": results, "history_features": history is not None}
+    )
     return jsonify(body.model_dump())

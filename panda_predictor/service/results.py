@@ -93,7 +93,7 @@ def _predict_keeping_features(
         return seen[-1]
 
     view = copy.copy(predictor)
-    view.features = features  # type: ignore[method-assign]
+    view.features = features  # type: ignore[method-assign,assignment]
     predictions = view.predict(tasks, history)
     X = seen[-1] if seen else predictor.features(tasks, history)
     return predictions, X

@@ -12,7 +12,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from panda_predictor.taskdef import TaskDefinition, TaskDefinitionError, parse_task_definitions
+from panda_predictor.taskdef import (
+    TaskDefinition,
+    TaskDefinitionError,
+    parse_task_definitions,
+)
 
 
 def parse_prediction_request(body: Any) -> list[TaskDefinition]:
@@ -89,6 +93,6 @@ class HookOut(_Out):
     """The body of a ``POST /v1/tasks/<id>/prediction`` answer."""
 
     jediTaskID: int
-    written: bool
+    written: bool  # the values went into JEDI_TASKS (decision applied)
     outcome: Literal["applied", "kept_scouts", "moved_by_jedi", "not_written"]
     prediction: PredictionOut | None

@@ -94,11 +94,13 @@ def predict_task(task_id: int) -> ResponseReturnValue:
     for name in ("applied", "kept_scouts", "moved_by_jedi"):
         if task_id in getattr(report, name):
             outcome = name
-    body = HookOut(
-        jediTaskID=task_id,
-        written=outcome in ("applied", "kept_scouts"),
-        outcome=outcome,  # type: ignore[arg-type]
-        prediction=prediction_dict(report.predictions[0]),
+    body = HookOut.model_validate(
+        {
+            "jediTaskID": task_id,
+            "written": outcome == "applied",
+            "outcome": outcome,
+            "prediction": prediction_dict(report.predictions[0]),
+        }
     )
     return jsonify(body.model_dump())
 
