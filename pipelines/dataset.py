@@ -18,7 +18,7 @@ from panda_predictor.core.features import TASK_COLUMNS
 from panda_predictor.core.history import HISTORY_GROUPS, required_columns
 from panda_predictor.core.labels import LabelParams, labels_frame
 from panda_predictor.core.targets import TARGET_NAMES
-from panda_predictor.db.reader import iter_history
+from panda_predictor.db.reader import INPUT_TYPES, iter_history
 from panda_predictor.settings import Settings
 
 #: Columns of the labelled history frame the feature pipeline reads.
@@ -59,6 +59,28 @@ def label_chunk(
         on="jeditaskid",
         how="left",
     )
+
+
+def frames_to_history(
+    tasks: pd.DataFrame,
+    datasets: pd.DataFrame,
+    jobs: pd.DataFrame,
+    params: LabelParams = LabelParams(),
+) -> pd.DataFrame:
+    """Return what :func:`label_chunk` returns, from in-memory PanDA table frames.
+
+    Mirrors the reader's input-dataset aggregates (count, NFILES and NEVENTS sums
+    over ``input``/``pseudo_input`` datasets), so benchmarks can skip the database.
+    """
+    inputs = datasets[datasets["type"].isin(INPUT_TYPES)]
+    agg = inputs.groupby("jeditaskid").agg(
+        n_input_datasets=("datasetid", "size"),
+        nfiles_sum=("nfiles", "sum"),
+        nevents_sum=("nevents", "sum"),
+    )
+    merged = tasks.merge(agg, left_on="jeditaskid", right_index=True, how="left")
+    merged["n_input_datasets"] = merged["n_input_datasets"].fillna(0).astype("int64")
+    return label_chunk(merged, jobs, params)
 
 
 def read_labelled_history(

@@ -10,6 +10,7 @@ registry consistent.
 
 from __future__ import annotations
 
+import re
 import shutil
 from datetime import datetime
 
@@ -164,6 +165,15 @@ def test_feedback_sees_the_under_allocation_and_retraining_fixes_it(world):
     fixed = outcomes[outcomes["jeditaskid"].isin(new_release)]
     assert under(fixed) < old_under / 2
 
+    from panda_predictor.cli.report import report
+
+    shown = CliRunner().invoke(report, [], obj=world)
+    assert shown.exit_code == 0, shown.output
+    page = world.home / "reports" / "monitoring" / "index.html"
+    images = re.findall(r'<img src="([^"]+)"', page.read_text())
+    assert "confusion.png" in images and "drift.png" in images
+    assert all((page.parent / name).stat().st_size > 1000 for name in images)
+
 
 def test_a_worse_challenger_is_refused(world):
     worse = TrainingConfig(model_kinds=("xgboost",),
@@ -210,6 +220,9 @@ def test_if_drift_skips_when_nothing_drifted(world):
     outcome = run_retrain(world, config, now=datetime(2025, 7, 1))
     assert outcome.status == SKIPPED_NO_DRIFT
     assert champion_version(world).version == 1
+    # After the new release the same command retrains.
+    drifted = run_retrain(world, config, now=datetime(2025, 11, 1))
+    assert drifted.status in (PROMOTED, REFUSED) and drifted.version == 2
 
 
 def test_cli_drift_exit_code_and_retrain(world):

@@ -1,0 +1,183 @@
+"""Benchmark training: wall time and peak memory per history size, and quality.
+
+Simulated PanDA history is generated in memory (no database: the database paths
+have their own benchmark), labelled with the scout formulas, and trained with the
+production code (:func:`pipelines.train.train`), XGBoost for all four targets and,
+up to ``--keras-max`` tasks, the Keras network too. Peak memory is the process's
+maximum RSS. Figures go to stdout and to docs/performance.md.
+
+    python benchmarks/bench_training.py --sizes 100000 1000000 4000000 --keras-max 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+BEGIN, END = "<!-- bench_training:begin -->", "<!-- bench_training:end -->"
+
+
+def one_run(n_tasks: int, kinds: list[str], seed: int) -> dict:
+    """Simulate, label and train once in this process; return the figures."""
+    import pandas as pd
+
+    from panda_predictor.bins_file import load_bins
+    from pipelines.dataset import LabelledHistory, frames_to_history
+    from pipelines.simulation import SimulationConfig, simulate_history
+    from pipelines.train import TrainingConfig, train
+
+    started = time.perf_counter()
+    parts = []
+    config = SimulationConfig(n_tasks=n_tasks, seed=seed, batch_size=100_000)
+    for batch in simulate_history(config, progress=False):
+        parts.append(frames_to_history(*batch))
+    frame = pd.concat(parts, ignore_index=True)
+    frame = frame[frame[["ramcount", "cputime", "iointensity", "walltime"]]
+                  .notna().any(axis=1)]
+    frame = frame.sort_values(["creationdate", "jeditaskid"]).reset_index(drop=True)
+    history = LabelledHistory(frame)
+    prepared = time.perf_counter() - started
+    started = time.perf_counter()
+    result = train(history, load_bins(), TrainingConfig(model_kinds=tuple(kinds)))
+    trained = time.perf_counter() - started
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    quality = {}
+    for kind, res in result.kinds.items():
+        ev = res.evaluation
+        quality[kind] = {
+            "mean_accuracy": ev.mean_accuracy,
+            "exact_match": ev.exact_match_rate,
+            "at_least": {str(k): v for k, v in ev.at_least_right.items()},
+            "targets": {
+                t: {
+                    "accuracy": e.accuracy,
+                    "macro_f1": e.macro_f1,
+                    "tail_recall": float(e.recall[-1]),
+                    "under": e.under_allocation_rate,
+                    "over": e.over_allocation_rate,
+                }
+                for t, e in ev.targets.items()
+            },
+            "fit_seconds": res.fit_seconds,
+        }
+    return {
+        "tasks": n_tasks,
+        "labelled": len(frame),
+        "kinds": kinds,
+        "prepare_seconds": prepared,
+        "train_seconds": trained,
+        "peak_rss_mb": peak_mb,
+        "quality": quality,
+        "split": result.split_info,
+    }
+
+
+def run_in_subprocess(n_tasks: int, kinds: list[str], seed: int) -> dict:
+    """Run :func:`one_run` in a fresh process so peak memory is its own."""
+    cmd = [sys.executable, __file__, "--one", str(n_tasks), "--seed", str(seed),
+           "--kinds", *kinds]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def markdown(results: list[dict], command: str) -> str:
+    lines = [
+        BEGIN,
+        "## Training (benchmarks/bench_training.py)",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}; command: "
+        f"`{command}`. Simulated history generated in memory (no database), "
+        "time-ordered split 70/15/15; 'train' covers features, both model kinds "
+        "as listed, tail rules and evaluation; peak RSS is the whole process.",
+        "",
+        "| tasks | labelled | kinds | prepare s | train s | peak RSS MB |",
+        "|---:|---:|---|---:|---:|---:|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r['tasks']:,} | {r['labelled']:,} | {'+'.join(r['kinds'])} | "
+            f"{r['prepare_seconds']:.0f} | {r['train_seconds']:.0f} | "
+            f"{r['peak_rss_mb']:.0f} |"
+        )
+    lines += ["", "Fit seconds per kind (four targets):", ""]
+    for r in results:
+        fits = ", ".join(f"{k} {q['fit_seconds']:.0f} s" for k, q in r["quality"].items())
+        lines.append(f"- {r['tasks']:,} tasks: {fits}")
+    best = max(results, key=lambda r: r["tasks"] if "keras" in r["kinds"] else 0)
+    lines += ["", f"Quality on the test part at {best['tasks']:,} tasks "
+              f"({best['split']['test_rows']:,} test tasks, newest "
+              f"{best['split']['test_period']}):", "",
+              "| target | model | accuracy | macro-F1 | top-class recall | under | over |",
+              "|---|---|---:|---:|---:|---:|---:|"]
+    for kind, q in best["quality"].items():
+        for t, m in q["targets"].items():
+            lines.append(f"| {t} | {kind} | {m['accuracy']:.3f} | {m['macro_f1']:.3f}"
+                         f" | {m['tail_recall']:.3f} | {m['under']:.3f} | "
+                         f"{m['over']:.3f} |")
+    lines += ["", "| model | mean accuracy | exact match (4/4) | >=1 | >=2 | >=3 |",
+              "|---|---:|---:|---:|---:|---:|"]
+    for kind, q in best["quality"].items():
+        a = q["at_least"]
+        lines.append(f"| {kind} | {q['mean_accuracy']:.3f} | {q['exact_match']:.3f} "
+                     f"| {a.get('1', 0):.3f} | {a.get('2', 0):.3f} | "
+                     f"{a.get('3', 0):.3f} |")
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def write_section(text: str) -> None:
+    path = ROOT / "docs" / "performance.md"
+    current = path.read_text() if path.exists() else "# Performance\n"
+    if BEGIN in current:
+        head, rest = current.split(BEGIN, 1)
+        current = head + text + rest.split(END, 1)[1]
+    else:
+        current = current.rstrip() + "\n\n" + text + "\n"
+    path.write_text(current)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000])
+    parser.add_argument("--keras-max", type=int, default=1_000_000,
+                        help="Train Keras too up to this many tasks.")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--kinds", nargs="+", default=["xgboost"],
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--no-write", action="store_true",
+                        help="Print only; leave docs/performance.md alone.")
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one_run(args.one, args.kinds, args.seed), default=str))
+        return
+    results = []
+    for size in args.sizes:
+        kinds = ["xgboost", "keras"] if size <= args.keras_max else ["xgboost"]
+        print(f"training on {size:,} simulated tasks ({'+'.join(kinds)}) ...",
+              flush=True)
+        result = run_in_subprocess(size, kinds, args.seed)
+        print(json.dumps({k: v for k, v in result.items() if k != "quality"},
+                         default=str), flush=True)
+        results.append(result)
+    text = markdown(results, "python " + " ".join(sys.argv))
+    print(text)
+    if not args.no_write:
+        write_section(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+"""The records fast path predicts exactly what the DataFrame path predicts.
+
+Both model kinds, real bundles trained on the simulated history, many tasks plus the
+awkward ones: NULLs, unseen categories, blank text, zero or negative counts, text
+numbers, keys missing from the recent history, and no history at all.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from datetime import datetime
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from panda_predictor.core.features import TASK_COLUMNS
+from panda_predictor.core.history import RecentHistoryIndex
+from panda_predictor.serving.bundle import load_bundle
+from panda_predictor.serving.predictor import FAST_PATH_MAX_ROWS, Predictor
+
+NOW = datetime(2026, 1, 1)
+
+
+@pytest.fixture(scope="module")
+def xgb_predictor(trained_bundle_dir) -> Predictor:
+    return Predictor(load_bundle(trained_bundle_dir), "panda-predictor", "1")
+
+
+@pytest.fixture(scope="module")
+def keras_predictor(labelled_history) -> Predictor:
+    from panda_predictor.bins_file import load_bins
+    from pipelines.train import TrainingConfig, train
+
+    config = TrainingConfig(model_kinds=("keras",), keras={"epochs": 2})
+    result = train(labelled_history, load_bins(), config)
+    return Predictor(result.bundle, "panda-predictor", "2")
+
+
+@pytest.fixture(params=["xgboost", "keras"])
+def predictor(request) -> Predictor:
+    names = {"xgboost": "xgb_predictor", "keras": "keras_predictor"}
+    return request.getfixturevalue(names[request.param])
+
+
+@pytest.fixture(scope="module")
+def history_index(labelled_history) -> RecentHistoryIndex:
+    """Return the recent history as of the middle of the simulated period."""
+    frame = labelled_history.history
+    as_of = frame["labels_known_at"].iloc[len(frame) // 2]
+    return RecentHistoryIndex.from_frame(frame, as_of=as_of)
+
+
+def awkward_records(base: dict) -> list[dict]:
+    """Return variants of one task record with NULLs, unseen values and odd counts."""
+    variants = [
+        {"processingtype": None, "transhome": None, "transpath": None},
+        {"processingtype": float("nan"), "campaign": np.nan, "username": None},
+        {"transhome": "NoSuchFramework-99.9.9", "transpath": "NoSuch_tf.py"},
+        {"transhome": "AthGeneration", "architecture": "  "},
+        {"transhome": " Athena - 24.0.1 ", "workinggroup": ""},
+        {"transhome": "-24.0.1", "tasktype": "__unknown__"},
+        {"corecount": 0, "nfiles_sum": 0, "nevents_sum": 0, "n_input_datasets": 0},
+        {"corecount": -1, "nfiles_sum": -5, "nevents_sum": None},
+        {"corecount": None, "nfiles_sum": None, "nevents_sum": None,
+         "n_input_datasets": None},
+        {"corecount": "8", "nfiles_sum": "12", "nevents_sum": "not a number"},
+        {"corecount": 8.0, "nfiles_sum": 3, "nevents_sum": 1e12},
+        {"username": "nobody-seen-before", "processingtype": "brand_new"},
+    ]
+    return [{**base, **v, "jeditaskid": base["jeditaskid"] + i + 1}
+            for i, v in enumerate(variants)]
+
+
+@pytest.fixture(scope="module")
+def records(labelled_history) -> list[dict]:
+    """Return 300 simulated tasks spread over the period, then the awkward ones."""
+    tasks = labelled_history.tasks
+    picks = np.linspace(0, len(tasks) - 1, 300).astype(int)
+    sample = tasks.iloc[picks].to_dict("records")
+    return sample + awkward_records(sample[-1])
+
+
+def frame_path(predictor: Predictor, frame: pd.DataFrame, history) -> dict:
+    """Return per target (probabilities, chosen classes) of the DataFrame path."""
+    proba, chosen, _ = predictor.classify(frame, history)
+    return {t: (proba[t], chosen[t]) for t in proba}
+
+
+@pytest.mark.parametrize("with_history", [True, False], ids=["index", "no-history"])
+def test_records_features_equal_frame_features(
+    xgb_predictor, records, history_index, with_history
+):
+    features = xgb_predictor.bundle.features
+    history = history_index if with_history else None
+    frame = pd.DataFrame(records)
+    expected = features.to_matrix(features.transform(frame, history))
+    got = features.transform_records(records, history)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, expected)
+    if with_history:  # the history columns are not all NaN: the test means something
+        assert np.isfinite(got[:, -1]).sum() > 100
+
+
+def test_history_lookup_rows_equal_frame_lookup(history_index, records):
+    frame = pd.DataFrame(records)
+    expected = history_index.features(frame).to_numpy()
+    np.testing.assert_array_equal(history_index.lookup_rows(records), expected)
+    one = history_index.lookup(records[5])
+    assert list(one) == history_index.feature_names
+    np.testing.assert_array_equal(list(one.values()), expected[5])
+
+
+@pytest.mark.parametrize("with_history", [True, False], ids=["index", "no-history"])
+def test_records_predictions_equal_frame_predictions(
+    predictor, records, history_index, with_history
+):
+    history = history_index if with_history else None
+    frame = pd.DataFrame(records)
+    assert len(frame) > FAST_PATH_MAX_ROWS  # so predict() takes the DataFrame path
+    by_frame = predictor.predict(frame, history, now=NOW)
+    by_records = predictor.predict_records(records, history, now=NOW)
+    assert by_records == by_frame  # classes, decisions, reasons, rounded probabilities
+    raw = frame_path(predictor, frame, history)
+    M = predictor.bundle.features.transform_records(records, history)
+    for target, model in predictor.bundle.models.items():
+        proba, chosen = raw[target]
+        fast = model.predict_proba_matrix(M)
+        np.testing.assert_allclose(fast, proba, rtol=0, atol=1e-6)
+        np.testing.assert_array_equal(
+            predictor.bundle.tail_rules[target].predict(fast), chosen
+        )
+    decisions = {p.decision for p in by_records}
+    assert len(by_records) == len(records) and decisions <= {"applied", "kept_scouts"}
+
+
+def test_one_task_at_a_time_equals_the_batch(predictor, records, history_index):
+    batch = predictor.predict_records(records, history_index, now=NOW)
+    for i in (0, 150, 299, *range(300, len(records))):
+        one = predictor.predict_records([records[i]], history_index, now=NOW)
+        assert len(one) == 1
+        for target, pred in one[0].targets.items():
+            expected = batch[i].targets[target]
+            assert pred.class_index == expected.class_index
+            assert math.isclose(pred.confidence, expected.confidence, abs_tol=1e-6)
+        assert one[0].decision == batch[i].decision
+
+
+def test_small_frames_take_the_records_route_with_the_same_result(
+    xgb_predictor, records, history_index
+):
+    frame = pd.DataFrame(records[:5])
+    frame["extra_column"] = "ignored"
+    got = xgb_predictor.predict(frame, history_index, now=NOW)
+    assert got == xgb_predictor.predict_records(records[:5], history_index, now=NOW)
+    proba, chosen, _ = xgb_predictor.classify(frame, history_index)
+    assert [p.targets["ramcount"].class_index for p in got] == list(chosen["ramcount"])
+
+
+def test_unseen_task_outside_the_domain_keeps_its_scouts(xgb_predictor, records):
+    record = {**records[0], "transpath": "NoSuch_tf.py", "transhome": "Nope-1.0"}
+    (pred,) = xgb_predictor.predict_records([record], None, now=NOW)
+    assert pred.decision == "kept_scouts"
+    assert pred.reason.startswith("outside training domain")
+
+
+def test_models_that_do_not_take_codes_fall_back_to_frames(
+    xgb_predictor, records, history_index
+):
+    features = copy.copy(xgb_predictor.bundle.features)
+    vocab = {k: list(v) for k, v in features.vocabularies_.items()}
+    vocab["release"] = [*vocab["release"], "0.0.0-extra"]
+    features._set_schema(vocab)
+    bundle = dataclasses.replace(xgb_predictor.bundle, features=features)
+    fallback = Predictor(bundle, "panda-predictor", "1")
+    assert fallback._matrix_fn is None
+    got = fallback.predict_records(records[:40], history_index, now=NOW)
+    assert got == xgb_predictor.predict_records(records[:40], history_index, now=NOW)
+
+
+def test_empty_records_give_no_predictions(xgb_predictor):
+    assert xgb_predictor.predict_records([], None) == []
+
+
+@pytest.mark.parametrize(
+    ("records_arg", "error", "match"),
+    [
+        ({"jeditaskid": 1}, TypeError, "must be a list of column -> value maps"),
+        ("task", TypeError, "must be a list of column -> value maps"),
+        ([("jeditaskid", 1)], TypeError, "Got tuple at position 0"),
+        ([{"jeditaskid": 1}], ValueError, "without \\['creationdate'"),
+    ],
+    ids=["dict", "string", "tuple-record", "missing-keys"],
+)
+def test_bad_records_are_refused(xgb_predictor, records_arg, error, match):
+    with pytest.raises(error, match=match):
+        xgb_predictor.predict_records(records_arg, None)
+
+
+@pytest.mark.parametrize(
+    ("shape", "match"),
+    [((0, None), "at least one row"), ((2, 3), "Got shape \\(2, 3\\)")],
+    ids=["no-rows", "wrong-width"],
+)
+def test_bad_matrix_is_refused(predictor, shape, match):
+    model = predictor.bundle.models["ramcount"]
+    width = model.n_features_in_ if shape[1] is None else shape[1]
+    with pytest.raises(ValueError, match=match):
+        model.predict_proba_matrix(np.zeros((shape[0], width), np.float32))
+
+
+def test_history_frame_goes_through_the_training_path(
+    xgb_predictor, labelled_history, records
+):
+    features = xgb_predictor.bundle.features
+    history = labelled_history.history
+    got = features.transform_records(records[:50], history)
+    expected = features.to_matrix(features.transform(pd.DataFrame(records[:50]), history))
+    np.testing.assert_array_equal(got, expected)
+    assert set(TASK_COLUMNS) <= set(records[0])
