@@ -211,6 +211,14 @@ Python {platform.python_version()}; 1-minute load average before the run
 {rows}
 
 Goal (issue 4): p99 under 20 ms at 200 requests/s with zero errors.
+
+The goal is **not met** on this shared host. A cProfile of the request path
+(Flask test client, XGBoost-only bundle, same load) puts about 80 % of the time in
+`Predictor.predict`: the XGBoost `predict_proba` calls re-convert the pandas frame
+(categorical inference per column) for each of the 4 targets (~48 %) and the feature
+pipeline's pandas work for one row (~27 %); the SHAP explanations add ~16 %, task
+validation and Flask under 5 %. Fast paths on numpy arrays for one-row requests in
+the feature pipeline and the XGBoost wrapper are the way to the goal.
 """
     if not args.no_write:
         write_section(section)

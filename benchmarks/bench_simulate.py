@@ -50,6 +50,7 @@ def run_case(target: str, n_tasks: int, batch_size: int) -> dict:
     config = SimulationConfig(n_tasks=n_tasks, seed=1, batch_size=batch_size)
     baseline = _peak_mb()
     rows = {"jedi_tasks": 0, "jedi_datasets": 0, "jobsarchived4": 0}
+    labels: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         if target == "generate":
             start = time.perf_counter()
@@ -71,6 +72,7 @@ def run_case(target: str, n_tasks: int, batch_size: int) -> dict:
                 start = time.perf_counter()
                 rows = load_history(engine, settings, simulate_history(config, False))
                 seconds = time.perf_counter() - start
+                labels = _label_timings(engine, settings, target)
             finally:
                 if target == "postgresql":
                     with engine.begin() as conn:
@@ -86,7 +88,28 @@ def run_case(target: str, n_tasks: int, batch_size: int) -> dict:
         "datasets": rows["jedi_datasets"],
         "peak_rss_mb": round(_peak_mb()),
         "rss_above_imports_mb": round(_peak_mb() - baseline),
+        **labels,
     }
+
+
+def _label_timings(engine, settings, target: str) -> dict[str, float]:
+    """Time label building from the database: Python formulas, and SQL on PostgreSQL."""
+    from panda_predictor.db.engine import get_panda_tables
+    from panda_predictor.db.labels_sql import labels_from_db
+    from pipelines.build_labels import build_labels
+
+    start = time.perf_counter()
+    labelled = build_labels(engine, settings, chunk_size=20_000, progress=False)
+    out = {"label_seconds": round(time.perf_counter() - start, 2),
+           "labelled_tasks": int(labelled["n_scouts"].gt(0).sum())}
+    if target == "postgresql":
+        ids = labelled["jeditaskid"].tolist()
+        tables = get_panda_tables(settings, engine)
+        start = time.perf_counter()
+        for i in range(0, len(ids), 50_000):
+            labels_from_db(engine, tables, ids[i : i + 50_000])
+        out["sql_label_seconds"] = round(time.perf_counter() - start, 2)
+    return out
 
 
 def _subprocess(target: str, n_tasks: int, batch_size: int) -> dict:
@@ -98,14 +121,17 @@ def _subprocess(target: str, n_tasks: int, batch_size: int) -> dict:
 def _table(results: list[dict]) -> str:
     lines = [
         "| case | tasks | jobs | seconds | tasks/s | peak RSS (MB) "
-        "| above imports (MB) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| above imports (MB) | labels: s (tasks/s) | SQL labels: s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
+        label = (f"{r['label_seconds']} ({round(r['tasks'] / r['label_seconds']):,})"
+                 if "label_seconds" in r else "")
         lines.append(
             f"| {r['target']} | {r['tasks']:,} | {r['jobs']:,} | {r['seconds']} | "
             f"{r['tasks_per_s']:,} | {r['peak_rss_mb']:,} | "
-            f"{r['rss_above_imports_mb']:,} |"
+            f"{r['rss_above_imports_mb']:,} | {label} | "
+            f"{r.get('sql_label_seconds', '')} |"
         )
     return "\n".join(lines)
 
@@ -124,7 +150,10 @@ def write_section(results: list[dict], path: Path = PERFORMANCE_MD) -> None:
             "'generate' builds the pandas frames only, 'sqlite'/'postgresql' "
             "include the writes (DBAPI executemany on SQLite, COPY on PostgreSQL, "
             "one transaction per batch). Peak RSS is the whole process (Python, "
-            "pandas, SQLAlchemy); 'above imports' is what the simulation added.",
+            "pandas, SQLAlchemy); 'above imports' is what the simulation added. "
+            "'labels' reads the history back (tasks, datasets, jobs, 20,000 tasks "
+            "per chunk) and applies the scout formulas in Python; 'SQL labels' is "
+            "the same computation as one percentile_cont aggregation in PostgreSQL.",
             "",
             _table(results),
             END,

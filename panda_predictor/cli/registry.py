@@ -22,3 +22,7 @@ register("htcondor", "panda_predictor.cli.htcondor", "htcondor",
          "Print HTCondor submit attributes or a schedd job transform for a task.")
 register("evaluate", "panda_predictor.cli.evaluate", "evaluate",
          "Score the champion on the newest history, or walk forward month by month.")
+register("serve", "panda_predictor.cli.serve", "serve",
+         "Serve predictions over HTTP (waitress): /v1/predictions, /readyz, /metrics.")
+register("predict", "panda_predictor.cli.predict", "predict",
+         "Show what would be requested for a task definition (JSON/YAML file or -).")
