@@ -1,4 +1,4 @@
-"""Runner of the drift check: recent tasks and feedback against the champion's reference.
+"""Runner of the drift check: recent tasks and feedback vs the champion's reference.
 
 Reads the tasks created in a window and the feedback outcomes of a sliding window,
 compares them with the ``reference.json`` profile stored in the champion bundle
@@ -43,22 +43,35 @@ MONITORING_EXPERIMENT = "panda-predictor-monitoring"
 #: Exit code of ``panda-predictor drift`` when drift is detected.
 DRIFT_EXIT_CODE = 3
 
-DRIFT_PSI = Gauge("panda_predictor_drift_psi",
-                  "PSI of a task feature, recent tasks vs the champion's reference.",
-                  ["feature"])
-DRIFT_UNSEEN = Gauge("panda_predictor_drift_unseen_share",
-                     "Share of recent tasks with a category unseen in training.",
-                     ["feature"])
-DRIFT_CLASS_PSI = Gauge("panda_predictor_drift_class_psi",
-                        "PSI of the predicted classes of a target vs the test data.",
-                        ["target"])
-FEEDBACK_UNDER = Gauge("panda_predictor_feedback_under_allocation",
-                       "Feedback under-allocation rate of a target (sliding window).",
-                       ["target"])
-FEEDBACK_ACCURACY = Gauge("panda_predictor_feedback_accuracy",
-                          "Feedback accuracy of a target (sliding window).", ["target"])
-DRIFT_DETECTED = Gauge("panda_predictor_drift_detected",
-                       "1 if the last drift check detected drift, else 0.")
+DRIFT_PSI = Gauge(
+    "panda_predictor_drift_psi",
+    "PSI of a task feature, recent tasks vs the champion's reference.",
+    ["feature"],
+)
+DRIFT_UNSEEN = Gauge(
+    "panda_predictor_drift_unseen_share",
+    "Share of recent tasks with a category unseen in training.",
+    ["feature"],
+)
+DRIFT_CLASS_PSI = Gauge(
+    "panda_predictor_drift_class_psi",
+    "PSI of the predicted classes of a target vs the test data.",
+    ["target"],
+)
+FEEDBACK_UNDER = Gauge(
+    "panda_predictor_feedback_under_allocation",
+    "Feedback under-allocation rate of a target (sliding window).",
+    ["target"],
+)
+FEEDBACK_ACCURACY = Gauge(
+    "panda_predictor_feedback_accuracy",
+    "Feedback accuracy of a target (sliding window).",
+    ["target"],
+)
+DRIFT_DETECTED = Gauge(
+    "panda_predictor_drift_detected",
+    "1 if the last drift check detected drift, else 0.",
+)
 
 
 def build_reference(history: Any, result: Any) -> dict[str, Any]:
@@ -68,7 +81,9 @@ def build_reference(history: Any, result: Any) -> dict[str, Any]:
     tested on (so releases that appeared late in the window count as seen), and the
     distribution of the classes the served models chose on the test tasks.
     """
-    predicted = {t: result.kinds[k].test_pred[t] for t, k in result.served_kinds.items()}
+    predicted = {
+        t: result.kinds[k].test_pred[t] for t, k in result.served_kinds.items()
+    }
     n_classes = {t: result.bundle.bins[t].n_classes for t in predicted}
     profile = build_profile(history.tasks, predicted, n_classes)
     profile["period"] = result.split_info.get("train_period", "")
@@ -81,7 +96,8 @@ def thresholds_from(settings: Settings) -> DriftThresholds:
         psi=float(getattr(settings, "drift_psi_threshold", 0.2)),
         unseen_share=float(getattr(settings, "drift_unseen_share_threshold", 0.10)),
         under_allocation_factor=float(
-            getattr(settings, "drift_under_allocation_factor", 2.0)),
+            getattr(settings, "drift_under_allocation_factor", 2.0)
+        ),
         accuracy_drop=float(getattr(settings, "drift_accuracy_drop", 0.15)),
         min_tasks=int(getattr(settings, "drift_min_tasks", 50)),
     )
@@ -119,8 +135,10 @@ def _log_mlflow(settings: Settings, run: DriftRun) -> str:
     from model_registry.tracking import log_metrics, start_training_run
 
     result = run.result
-    metrics: dict[str, float] = {"drifted": float(result.drifted),
-                                 "n_tasks": float(result.n_tasks)}
+    metrics: dict[str, float] = {
+        "drifted": float(result.drifted),
+        "n_tasks": float(result.n_tasks),
+    }
     for f in result.features:
         metrics[f"psi.{f.feature}"] = f.psi
         metrics[f"unseen.{f.feature}"] = f.unseen_share
@@ -129,10 +147,14 @@ def _log_mlflow(settings: Settings, run: DriftRun) -> str:
         if p.n:
             metrics[f"feedback.{p.target}.accuracy"] = p.accuracy
             metrics[f"feedback.{p.target}.under_allocation"] = p.under_allocation
-    tags = {"model_version": str(run.model_version), "drifted": str(result.drifted),
-            "window": f"{run.since:%Y-%m-%d}..{run.until:%Y-%m-%d}"}
-    with start_training_run(settings, MONITORING_EXPERIMENT,
-                            run_name=f"drift-{run.until:%Y%m%d}", tags=tags) as active:
+    tags = {
+        "model_version": str(run.model_version),
+        "drifted": str(result.drifted),
+        "window": f"{run.since:%Y-%m-%d}..{run.until:%Y-%m-%d}",
+    }
+    with start_training_run(
+        settings, MONITORING_EXPERIMENT, run_name=f"drift-{run.until:%Y%m%d}", tags=tags
+    ) as active:
         log_metrics({k: v for k, v in metrics.items() if np.isfinite(v)})
         mlflow.log_dict(result.to_dict(), "drift.json")
         return str(active.info.run_id)
@@ -188,16 +210,23 @@ def check_drift(
     engine = make_engine(settings)
     try:
         tasks = read_created_tasks(engine, settings, since, until)
-        outcomes = read_outcomes(engine, settings, until - timedelta(days=feedback_days),
-                                 until)
-        result = DriftResult(n_tasks=len(tasks), class_psi_limit=thresholds.psi,
-                             enough_tasks=len(tasks) >= thresholds.min_tasks)
+        outcomes = read_outcomes(
+            engine, settings, until - timedelta(days=feedback_days), until
+        )
+        result = DriftResult(
+            n_tasks=len(tasks),
+            class_psi_limit=thresholds.psi,
+            enough_tasks=len(tasks) >= thresholds.min_tasks,
+        )
         if len(tasks):
-            result.features = feature_drift(profile, tasks, thresholds, important,
-                                            unseen)
+            result.features = feature_drift(
+                profile, tasks, thresholds, important, unseen
+            )
             if classify:
                 bundle = load_bundle(champion.path)
-                predictor = Predictor(bundle, settings.model_name, str(champion.version))
+                predictor = Predictor(
+                    bundle, settings.model_name, str(champion.version)
+                )
                 history = read_recent_history(engine, settings, now=until)
                 _, chosen, _ = predictor.classify(tasks, history)
                 result.classes = class_drift(profile, chosen)
@@ -205,10 +234,13 @@ def check_drift(
         engine.dispose()
     if not outcomes.empty:
         outcomes = outcomes[outcomes["model_version"] == str(champion.version)]
-    from model_registry.registry import get_version
-
-    test_metrics = get_version(settings, champion.version).metrics
-    scores = {t: target_scores(outcomes, t) for t in TARGET_NAMES} if len(outcomes) else {}
+    # The bundle's own manifest holds its test figures: no registry call needed,
+    # so the check also works from the cached champion when MLflow is down.
+    manifest = json.loads((champion.path / "bundle.json").read_text())
+    test_metrics = dict(manifest.get("metrics", {}))
+    scores = (
+        {t: target_scores(outcomes, t) for t in TARGET_NAMES} if len(outcomes) else {}
+    )
     result.performance = performance_drift(scores, test_metrics, thresholds)
     _publish_gauges(result)
     out_dir = settings.home / "monitoring"
@@ -218,10 +250,26 @@ def check_drift(
     if record:
         run.run_id = _log_mlflow(settings, run)
         out_dir.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(
-            {"since": since.isoformat(), "until": until.isoformat(),
-             "model_version": champion.version, "mlflow_run": run.run_id,
-             **result.to_dict()}, indent=1, default=float))
-    log.info("drift check %s..%s on version %s: %d tasks, drifted=%s %s", since,
-             until, champion.version, result.n_tasks, result.drifted, result.reasons)
+        json_path.write_text(
+            json.dumps(
+                {
+                    "since": since.isoformat(),
+                    "until": until.isoformat(),
+                    "model_version": champion.version,
+                    "mlflow_run": run.run_id,
+                    **result.to_dict(),
+                },
+                indent=1,
+                default=float,
+            )
+        )
+    log.info(
+        "drift check %s..%s on version %s: %d tasks, drifted=%s %s",
+        since,
+        until,
+        champion.version,
+        result.n_tasks,
+        result.drifted,
+        result.reasons,
+    )
     return run

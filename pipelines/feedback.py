@@ -1,9 +1,10 @@
 """Runner of the feedback loop: fill ``pp_task_outcome`` from JOBSARCHIVED4.
 
 For the audited tasks predicted in a window, reads their task rows and job records,
-computes the truth and job outcomes with :func:`panda_predictor.core.feedback.task_outcomes`
-and replaces their outcome rows, chunk by chunk (one transaction per chunk, so a
-killed run loses at most a chunk and a rerun simply rewrites it).
+computes the truth and job outcomes with
+:func:`panda_predictor.core.feedback.task_outcomes` and replaces their outcome
+rows, chunk by chunk (one transaction per chunk, so a killed run loses at most a
+chunk and a rerun simply rewrites it).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def run_feedback(
     settings: Settings,
     since: datetime | None = None,
     until: datetime | None = None,
-    params: OutcomeParams = OutcomeParams(),
+    params: OutcomeParams | None = None,
     bins: BinSet | None = None,
     chunk_size: int = 2000,
     now: datetime | None = None,
@@ -65,6 +66,7 @@ def run_feedback(
     now:
         Time stamp of ``evaluated_at`` (tests).
     """
+    params = params or OutcomeParams()
     bins = bins or bins_from_settings(settings)
     stamp = now or datetime.now(UTC).replace(tzinfo=None)
     engine = make_engine(settings)
@@ -83,8 +85,12 @@ def run_feedback(
                     continue
                 outcomes["evaluated_at"] = stamp
                 written += upsert_outcomes(conn, settings, outcomes)
-            log.info("feedback: %d outcome rows for jediTaskID=%d..%d", len(outcomes),
-                     ids[0], ids[-1])
+            log.info(
+                "feedback: %d outcome rows for jediTaskID=%d..%d",
+                len(outcomes),
+                ids[0],
+                ids[-1],
+            )
         frame = read_outcomes(engine, settings, since, until)
     finally:
         engine.dispose()

@@ -57,14 +57,18 @@ def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
 
 def _page(title: str, sections: Sequence[str]) -> str:
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head>"
-            f"<body><h1>{html.escape(title)}</h1><p>Generated {stamp}.</p>"
-            + "\n".join(sections) + "</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head>"
+        f"<body><h1>{html.escape(title)}</h1><p>Generated {stamp}.</p>"
+        + "\n".join(sections)
+        + "</body></html>\n"
+    )
 
 
-def _metric_bars(folder: Path, challenger: Mapping[str, float],
-                 champion: Mapping[str, float] | None) -> str:
+def _metric_bars(
+    folder: Path, challenger: Mapping[str, float], champion: Mapping[str, float] | None
+) -> str:
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
     x = np.arange(len(TARGET_NAMES))
     for ax, metric in zip(axes, ("accuracy", "under_allocation"), strict=True):
@@ -87,13 +91,23 @@ def write_retrain_summary(folder: Path, outcome: Any) -> Path:
     for t in TARGET_NAMES:
         for m in ("accuracy", "macro_f1", "tail_recall", "under_allocation"):
             key = f"{t}.{m}"
-            rows.append({"metric": key, "challenger": new.get(key, np.nan),
-                         "champion": (old or {}).get(key, np.nan)})
-    rows.append({"metric": "mean_accuracy", "challenger": new.get("mean_accuracy", np.nan),
-                 "champion": (old or {}).get("mean_accuracy", np.nan)})
+            rows.append(
+                {
+                    "metric": key,
+                    "challenger": new.get(key, np.nan),
+                    "champion": (old or {}).get(key, np.nan),
+                }
+            )
+    rows.append(
+        {
+            "metric": "mean_accuracy",
+            "challenger": new.get("mean_accuracy", np.nan),
+            "champion": (old or {}).get("mean_accuracy", np.nan),
+        }
+    )
     css = "ok" if outcome.status == "promoted" else "bad"
     sections = [
-        f"<p>Decision: <span class=\"{css}\">{html.escape(outcome.status)}</span> "
+        f'<p>Decision: <span class="{css}">{html.escape(outcome.status)}</span> '
         f"&mdash; {html.escape(outcome.reason)}</p>",
         f"<p>History window {outcome.since:%Y-%m-%d} .. {outcome.until:%Y-%m-%d}; "
         f"new version {outcome.version}; champion before: "
@@ -131,8 +145,11 @@ def _drift_plot(folder: Path, drift: Mapping[str, Any]) -> str:
     feats = drift.get("features", [])
     fig, ax = plt.subplots(figsize=(10, 3.5))
     names = [f["feature"] for f in feats]
-    ax.bar(names, [f["psi"] for f in feats],
-           color=["#b00" if f["drifted"] else "#48c" for f in feats])
+    ax.bar(
+        names,
+        [f["psi"] for f in feats],
+        color=["#b00" if f["drifted"] else "#48c" for f in feats],
+    )
     ax.axhline(0.2, color="k", linestyle="--", linewidth=1)
     ax.set_title("PSI per feature (recent tasks vs champion's reference)")
     ax.tick_params(axis="x", rotation=30)
@@ -198,13 +215,16 @@ def write_monitoring_report(
     else:
         verdict = "drift detected" if drift["drifted"] else "no drift"
         sections.append(
-            f"<p class=\"{'bad' if drift['drifted'] else 'ok'}\">{verdict}</p><p>"
+            f'<p class="{"bad" if drift["drifted"] else "ok"}">{verdict}</p><p>'
             f"Window {html.escape(str(drift['since']))} .. "
             f"{html.escape(str(drift['until']))}, {drift['n_tasks']} tasks; "
-            + html.escape("; ".join(drift["reasons"])) + "</p>")
+            + html.escape("; ".join(drift["reasons"]))
+            + "</p>"
+        )
         sections.append(_drift_plot(folder, drift))
-    sections.append(f"<h2>Confusion matrices of the champion (version "
-                    f"{champion_version})</h2>")
+    sections.append(
+        f"<h2>Confusion matrices of the champion (version {champion_version})</h2>"
+    )
     mine = outcomes
     if champion_version is not None and not outcomes.empty:
         mine = outcomes[outcomes["model_version"] == str(champion_version)]
@@ -214,8 +234,11 @@ def write_monitoring_report(
         sections.append(_confusions(folder, mine))
     sections.append("<h2>Last retraining decisions</h2>")
     cols = ["until", "status", "version", "champion_version", "reason"]
-    sections.append(_table(list(reversed(decisions)), cols) if decisions
-                    else "<p>No retraining yet.</p>")
+    sections.append(
+        _table(list(reversed(decisions)), cols)
+        if decisions
+        else "<p>No retraining yet.</p>"
+    )
     path = folder / "index.html"
     path.write_text(_page("panda-predictor monitoring report", sections))
     return path

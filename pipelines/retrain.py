@@ -107,8 +107,11 @@ class RetrainOutcome:
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready record (the decision log line)."""
         out = asdict(self)
-        out.update(since=self.since.isoformat(), until=self.until.isoformat(),
-                   report=str(self.report) if self.report else None)
+        out.update(
+            since=self.since.isoformat(),
+            until=self.until.isoformat(),
+            report=str(self.report) if self.report else None,
+        )
         return out
 
 
@@ -120,7 +123,10 @@ def month_window(now: datetime, months: int) -> tuple[datetime, datetime]:
 
 
 def fingerprint(
-    since: datetime, until: datetime, history: LabelledHistory, config: RetrainConfig,
+    since: datetime,
+    until: datetime,
+    history: LabelledHistory,
+    config: RetrainConfig,
     bins: BinSet,
 ) -> str:
     """Return a short hash of window, data, parameters, bins and code version."""
@@ -159,8 +165,9 @@ def completed_version(settings: Settings, fp: str) -> int | None:
     return None
 
 
-def _bins_for(settings: Settings, history: LabelledHistory, config: RetrainConfig,
-              until: datetime) -> BinSet:
+def _bins_for(
+    settings: Settings, history: LabelledHistory, config: RetrainConfig, until: datetime
+) -> BinSet:
     configured = bins_from_settings(settings)
     if not config.refit_bins:
         return configured
@@ -174,8 +181,14 @@ def _record(settings: Settings, outcome: RetrainOutcome) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     with (folder / DECISIONS_FILE).open("a") as fh:
         fh.write(json.dumps(outcome.to_dict(), default=str) + "\n")
-    log.info("retrain %s..%s: %s (version %s) %s", outcome.since.date(),
-             outcome.until.date(), outcome.status, outcome.version, outcome.reason)
+    log.info(
+        "retrain %s..%s: %s (version %s) %s",
+        outcome.since.date(),
+        outcome.until.date(),
+        outcome.status,
+        outcome.version,
+        outcome.reason,
+    )
 
 
 def read_decisions(settings: Settings, last: int = 20) -> list[dict[str, Any]]:
@@ -253,8 +266,9 @@ def run_retrain(
             return outcome
     engine = make_engine(settings)
     try:
-        history = read_labelled_history(engine, settings, progress=progress,
-                                        since=since, until=until)
+        history = read_labelled_history(
+            engine, settings, progress=progress, since=since, until=until
+        )
     finally:
         engine.dispose()
     bins = _bins_for(settings, history, config, until)
@@ -262,29 +276,55 @@ def run_retrain(
     existing = completed_version(settings, fp)
     if existing is not None:
         outcome = RetrainOutcome(
-            SKIPPED_DUPLICATE, since, until, fp, existing,
+            SKIPPED_DUPLICATE,
+            since,
+            until,
+            fp,
+            existing,
             reason=f"version {existing} was trained on the same window, data, "
-            "parameters and code")
+            "parameters and code",
+        )
         _record(settings, outcome)
         return outcome
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    report_dir = report_dir or settings.home / "reports" / f"retrain-{until:%Y%m}-{stamp}"
+    report_dir = (
+        report_dir or settings.home / "reports" / f"retrain-{until:%Y%m}-{stamp}"
+    )
     summary = run_training(
-        settings, config.training, progress=progress, report_dir=report_dir,
-        since=since, until=until, bins=bins, history=history,
+        settings,
+        config.training,
+        progress=progress,
+        report_dir=report_dir,
+        since=since,
+        until=until,
+        bins=bins,
+        history=history,
         gate_thresholds=config.gate,
-        version_tags={FINGERPRINT_TAG: fp, STATUS_TAG: "registered",
-                      WINDOW_TAG: f"{since:%Y-%m}..{until:%Y-%m}"},
+        version_tags={
+            FINGERPRINT_TAG: fp,
+            STATUS_TAG: "registered",
+            WINDOW_TAG: f"{since:%Y-%m}..{until:%Y-%m}",
+        },
     )
     gate = summary.gate
     outcome = RetrainOutcome(
-        PROMOTED if gate.promoted else REFUSED, since, until, fp,
-        summary.version.version, gate.champion_version, gate.reason,
-        dict(summary.metrics), summary.champion_metrics, report_dir, summary.run_id)
+        PROMOTED if gate.promoted else REFUSED,
+        since,
+        until,
+        fp,
+        summary.version.version,
+        gate.champion_version,
+        gate.reason,
+        dict(summary.metrics),
+        summary.champion_metrics,
+        report_dir,
+        summary.run_id,
+    )
     from model_registry.tracking import mlflow_client
 
     mlflow_client(settings).set_model_version_tag(
-        settings.model_name, str(outcome.version), STATUS_TAG, "complete")
+        settings.model_name, str(outcome.version), STATUS_TAG, "complete"
+    )
     _log_comparison(settings, outcome)
     outcome = replace(outcome, report=write_retrain_summary(report_dir, outcome))
     _record(settings, outcome)

@@ -23,10 +23,10 @@ from model_registry.gate import GateDecision, GateThresholds, promote_if_not_wor
 from model_registry.registry import ModelVersionInfo, register_bundle
 from model_registry.tracking import (
     log_feature_schema,
-    mlflow_client,
     log_metrics,
     log_params,
     log_report_dir,
+    mlflow_client,
     start_training_run,
 )
 from panda_predictor.bins_file import bins_from_settings

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+
+from panda_predictor.db.migrations import expected_version
 import sqlalchemy as sa
 from click.testing import CliRunner
 
@@ -29,18 +31,19 @@ def run(db_target, tmp_path):
 def test_init_upgrade_check(run, settings):
     first = run("init", "--with-panda-tables")
     assert first.exit_code == 0, first.output
-    assert "plugin at version 1, panda at version 1" in first.output
+    plugin = expected_version("sqlite", "plugin")
+    assert f"plugin at version {plugin}, panda at version 1" in first.output
     again = run("init", "--with-panda-tables")
     assert again.exit_code == 0, again.output
     upgraded = run("upgrade")
     assert upgraded.exit_code == 0, upgraded.output
-    assert "plugin: version 1 (already current)" in upgraded.output
+    assert f"plugin: version {plugin} (already current)" in upgraded.output
     checked = run("check")
     assert checked.exit_code == 0, checked.output
     assert "is ready" in checked.output
     engine = make_engine(settings)
     try:
-        assert schema_version(engine, settings) == 1
+        assert schema_version(engine, settings) == plugin
     finally:
         engine.dispose()
 

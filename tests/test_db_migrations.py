@@ -24,6 +24,11 @@ from panda_predictor.db.migrations import (
 )
 from panda_predictor.db.tables import panda_tables
 
+#: The plugin series' current version (every dialect has the same patches) and the
+#: version of a test patch added on top of it.
+PLUGIN = expected_version("sqlite", "plugin")
+NEXT = PLUGIN + 1
+
 
 def _has_table(bind, name, schema):
     with bind.connect() as conn:
@@ -50,18 +55,18 @@ def test_init_with_panda_tables_twice(engine, settings):
     assert schema_version(engine, settings) is None
     first = init_database(engine, settings, with_panda_tables=True)
     second = init_database(engine, settings, with_panda_tables=True)
-    assert first == second == {"plugin": 1, "panda": 1}
+    assert first == second == {"plugin": PLUGIN, "panda": 1}
     for name in ("jedi_tasks", "jedi_datasets", "jobsarchived4", "pp_prediction_audit"):
         assert _has_table(engine, name, schema)
     assert schema_version(engine, settings, "panda") == 1
-    assert require_current_schema(engine, settings) == 1
+    assert require_current_schema(engine, settings) == PLUGIN
     assert check_panda_columns(engine, settings) == []
 
 
 def test_init_on_existing_panda_tables_creates_only_plugin_tables(engine, settings):
     _create_panda_tables_as_panda_would(engine, settings)
-    assert init_database(engine, settings) == {"plugin": 1}
-    assert init_database(engine, settings) == {"plugin": 1}
+    assert init_database(engine, settings) == {"plugin": PLUGIN}
+    assert init_database(engine, settings) == {"plugin": PLUGIN}
     audit = get_plugin_tables(settings, engine).audit
     assert _has_table(engine, audit.name, audit.schema)
     assert schema_version(engine, settings, "panda") is None
@@ -104,17 +109,17 @@ def test_check_panda_columns_names_the_problem(
 
 
 def _tree_with_patch(tmp_path: Path, dialect: str, body: str) -> Path:
-    """Copy sql/ and add a plugin patch 0002 for ``dialect``."""
+    """Copy sql/ and add the next plugin patch (``PLUGIN + 1``) for ``dialect``."""
     root = tmp_path / "sql"
     shutil.copytree(SQL_ROOT, root)
-    (root / dialect / "plugin" / "0002_test_outcome.sql").write_text(body)
+    (root / dialect / "plugin" / f"{NEXT:04d}_test_outcome.sql").write_text(body)
     return root
 
 
-_VERSION_2 = """
-/* sql/test/0002 */
-INSERT INTO {plugin_schema}pp_schema_version (component, version, applied_at)
-VALUES ('plugin', 2, CURRENT_TIMESTAMP)
+_VERSION_NEXT = f"""
+/* sql/test/next */
+INSERT INTO {{plugin_schema}}pp_schema_version (component, version, applied_at)
+VALUES ('plugin', {NEXT}, CURRENT_TIMESTAMP)
 ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version;
 """
 
@@ -124,22 +129,24 @@ def test_upgrade_from_an_older_version(db, settings, tmp_path):
     root = _tree_with_patch(
         tmp_path,
         dialect,
-        "/* sql/test/0002 */\nCREATE TABLE {plugin_schema}pp_test_outcome (\n"
-        "    jeditaskid BIGINT PRIMARY KEY\n);\n" + _VERSION_2,
+        "/* sql/test/next */\nCREATE TABLE {plugin_schema}pp_test_outcome (\n"
+        "    jeditaskid BIGINT PRIMARY KEY\n);\n" + _VERSION_NEXT,
     )
-    assert expected_version(dialect, "plugin", root) == 2
+    assert expected_version(dialect, "plugin", root) == NEXT
     with pytest.raises(
-        DatabaseError, match=r"version 1, .*needs version 2.*db upgrade"
+        DatabaseError, match=rf"version {PLUGIN}, .*needs version {NEXT}.*db upgrade"
     ):
         require_current_schema(db, settings, sql_root=root)
     assert upgrade_database(db, settings, sql_root=root) == {
-        "plugin": (1, 2),
+        "plugin": (PLUGIN, NEXT),
         "panda": (1, 1),
     }
-    assert require_current_schema(db, settings, sql_root=root) == 2
+    assert require_current_schema(db, settings, sql_root=root) == NEXT
     assert _has_table(db, "pp_test_outcome", settings.plugin_schema_for(dialect))
-    assert upgrade_database(db, settings, sql_root=root)["plugin"] == (2, 2)
-    with pytest.raises(DatabaseError, match=r"version 2, newer than version 1"):
+    assert upgrade_database(db, settings, sql_root=root)["plugin"] == (NEXT, NEXT)
+    with pytest.raises(
+        DatabaseError, match=rf"version {NEXT}, newer than version {PLUGIN}"
+    ):
         require_current_schema(db, settings)
 
 
@@ -148,13 +155,13 @@ def test_failed_patch_rolls_back_as_a_whole(db, settings, tmp_path):
     root = _tree_with_patch(
         tmp_path,
         dialect,
-        "/* sql/test/0002 */\nCREATE TABLE {plugin_schema}pp_half_done (x INTEGER);\n"
-        "/* sql/test/0002 */\nINSERT INTO {plugin_schema}no_such_table VALUES (1);\n"
-        + _VERSION_2,
+        "/* sql/test/next */\nCREATE TABLE {plugin_schema}pp_half_done (x INTEGER);\n"
+        "/* sql/test/next */\nINSERT INTO {plugin_schema}no_such_table VALUES (1);\n"
+        + _VERSION_NEXT,
     )
     with pytest.raises(DatabaseError, match="no_such_table"):
         upgrade_database(db, settings, sql_root=root)
-    assert schema_version(db, settings) == 1
+    assert schema_version(db, settings) == PLUGIN
     assert not _has_table(db, "pp_half_done", settings.plugin_schema_for(dialect))
 
 
@@ -167,7 +174,8 @@ def test_upgrade_needs_init_first(engine, settings):
 def test_patch_series_are_parallel_and_tagged(dialect):
     for series in ("plugin", "panda"):
         patches = list_patches(dialect, series)
-        assert [p.version for p in patches] == [1]
+        expected = PLUGIN if series == "plugin" else 1
+        assert [p.version for p in patches] == list(range(1, expected + 1))
         for patch in patches:
             tag = f"/* {patch.path.relative_to(SQL_ROOT.parent).as_posix()} */"
             statements = split_statements(patch.path.read_text())

@@ -1,4 +1,4 @@
-"""The pure drift measures: PSI, reference profiles, feature, class and performance drift."""
+"""The pure drift measures: PSI, profiles, feature, class and performance drift."""
 
 from __future__ import annotations
 
@@ -20,22 +20,29 @@ from panda_predictor.core.drift import (
 )
 
 
-def _tasks(rng, n, releases=("Athena-24.0.5", "Athena-24.0.30"), ptypes=("simul", "reco"),
-           events=1e5):
-    return pd.DataFrame({
-        "jeditaskid": np.arange(n),
-        "processingtype": rng.choice(ptypes, n),
-        "prodsourcelabel": "managed",
-        "transhome": rng.choice(releases, n),
-        "transpath": "Sim_tf.py",
-        "architecture": "x86_64-el9",
-        "campaign": "mc23",
-        "workinggroup": "AP_MCGN",
-        "corecount": rng.choice([1, 8], n),
-        "n_input_datasets": 1,
-        "nfiles_sum": rng.integers(1, 100, n).astype(float),
-        "nevents_sum": rng.lognormal(np.log(events), 0.5, n),
-    })
+def _tasks(
+    rng,
+    n,
+    releases=("Athena-24.0.5", "Athena-24.0.30"),
+    ptypes=("simul", "reco"),
+    events=1e5,
+):
+    return pd.DataFrame(
+        {
+            "jeditaskid": np.arange(n),
+            "processingtype": rng.choice(ptypes, n),
+            "prodsourcelabel": "managed",
+            "transhome": rng.choice(releases, n),
+            "transpath": "Sim_tf.py",
+            "architecture": "x86_64-el9",
+            "campaign": "mc23",
+            "workinggroup": "AP_MCGN",
+            "corecount": rng.choice([1, 8], n),
+            "n_input_datasets": 1,
+            "nfiles_sum": rng.integers(1, 100, n).astype(float),
+            "nevents_sum": rng.lognormal(np.log(events), 0.5, n),
+        }
+    )
 
 
 def test_psi_is_zero_for_equal_shares_and_grows_with_shift():
@@ -63,8 +70,7 @@ def test_same_population_does_not_drift(seed):
 def test_new_release_and_shifted_numerics_drift(seed):
     rng = np.random.default_rng(seed)
     profile = build_profile(_tasks(rng, 5000))
-    recent = _tasks(rng, 500, releases=("Athena-24.0.30", "Athena-25.0.99"),
-                    events=1e7)
+    recent = _tasks(rng, 500, releases=("Athena-24.0.30", "Athena-25.0.99"), events=1e7)
     found = {f.feature: f for f in feature_drift(profile, recent)}
     assert found["transhome"].drifted and found["transhome"].unseen_share > 0.3
     assert found["nevents_sum"].drifted and found["nevents_sum"].psi > 1
@@ -93,14 +99,20 @@ def test_class_drift_and_profile_round_trip(seed):
 
 
 def test_performance_drift_rules():
-    test = {"ramcount.accuracy": 0.8, "ramcount.under_allocation": 0.05,
-            "cputime.accuracy": 0.7, "cputime.under_allocation": 0.1}
+    test = {
+        "ramcount.accuracy": 0.8,
+        "ramcount.under_allocation": 0.05,
+        "cputime.accuracy": 0.7,
+        "cputime.under_allocation": 0.1,
+    }
     scores = {
         "ramcount": {"n": 100, "accuracy": 0.78, "under_allocation": 0.12},
         "cputime": {"n": 100, "accuracy": 0.5, "under_allocation": 0.1},
     }
     result = {p.target: p for p in performance_drift(scores, test)}
-    assert result["ramcount"].drifted and "under-allocation" in result["ramcount"].reason
+    assert (
+        result["ramcount"].drifted and "under-allocation" in result["ramcount"].reason
+    )
     assert result["cputime"].drifted and "accuracy" in result["cputime"].reason
     few = performance_drift({"ramcount": {**scores["ramcount"], "n": 10}}, test)
     assert not few[0].drifted
@@ -111,9 +123,11 @@ def test_performance_drift_rules():
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [({"psi": 0}, "'psi' field must be a positive number. Got 0"),
-     ({"under_allocation_factor": -1}, "'under_allocation_factor'.*Got -1"),
-     ({"min_tasks": 0}, "'min_tasks' field must be a positive integer. Got 0")],
+    [
+        ({"psi": 0}, "'psi' field must be a positive number. Got 0"),
+        ({"under_allocation_factor": -1}, "'under_allocation_factor'.*Got -1"),
+        ({"min_tasks": 0}, "'min_tasks' field must be a positive integer. Got 0"),
+    ],
     ids=["psi-zero", "factor-negative", "min-tasks-zero"],
 )
 def test_threshold_errors(kwargs, match):
@@ -123,9 +137,14 @@ def test_threshold_errors(kwargs, match):
 
 @pytest.mark.parametrize(
     ("call", "match"),
-    [(lambda: psi([0.5, 0.5], [1.0]), "same length. Got 2 and 1"),
-     (lambda: build_profile(pd.DataFrame({"x": [1]})), "must have the columns"),
-     (lambda: feature_drift({"format": 99}, pd.DataFrame()), "format must be 1. Got 99")],
+    [
+        (lambda: psi([0.5, 0.5], [1.0]), "same length. Got 2 and 1"),
+        (lambda: build_profile(pd.DataFrame({"x": [1]})), "must have the columns"),
+        (
+            lambda: feature_drift({"format": 99}, pd.DataFrame()),
+            "format must be 1. Got 99",
+        ),
+    ],
     ids=["psi-lengths", "profile-columns", "profile-format"],
 )
 def test_input_errors(call, match):

@@ -13,13 +13,22 @@ from panda_predictor.db.outcomes import read_outcomes, upsert_outcomes
 
 
 def _row(task_id: int, cls: int) -> dict:
-    row = {"jeditaskid": task_id, "model_name": "m", "model_version": "1",
-           "decision": "applied", "predicted_at": datetime(2025, 3, 3),
-           "n_jobs": 3, "n_failed_memory": 0, "mem_requested_gbh": 2.0,
-           "mem_used_gbh": 1.0, "evaluated_at": datetime(2025, 3, 10)}
+    row = {
+        "jeditaskid": task_id,
+        "model_name": "m",
+        "model_version": "1",
+        "decision": "applied",
+        "predicted_at": datetime(2025, 3, 3),
+        "n_jobs": 3,
+        "n_failed_memory": 0,
+        "mem_requested_gbh": 2.0,
+        "mem_used_gbh": 1.0,
+        "evaluated_at": datetime(2025, 3, 10),
+    }
     for t in ("ramcount", "cputime", "iointensity", "walltime"):
-        row.update({f"{t}_pred_class": cls, f"{t}_true_class": 1,
-                    f"{t}_true_value": 123.5})
+        row.update(
+            {f"{t}_pred_class": cls, f"{t}_true_class": 1, f"{t}_true_value": 123.5}
+        )
     return row
 
 
@@ -29,7 +38,10 @@ def test_outcomes_upsert_and_read(settings):
         assert init_database(engine, settings, with_panda_tables=True)["plugin"] == 2
         assert schema_version(engine, settings) == 2
         with engine.begin() as conn:
-            assert upsert_outcomes(conn, settings, pd.DataFrame([_row(1, 0), _row(2, 1)])) == 2
+            assert (
+                upsert_outcomes(conn, settings, pd.DataFrame([_row(1, 0), _row(2, 1)]))
+                == 2
+            )
         with engine.begin() as conn:
             upsert_outcomes(conn, settings, pd.DataFrame([_row(2, 2)]))
         frame = read_outcomes(engine, settings).set_index("jeditaskid")

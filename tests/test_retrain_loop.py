@@ -23,9 +23,7 @@ from model_registry.gate import GateThresholds
 from model_registry.registry import champion_version, get_version
 from panda_predictor.db.engine import get_plugin_tables, make_engine
 from panda_predictor.db.outcomes import read_created_tasks
-from panda_predictor.serving.bundle import load_bundle
 from panda_predictor.serving.loader import load_champion
-from panda_predictor.serving.predictor import Predictor
 from panda_predictor.serving.recent import read_recent_history
 from panda_predictor.settings import load_settings
 from pipelines.drift import REFERENCE_FILE, check_drift
@@ -43,27 +41,32 @@ from pipelines.retrain import (
 from pipelines.simulation import DriftEvent
 from pipelines.train import TrainingConfig
 
-DRIFT = DriftEvent(transhome="Athena-25.0.99", start_month=18, memory_factor=2.5,
-                   share=0.6)
-FAST = TrainingConfig(model_kinds=("xgboost",),
-                      xgboost={"n_estimators": 80, "max_depth": 6, "n_jobs": 1})
+DRIFT = DriftEvent(
+    transhome="Athena-25.0.99", start_month=18, memory_factor=2.5, share=0.6
+)
+FAST = TrainingConfig(
+    model_kinds=("xgboost",), xgboost={"n_estimators": 80, "max_depth": 6, "n_jobs": 1}
+)
 #: A ~200-task test set moves the other targets' rates by several points between two
 #: fits; a gate tolerance at that noise level lets the ramcount fix through.
-NOISY = GateThresholds(max_accuracy_drop=0.05, max_tail_recall_drop=0.1,
-                       max_under_allocation_rise=0.1)
-BEFORE_CHANGE = datetime(2025, 7, 15)   # window 2024-07 .. 2025-07
-AFTER_CHANGE = datetime(2025, 12, 15)   # window 2024-12 .. 2025-12
+NOISY = GateThresholds(
+    max_accuracy_drop=0.05, max_tail_recall_drop=0.1, max_under_allocation_rise=0.1
+)
+BEFORE_CHANGE = datetime(2025, 7, 15)  # window 2024-07 .. 2025-07
+AFTER_CHANGE = datetime(2025, 12, 15)  # window 2024-12 .. 2025-12
 
 
 @pytest.fixture(scope="module")
 def drift_home(tmp_path_factory):
-    """Return the home of a drifted history with a champion trained before the change."""
+    """Return the home of a drifted history and a champion trained before the change."""
     from panda_predictor.db.migrations import init_database
     from pipelines.load_history import load_history
     from pipelines.simulation import SimulationConfig, simulate_history
 
     home = tmp_path_factory.mktemp("drift-world")
-    settings = load_settings(home=home, mlflow_tracking_uri=f"sqlite:///{home}/mlflow.db")
+    settings = load_settings(
+        home=home, mlflow_tracking_uri=f"sqlite:///{home}/mlflow.db"
+    )
     engine = make_engine(settings)
     init_database(engine, settings, with_panda_tables=True)
     config = SimulationConfig(n_tasks=3000, seed=11, drift_event=DRIFT)
@@ -91,14 +94,19 @@ def _audit(settings, since, until, predictor=None):
         history = read_recent_history(engine, settings, now=since)
         predictions = predictor.predict(tasks, history)
         audit = get_plugin_tables(settings, engine).audit
-        created = dict(zip(tasks["jeditaskid"], pd.to_datetime(tasks["creationdate"]),
-                           strict=True))
+        created = dict(
+            zip(tasks["jeditaskid"], pd.to_datetime(tasks["creationdate"]), strict=True)
+        )
         rows = []
         for p in predictions:
-            row = {"jeditaskid": p.jeditaskid, "model_name": p.model_name,
-                   "model_version": p.model_version, "decision": p.decision,
-                   "reason": p.reason[:400],
-                   "predicted_at": created[p.jeditaskid].to_pydatetime()}
+            row = {
+                "jeditaskid": p.jeditaskid,
+                "model_name": p.model_name,
+                "model_version": p.model_version,
+                "decision": p.decision,
+                "reason": p.reason[:400],
+                "predicted_at": created[p.jeditaskid].to_pydatetime(),
+            }
             for t, tp in p.targets.items():
                 row[f"{t}_class"] = tp.class_index
             rows.append(row)
@@ -132,8 +140,12 @@ def test_feedback_sees_the_under_allocation_and_retraining_fixes_it(world):
     tasks = _audit(world, datetime(2025, 8, 1), datetime(2025, 12, 1))
     run = run_feedback(world)
     assert run.written > 100
-    assert set(run.weekly["target"]) == {"ramcount", "cputime", "iointensity",
-                                         "walltime"}
+    assert set(run.weekly["target"]) == {
+        "ramcount",
+        "cputime",
+        "iointensity",
+        "walltime",
+    }
     engine = make_engine(world)
     from panda_predictor.db.outcomes import read_outcomes
 
@@ -145,13 +157,19 @@ def test_feedback_sees_the_under_allocation_and_retraining_fixes_it(world):
     under = lambda f: np.mean(f["ramcount_pred_class"] < f["ramcount_true_class"])  # noqa: E731
     old_under = under(mine)
     assert old_under > 0.5 and old_under > 3 * under(rest)
-    perf = check_drift(world, since=datetime(2025, 10, 1), until=datetime(2025, 12, 1),
-                       feedback_days=120, classify=False)
+    perf = check_drift(
+        world,
+        since=datetime(2025, 10, 1),
+        until=datetime(2025, 12, 1),
+        feedback_days=120,
+        classify=False,
+    )
     ram = next(p for p in perf.result.performance if p.target == "ramcount")
     assert ram.drifted and ram.under_allocation > ram.test_under_allocation
 
-    outcome = run_retrain(world, RetrainConfig(training=FAST, gate=NOISY),
-                          now=AFTER_CHANGE)
+    outcome = run_retrain(
+        world, RetrainConfig(training=FAST, gate=NOISY), now=AFTER_CHANGE
+    )
     assert outcome.status == PROMOTED, outcome.reason
     assert champion_version(world).version == outcome.version == 2
     assert outcome.champion_metrics is not None  # compared on the same test data
@@ -176,14 +194,18 @@ def test_feedback_sees_the_under_allocation_and_retraining_fixes_it(world):
 
 
 def test_a_worse_challenger_is_refused(world):
-    worse = TrainingConfig(model_kinds=("xgboost",),
-                           xgboost={"n_estimators": 1, "max_depth": 1, "n_jobs": 1})
+    worse = TrainingConfig(
+        model_kinds=("xgboost",),
+        xgboost={"n_estimators": 1, "max_depth": 1, "n_jobs": 1},
+    )
     outcome = run_retrain(world, RetrainConfig(training=worse), now=BEFORE_CHANGE)
     assert outcome.status == REFUSED
     assert champion_version(world).version == 1
     assert outcome.version == 2
-    assert outcome.challenger_metrics["mean_accuracy"] < (
-        outcome.champion_metrics["mean_accuracy"])
+    assert (
+        outcome.challenger_metrics["mean_accuracy"]
+        < (outcome.champion_metrics["mean_accuracy"])
+    )
 
 
 def test_running_twice_in_a_month_registers_nothing(world):
@@ -205,12 +227,14 @@ def test_a_run_killed_midway_leaves_the_registry_consistent(world, monkeypatch):
     orphan = get_version(world, 2)
     assert orphan.aliases == () and orphan.tags[STATUS_TAG] == "registered"
     monkeypatch.undo()
-    resumed = run_retrain(world, RetrainConfig(training=FAST, gate=NOISY),
-                          now=AFTER_CHANGE)
+    resumed = run_retrain(
+        world, RetrainConfig(training=FAST, gate=NOISY), now=AFTER_CHANGE
+    )
     assert resumed.status == PROMOTED and resumed.version == 3
     assert champion_version(world).version == 3
-    repeat = run_retrain(world, RetrainConfig(training=FAST, gate=NOISY),
-                         now=AFTER_CHANGE)
+    repeat = run_retrain(
+        world, RetrainConfig(training=FAST, gate=NOISY), now=AFTER_CHANGE
+    )
     assert repeat.status == SKIPPED_DUPLICATE and repeat.version == 3
 
 
@@ -230,26 +254,37 @@ def test_cli_drift_exit_code_and_retrain(world):
     from panda_predictor.cli.retrain import retrain
 
     runner = CliRunner()
-    quiet = runner.invoke(drift, ["--since", "2025-05-01", "--until", "2025-07-01"],
-                          obj=world)
+    quiet = runner.invoke(
+        drift, ["--since", "2025-05-01", "--until", "2025-07-01"], obj=world
+    )
     assert quiet.exit_code == 0, quiet.output
     assert "No drift detected." in quiet.output
-    loud = runner.invoke(drift, ["--since", "2025-09-01", "--until", "2025-11-01",
-                                 "--no-classes"], obj=world)
+    loud = runner.invoke(
+        drift,
+        ["--since", "2025-09-01", "--until", "2025-11-01", "--no-classes"],
+        obj=world,
+    )
     assert loud.exit_code == 3, loud.output
     assert "transhome" in loud.output and "Drift detected" in loud.output
     params = world.home / "fast.yaml"
-    params.write_text("model_kinds: [xgboost]\nxgboost: {n_estimators: 10, n_jobs: 1}\n")
-    done = runner.invoke(retrain, ["--params", str(params), "--now", "2025-07-20",
-                                   "--no-progress"], obj=world)
+    params.write_text(
+        "model_kinds: [xgboost]\nxgboost: {n_estimators: 10, n_jobs: 1}\n"
+    )
+    done = runner.invoke(
+        retrain,
+        ["--params", str(params), "--now", "2025-07-20", "--no-progress"],
+        obj=world,
+    )
     assert done.exit_code == 0, done.output
     assert "2024-07-01 .. 2025-07-01" in done.output
 
 
 @pytest.mark.parametrize(
     ("months", "match"),
-    [(0, "window_months.*positive integer.*Got 0"),
-     (1.5, "window_months.*positive integer.*Got 1.5")],
+    [
+        (0, "window_months.*positive integer.*Got 0"),
+        (1.5, "window_months.*positive integer.*Got 1.5"),
+    ],
     ids=["zero", "float"],
 )
 def test_retrain_config_errors(months, match):

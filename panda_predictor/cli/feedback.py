@@ -10,17 +10,40 @@ from panda_predictor.settings import Settings
 
 
 @click.command("feedback")
-@click.option("--since", type=click.DateTime(), default=None,
-              help="Only predictions made at or after this time (default: all).")
-@click.option("--until", type=click.DateTime(), default=None,
-              help="Only predictions made before this time.")
-@click.option("--first-jobs", type=click.IntRange(min=1), default=10, show_default=True,
-              help="Finished jobs per task the truth is measured on.")
-@click.option("--weeks", type=click.IntRange(min=1), default=8, show_default=True,
-              help="Print the last this many ISO weeks.")
+@click.option(
+    "--since",
+    type=click.DateTime(),
+    default=None,
+    help="Only predictions made at or after this time (default: all).",
+)
+@click.option(
+    "--until",
+    type=click.DateTime(),
+    default=None,
+    help="Only predictions made before this time.",
+)
+@click.option(
+    "--first-jobs",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Finished jobs per task the truth is measured on.",
+)
+@click.option(
+    "--weeks",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Print the last this many ISO weeks.",
+)
 @click.pass_obj
-def feedback(settings: Settings, since: datetime | None, until: datetime | None,
-             first_jobs: int, weeks: int) -> None:
+def feedback(
+    settings: Settings,
+    since: datetime | None,
+    until: datetime | None,
+    first_jobs: int,
+    weeks: int,
+) -> None:
     """Compare the written predictions with what the tasks' jobs really needed.
 
     For every task in the prediction audit whose jobs reached JOBSARCHIVED4, measures

@@ -10,8 +10,13 @@ from panda_predictor.settings import Settings
 
 
 @click.command("report")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
-              help="Output folder (default: <home>/reports/monitoring).")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Output folder (default: <home>/reports/monitoring).",
+)
 @click.pass_obj
 def report(settings: Settings, out_dir: str | None) -> None:
     """Write an HTML page with plots: feedback over time, drift, coverage, decisions.

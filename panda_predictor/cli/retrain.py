@@ -1,4 +1,4 @@
-"""``panda-predictor retrain``: monthly retraining with a gated, idempotent promotion."""
+"""``panda-predictor retrain``: monthly retraining, gated and idempotent promotion."""
 
 from __future__ import annotations
 
@@ -8,25 +8,53 @@ from panda_predictor.settings import Settings
 
 
 @click.command("retrain")
-@click.option("--params", "params_file", type=click.Path(dir_okay=False, exists=True),
-              default=None,
-              help="Training parameters YAML (default: pipelines/params/training.yaml).")
-@click.option("--kind", "kinds", type=click.Choice(["xgboost", "keras"]), multiple=True,
-              help="Model kind(s) to train; repeat for both (default: both).")
-@click.option("--window-months", type=click.IntRange(min=1), default=None,
-              help="Months of history before the current month (default: setting "
-              "retrain_window_months, 12).")
-@click.option("--refit-bins", is_flag=True,
-              help="Refit the class edges on the window's labels.")
-@click.option("--if-drift", is_flag=True,
-              help="Retrain only if 'panda-predictor drift' would detect drift.")
-@click.option("--now", type=click.DateTime(), default=None,
-              help="Pretend it is this time (the window ends at its month's start).")
+@click.option(
+    "--params",
+    "params_file",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="Training parameters YAML (default: pipelines/params/training.yaml).",
+)
+@click.option(
+    "--kind",
+    "kinds",
+    type=click.Choice(["xgboost", "keras"]),
+    multiple=True,
+    help="Model kind(s) to train; repeat for both (default: both).",
+)
+@click.option(
+    "--window-months",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Months of history before the current month (default: setting "
+    "retrain_window_months, 12).",
+)
+@click.option(
+    "--refit-bins", is_flag=True, help="Refit the class edges on the window's labels."
+)
+@click.option(
+    "--if-drift",
+    is_flag=True,
+    help="Retrain only if 'panda-predictor drift' would detect drift.",
+)
+@click.option(
+    "--now",
+    type=click.DateTime(),
+    default=None,
+    help="Pretend it is this time (the window ends at its month's start).",
+)
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 @click.pass_obj
-def retrain(settings: Settings, params_file: str | None, kinds: tuple[str, ...],
-            window_months: int | None, refit_bins: bool, if_drift: bool, now,
-            no_progress: bool) -> None:
+def retrain(
+    settings: Settings,
+    params_file: str | None,
+    kinds: tuple[str, ...],
+    window_months: int | None,
+    refit_bins: bool,
+    if_drift: bool,
+    now,
+    no_progress: bool,
+) -> None:
     """Retrain on the last months of history; promote only if not worse.
 
     Trains both model kinds on the month-aligned window, evaluates challenger and
@@ -52,12 +80,18 @@ def retrain(settings: Settings, params_file: str | None, kinds: tuple[str, ...],
         params.setdefault("recall_target", settings.tail_recall_target)
         params.setdefault("confidence_threshold", settings.confidence_threshold)
         months = window_months or int(getattr(settings, "retrain_window_months", 12))
-        config = RetrainConfig(window_months=months, refit_bins=refit_bins,
-                               if_drift=if_drift, training=TrainingConfig(**params))
+        config = RetrainConfig(
+            window_months=months,
+            refit_bins=refit_bins,
+            if_drift=if_drift,
+            training=TrainingConfig(**params),
+        )
         outcome = run_retrain(settings, config, now=now, progress=not no_progress)
-    click.echo(f"Window {outcome.since:%Y-%m-%d} .. {outcome.until:%Y-%m-%d}: "
-               f"{outcome.status}" + (f", version {outcome.version}"
-                                      if outcome.version else "")
-               + (f" ({outcome.reason})" if outcome.reason else ""))
+    click.echo(
+        f"Window {outcome.since:%Y-%m-%d} .. {outcome.until:%Y-%m-%d}: "
+        f"{outcome.status}"
+        + (f", version {outcome.version}" if outcome.version else "")
+        + (f" ({outcome.reason})" if outcome.reason else "")
+    )
     if outcome.report:
         click.echo(f"Summary: {outcome.report}")

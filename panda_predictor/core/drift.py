@@ -22,15 +22,28 @@ import pandas as pd
 from panda_predictor.core.history import split_transhome
 
 #: Categorical task columns profiled (``framework`` is derived from ``transhome``).
-CATEGORICAL = ("processingtype", "prodsourcelabel", "framework", "transhome",
-               "transpath", "architecture", "campaign", "workinggroup")
+CATEGORICAL = (
+    "processingtype",
+    "prodsourcelabel",
+    "framework",
+    "transhome",
+    "transpath",
+    "architecture",
+    "campaign",
+    "workinggroup",
+)
 #: Numeric task columns profiled.
 NUMERIC = ("corecount", "n_input_datasets", "nfiles_sum", "nevents_sum")
 #: Features whose PSI can raise the alarm (the others are reported only). The
 #: release (``transhome``) is left out on purpose: releases turn over every few
 #: months, so its PSI is high in any month; a release never seen is the signal.
-IMPORTANT_FEATURES = ("processingtype", "framework", "transpath", "corecount",
-                      "nevents_sum")
+IMPORTANT_FEATURES = (
+    "processingtype",
+    "framework",
+    "transpath",
+    "corecount",
+    "nevents_sum",
+)
 #: Categorical features whose share of never-seen values can raise the alarm.
 UNSEEN_FEATURES = ("processingtype", "framework", "transhome", "transpath")
 #: Bucket of values missing in a numeric column / NULL categories.
@@ -135,8 +148,11 @@ def _numeric_profile(values: np.ndarray, n_bins: int) -> dict[str, Any]:
         edges = np.unique(np.quantile(finite, np.linspace(0, 1, n_bins + 1)[1:-1]))
     else:
         edges = np.array([])
-    return {"kind": "numeric", "edges": edges.tolist(),
-            "shares": _numeric_shares(values, edges).tolist()}
+    return {
+        "kind": "numeric",
+        "edges": edges.tolist(),
+        "shares": _numeric_shares(values, edges).tolist(),
+    }
 
 
 def _numeric_shares(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -152,10 +168,13 @@ def _numeric_shares(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
 def _categorical_profile(values: pd.Series, max_categories: int) -> dict[str, Any]:
     shares = values.value_counts(normalize=True)
     top = shares.iloc[:max_categories]
-    return {"kind": "categorical", "categories": [str(k) for k in top.index],
-            "shares": [float(v) for v in top.to_numpy()],
-            "other_share": float(max(0.0, 1.0 - top.sum())),
-            "complete": bool(len(shares) <= max_categories)}
+    return {
+        "kind": "categorical",
+        "categories": [str(k) for k in top.index],
+        "shares": [float(v) for v in top.to_numpy()],
+        "other_share": float(max(0.0, 1.0 - top.sum())),
+        "complete": bool(len(shares) <= max_categories),
+    }
 
 
 def class_shares(classes: np.ndarray, n_classes: int) -> list[float]:
@@ -192,11 +211,17 @@ def build_profile(
     for name in NUMERIC:
         features[name] = _numeric_profile(columns[name].to_numpy(), n_bins)
     classes = {
-        t: class_shares(np.asarray(p), int((n_classes or {}).get(t, int(np.max(p)) + 1)))
+        t: class_shares(
+            np.asarray(p), int((n_classes or {}).get(t, int(np.max(p)) + 1))
+        )
         for t, p in (predicted or {}).items()
     }
-    return {"format": PROFILE_FORMAT, "n_tasks": int(len(tasks)),
-            "features": features, "predicted_classes": classes}
+    return {
+        "format": PROFILE_FORMAT,
+        "n_tasks": int(len(tasks)),
+        "features": features,
+        "predicted_classes": classes,
+    }
 
 
 @dataclass(frozen=True)
@@ -262,8 +287,9 @@ def feature_drift(
         drifted = (name in important and value - expected > thresholds.psi) or (
             name in unseen_features and unseen > thresholds.unseen_share
         )
-        out.append(FeatureDrift(name, value, unseen, is_important, bool(drifted),
-                                expected))
+        out.append(
+            FeatureDrift(name, value, unseen, is_important, bool(drifted), expected)
+        )
     return out
 
 
@@ -319,12 +345,22 @@ def performance_drift(
                     f"under-allocation {s['under_allocation']:.3f} > {limit:.3f}"
                 )
             if s["accuracy"] < test_acc - thresholds.accuracy_drop:
-                reasons.append(f"accuracy {s['accuracy']:.3f} < test {test_acc:.3f} - "
-                               f"{thresholds.accuracy_drop}")
-        out.append(PerformanceDrift(target, n, float(s.get("accuracy", math.nan)),
-                                    float(s.get("under_allocation", math.nan)),
-                                    test_acc, test_under, bool(reasons),
-                                    "; ".join(reasons)))
+                reasons.append(
+                    f"accuracy {s['accuracy']:.3f} < test {test_acc:.3f} - "
+                    f"{thresholds.accuracy_drop}"
+                )
+        out.append(
+            PerformanceDrift(
+                target,
+                n,
+                float(s.get("accuracy", math.nan)),
+                float(s.get("under_allocation", math.nan)),
+                test_acc,
+                test_under,
+                bool(reasons),
+                "; ".join(reasons),
+            )
+        )
     return out
 
 
@@ -344,12 +380,19 @@ class DriftResult:
         """Return why drift was detected (empty: no drift)."""
         out = []
         if self.enough_tasks:
-            out += [f"feature {f.feature}: PSI {f.psi:.3f}, unseen {f.unseen_share:.3f}"
-                    for f in self.features if f.drifted]
-            out += [f"predicted {t} classes: PSI {v:.3f}"
-                    for t, v in self.classes.items() if v > self.class_psi_limit]
-        out += [f"performance {p.target}: {p.reason}" for p in self.performance
-                if p.drifted]
+            out += [
+                f"feature {f.feature}: PSI {f.psi:.3f}, unseen {f.unseen_share:.3f}"
+                for f in self.features
+                if f.drifted
+            ]
+            out += [
+                f"predicted {t} classes: PSI {v:.3f}"
+                for t, v in self.classes.items()
+                if v > self.class_psi_limit
+            ]
+        out += [
+            f"performance {p.target}: {p.reason}" for p in self.performance if p.drifted
+        ]
         return out
 
     @property

@@ -55,7 +55,7 @@ class OutcomeParams:
 def first_finished_as_scouts(
     jobs: pd.DataFrame, first_jobs: int, params: LabelParams = DEFAULT_LABEL_PARAMS
 ) -> pd.DataFrame:
-    """Return ``jobs`` where exactly each task's first finished jobs carry the scout flag.
+    """Return ``jobs`` with the scout flag on exactly each task's first finished jobs.
 
     Jobs are ordered by ENDTIME (then PANDAID); a predicted task ran no scouts, so
     its earliest finished jobs stand in for them.
@@ -81,19 +81,25 @@ def _job_outcomes(jobs: pd.DataFrame, params: OutcomeParams) -> pd.DataFrame:
     used_mb = pd.to_numeric(jobs["maxpss"], errors="coerce").astype(float) / 1024.0
     limit_h = pd.to_numeric(jobs["maxwalltime"], errors="coerce").astype(float) / 3600.0
     failed = jobs["jobstatus"] == "failed"
-    frame = pd.DataFrame({
-        "jeditaskid": pd.to_numeric(jobs["jeditaskid"]).astype(np.int64),
-        "n_jobs": 1,
-        "n_finished": (jobs["jobstatus"] == "finished").astype(int),
-        "n_failed": failed.astype(int),
-        "n_failed_memory": (failed & (used_mb >= params.limit_share * req_mb)).astype(int),
-        "n_failed_time": (failed & (hours >= params.limit_share * limit_h)).astype(int),
-        "mem_requested_gbh": (req_mb / 1024.0 * hours).fillna(0.0),
-        "mem_used_gbh": (used_mb / 1024.0 * hours).fillna(0.0),
-        "wall_requested_h": limit_h.fillna(0.0),
-        "wall_used_h": hours,
-        "first_job_at": start,
-    })
+    frame = pd.DataFrame(
+        {
+            "jeditaskid": pd.to_numeric(jobs["jeditaskid"]).astype(np.int64),
+            "n_jobs": 1,
+            "n_finished": (jobs["jobstatus"] == "finished").astype(int),
+            "n_failed": failed.astype(int),
+            "n_failed_memory": (
+                failed & (used_mb >= params.limit_share * req_mb)
+            ).astype(int),
+            "n_failed_time": (failed & (hours >= params.limit_share * limit_h)).astype(
+                int
+            ),
+            "mem_requested_gbh": (req_mb / 1024.0 * hours).fillna(0.0),
+            "mem_used_gbh": (used_mb / 1024.0 * hours).fillna(0.0),
+            "wall_requested_h": limit_h.fillna(0.0),
+            "wall_used_h": hours,
+            "first_job_at": start,
+        }
+    )
     sums = frame.drop(columns="first_job_at").groupby("jeditaskid").sum()
     sums["first_job_at"] = frame.groupby("jeditaskid")["first_job_at"].min()
     return sums.reset_index()
@@ -141,7 +147,10 @@ def task_outcomes(
     for target in TARGET_NAMES:
         truth = labels[target].reindex(ids).to_numpy(dtype=float)
         out[f"{target}_pred_class"] = (
-            pd.to_numeric(with_jobs[f"{target}_class"]).fillna(-1).astype(int).to_numpy()
+            pd.to_numeric(with_jobs[f"{target}_class"])
+            .fillna(-1)
+            .astype(int)
+            .to_numpy()
         )
         out[f"{target}_true_class"] = bins.assign(target, truth).astype(int)
         out[f"{target}_true_value"] = truth
@@ -165,8 +174,12 @@ def target_scores(outcomes: pd.DataFrame, target: str) -> dict[str, float]:
     known = (pred >= 0) & (true >= 0)
     n = int(known.sum())
     if n == 0:
-        return {"n": 0.0, "accuracy": np.nan, "under_allocation": np.nan,
-                "over_allocation": np.nan}
+        return {
+            "n": 0.0,
+            "accuracy": np.nan,
+            "under_allocation": np.nan,
+            "over_allocation": np.nan,
+        }
     p, t = pred[known], true[known]
     return {
         "n": float(n),
@@ -185,9 +198,19 @@ def weekly_summary(outcomes: pd.DataFrame) -> pd.DataFrame:
     ``failed_time_jobs`` and ``unused_memory_gbh`` (memory requested minus used, in
     GB-hours, over the week's jobs; the same for every target row of a week).
     """
-    columns = ["week", "target", "tasks", "scored", "accuracy", "under_allocation",
-               "over_allocation", "no_scout_share", "failed_memory_jobs",
-               "failed_time_jobs", "unused_memory_gbh"]
+    columns = [
+        "week",
+        "target",
+        "tasks",
+        "scored",
+        "accuracy",
+        "under_allocation",
+        "over_allocation",
+        "no_scout_share",
+        "failed_memory_jobs",
+        "failed_time_jobs",
+        "unused_memory_gbh",
+    ]
     if outcomes.empty:
         return pd.DataFrame(columns=columns)
     frame = outcomes.assign(week=iso_week(outcomes["predicted_at"]))
@@ -204,8 +227,15 @@ def weekly_summary(outcomes: pd.DataFrame) -> pd.DataFrame:
         }
         for target in TARGET_NAMES:
             scores = target_scores(part, target)
-            rows.append({"week": week, "target": target, "scored": int(scores["n"]),
-                         "accuracy": scores["accuracy"],
-                         "under_allocation": scores["under_allocation"],
-                         "over_allocation": scores["over_allocation"], **shared})
+            rows.append(
+                {
+                    "week": week,
+                    "target": target,
+                    "scored": int(scores["n"]),
+                    "accuracy": scores["accuracy"],
+                    "under_allocation": scores["under_allocation"],
+                    "over_allocation": scores["over_allocation"],
+                    **shared,
+                }
+            )
     return pd.DataFrame(rows, columns=columns)

@@ -41,9 +41,21 @@ from panda_predictor.settings import Settings
 
 #: Job columns the feedback reads from JOBSARCHIVED4.
 JOB_READ_COLUMNS = (
-    "pandaid", "jeditaskid", "jobstatus", "specialhandling", "corecount", "nevents",
-    "starttime", "endtime", "cpuconsumptiontime", "maxpss", "inputfilebytes",
-    "outputfilebytes", "hs06sec", "minramcount", "maxwalltime",
+    "pandaid",
+    "jeditaskid",
+    "jobstatus",
+    "specialhandling",
+    "corecount",
+    "nevents",
+    "starttime",
+    "endtime",
+    "cpuconsumptiontime",
+    "maxpss",
+    "inputfilebytes",
+    "outputfilebytes",
+    "hs06sec",
+    "minramcount",
+    "maxwalltime",
 )
 _IN_LIST = 500
 
@@ -103,9 +115,14 @@ def read_audit_frame(
 ) -> pd.DataFrame:
     """Return the audit rows predicted in ``[since, until)`` (all when None)."""
     audit = get_plugin_tables(settings, conn).audit
-    cols = [audit.c.jeditaskid, audit.c.model_name, audit.c.model_version,
-            audit.c.decision, audit.c.predicted_at,
-            *(audit.c[f"{t}_class"] for t in TARGET_NAMES)]
+    cols = [
+        audit.c.jeditaskid,
+        audit.c.model_name,
+        audit.c.model_version,
+        audit.c.decision,
+        audit.c.predicted_at,
+        *(audit.c[f"{t}_class"] for t in TARGET_NAMES),
+    ]
     query = sa.select(*cols).order_by(audit.c.jeditaskid)
     if since is not None:
         query = query.where(audit.c.predicted_at >= sa.bindparam("since", since))
@@ -116,7 +133,9 @@ def read_audit_frame(
     return pd.DataFrame(rows, columns=[c.name for c in cols])
 
 
-def read_jobs(conn: Connection, settings: Settings, task_ids: Sequence[int]) -> pd.DataFrame:
+def read_jobs(
+    conn: Connection, settings: Settings, task_ids: Sequence[int]
+) -> pd.DataFrame:
     """Return the JOBSARCHIVED4 rows (:data:`JOB_READ_COLUMNS`) of ``task_ids``."""
     jobs = get_panda_tables(settings, conn).jobsarchived4
     cols = [jobs.c[name] for name in JOB_READ_COLUMNS]
@@ -134,7 +153,9 @@ def read_jobs(conn: Connection, settings: Settings, task_ids: Sequence[int]) -> 
     return pd.concat(frames, ignore_index=True)
 
 
-def read_tasks(conn: Connection, settings: Settings, task_ids: Sequence[int]) -> pd.DataFrame:
+def read_tasks(
+    conn: Connection, settings: Settings, task_ids: Sequence[int]
+) -> pd.DataFrame:
     """Return the task rows (with input counts) of ``task_ids``."""
     return read_task_features(conn, settings, [int(t) for t in task_ids])
 
@@ -152,7 +173,9 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def upsert_outcomes(conn: Connection, settings: Settings, outcomes: pd.DataFrame) -> int:
+def upsert_outcomes(
+    conn: Connection, settings: Settings, outcomes: pd.DataFrame
+) -> int:
     """Replace the outcome rows of the tasks in ``outcomes``; return rows written.
 
     Delete-then-insert inside the caller's transaction keeps it portable across
