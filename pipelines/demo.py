@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from panda_predictor.db.engine import make_engine
 from panda_predictor.db.migrations import init_database
@@ -35,6 +35,14 @@ class DemoResult:
     training: RunSummary
     hook: HookReport
     tasks: dict[int, dict[str, object]]
+
+
+def history_end() -> datetime:
+    """Return yesterday's midnight (UTC): the simulated history ends there and the
+    new tasks arrive today, so the hook's "recent history" window covers it."""
+    today = datetime.now(UTC).replace(tzinfo=None, hour=0, minute=0, second=0,
+                                      microsecond=0)
+    return today - timedelta(days=1)
 
 
 def reset_embedded_store(settings: Settings) -> None:
@@ -69,7 +77,7 @@ def run_demo(
     say(f"[2/4] simulating {n_tasks} finished tasks and {n_defined} newly defined "
         f"ones (seed {seed})")
     config = SimulationConfig(n_tasks=n_tasks, n_defined=n_defined, seed=seed,
-                              end_date=datetime(2026, 1, 1))
+                              end_date=history_end())
     rows = load_history(engine, settings, simulate_history(config, progress=progress))
     engine.dispose()
     say("[3/4] labels from the scout formulas, training XGBoost and Keras per target")

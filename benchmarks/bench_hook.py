@@ -1,0 +1,137 @@
+"""Benchmark the database submit hook on PostgreSQL: tasks/s written, latency.
+
+Builds a fresh PostgreSQL schema with a simulated history and N newly defined tasks,
+trains a small XGBoost bundle in memory, then times one ``hook --once`` pass over all
+new tasks (batches of ``hook_batch_size``, one transaction each, row locks) and a
+series of single-task passes (``--task-id``), which is the per-task latency a caller
+sees. Prints the figures and writes them to docs/performance.md.
+
+    python benchmarks/bench_hook.py --defined 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+PG_URL = os.environ.get(
+    "PANDA_PREDICTOR_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+BEGIN, END = "<!-- bench_hook:begin -->", "<!-- bench_hook:end -->"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--history", type=int, default=20_000)
+    parser.add_argument("--defined", type=int, default=20_000)
+    parser.add_argument("--batch-size", type=int, default=500)
+    parser.add_argument("--singles", type=int, default=200)
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+
+    import sqlalchemy as sa
+
+    from panda_predictor.bins_file import load_bins
+    from panda_predictor.db.engine import make_engine
+    from panda_predictor.db.migrations import init_database
+    from panda_predictor.hook import SubmitHook
+    from panda_predictor.serving.predictor import Predictor
+    from panda_predictor.serving.recent import read_recent_history
+    from panda_predictor.settings import load_settings
+    from pipelines.dataset import read_labelled_history
+    from pipelines.demo import history_end
+    from pipelines.load_history import load_history
+    from pipelines.simulation import SimulationConfig, simulate_history
+    from pipelines.train import TrainingConfig, train
+
+    schema = f"pp_bench_{uuid.uuid4().hex[:8]}"
+    tmp = tempfile.mkdtemp()
+    settings = load_settings(home=tmp, db_url=PG_URL, db_schema=schema,
+                             hook_batch_size=args.batch_size)
+    engine = make_engine(settings)
+    try:
+        init_database(engine, settings, with_panda_tables=True)
+        config = SimulationConfig(n_tasks=args.history, n_defined=args.defined + args.singles,
+                                  seed=3, end_date=history_end())
+        load_history(engine, settings, simulate_history(config, progress=False))
+        history = read_labelled_history(engine, settings, progress=False)
+        result = train(history, load_bins(),
+                       TrainingConfig(model_kinds=("xgboost",), xgboost={"n_estimators": 200}))
+        predictor = Predictor(result.bundle, "bench", "1")
+        started = time.perf_counter()
+        index = read_recent_history(engine, settings)
+        history_seconds = time.perf_counter() - started
+        hook = SubmitHook(settings, engine=engine, predictor_factory=lambda: predictor,
+                          history_factory=lambda: index)
+        with engine.connect() as conn:
+            t = sa.table("jedi_tasks", sa.column("jeditaskid"), sa.column("status"),
+                         schema=schema)
+            ids = sorted(conn.execute(sa.select(t.c.jeditaskid).where(
+                t.c.status.in_(["defined", "ready"]))).scalars())
+        singles, bulk = ids[: args.singles], ids[args.singles:]
+        latencies = []
+        for task_id in singles:
+            started = time.perf_counter()
+            report = hook.run_once(task_ids=[task_id])
+            latencies.append((time.perf_counter() - started) * 1000)
+            assert report.failure is None, report.failure
+        started = time.perf_counter()
+        report = hook.run_once(task_ids=bulk)
+        bulk_seconds = time.perf_counter() - started
+        assert report.failure is None, report.failure
+        written = report.written
+    finally:
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        engine.dispose()
+    latencies.sort()
+    p50 = statistics.median(latencies)
+    p99 = latencies[int(0.99 * (len(latencies) - 1))]
+    rate = written / bulk_seconds
+    text = "\n".join([
+        BEGIN,
+        "## Database hook on PostgreSQL (benchmarks/bench_hook.py)",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}, local "
+        f"PostgreSQL; command: `python {' '.join(sys.argv)}`. XGBoost bundle "
+        f"(200 trees per target) trained on {args.history:,} simulated tasks; "
+        f"history index of the last 180 days read once ({history_seconds:.1f} s).",
+        "",
+        "| measure | value |",
+        "|---|---:|",
+        f"| one pass over {len(bulk):,} defined tasks, batches of {args.batch_size} "
+        f"| {bulk_seconds:.1f} s |",
+        f"| throughput (tasks written per second, audit rows included) | {rate:,.0f} |",
+        f"| applied / kept scouts | {len(report.applied):,} / {len(report.kept_scouts):,} |",
+        f"| single-task pass (`--task-id`), p50 | {p50:.1f} ms |",
+        f"| single-task pass, p99 | {p99:.1f} ms |",
+        "",
+        "A single-task pass is a full transaction: select with row lock, read the "
+        "task and its datasets, predict four targets, conditional update, audit insert.",
+        END,
+    ])
+    print(text)
+    if not args.no_write:
+        path = ROOT / "docs" / "performance.md"
+        current = path.read_text()
+        if BEGIN in current:
+            head, rest = current.split(BEGIN, 1)
+            current = head + text + rest.split(END, 1)[1]
+        else:
+            current = current.rstrip() + "\n\n" + text + "\n"
+        path.write_text(current)
+
+
+if __name__ == "__main__":
+    main()
