@@ -37,7 +37,7 @@ KINDS = ("xgboost", "keras")
 
 
 def build_history(n_tasks: int, workdir: Path, seed: int):
-    """Simulate ``n_tasks`` finished tasks into SQLite; return their labelled history."""
+    """Simulate ``n_tasks`` tasks into SQLite; return their labelled history."""
     from panda_predictor.db.engine import make_engine
     from panda_predictor.db.migrations import init_database
     from panda_predictor.settings import load_settings

@@ -64,14 +64,20 @@ def awkward_records(base: dict) -> list[dict]:
         {"transhome": "-24.0.1", "tasktype": "__unknown__"},
         {"corecount": 0, "nfiles_sum": 0, "nevents_sum": 0, "n_input_datasets": 0},
         {"corecount": -1, "nfiles_sum": -5, "nevents_sum": None},
-        {"corecount": None, "nfiles_sum": None, "nevents_sum": None,
-         "n_input_datasets": None},
+        {
+            "corecount": None,
+            "nfiles_sum": None,
+            "nevents_sum": None,
+            "n_input_datasets": None,
+        },
         {"corecount": "8", "nfiles_sum": "12", "nevents_sum": "not a number"},
         {"corecount": 8.0, "nfiles_sum": 3, "nevents_sum": 1e12},
         {"username": "nobody-seen-before", "processingtype": "brand_new"},
     ]
-    return [{**base, **v, "jeditaskid": base["jeditaskid"] + i + 1}
-            for i, v in enumerate(variants)]
+    return [
+        {**base, **v, "jeditaskid": base["jeditaskid"] + i + 1}
+        for i, v in enumerate(variants)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +100,11 @@ def assert_same_predictions(got: list, expected: list, exact: bool) -> None:
         return
     assert len(got) == len(expected)
     for a, b in zip(got, expected, strict=True):
-        assert (a.jeditaskid, a.decision, a.reason) == (b.jeditaskid, b.decision, b.reason)
+        assert (a.jeditaskid, a.decision, a.reason) == (
+            b.jeditaskid,
+            b.decision,
+            b.reason,
+        )
         for target, pa in a.targets.items():
             pb = b.targets[target]
             assert dataclasses.replace(pa, confidence=0.0, probabilities=()) == (
@@ -242,6 +252,8 @@ def test_history_frame_goes_through_the_training_path(
     features = xgb_predictor.bundle.features
     history = labelled_history.history
     got = features.transform_records(records[:50], history)
-    expected = features.to_matrix(features.transform(pd.DataFrame(records[:50]), history))
+    expected = features.to_matrix(
+        features.transform(pd.DataFrame(records[:50]), history)
+    )
     np.testing.assert_array_equal(got, expected)
     assert set(TASK_COLUMNS) <= set(records[0])

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import inspect
 import json
-from pathlib import Path
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np

@@ -274,7 +274,9 @@ class KerasResourceClassifier(ResourceClassifier):
             scaled = (values - tf.constant(self.means_)) / tf.constant(self.stds_)
             scaled = tf.where(finite, scaled, tf.zeros_like(scaled))
             if self.indicator_features_:
-                idx = [self.numeric_features_.index(c) for c in self.indicator_features_]
+                idx = [
+                    self.numeric_features_.index(c) for c in self.indicator_features_
+                ]
                 missing = tf.logical_not(tf.gather(finite, idx, axis=1))
                 scaled = tf.concat([scaled, tf.cast(missing, tf.float32)], axis=1)
             arrays.append(scaled)

@@ -34,7 +34,6 @@ from panda_predictor.core.history import (
 from panda_predictor.core.prediction import TargetPrediction, TaskPrediction
 from panda_predictor.serving.bundle import Bundle
 
-
 #: Frames up to this many rows take the records route in :meth:`Predictor.predict`;
 #: beyond it vectorised pandas is faster per task.
 FAST_PATH_MAX_ROWS = 32
@@ -200,14 +199,22 @@ class Predictor:
         features = self.bundle.features
         names, vocab = features.feature_names_out_, features.vocabularies_
         models = self.bundle.models
-        if not models or not all(m.accepts_codes(names, vocab) for m in models.values()):
+        if not models or not all(
+            m.accepts_codes(names, vocab) for m in models.values()
+        ):
             return None
         keras_targets = [t for t, m in models.items() if m.kind == "keras"]
         joint = None
         if keras_targets:
-            from panda_predictor.models.keras_net import joint_proba_matrix_fn
+            from panda_predictor.models.keras_net import (
+                KerasResourceClassifier,
+                joint_proba_matrix_fn,
+            )
 
-            joint = joint_proba_matrix_fn([models[t] for t in keras_targets])
+            networks = [models[t] for t in keras_targets]
+            joint = joint_proba_matrix_fn(
+                [m for m in networks if isinstance(m, KerasResourceClassifier)]
+            )
 
         def probabilities(M: np.ndarray) -> dict[str, np.ndarray]:
             out = dict(zip(keras_targets, joint(M), strict=True)) if joint else {}
@@ -264,7 +271,9 @@ class Predictor:
             )
         return out
 
-    def _classes(self, target: str) -> list[tuple[str, float | None, float | None, int, str]]:
+    def _classes(
+        self, target: str
+    ) -> list[tuple[str, float | None, float | None, int, str]]:
         """Return (label, lower, upper, value, unit) of each class (computed once)."""
         cache = self._class_cache
         if target not in cache:
@@ -273,7 +282,9 @@ class Predictor:
             for cls in range(bins.n_classes):
                 low, high = bins.range_of(cls)
                 value = int(math.ceil(bins.value_of(cls)))
-                rows.append((bins.labels[cls], _bound(low), _bound(high), value, bins.unit))
+                rows.append(
+                    (bins.labels[cls], _bound(low), _bound(high), value, bins.unit)
+                )
             cache[target] = rows
         return cache[target]
 
