@@ -475,6 +475,24 @@ class FeaturePipeline:
                 out[:, j] = column.to_numpy(dtype=np.float32, na_value=np.nan)
         return out
 
+    def frame_from_matrix(self, M: np.ndarray, index: Any = None) -> pd.DataFrame:
+        """Return the feature frame of a :meth:`transform_records` matrix.
+
+        The inverse of :meth:`to_matrix`: codes become the learned categories again.
+        Used where a frame is needed after the fast path (e.g. explanations).
+        """
+        self._check_fitted()
+        columns: dict[str, Any] = {}
+        for j, name in enumerate(self.feature_names_out_):
+            if name in self.dtypes_:
+                codes = M[:, j].astype(np.int64)
+                columns[name] = pd.Categorical.from_codes(
+                    codes, dtype=self.dtypes_[name]
+                )
+            else:
+                columns[name] = M[:, j]
+        return pd.DataFrame(columns, index=index)
+
     def _history_features(
         self, tasks: pd.DataFrame, history: Any, names: list[str]
     ) -> pd.DataFrame:

@@ -8,7 +8,6 @@ confidence and the features that drove it.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import numpy as np
@@ -78,32 +77,25 @@ def prediction_dict(
     }
 
 
-def _predict_keeping_features(
+def _explanation_frame(
     predictor: Predictor, tasks: pd.DataFrame, history: Any
-) -> tuple[list[TaskPrediction], pd.DataFrame]:
-    """Return the predictions and the feature frame they were made from.
-
-    The features are the costliest step of a one-task request, so they are computed
-    once: a shallow copy of the predictor records them as ``predict`` builds them.
-    """
-    seen: list[pd.DataFrame] = []
-
-    def features(tasks_: pd.DataFrame, history_: Any) -> pd.DataFrame:
-        seen.append(predictor.features(tasks_, history_))
-        return seen[-1]
-
-    view = copy.copy(predictor)
-    view.features = features  # type: ignore[method-assign,assignment]
-    predictions = view.predict(tasks, history)
-    X = seen[-1] if seen else predictor.features(tasks, history)
-    return predictions, X
+) -> pd.DataFrame:
+    """Return the feature frame the explanations need, via the fast records path."""
+    features = predictor.bundle.features
+    if isinstance(history, pd.DataFrame):
+        return predictor.features(tasks, history)
+    records = tasks.to_dict("records")
+    return features.frame_from_matrix(
+        features.transform_records(records, history), index=tasks.index
+    )
 
 
 def predict_tasks(
     predictor: Predictor, tasks: pd.DataFrame, history: Any = None
 ) -> list[dict[str, Any]]:
     """Predict ``tasks`` (a TASK_COLUMNS frame) and return one plain dict per task."""
-    predictions, X = _predict_keeping_features(predictor, tasks, history)
+    predictions = predictor.predict(tasks, history)
+    X = _explanation_frame(predictor, tasks, history)
     chosen = {
         t: np.array([p.targets[t].class_index for p in predictions])
         for t in predictor.bundle.models
