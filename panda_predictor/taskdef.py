@@ -43,18 +43,64 @@ MAX_TASKS = 1000
 #: PanDA parameter-map keys that do not feed the models; accepted and ignored.
 IGNORED_PANDA_KEYS: frozenset[str] = frozenset(
     {
-        "taskName", "uniqueTaskName", "vo", "cloud", "site", "excludedSite",
-        "includedSite", "log", "nEventsPerJob", "nFilesPerJob", "nEventsPerFile",
-        "nGBPerJob", "nMaxFilesPerJob", "ramCount", "ramUnit", "baseRamCount",
-        "cpuTime", "cpuTimeUnit", "ioIntensity", "ioIntensityUnit", "walltime",
-        "walltimeUnit", "baseWalltime", "cpuEfficiency", "outDiskCount",
-        "outDiskUnit", "workDiskCount", "workDiskUnit", "skipScout", "taskPriority",
-        "currentPriority", "ticketID", "ticketSystemType", "reqID", "respectLB",
-        "osInfo", "noInput", "maxAttempt", "maxFailure", "useLocalIO", "gshare",
-        "sourceURL", "cliParams", "dsForIN", "buildSpec", "countryGroup",
-        "transForm", "fixedSandbox", "container_name", "multiStepExec",
-        "nucleus", "ddmBackEnd", "toStaging", "inputPreStaging", "mergeOutput",
-        "mergeSpec", "esConvertible", "useRealNumEvents",
+        "taskName",
+        "uniqueTaskName",
+        "vo",
+        "cloud",
+        "site",
+        "excludedSite",
+        "includedSite",
+        "log",
+        "nEventsPerJob",
+        "nFilesPerJob",
+        "nEventsPerFile",
+        "nGBPerJob",
+        "nMaxFilesPerJob",
+        "ramCount",
+        "ramUnit",
+        "baseRamCount",
+        "cpuTime",
+        "cpuTimeUnit",
+        "ioIntensity",
+        "ioIntensityUnit",
+        "walltime",
+        "walltimeUnit",
+        "baseWalltime",
+        "cpuEfficiency",
+        "outDiskCount",
+        "outDiskUnit",
+        "workDiskCount",
+        "workDiskUnit",
+        "skipScout",
+        "taskPriority",
+        "currentPriority",
+        "ticketID",
+        "ticketSystemType",
+        "reqID",
+        "respectLB",
+        "osInfo",
+        "noInput",
+        "maxAttempt",
+        "maxFailure",
+        "useLocalIO",
+        "gshare",
+        "sourceURL",
+        "cliParams",
+        "dsForIN",
+        "buildSpec",
+        "countryGroup",
+        "transForm",
+        "fixedSandbox",
+        "container_name",
+        "multiStepExec",
+        "nucleus",
+        "ddmBackEnd",
+        "toStaging",
+        "inputPreStaging",
+        "mergeOutput",
+        "mergeSpec",
+        "esConvertible",
+        "useRealNumEvents",
     }
 )
 
@@ -226,8 +272,10 @@ def _expected(err: dict[str, Any], field: str) -> str:
     if kind == "string_too_long":
         return f"a string of at most {ctx.get('max_length')} characters"
     if kind == "extra_forbidden":
-        if any(field in f.validation_alias.choices  # type: ignore[union-attr]
-               for f in TaskDefinition.model_fields.values()):
+        if any(
+            field in f.validation_alias.choices  # type: ignore[union-attr]
+            for f in TaskDefinition.model_fields.values()
+        ):
             return "given once (it was given under two names)"
         return (
             "a known task field, such as processingType, transPath, transHome, "
@@ -291,23 +339,23 @@ def parse_task_definitions(data: Any) -> list[TaskDefinition]:
     return out
 
 
-def tasks_frame(
+def task_records(
     definitions: Sequence[TaskDefinition], now: datetime | None = None
-) -> pd.DataFrame:
-    """Return the tasks frame (TASK_COLUMNS) of ``definitions``, one row each.
+) -> list[dict[str, Any]]:
+    """Return one TASK_COLUMNS record per definition (the predictor's fast input).
 
     A definition without ``jediTaskID`` gets its position in the list as id; one
     without ``creationDate`` is created ``now`` (UTC), which is what the recent
     history index assumes too.
     """
     stamp = now or datetime.now(UTC).replace(tzinfo=None)
-    rows = []
+    records = []
     for i, d in enumerate(definitions):
         n_ds, files, events = d.counts()
         created = d.creationdate or stamp
         if created.tzinfo is not None:
             created = created.astimezone(UTC).replace(tzinfo=None)
-        rows.append(
+        records.append(
             {
                 "jeditaskid": d.jeditaskid if d.jeditaskid is not None else i,
                 "creationdate": created,
@@ -327,7 +375,14 @@ def tasks_frame(
                 "nevents_sum": events,
             }
         )
-    frame = pd.DataFrame(rows, columns=list(TASK_COLUMNS))
+    return records
+
+
+def tasks_frame(
+    definitions: Sequence[TaskDefinition], now: datetime | None = None
+) -> pd.DataFrame:
+    """Return the tasks frame (TASK_COLUMNS) of ``definitions``, one row each."""
+    frame = pd.DataFrame(task_records(definitions, now), columns=list(TASK_COLUMNS))
     frame["creationdate"] = pd.to_datetime(frame["creationdate"])
     return frame
 
@@ -345,5 +400,6 @@ __all__ = [
     "TaskDefinitionError",
     "parse_task_definitions",
     "read_task_definitions",
+    "task_records",
     "tasks_frame",
 ]

@@ -79,10 +79,13 @@ def render_text(results: list[dict[str, Any]]) -> str:
             )
         lines.append("  Features that drove it (contribution to the chosen class):")
         for name, t in r["targets"].items():
-            shown = ", ".join(
-                f"{f['feature']}={f['value']} ({f['contribution']:+.2f})"
-                for f in t["top_features"][:3]
-            ) or t["explanation"]
+            shown = (
+                ", ".join(
+                    f"{f['feature']}={f['value']} ({f['contribution']:+.2f})"
+                    for f in t["top_features"][:3]
+                )
+                or t["explanation"]
+            )
             lines.append(f"    {name:<12} {shown}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
@@ -91,11 +94,17 @@ def render_text(results: list[dict[str, Any]]) -> str:
 @click.command("predict")
 @click.argument("task_file", metavar="TASK_FILE")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
-@click.option("--bundle", "bundle_dir", type=click.Path(exists=True, file_okay=False),
-              default=None, help="Use this bundle folder instead of the champion.")
+@click.option(
+    "--bundle",
+    "bundle_dir",
+    type=click.Path(exists=True, file_okay=False),
+    default=None,
+    help="Use this bundle folder instead of the champion.",
+)
 @click.pass_obj
-def predict(settings: Settings, task_file: str, as_json: bool,
-            bundle_dir: str | None) -> None:
+def predict(
+    settings: Settings, task_file: str, as_json: bool, bundle_dir: str | None
+) -> None:
     """Show what panda-predictor would request for a task definition.
 
     TASK_FILE is a .json, .yaml or .yml file (or '-' for stdin) holding one task
@@ -112,11 +121,13 @@ def predict(settings: Settings, task_file: str, as_json: bool,
     """
     from panda_predictor.cli.errors import user_errors
     from panda_predictor.service.results import predict_tasks
-    from panda_predictor.taskdef import read_task_definitions
+    from panda_predictor.taskdef import parse_task_definitions, task_records
 
     with user_errors():
         stdin = sys.stdin.read() if task_file == "-" else None
-        tasks = read_task_definitions(read_definitions_file(task_file, stdin))
+        tasks = task_records(
+            parse_task_definitions(read_definitions_file(task_file, stdin))
+        )
         if bundle_dir:
             from panda_predictor.serving.bundle import load_bundle
             from panda_predictor.serving.predictor import Predictor

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 #: How many features an explanation lists per target.
 TOP_FEATURES = 5
@@ -79,9 +78,28 @@ def _contributions(model: Any, matrix: Any) -> np.ndarray:
     return raw[:, :, :-1]
 
 
+def _matrix_for(model: Any, names: list[str], pipeline: Any, M: np.ndarray) -> Any:
+    """Return a DMatrix of the code matrix ``M`` with the model's feature types."""
+    import xgboost as xgb
+
+    types = ["c" if n in pipeline.dtypes_ else "q" for n in names]
+    return xgb.DMatrix(
+        M, feature_names=names, feature_types=types, enable_categorical=True, nthread=1
+    )
+
+
+def _display(pipeline: Any, name: str, value: float) -> Any:
+    """Return a feature's value as a person reads it: category text or a number."""
+    dtype = pipeline.dtypes_.get(name)
+    if dtype is not None:
+        return str(dtype.categories[int(value)])
+    return _plain(float(value))
+
+
 def explain(
     models: dict[str, Any],
-    X: pd.DataFrame,
+    M: np.ndarray,
+    pipeline: Any,
     chosen: dict[str, np.ndarray],
     top: int = TOP_FEATURES,
 ) -> tuple[dict[str, str], list[dict[str, list[FeatureContribution]]]]:
@@ -91,36 +109,39 @@ def explain(
     ----------
     models:
         Fitted classifier per target (from the bundle).
-    X:
-        The feature frame the models predicted on.
+    M:
+        The code matrix the models predicted on
+        (``FeaturePipeline.transform_records``), columns in the pipeline's order.
+    pipeline:
+        The bundle's fitted feature pipeline (names, categories).
     chosen:
         Chosen class per target and row (after the decision rule).
     top:
         How many features to list per target.
     """
-    import xgboost as xgb
-
+    names = list(pipeline.feature_names_out_)
     methods: dict[str, str] = {}
-    rows: list[dict[str, list[FeatureContribution]]] = [{} for _ in range(len(X))]
-    matrices: dict[tuple[str, ...], Any] = {}  # one DMatrix per column order
+    rows: list[dict[str, list[FeatureContribution]]] = [{} for _ in range(len(M))]
+    matrix = None
     for target, model in models.items():
-        if getattr(model, "kind", "") != "xgboost":
+        same_columns = [
+            str(c) for c in getattr(model, "feature_names_in_", [])
+        ] == names
+        if getattr(model, "kind", "") != "xgboost" or not same_columns:
             methods[target] = METHOD_NONE
             for row in rows:
                 row[target] = []
             continue
         methods[target] = METHOD_SHAP
-        names = [str(c) for c in model.feature_names_in_]
-        key = tuple(names)
-        if key not in matrices:
-            matrices[key] = xgb.DMatrix(X[names], enable_categorical=True, nthread=1)
-        contribs = _contributions(model, matrices[key])
+        if matrix is None:
+            matrix = _matrix_for(model, names, pipeline, M)
+        contribs = _contributions(model, matrix)
         for i, row in enumerate(rows):
             values = contribs[i, int(chosen[target][i])]
             order = np.argsort(-np.abs(values))[:top]
             row[target] = [
                 FeatureContribution(
-                    names[j], _plain(X[names[j]].iloc[i]), float(values[j])
+                    names[j], _display(pipeline, names[j], M[i, j]), float(values[j])
                 )
                 for j in order
             ]

@@ -18,7 +18,7 @@ from panda_predictor.service.metrics import DECISIONS
 from panda_predictor.service.results import predict_tasks, reason_kind
 from panda_predictor.service.schemas import PredictionsOut, parse_prediction_request
 from panda_predictor.service.state import ModelUnavailable, ServiceState
-from panda_predictor.taskdef import tasks_frame
+from panda_predictor.taskdef import task_records
 
 bp = Blueprint("predictions", __name__)
 
@@ -52,7 +52,7 @@ def create_predictions() -> ResponseReturnValue:
             f"No model can predict right now ({exc}); keep the scouts."
         ) from None
     history = service.history.index if service.history is not None else None
-    results = predict_tasks(predictor, tasks_frame(definitions), history)
+    results = predict_tasks(predictor, task_records(definitions), history)
     for r in results:
         DECISIONS.labels(r["decision"], reason_kind(r["reason"])).inc()
     body = PredictionsOut.model_validate(

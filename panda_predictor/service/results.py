@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from panda_predictor.core.prediction import TaskPrediction
 from panda_predictor.service.explain import FeatureContribution, explain
@@ -77,30 +76,22 @@ def prediction_dict(
     }
 
 
-def _explanation_frame(
-    predictor: Predictor, tasks: pd.DataFrame, history: Any
-) -> pd.DataFrame:
-    """Return the feature frame the explanations need, via the fast records path."""
-    features = predictor.bundle.features
-    if isinstance(history, pd.DataFrame):
-        return predictor.features(tasks, history)
-    records = tasks.to_dict("records")
-    return features.frame_from_matrix(
-        features.transform_records(records, history), index=tasks.index
-    )
-
-
 def predict_tasks(
-    predictor: Predictor, tasks: pd.DataFrame, history: Any = None
+    predictor: Predictor, records: list[dict[str, Any]], history: Any = None
 ) -> list[dict[str, Any]]:
-    """Predict ``tasks`` (a TASK_COLUMNS frame) and return one plain dict per task."""
-    predictions = predictor.predict(tasks, history)
-    X = _explanation_frame(predictor, tasks, history)
+    """Predict task records (TASK_COLUMNS maps) and return one plain dict per task.
+
+    Uses the predictor's fast records path; the explanations reuse the same code
+    matrix, so a one-task request never builds a pandas frame.
+    """
+    predictions = predictor.predict_records(records, history)
+    features = predictor.bundle.features
+    M = features.transform_records(records, history)
     chosen = {
         t: np.array([p.targets[t].class_index for p in predictions])
         for t in predictor.bundle.models
     }
-    methods, top = explain(predictor.bundle.models, X, chosen)
+    methods, top = explain(predictor.bundle.models, M, features, chosen)
     return [
         prediction_dict(p, row, methods)
         for p, row in zip(predictions, top, strict=True)
