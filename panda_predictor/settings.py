@@ -16,7 +16,11 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import AliasChoices, Field, ValidationError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 ENV_PREFIX = "PANDA_PREDICTOR_"
 CONFIG_ENV = "PANDA_PREDICTOR_CONFIG"
@@ -96,9 +100,7 @@ class Settings(BaseSettings):
         description="Write ...Fixed units (MBPerCoreFixed, HS06sPerEventFixed) so "
         "later job measurements never overwrite the prediction.",
     )
-    hook_batch_size: int = Field(
-        200, gt=0, description="Tasks per hook transaction."
-    )
+    hook_batch_size: int = Field(200, gt=0, description="Tasks per hook transaction.")
     hook_poll_seconds: float = Field(
         10.0, gt=0, description="Pause between passes of 'hook --watch'."
     )
@@ -114,6 +116,56 @@ class Settings(BaseSettings):
         None,
         description="Bearer token required for write requests to the HTTP service.",
     )
+    drift_psi_threshold: float = Field(
+        0.2,
+        ge=0,
+        description="PSI above its noise level on an alarm feature or a target's "
+        "predicted classes means drift.",
+    )
+    drift_unseen_share_threshold: float = Field(
+        0.10,
+        ge=0,
+        le=1,
+        description="Share of recent tasks with a never-seen value of an alarm "
+        "category that means drift.",
+    )
+    drift_under_allocation_factor: float = Field(
+        2.0,
+        gt=0,
+        description="Feedback under-allocation above this multiple of the model's "
+        "test rate means drift.",
+    )
+    drift_accuracy_drop: float = Field(
+        0.15,
+        ge=0,
+        le=1,
+        description="Feedback accuracy this far below the test accuracy means drift.",
+    )
+    drift_min_tasks: int = Field(
+        50, gt=0, description="Fewer recent tasks or scored outcomes: no verdict."
+    )
+    drift_psi_features: list[str] = Field(
+        default_factory=lambda: [
+            "processingtype",
+            "framework",
+            "transpath",
+            "corecount",
+            "nevents_sum",
+        ],
+        description="Features whose PSI can raise the drift alarm.",
+    )
+    drift_unseen_features: list[str] = Field(
+        default_factory=lambda: [
+            "processingtype",
+            "framework",
+            "transhome",
+            "transpath",
+        ],
+        description="Categorical features whose unseen share can raise the alarm.",
+    )
+    retrain_window_months: int = Field(
+        12, gt=0, description="Months of history before this month that retrain uses."
+    )
     log_level: str = Field("INFO", description="Python logging level.")
 
     def database_url(self) -> str:
@@ -123,7 +175,7 @@ class Settings(BaseSettings):
         return f"sqlite:///{(self.home / 'panda.sqlite').as_posix()}"
 
     def tracking_uri(self) -> str:
-        """Return the MLflow tracking URI, defaulting to a SQLite store under ``home``."""
+        """Return the MLflow tracking URI (default: SQLite store under ``home``)."""
         if self.mlflow_tracking_uri:
             return self.mlflow_tracking_uri
         return f"sqlite:///{(self.home / 'mlflow.db').resolve().as_posix()}"

@@ -22,8 +22,6 @@ import numpy as np
 from prometheus_client import Gauge
 
 from panda_predictor.core.drift import (
-    IMPORTANT_FEATURES,
-    UNSEEN_FEATURES,
     DriftResult,
     DriftThresholds,
     build_profile,
@@ -91,15 +89,13 @@ def build_reference(history: Any, result: Any) -> dict[str, Any]:
 
 
 def thresholds_from(settings: Settings) -> DriftThresholds:
-    """Return the drift thresholds of ``settings`` (defaults until the fields exist)."""
+    """Return the drift thresholds of ``settings``."""
     return DriftThresholds(
-        psi=float(getattr(settings, "drift_psi_threshold", 0.2)),
-        unseen_share=float(getattr(settings, "drift_unseen_share_threshold", 0.10)),
-        under_allocation_factor=float(
-            getattr(settings, "drift_under_allocation_factor", 2.0)
-        ),
-        accuracy_drop=float(getattr(settings, "drift_accuracy_drop", 0.15)),
-        min_tasks=int(getattr(settings, "drift_min_tasks", 50)),
+        psi=settings.drift_psi_threshold,
+        unseen_share=settings.drift_unseen_share_threshold,
+        under_allocation_factor=settings.drift_under_allocation_factor,
+        accuracy_drop=settings.drift_accuracy_drop,
+        min_tasks=settings.drift_min_tasks,
     )
 
 
@@ -205,8 +201,8 @@ def check_drift(
         )
     profile = json.loads(ref_path.read_text())
     thresholds = thresholds_from(settings)
-    important = tuple(getattr(settings, "drift_psi_features", IMPORTANT_FEATURES))
-    unseen = tuple(getattr(settings, "drift_unseen_features", UNSEEN_FEATURES))
+    important = tuple(settings.drift_psi_features)
+    unseen = tuple(settings.drift_unseen_features)
     engine = make_engine(settings)
     try:
         tasks = read_created_tasks(engine, settings, since, until)

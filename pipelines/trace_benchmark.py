@@ -28,6 +28,7 @@ from pipelines.trace.scoring import (
     JSON_KEYS,
     best_model,
     format_table,
+    goal_summary,
     score_run,
     verdict,
 )
@@ -110,7 +111,10 @@ def run_benchmark(
         unit = TRACE_TARGETS[target][1]
         sections += [format_table(target, unit, per_name), ""]
         for note in verdict(per_name):
-            sections.append(f"- goal not met: {note}")
+            sections.append(f"- {note}")
+        levels = wf.runs[target].levels
+        if levels:
+            sections.append(f"- safety levels chosen per month: {json.dumps(levels)}")
         sections.append("")
         best = best_model(per_name)
         if best is not None and target in RESOURCE:
@@ -118,7 +122,7 @@ def run_benchmark(
                 frame,
                 wf.runs[target],
                 wf.features.user_exe_key,
-                best,
+                [n for n in per_name if n.startswith("model:")],
                 confidence_threshold,
             )
             result.replay[target] = [o.to_dict() for o in outcomes]
@@ -144,6 +148,7 @@ def write_outputs(
         "replay": result.replay,
         "not_available": result.not_available,
         "notes": result.notes,
+        "goal": {t: goal_summary(s) for t, s in result.scores.items()},
     }
     written[1].write_text(json.dumps(full, indent=2, default=str))
     if json_path is not None:

@@ -51,16 +51,28 @@ logger = logging.getLogger(__name__)
 @click.option(
     "--max-train-rows",
     type=click.IntRange(min=100),
-    default=40000,
+    default=20000,
     show_default=True,
     help="Newest finished jobs each retraining uses.",
 )
 @click.option(
     "--n-estimators",
     type=click.IntRange(min=1),
-    default=300,
+    default=150,
     show_default=True,
-    help="Maximum boosting rounds of XGBoost.",
+    help="Maximum boosting rounds of XGBoost (early stopping after 10 idle rounds).",
+)
+@click.option(
+    "--max-categories",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Most frequent users/executables/... kept per feature (rest: 'other').",
+)
+@click.option(
+    "--no-safety",
+    is_flag=True,
+    help="Skip the safety-aware model rows (model:<kind>_safe).",
 )
 @click.option(
     "--json",
@@ -88,6 +100,8 @@ def benchmark(
     max_jobs: int | None,
     max_train_rows: int,
     n_estimators: int,
+    max_categories: int,
+    no_safety: bool,
     json_path: Path | None,
     out_dir: Path | None,
     no_mlflow: bool,
@@ -116,6 +130,8 @@ def benchmark(
         max_train_rows=max_train_rows,
         max_months=max_months,
         n_estimators=n_estimators,
+        max_categories=max_categories,
+        safety=not no_safety,
     )
     base = out_dir or settings.home / "benchmarks"
     documents = []

@@ -26,3 +26,11 @@ register("serve", "panda_predictor.cli.serve", "serve",
          "Serve predictions over HTTP (waitress): /v1/predictions, /readyz, /metrics.")
 register("predict", "panda_predictor.cli.predict", "predict",
          "Show what would be requested for a task definition (JSON/YAML file or -).")
+register("feedback", "panda_predictor.cli.feedback", "feedback",
+         "Compare written predictions with the jobs' outcomes, week by week.")
+register("drift", "panda_predictor.cli.drift", "drift",
+         "Check recent tasks and feedback for drift from the champion (exit 3).")
+register("retrain", "panda_predictor.cli.retrain", "retrain",
+         "Retrain on the last months; promote only if not worse (idempotent).")
+register("report", "panda_predictor.cli.report", "report",
+         "Write a static HTML page: feedback, drift, coverage, confusions, decisions.")

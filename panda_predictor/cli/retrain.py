@@ -79,7 +79,7 @@ def retrain(
         params["model_kinds"] = tuple(params.get("model_kinds", ()))
         params.setdefault("recall_target", settings.tail_recall_target)
         params.setdefault("confidence_threshold", settings.confidence_threshold)
-        months = window_months or int(getattr(settings, "retrain_window_months", 12))
+        months = window_months or settings.retrain_window_months
         config = RetrainConfig(
             window_months=months,
             refit_bins=refit_bins,

@@ -32,6 +32,13 @@ REQUEST_OF: dict[str, str] = {
 }
 #: Margin added to the per-key percentile baselines.
 KEY_MARGIN = 0.10
+#: Most frequent values kept per categorical feature; the rest become
+#: :data:`OTHER_CATEGORY`. Native categorical splits cost time in the number of
+#: categories (CTC-SP2 has 12,303 executables), and rare values carry little signal
+#: that the per-user/per-executable recency features do not already hold.
+MAX_CATEGORIES = 64
+#: The category of values outside the kept most frequent ones.
+OTHER_CATEGORY = "__other__"
 
 
 @dataclass
@@ -50,12 +57,25 @@ def request_of(frame: pd.DataFrame, target: str) -> np.ndarray:
     return frame[REQUEST_OF[target]].to_numpy(dtype=float)
 
 
-def build_features(frame: pd.DataFrame, targets: list[str]) -> TraceFeatures:
+def build_features(
+    frame: pd.DataFrame,
+    targets: list[str],
+    fit_rows: np.ndarray | None = None,
+    max_categories: int = MAX_CATEGORIES,
+) -> TraceFeatures:
     """Return the model's features for every row of a task frame (see module doc).
 
     :param frame: rows of :func:`panda_predictor.ingest.swf.read_swf`, by submit time.
     :param targets: the targets the file records.
+    :param fit_rows: rows whose value counts choose the kept categories (the
+        training part; default all rows), so the test part never shapes a feature.
+    :param max_categories: most frequent values kept per categorical feature.
     """
+    if not isinstance(max_categories, int) or max_categories < 1:
+        raise ValueError(
+            "The 'max_categories' field must be an integer >= 1. "
+            f"Got {max_categories!r} instead."
+        )
     submit = frame["submit_s"].to_numpy(dtype=float)
     finish = frame["finish_s"].to_numpy(dtype=float)
     user_key = bl.group_codes(frame["user"])
@@ -66,8 +86,7 @@ def build_features(frame: pd.DataFrame, targets: list[str]) -> TraceFeatures:
     for name in CATEGORICAL_FEATURES:
         col = frame[name]
         if col.notna().any():
-            cats = [UNKNOWN_CATEGORY, *sorted(col.dropna().astype(str).unique())]
-            columns[name] = pd.Categorical(col.astype(object), categories=cats)
+            columns[name] = _capped_categorical(col, fit_rows, max_categories)
     for name in NUMERIC_FEATURES:
         if frame[name].notna().any():
             columns[name] = frame[name].to_numpy(dtype=float)
@@ -93,6 +112,19 @@ def build_features(frame: pd.DataFrame, targets: list[str]) -> TraceFeatures:
             columns[f"u_{target}_ratio_req"] = us.max_ratio5 * request
     X = pd.DataFrame(columns, index=frame.index)
     return TraceFeatures(X, user_stats, key_stats, user_key, user_exe_key)
+
+
+def _capped_categorical(
+    col: pd.Series, fit_rows: np.ndarray | None, max_categories: int
+) -> pd.Categorical:
+    """Return ``col`` as a categorical of its most frequent fit-row values + other."""
+    text = col.astype(object).where(col.isna(), col.astype(str))
+    counted = text if fit_rows is None else text.iloc[fit_rows]
+    kept = counted.dropna().value_counts(sort=True).index[:max_categories]
+    kept = sorted(str(v) for v in kept)
+    capped = text.where(text.isin(kept) | text.isna(), OTHER_CATEGORY)
+    cats = [UNKNOWN_CATEGORY, OTHER_CATEGORY, *kept]
+    return pd.Categorical(capped, categories=cats)
 
 
 def _gap_since_previous(submit: np.ndarray, key: np.ndarray) -> np.ndarray:

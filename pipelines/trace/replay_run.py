@@ -23,10 +23,13 @@ def replay_target(
     frame: pd.DataFrame,
     run: TargetRun,
     user_exe_key: np.ndarray,
-    model: str,
+    models: list[str],
     threshold: float,
 ) -> list[ReplayOutcome]:
     """Return the outcome of each strategy for one target's test jobs.
+
+    One ``predictor (<model>)`` strategy per name in ``models`` (e.g. the arg-max
+    and the safety-aware rows).
 
     A task whose first job's model confidence is below ``threshold`` keeps its
     scouts (the predictor's ``kept_scouts`` fallback); the others start at once
@@ -44,30 +47,36 @@ def replay_target(
     request = frame[REQUEST_OF[run.target]].to_numpy(dtype=float)[rows]
     default = np.where(np.isfinite(request) & (request > 0), request, ladder[-1])
     scout_req, scout_delay = scout_plan(task, used, run_s, default)
-    predicted = ladder[run.predicted[model]]
     first = np.zeros(rows.size, dtype=bool)
     _, first_idx = np.unique(task, return_index=True)
     first[first_idx] = True
-    task_conf = pd.Series(run.confidence[model][first], index=task[first])
-    keep = task_conf.reindex(task).to_numpy() < threshold
-    # A job never runs longer than its requested time (the system kills it), so a
-    # prediction above the user's request is capped at it: known at submission.
-    capped = np.where(
-        np.isfinite(request) & (request > 0), np.minimum(predicted, request), predicted
-    )
-    pred_req = np.where(keep, scout_req, capped)
-    pred_delay = np.where(keep, scout_delay, 0.0)
     common = dict(
         resource=resource, task=task, used=used, run_s=run_s, cores=cores, ladder=ladder
     )
+    outcomes = [
+        replay("scouts", requested=scout_req, bulk_delay_s=scout_delay, **common)
+    ]
+    for model in models:
+        predicted = ladder[run.predicted[model]]
+        task_conf = pd.Series(run.confidence[model][first], index=task[first])
+        keep = task_conf.reindex(task).to_numpy() < threshold
+        # A job never runs longer than its requested time (the system kills it), so
+        # a prediction above the user's request is capped at it: known at submission.
+        capped = np.where(
+            np.isfinite(request) & (request > 0),
+            np.minimum(predicted, request),
+            predicted,
+        )
+        outcomes.append(
+            replay(
+                f"predictor ({model})",
+                requested=np.where(keep, scout_req, capped),
+                bulk_delay_s=np.where(keep, scout_delay, 0.0),
+                **common,
+            )
+        )
     return [
-        replay("scouts", requested=scout_req, bulk_delay_s=scout_delay, **common),
-        replay(
-            f"predictor ({model})",
-            requested=pred_req,
-            bulk_delay_s=pred_delay,
-            **common,
-        ),
+        *outcomes,
         replay("user request", requested=default, **common),
         replay("oracle", requested=used, **common),
     ]

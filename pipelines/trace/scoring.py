@@ -70,27 +70,73 @@ def best_model(scores: dict[str, dict[str, float]]) -> str | None:
     return max(models, key=lambda n: scores[n]["macro_f1"]) if models else None
 
 
-def verdict(scores: dict[str, dict[str, float]]) -> list[str]:
-    """Return the goal checks: baselines ahead in macro-F1, or better in both
-    under- and over-allocation than the best model."""
+def dominated_by(scores: dict[str, dict[str, float]], name: str) -> list[str]:
+    """Return the baselines better than ``name`` in under- and over-allocation."""
+    ours = scores[name]
+    return [
+        b
+        for b, s in scores.items()
+        if b.startswith("baseline:")
+        and s["under_allocation"] < ours["under_allocation"]
+        and s["over_allocation"] < ours["over_allocation"]
+    ]
+
+
+def f1_behind(scores: dict[str, dict[str, float]], name: str) -> list[str]:
+    """Return the baselines whose macro-F1 is at least ``name``'s."""
+    ours = scores[name]["macro_f1"]
+    return [
+        b
+        for b, s in scores.items()
+        if b.startswith("baseline:") and s["macro_f1"] >= ours
+    ]
+
+
+def goal_summary(scores: dict[str, dict[str, float]]) -> dict[str, object]:
+    """Return the goal checks of one target.
+
+    ``macro_f1_met``: the best model by macro-F1 is ahead of every baseline.
+    ``allocation_met``: at least one model row is beaten by no baseline in under-
+    and over-allocation at once. ``both_met_by``: model rows meeting both alone.
+    ``rows``: per model row, the baselines ahead in macro-F1 and those better in
+    both allocation figures.
+    """
+    models = [n for n in scores if n.startswith("model:")]
+    rows = {
+        m: {"f1_behind": f1_behind(scores, m), "dominated_by": dominated_by(scores, m)}
+        for m in models
+    }
     best = best_model(scores)
-    if best is None:
+    return {
+        "best_model": best,
+        "macro_f1_met": best is not None and not rows[best]["f1_behind"],
+        "allocation_met": any(not r["dominated_by"] for r in rows.values()),
+        "both_met_by": [
+            m for m, r in rows.items() if not r["f1_behind"] and not r["dominated_by"]
+        ],
+        "rows": rows,
+    }
+
+
+def verdict(scores: dict[str, dict[str, float]]) -> list[str]:
+    """Return the goal checks as text lines (see :func:`goal_summary`)."""
+    goal = goal_summary(scores)
+    if goal["best_model"] is None:
         return []
-    ours = scores[best]
-    notes = []
-    for name, s in scores.items():
-        if not name.startswith("baseline:"):
-            continue
-        if s["macro_f1"] >= ours["macro_f1"]:
-            notes.append(
-                f"{name} macro-F1 {s['macro_f1']:.3f} >= {best} {ours['macro_f1']:.3f}"
-            )
-        if (
-            s["under_allocation"] < ours["under_allocation"]
-            and s["over_allocation"] < ours["over_allocation"]
-        ):
-            notes.append(f"{name} better in under- and over-allocation than {best}")
-    return notes
+    lines = []
+    for name, row in goal["rows"].items():  # type: ignore[union-attr]
+        for b in row["f1_behind"]:
+            lines.append(f"{name}: {b} macro-F1 is at least as high")
+        for b in row["dominated_by"]:
+            lines.append(f"{name}: {b} is better in under- and over-allocation")
+    lines.append(
+        f"goal macro-F1 ({goal['best_model']}): "
+        f"{'met' if goal['macro_f1_met'] else 'NOT met'}; "
+        f"goal allocation (some model row undominated): "
+        f"{'met' if goal['allocation_met'] else 'NOT met'}; "
+        f"one row meets both: {', '.join(goal['both_met_by']) or 'none'}"  # type: ignore[arg-type]
+    )
+    return lines
 
 
 def format_table(target: str, unit: str, scores: dict[str, dict[str, float]]) -> str:

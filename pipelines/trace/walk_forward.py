@@ -5,6 +5,11 @@ newest part is tested month by month. Before each month the models are retrained
 every job that had *finished* before the month's first submission (a job still
 running has no label yet), as production retraining would. Baselines predict the
 same test jobs from the same finished-before-submission history.
+
+Each model gives two rows: ``model:<kind>`` (the arg-max class) and
+``model:<kind>_safe`` (the smallest class whose cumulative probability reaches a
+level chosen each month on the newest finished jobs of the training window, see
+:mod:`pipelines.trace.safety`).
 """
 
 from __future__ import annotations
@@ -21,7 +26,13 @@ from panda_predictor.core import baselines as bl
 from panda_predictor.core.bins import TargetBins, fit_bins
 from panda_predictor.core.splits import time_ordered_split
 from panda_predictor.ingest.swf import TRACE_TARGETS
-from pipelines.trace.features import TraceFeatures, baseline_values, build_features
+from pipelines.trace.features import (
+    MAX_CATEGORIES,
+    TraceFeatures,
+    baseline_values,
+    build_features,
+)
+from pipelines.trace.safety import choose_level, cumulative_class
 
 logger = logging.getLogger(__name__)
 
@@ -35,9 +46,13 @@ class WalkForwardConfig:
 
     test_fraction: float = 0.2
     models: tuple[str, ...] = ("xgboost",)
-    max_train_rows: int = 40000
+    max_train_rows: int = 20000
     max_months: int | None = None
-    n_estimators: int = 300
+    n_estimators: int = 150
+    learning_rate: float = 0.15
+    early_stopping_rounds: int = 10
+    max_categories: int = MAX_CATEGORIES
+    safety: bool = True
     seed: int = 0
 
 
@@ -53,6 +68,7 @@ class TargetRun:
     predicted: dict[str, np.ndarray] = field(default_factory=dict)
     raw: dict[str, np.ndarray] = field(default_factory=dict)
     confidence: dict[str, np.ndarray] = field(default_factory=dict)
+    levels: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -88,10 +104,18 @@ def _model(kind: str, n_classes: int, config: WalkForwardConfig):  # noqa: ANN20
         return model_class(kind)(
             n_classes=n_classes,
             n_estimators=config.n_estimators,
+            learning_rate=config.learning_rate,
+            early_stopping_rounds=config.early_stopping_rounds,
             max_depth=6,
             random_state=config.seed,
         )
     return model_class(kind)(n_classes=n_classes, epochs=15, random_state=config.seed)
+
+
+def _model_rows(kind: str, config: WalkForwardConfig) -> list[str]:
+    """Return the result rows one model kind gives (arg-max, and safe if enabled)."""
+    name = f"model:{kind}"
+    return [name, f"{name}_safe"] if config.safety else [name]
 
 
 def run_walk_forward(
@@ -101,7 +125,9 @@ def run_walk_forward(
     f = config.test_fraction
     split = time_ordered_split(frame["submit_s"].to_numpy(), 1.0 - f, 0.0, f)
     train_part, test_part = np.sort(split.train), np.sort(split.test)
-    features = build_features(frame, targets)
+    features = build_features(
+        frame, targets, fit_rows=train_part, max_categories=config.max_categories
+    )
     submit = frame["submit_s"].to_numpy(dtype=float)
     finish = frame["finish_s"].to_numpy(dtype=float)
     values = {t: frame[TRACE_TARGETS[t][0]].to_numpy(dtype=float) for t in targets}
@@ -111,6 +137,9 @@ def run_walk_forward(
     if config.max_months is not None:
         month_names = month_names[: config.max_months]
     runs: dict[str, TargetRun] = {}
+    # Baseline classes of *every* job: test rows are scored, validation rows (older,
+    # finished jobs) tune the safety level.
+    baseline_classes: dict[str, dict[str, np.ndarray]] = {}
     for target in targets:
         rows = test_part[np.isin(months.to_numpy(), month_names)]
         rows = rows[np.isfinite(values[target][rows])]
@@ -119,16 +148,22 @@ def run_walk_forward(
             target, tb, rows, tb.assign(values[target][rows]), values[target][rows]
         )
         median = float(np.nanmedian(values[target][train_part]))
+        baseline_classes[target] = {}
         for name, pred in baseline_values(frame, features, target, median).items():
             runs[target].raw[name] = pred[rows]
-            runs[target].predicted[name] = tb.assign(pred[rows])
+            baseline_classes[target][name] = tb.assign(pred)
+            runs[target].predicted[name] = baseline_classes[target][name][rows]
         train_classes = tb.assign(values[target][train_part])
         runs[target].predicted["baseline:majority"] = bl.majority_class(
             train_classes, rows.size
         )
+        baseline_classes[target]["baseline:majority"] = bl.majority_class(
+            train_classes, len(frame)
+        )
         for kind in config.models:
-            runs[target].predicted[f"model:{kind}"] = np.full(rows.size, -1)
-            runs[target].confidence[f"model:{kind}"] = np.zeros(rows.size)
+            for name in _model_rows(kind, config):
+                runs[target].predicted[name] = np.full(rows.size, -1)
+                runs[target].confidence[name] = np.zeros(rows.size)
     test_months = months.to_numpy()
     for month in month_names:
         in_month = test_part[test_months == month]
@@ -143,26 +178,40 @@ def run_walk_forward(
             train = train[-config.max_train_rows :]
             y = run.bins.assign(values[target][train])
             n_val = max(1, train.size // 10)
+            val = train[-n_val:]
             for kind in config.models:
-                name = f"model:{kind}"
                 started = time.perf_counter()
                 model = _model(kind, run.bins.n_classes, config)
                 X = features.X
                 model.fit(
                     X.iloc[train[:-n_val]],
                     y[:-n_val],
-                    X_val=X.iloc[train[-n_val:]],
+                    X_val=X.iloc[val],
                     y_val=y[-n_val:],
                 )
                 proba = model.predict_proba(X.iloc[run.rows[here]])
+                name = f"model:{kind}"
                 run.predicted[name][here] = np.argmax(proba, axis=1)
                 run.confidence[name][here] = proba.max(axis=1)
+                if config.safety:
+                    choice = choose_level(
+                        model.predict_proba(X.iloc[val]),
+                        y[-n_val:],
+                        values[target][val],
+                        np.asarray(run.bins.values),
+                        {n: c[val] for n, c in baseline_classes[target].items()},
+                    )
+                    safe = f"{name}_safe"
+                    run.predicted[safe][here] = cumulative_class(proba, choice.level)
+                    run.confidence[safe][here] = proba.max(axis=1)
+                    run.levels.setdefault(safe, {})[month] = choice.level
                 logger.info(
-                    "trace %s %s %s: trained on %d jobs in %.1f s",
+                    "trace %s %s %s: trained on %d jobs (%d rounds) in %.1f s",
                     target,
                     month,
                     kind,
                     train.size,
+                    getattr(model, "n_estimators_", -1),
                     time.perf_counter() - started,
                 )
     split_info: dict[str, object] = {
@@ -175,5 +224,8 @@ def run_walk_forward(
         "train_end": str(frame["submit_time"].iloc[train_part].max()),
         "test_start": str(frame["submit_time"].iloc[test_part].min()),
         "max_train_rows": config.max_train_rows,
+        "n_estimators": config.n_estimators,
+        "max_categories": config.max_categories,
+        "safety_levels": {t: r.levels for t, r in runs.items()},
     }
     return WalkForwardResult(split_info, runs, features, notes)
