@@ -56,29 +56,50 @@ def main() -> None:
 
     schema = f"pp_bench_{uuid.uuid4().hex[:8]}"
     tmp = tempfile.mkdtemp()
-    settings = load_settings(home=tmp, db_url=PG_URL, db_schema=schema,
-                             hook_batch_size=args.batch_size)
+    settings = load_settings(
+        home=tmp, db_url=PG_URL, db_schema=schema, hook_batch_size=args.batch_size
+    )
     engine = make_engine(settings)
     try:
         init_database(engine, settings, with_panda_tables=True)
-        config = SimulationConfig(n_tasks=args.history, n_defined=args.defined + args.singles,
-                                  seed=3, end_date=history_end())
+        config = SimulationConfig(
+            n_tasks=args.history,
+            n_defined=args.defined + args.singles,
+            seed=3,
+            end_date=history_end(),
+        )
         load_history(engine, settings, simulate_history(config, progress=False))
         history = read_labelled_history(engine, settings, progress=False)
-        result = train(history, load_bins(),
-                       TrainingConfig(model_kinds=("xgboost",), xgboost={"n_estimators": 200}))
+        result = train(
+            history,
+            load_bins(),
+            TrainingConfig(model_kinds=("xgboost",), xgboost={"n_estimators": 200}),
+        )
         predictor = Predictor(result.bundle, "bench", "1")
         started = time.perf_counter()
         index = read_recent_history(engine, settings)
         history_seconds = time.perf_counter() - started
-        hook = SubmitHook(settings, engine=engine, predictor_factory=lambda: predictor,
-                          history_factory=lambda: index)
+        hook = SubmitHook(
+            settings,
+            engine=engine,
+            predictor_factory=lambda: predictor,
+            history_factory=lambda: index,
+        )
         with engine.connect() as conn:
-            t = sa.table("jedi_tasks", sa.column("jeditaskid"), sa.column("status"),
-                         schema=schema)
-            ids = sorted(conn.execute(sa.select(t.c.jeditaskid).where(
-                t.c.status.in_(["defined", "ready"]))).scalars())
-        singles, bulk = ids[: args.singles], ids[args.singles:]
+            t = sa.table(
+                "jedi_tasks",
+                sa.column("jeditaskid"),
+                sa.column("status"),
+                schema=schema,
+            )
+            ids = sorted(
+                conn.execute(
+                    sa.select(t.c.jeditaskid).where(
+                        t.c.status.in_(["defined", "ready"])
+                    )
+                ).scalars()
+            )
+        singles, bulk = ids[: args.singles], ids[args.singles :]
         latencies = []
         for task_id in singles:
             started = time.perf_counter()
@@ -98,29 +119,34 @@ def main() -> None:
     p50 = statistics.median(latencies)
     p99 = latencies[int(0.99 * (len(latencies) - 1))]
     rate = written / bulk_seconds
-    text = "\n".join([
-        BEGIN,
-        "## Database hook on PostgreSQL (benchmarks/bench_hook.py)",
-        "",
-        f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, "
-        f"{os.cpu_count()} cores, Python {platform.python_version()}, local "
-        f"PostgreSQL; command: `python {' '.join(sys.argv)}`. XGBoost bundle "
-        f"(200 trees per target) trained on {args.history:,} simulated tasks; "
-        f"history index of the last 180 days read once ({history_seconds:.1f} s).",
-        "",
-        "| measure | value |",
-        "|---|---:|",
-        f"| one pass over {len(bulk):,} defined tasks, batches of {args.batch_size} "
-        f"| {bulk_seconds:.1f} s |",
-        f"| throughput (tasks written per second, audit rows included) | {rate:,.0f} |",
-        f"| applied / kept scouts | {len(report.applied):,} / {len(report.kept_scouts):,} |",
-        f"| single-task pass (`--task-id`), p50 | {p50:.1f} ms |",
-        f"| single-task pass, p99 | {p99:.1f} ms |",
-        "",
-        "A single-task pass is a full transaction: select with row lock, read the "
-        "task and its datasets, predict four targets, conditional update, audit insert.",
-        END,
-    ])
+    text = "\n".join(
+        [
+            BEGIN,
+            "## Database hook on PostgreSQL (benchmarks/bench_hook.py)",
+            "",
+            f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, "
+            f"{os.cpu_count()} cores, Python {platform.python_version()}, local "
+            f"PostgreSQL; command: `python {' '.join(sys.argv)}`. XGBoost bundle "
+            f"(200 trees per target) trained on {args.history:,} simulated tasks; "
+            f"history index of the last 180 days read once ({history_seconds:.1f} s).",
+            "",
+            "| measure | value |",
+            "|---|---:|",
+            f"| one pass over {len(bulk):,} defined tasks, batches of "
+            f"{args.batch_size} | {bulk_seconds:.1f} s |",
+            "| throughput (tasks written per second, audit rows included) | "
+            f"{rate:,.0f} |",
+            f"| applied / kept scouts | {len(report.applied):,} / "
+            f"{len(report.kept_scouts):,} |",
+            f"| single-task pass (`--task-id`), p50 | {p50:.1f} ms |",
+            f"| single-task pass, p99 | {p99:.1f} ms |",
+            "",
+            "A single-task pass is a full transaction: select with row lock, read the "
+            "task and its datasets, predict four targets, conditional update, audit "
+            "insert.",
+            END,
+        ]
+    )
     print(text)
     if not args.no_write:
         path = ROOT / "docs" / "performance.md"

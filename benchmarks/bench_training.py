@@ -6,7 +6,8 @@ production code (:func:`pipelines.train.train`), XGBoost for all four targets an
 up to ``--keras-max`` tasks, the Keras network too. Peak memory is the process's
 maximum RSS. Figures go to stdout and to docs/performance.md.
 
-    python benchmarks/bench_training.py --sizes 100000 1000000 4000000 --keras-max 1000000
+    python benchmarks/bench_training.py --sizes 100000 1000000 4000000 \
+        --keras-max 1000000
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ def one_run(n_tasks: int, kinds: list[str], seed: int) -> dict:
     for batch in simulate_history(config, progress=False):
         parts.append(frames_to_history(*batch))
     frame = pd.concat(parts, ignore_index=True)
-    frame = frame[frame[["ramcount", "cputime", "iointensity", "walltime"]]
-                  .notna().any(axis=1)]
+    frame = frame[
+        frame[["ramcount", "cputime", "iointensity", "walltime"]].notna().any(axis=1)
+    ]
     frame = frame.sort_values(["creationdate", "jeditaskid"]).reset_index(drop=True)
     history = LabelledHistory(frame)
     prepared = time.perf_counter() - started
@@ -86,8 +88,16 @@ def one_run(n_tasks: int, kinds: list[str], seed: int) -> dict:
 
 def run_in_subprocess(n_tasks: int, kinds: list[str], seed: int) -> dict:
     """Run :func:`one_run` in a fresh process so peak memory is its own."""
-    cmd = [sys.executable, __file__, "--one", str(n_tasks), "--seed", str(seed),
-           "--kinds", *kinds]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--one",
+        str(n_tasks),
+        "--seed",
+        str(seed),
+        "--kinds",
+        *kinds,
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -114,26 +124,39 @@ def markdown(results: list[dict], command: str) -> str:
         )
     lines += ["", "Fit seconds per kind (four targets):", ""]
     for r in results:
-        fits = ", ".join(f"{k} {q['fit_seconds']:.0f} s" for k, q in r["quality"].items())
+        fits = ", ".join(
+            f"{k} {q['fit_seconds']:.0f} s" for k, q in r["quality"].items()
+        )
         lines.append(f"- {r['tasks']:,} tasks: {fits}")
     best = max(results, key=lambda r: r["tasks"] if "keras" in r["kinds"] else 0)
-    lines += ["", f"Quality on the test part at {best['tasks']:,} tasks "
-              f"({best['split']['test_rows']:,} test tasks, newest "
-              f"{best['split']['test_period']}):", "",
-              "| target | model | accuracy | macro-F1 | top-class recall | under | over |",
-              "|---|---|---:|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        f"Quality on the test part at {best['tasks']:,} tasks "
+        f"({best['split']['test_rows']:,} test tasks, newest "
+        f"{best['split']['test_period']}):",
+        "",
+        "| target | model | accuracy | macro-F1 | top-class recall | under | over |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
     for kind, q in best["quality"].items():
         for t, m in q["targets"].items():
-            lines.append(f"| {t} | {kind} | {m['accuracy']:.3f} | {m['macro_f1']:.3f}"
-                         f" | {m['tail_recall']:.3f} | {m['under']:.3f} | "
-                         f"{m['over']:.3f} |")
-    lines += ["", "| model | mean accuracy | exact match (4/4) | >=1 | >=2 | >=3 |",
-              "|---|---:|---:|---:|---:|---:|"]
+            lines.append(
+                f"| {t} | {kind} | {m['accuracy']:.3f} | {m['macro_f1']:.3f}"
+                f" | {m['tail_recall']:.3f} | {m['under']:.3f} | "
+                f"{m['over']:.3f} |"
+            )
+    lines += [
+        "",
+        "| model | mean accuracy | exact match (4/4) | >=1 | >=2 | >=3 |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for kind, q in best["quality"].items():
         a = q["at_least"]
-        lines.append(f"| {kind} | {q['mean_accuracy']:.3f} | {q['exact_match']:.3f} "
-                     f"| {a.get('1', 0):.3f} | {a.get('2', 0):.3f} | "
-                     f"{a.get('3', 0):.3f} |")
+        lines.append(
+            f"| {kind} | {q['mean_accuracy']:.3f} | {q['exact_match']:.3f} "
+            f"| {a.get('1', 0):.3f} | {a.get('2', 0):.3f} | "
+            f"{a.get('3', 0):.3f} |"
+        )
     lines.append(END)
     return "\n".join(lines)
 
@@ -152,14 +175,22 @@ def write_section(text: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000])
-    parser.add_argument("--keras-max", type=int, default=1_000_000,
-                        help="Train Keras too up to this many tasks.")
+    parser.add_argument(
+        "--keras-max",
+        type=int,
+        default=1_000_000,
+        help="Train Keras too up to this many tasks.",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--kinds", nargs="+", default=["xgboost"],
-                        help=argparse.SUPPRESS)
-    parser.add_argument("--no-write", action="store_true",
-                        help="Print only; leave docs/performance.md alone.")
+    parser.add_argument(
+        "--kinds", nargs="+", default=["xgboost"], help=argparse.SUPPRESS
+    )
+    parser.add_argument(
+        "--no-write",
+        action="store_true",
+        help="Print only; leave docs/performance.md alone.",
+    )
     args = parser.parse_args()
     if args.one:
         print(json.dumps(one_run(args.one, args.kinds, args.seed), default=str))
@@ -167,11 +198,16 @@ def main() -> None:
     results = []
     for size in args.sizes:
         kinds = ["xgboost", "keras"] if size <= args.keras_max else ["xgboost"]
-        print(f"training on {size:,} simulated tasks ({'+'.join(kinds)}) ...",
-              flush=True)
+        print(
+            f"training on {size:,} simulated tasks ({'+'.join(kinds)}) ...", flush=True
+        )
         result = run_in_subprocess(size, kinds, args.seed)
-        print(json.dumps({k: v for k, v in result.items() if k != "quality"},
-                         default=str), flush=True)
+        print(
+            json.dumps(
+                {k: v for k, v in result.items() if k != "quality"}, default=str
+            ),
+            flush=True,
+        )
         results.append(result)
     text = markdown(results, "python " + " ".join(sys.argv))
     print(text)

@@ -1,3 +1,3 @@
-"""panda-predictor: predict a PanDA task's resources at submission so it can skip scouts."""
+"""panda-predictor: predict a PanDA task's resources at submission, so scouts can go."""
 
 __version__ = "0.1.0"

@@ -137,8 +137,11 @@ class SubmitHook:
         while not self._stop.is_set():
             with self.engine.connect() as conn, conn.begin():
                 ids = find_eligible_tasks(
-                    conn, self.settings, limit=batch + len(seen) if dry_run else batch,
-                    task_ids=task_ids, lock=not dry_run,
+                    conn,
+                    self.settings,
+                    limit=batch + len(seen) if dry_run else batch,
+                    task_ids=task_ids,
+                    lock=not dry_run,
                 )
                 ids = [i for i in ids if i not in seen]
                 if not ids:
@@ -159,14 +162,20 @@ class SubmitHook:
             report.applied += result.applied
             report.kept_scouts += result.kept_scouts
             report.moved_by_jedi += result.moved_by_jedi
-            for decision, ids_ in (("applied", result.applied),
-                                   ("kept_scouts", result.kept_scouts),
-                                   ("moved_by_jedi", result.moved_by_jedi)):
+            for decision, ids_ in (
+                ("applied", result.applied),
+                ("kept_scouts", result.kept_scouts),
+                ("moved_by_jedi", result.moved_by_jedi),
+            ):
                 if ids_:
                     TASKS.labels("db", decision).inc(len(ids_))
             for p in predictions:
-                log.info("jediTaskID=%d decision=%s reason=%s",
-                         p.jeditaskid, p.decision, p.reason)
+                log.info(
+                    "jediTaskID=%d decision=%s reason=%s",
+                    p.jeditaskid,
+                    p.decision,
+                    p.reason,
+                )
 
     def watch(self, poll_seconds: float | None = None) -> int:
         """Run passes until SIGTERM/SIGINT or :meth:`stop`; return the passes run."""
@@ -181,9 +190,13 @@ class SubmitHook:
                 report = self.run_once()
                 passes += 1
                 if report.written:
-                    log.info("pass %d: %d applied, %d kept scouts, %d moved by JEDI",
-                             passes, len(report.applied), len(report.kept_scouts),
-                             len(report.moved_by_jedi))
+                    log.info(
+                        "pass %d: %d applied, %d kept scouts, %d moved by JEDI",
+                        passes,
+                        len(report.applied),
+                        len(report.kept_scouts),
+                        len(report.moved_by_jedi),
+                    )
                 self._stop.wait(interval)
         finally:
             for sig, handler in previous.items():

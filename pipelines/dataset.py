@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from panda_predictor.core.features import TASK_COLUMNS
 from panda_predictor.core.history import HISTORY_GROUPS, required_columns
-from panda_predictor.core.labels import LabelParams, labels_frame
+from panda_predictor.core.labels import DEFAULT_LABEL_PARAMS, LabelParams, labels_frame
 from panda_predictor.core.targets import TARGET_NAMES
 from panda_predictor.db.reader import INPUT_TYPES, iter_history
 from panda_predictor.settings import Settings
@@ -48,12 +48,15 @@ class LabelledHistory:
 
 
 def label_chunk(
-    tasks: pd.DataFrame, jobs: pd.DataFrame, params: LabelParams = LabelParams()
+    tasks: pd.DataFrame, jobs: pd.DataFrame, params: LabelParams = DEFAULT_LABEL_PARAMS
 ) -> pd.DataFrame:
     """Return the feature columns of ``tasks`` joined with their scout labels."""
     labels = labels_frame(jobs, tasks, params)
-    keep = [c for c in dict.fromkeys([*TASK_COLUMNS, *HISTORY_KEY_COLUMNS])
-            if c in tasks.columns]
+    keep = [
+        c
+        for c in dict.fromkeys([*TASK_COLUMNS, *HISTORY_KEY_COLUMNS])
+        if c in tasks.columns
+    ]
     return tasks[keep].merge(
         labels[["jeditaskid", *TARGET_NAMES, "labels_known_at"]],
         on="jeditaskid",
@@ -65,7 +68,7 @@ def frames_to_history(
     tasks: pd.DataFrame,
     datasets: pd.DataFrame,
     jobs: pd.DataFrame,
-    params: LabelParams = LabelParams(),
+    params: LabelParams = DEFAULT_LABEL_PARAMS,
 ) -> pd.DataFrame:
     """Return what :func:`label_chunk` returns, from in-memory PanDA table frames.
 
@@ -88,7 +91,7 @@ def read_labelled_history(
     settings: Settings,
     chunk_size: int = 5000,
     progress: bool = True,
-    params: LabelParams = LabelParams(),
+    params: LabelParams = DEFAULT_LABEL_PARAMS,
     since: datetime | None = None,
     until: datetime | None = None,
 ) -> LabelledHistory:

@@ -40,8 +40,9 @@ class DemoResult:
 def history_end() -> datetime:
     """Return yesterday's midnight (UTC): the simulated history ends there and the
     new tasks arrive today, so the hook's "recent history" window covers it."""
-    today = datetime.now(UTC).replace(tzinfo=None, hour=0, minute=0, second=0,
-                                      microsecond=0)
+    today = datetime.now(UTC).replace(
+        tzinfo=None, hour=0, minute=0, second=0, microsecond=0
+    )
     return today - timedelta(days=1)
 
 
@@ -74,10 +75,13 @@ def run_demo(
     engine = make_engine(settings)
     say(f"[1/4] PanDA database {engine.url.render_as_string(hide_password=True)}")
     init_database(engine, settings, with_panda_tables=True)
-    say(f"[2/4] simulating {n_tasks} finished tasks and {n_defined} newly defined "
-        f"ones (seed {seed})")
-    config = SimulationConfig(n_tasks=n_tasks, n_defined=n_defined, seed=seed,
-                              end_date=history_end())
+    say(
+        f"[2/4] simulating {n_tasks} finished tasks and {n_defined} newly defined "
+        f"ones (seed {seed})"
+    )
+    config = SimulationConfig(
+        n_tasks=n_tasks, n_defined=n_defined, seed=seed, end_date=history_end()
+    )
     rows = load_history(engine, settings, simulate_history(config, progress=progress))
     engine.dispose()
     say("[3/4] labels from the scout formulas, training XGBoost and Keras per target")
@@ -99,7 +103,11 @@ def _task_info(settings: Settings, ids: list[int]) -> dict[int, dict[str, object
     finally:
         engine.dispose()
     return {
-        int(r.jeditaskid): {"type": r.processingtype, "trf": r.transpath,
-                            "cores": r.corecount, "status": r.status}
+        int(r.jeditaskid): {
+            "type": r.processingtype,
+            "trf": r.transpath,
+            "cores": r.corecount,
+            "status": r.status,
+        }
         for r in frame.itertuples()
     }

@@ -20,7 +20,7 @@ import pandas as pd
 
 from panda_predictor.bins_file import bins_from_settings
 from panda_predictor.core.bins import BinSet
-from panda_predictor.core.decision import coverage_accuracy_curve
+from panda_predictor.core.decision import CoverageCurve, coverage_accuracy_curve
 from panda_predictor.core.evaluation import (
     MultiTargetEvaluation,
     all_correct,
@@ -61,7 +61,9 @@ def evaluate_champion(
     """Score the champion on the newest ``test_fraction`` of the history."""
     predictor = load_champion(settings)
     parts = time_ordered_split(
-        history.frame["creationdate"].to_numpy(), 1 - test_fraction - 1e-9, 0.0,
+        history.frame["creationdate"].to_numpy(),
+        1 - test_fraction - 1e-9,
+        0.0,
         test_fraction,
     )
     test = history.frame.iloc[parts.test]
@@ -71,7 +73,9 @@ def evaluate_champion(
     _, chosen, conf = predictor.classify(test, history.history)
     y = {t: v[known] for t, v in y.items()}
     evaluation = evaluate_targets(
-        y, chosen, {t: predictor.bundle.bins[t].n_classes for t in y},
+        y,
+        chosen,
+        {t: predictor.bundle.bins[t].n_classes for t in y},
         {t: list(predictor.bundle.bins[t].labels) for t in y},
     )
     weakest = np.min(np.vstack([conf[t] for t in y]), axis=0)
@@ -113,8 +117,11 @@ def walk_forward_table(results: list[MonthResult]) -> pd.DataFrame:
     """Return one row per month: accuracy per target, exact match, under-allocation."""
     rows = []
     for r in results:
-        row: dict[str, object] = {"month": r.month, "train": r.train_rows,
-                                  "test": r.test_rows}
+        row: dict[str, object] = {
+            "month": r.month,
+            "train": r.train_rows,
+            "test": r.test_rows,
+        }
         for name, ev in r.evaluation.targets.items():
             row[f"{name} acc"] = ev.accuracy
             row[f"{name} under"] = ev.under_allocation_rate
@@ -127,28 +134,39 @@ def run_evaluation(
     settings: Settings,
     out_dir: Path,
     walk_forward_months_: int | None = None,
-    config: TrainingConfig = TrainingConfig(),
+    config: TrainingConfig | None = None,
     progress: bool = True,
 ) -> tuple[Path, pd.DataFrame | None]:
-    """Evaluate (champion, or walk-forward) on the configured database; write a report."""
+    """Evaluate the champion, or walk forward, on the database; write a report."""
+    config = config or TrainingConfig()
     engine = make_engine(settings)
     history = read_labelled_history(engine, settings, progress=progress)
     engine.dispose()
     if walk_forward_months_ is None:
         evaluation, info = evaluate_champion(settings, history)
-        coverage = info.pop("coverage")
-        report = write_report(out_dir, {str(info["model"]): evaluation}, None,
-                              {str(info["model"]): coverage}, metadata=info,
-                              title="panda-predictor evaluation of the champion")
+        coverage: CoverageCurve = info.pop("coverage")  # type: ignore[assignment]
+        report = write_report(
+            out_dir,
+            {str(info["model"]): evaluation},
+            None,
+            {str(info["model"]): coverage},
+            metadata=info,
+            title="panda-predictor evaluation of the champion",
+        )
         return report, None
     bins = bins_from_settings(settings)
     results = walk_forward(history, bins, config, walk_forward_months_)
     table = walk_forward_table(results)
     evaluations = {f"month {r.month}": r.evaluation for r in results}
     report = write_report(
-        out_dir, evaluations, None, None,
-        metadata={"mode": "walk-forward (retrain before each month)",
-                  "kinds": ", ".join(config.model_kinds)},
+        out_dir,
+        evaluations,
+        None,
+        None,
+        metadata={
+            "mode": "walk-forward (retrain before each month)",
+            "kinds": ", ".join(config.model_kinds),
+        },
         title="panda-predictor walk-forward evaluation",
     )
     with report.open("a", encoding="utf-8") as fh:
@@ -158,11 +176,16 @@ def run_evaluation(
 
 def markdown_table(table: pd.DataFrame) -> str:
     """Return ``table`` as a Markdown table, floats with 3 decimals."""
+
     def cell(value: object) -> str:
         return f"{value:.3f}" if isinstance(value, float) else str(value)
 
-    lines = ["| " + " | ".join(map(str, table.columns)) + " |",
-             "|" + "---|" * len(table.columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |"
-              for row in table.itertuples(index=False)]
+    lines = [
+        "| " + " | ".join(map(str, table.columns)) + " |",
+        "|" + "---|" * len(table.columns),
+    ]
+    lines += [
+        "| " + " | ".join(cell(v) for v in row) + " |"
+        for row in table.itertuples(index=False)
+    ]
     return "\n".join(lines)

@@ -83,19 +83,31 @@ def _report(result: TrainingResult, out_dir: Path, extra: dict[str, Any]) -> Pat
     evaluations = {k: r.evaluation for k, r in result.kinds.items() if r.evaluation}
     if len(result.kinds) > 1:
         evaluations["served (best kind per target)"] = result.served
-    tails = {k: {t: rule.report_ for t, rule in r.rules.items()}
-             for k, r in result.kinds.items()}
-    meta = {**result.split_info, **extra,
-            "served kinds": ", ".join(f"{t}: {k}" for t, k in result.served_kinds.items()),
-            "fit seconds": ", ".join(f"{k}: {r.fit_seconds:.1f}"
-                                     for k, r in result.kinds.items())}
-    return write_report(out_dir, evaluations, tails, result.coverage, metadata=meta,
-                        title="panda-predictor training report")
+    tails = {
+        k: {t: rule.report_ for t, rule in r.rules.items()}
+        for k, r in result.kinds.items()
+    }
+    meta = {
+        **result.split_info,
+        **extra,
+        "served kinds": ", ".join(f"{t}: {k}" for t, k in result.served_kinds.items()),
+        "fit seconds": ", ".join(
+            f"{k}: {r.fit_seconds:.1f}" for k, r in result.kinds.items()
+        ),
+    }
+    return write_report(
+        out_dir,
+        evaluations,
+        tails,
+        result.coverage,
+        metadata=meta,
+        title="panda-predictor training report",
+    )
 
 
 def run_training(
     settings: Settings,
-    config: TrainingConfig = TrainingConfig(),
+    config: TrainingConfig | None = None,
     progress: bool = True,
     report_dir: Path | None = None,
     since: datetime | None = None,
@@ -127,19 +139,28 @@ def run_training(
     bins = bins or bins_from_settings(settings)
     if history is None:
         engine = make_engine(settings)
-        history = read_labelled_history(engine, settings, progress=progress,
-                                        since=since, until=until)
+        history = read_labelled_history(
+            engine, settings, progress=progress, since=since, until=until
+        )
         engine.dispose()
+    config = config or TrainingConfig()
     result = train(history, bins, config)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     report_dir = report_dir or settings.home / "reports" / f"train-{stamp}"
     with start_training_run(settings, run_name=f"train-{stamp}") as run:
-        log_params({"config": asdict(config), "bins_version": bins.version,
-                    "schema_hash": result.bundle.features.schema_hash_,
-                    **result.split_info})
+        log_params(
+            {
+                "config": asdict(config),
+                "bins_version": bins.version,
+                "schema_hash": result.bundle.features.schema_hash_,
+                **result.split_info,
+            }
+        )
         for kind, res in result.kinds.items():
             if res.evaluation is not None:
-                log_metrics({f"{kind}.{k}": v for k, v in gate_metrics(res.evaluation).items()})
+                log_metrics(
+                    {f"{kind}.{k}": v for k, v in gate_metrics(res.evaluation).items()}
+                )
         log_metrics(result.bundle.metrics)
         log_feature_schema(result.bundle.features.to_dict())
         mlflow.log_dict(bins.to_dict(), "config/bins.yaml")
@@ -149,21 +170,47 @@ def run_training(
         with tempfile.TemporaryDirectory() as tmp:
             bundle_dir = save_bundle(result.bundle, Path(tmp) / "bundle")
             (bundle_dir / REFERENCE_FILE).write_text(
-                json.dumps(build_reference(history, result)))
-            version = register_bundle(settings, bundle_dir, run.info.run_id,
-                                      result.bundle.metrics,
-                                      description=f"trained {stamp}")
+                json.dumps(build_reference(history, result))
+            )
+            version = register_bundle(
+                settings,
+                bundle_dir,
+                run.info.run_id,
+                result.bundle.metrics,
+                description=f"trained {stamp}",
+            )
         client = mlflow_client(settings)
         for key, value in (version_tags or {}).items():
-            client.set_model_version_tag(settings.model_name, str(version.version),
-                                         key, value)
-        gate = promote_if_not_worse(settings, version.version, result.bundle.metrics,
-                                    champion_metrics, gate_thresholds)
-    (report_dir / "gate.json").write_text(json.dumps(
-        {"version": version.version, "decision": str(gate), "champion_metrics":
-         champion_metrics}, default=str, indent=1))
-    return RunSummary(run.info.run_id, version, gate, report, result.bundle.metrics,
-                      result.served_kinds, champion_metrics)
+            client.set_model_version_tag(
+                settings.model_name, str(version.version), key, value
+            )
+        gate = promote_if_not_worse(
+            settings,
+            version.version,
+            result.bundle.metrics,
+            champion_metrics,
+            gate_thresholds,
+        )
+    (report_dir / "gate.json").write_text(
+        json.dumps(
+            {
+                "version": version.version,
+                "decision": str(gate),
+                "champion_metrics": champion_metrics,
+            },
+            default=str,
+            indent=1,
+        )
+    )
+    return RunSummary(
+        run.info.run_id,
+        version,
+        gate,
+        report,
+        result.bundle.metrics,
+        result.served_kinds,
+        champion_metrics,
+    )
 
 
 def metrics_table(metrics: dict[str, float]) -> pd.DataFrame:
@@ -171,11 +218,13 @@ def metrics_table(metrics: dict[str, float]) -> pd.DataFrame:
     rows = []
     for target in ("ramcount", "cputime", "iointensity", "walltime"):
         if f"{target}.accuracy" in metrics:
-            rows.append({
-                "target": target,
-                "accuracy": metrics[f"{target}.accuracy"],
-                "macro_f1": metrics[f"{target}.macro_f1"],
-                "tail_recall": metrics[f"{target}.tail_recall"],
-                "under_alloc": metrics[f"{target}.under_allocation"],
-            })
+            rows.append(
+                {
+                    "target": target,
+                    "accuracy": metrics[f"{target}.accuracy"],
+                    "macro_f1": metrics[f"{target}.macro_f1"],
+                    "tail_recall": metrics[f"{target}.tail_recall"],
+                    "under_alloc": metrics[f"{target}.under_allocation"],
+                }
+            )
     return pd.DataFrame(rows)

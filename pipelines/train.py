@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,8 +162,8 @@ def _fit_kind(
                 f"The training labels of {target} must hold at least two classes. Got "
                 f"only {np.unique(labels[tr]).tolist()} instead."
             )
-        model = model_class(kind)(n_classes=bins[target].n_classes,
-                                  **config.params_for(kind))
+        factory: Callable[..., ResourceClassifier] = model_class(kind)
+        model = factory(n_classes=bins[target].n_classes, **config.params_for(kind))
         log.info("fitting %s for %s on %d tasks", kind, target, len(tr))
         model.fit(X.iloc[tr], labels[tr], X_val=X.iloc[va], y_val=labels[va])
         rule = TailDecisionRule(
@@ -182,6 +182,11 @@ def _fit_kind(
         result.test_conf[target] = confidence(proba_test, pred)
     result.fit_seconds = time.perf_counter() - started
     return result
+
+
+def _best_kind(kinds: dict[str, KindResult], target: str) -> str:
+    """Return the kind with the best validation macro-F1 on ``target``."""
+    return max(kinds, key=lambda kind: kinds[kind].val_macro_f1[target])
 
 
 def _evaluate(
@@ -205,15 +210,17 @@ def _coverage(conf: dict[str, np.ndarray], y_test, pred) -> CoverageCurve:
 def train(
     history: LabelledHistory,
     bins: BinSet,
-    config: TrainingConfig = TrainingConfig(),
+    config: TrainingConfig | None = None,
     parts: TimeSplit | None = None,
 ) -> TrainingResult:
     """Fit every model kind on the history and bundle the best kind per target.
 
     The test rows are the tasks of the test part whose four labels are all known,
     so every model and the joint metrics are scored on exactly the same tasks.
-    ``parts`` overrides the configured split (walk-forward evaluation uses it).
+    ``parts`` overrides the configured split (walk-forward evaluation uses it);
+    ``config`` defaults to :class:`TrainingConfig` defaults.
     """
+    config = config or TrainingConfig()
     frame = history.frame
     parts = parts if parts is not None else _split(history, bins, config)
     y = _labels(frame, bins)
@@ -234,13 +241,13 @@ def train(
     y_test = {t: y[t][test_all] for t in y}
     for res in kinds.values():
         res.evaluation = _evaluate(y_test, res.test_pred, bins)
-    served_kinds = {
-        t: max(kinds, key=lambda k, t=t: kinds[k].val_macro_f1[t]) for t in y
-    }
+    served_kinds = {t: _best_kind(kinds, t) for t in y}
     served_pred = {t: kinds[served_kinds[t]].test_pred[t] for t in y}
     served_conf = {t: kinds[served_kinds[t]].test_conf[t] for t in y}
     served = _evaluate(y_test, served_pred, bins)
-    coverage = {k: _coverage(r.test_conf, y_test, r.test_pred) for k, r in kinds.items()}
+    coverage = {
+        k: _coverage(r.test_conf, y_test, r.test_pred) for k, r in kinds.items()
+    }
     coverage["served"] = _coverage(served_conf, y_test, served_pred)
     train_tasks = tasks.iloc[parts.train]
     frameworks, _ = split_transhome(train_tasks["transhome"])
@@ -260,7 +267,9 @@ def train(
         models={t: kinds[served_kinds[t]].models[t] for t in y},
         tail_rules={t: kinds[served_kinds[t]].rules[t] for t in y},
         confidence_threshold=config.confidence_threshold,
-        known_transformations=sorted(train_tasks["transpath"].dropna().astype(str).unique()),
+        known_transformations=sorted(
+            train_tasks["transpath"].dropna().astype(str).unique()
+        ),
         known_frameworks=sorted(frameworks.dropna().unique()),
         metrics=gate_metrics(served),
         info={**split_info, "served_kinds": served_kinds},

@@ -1,4 +1,4 @@
-"""Shared fixtures: seeded randomness, real databases (SQLite and PostgreSQL), settings."""
+"""Shared fixtures: seeded randomness, real databases (SQLite, PostgreSQL), settings."""
 
 from __future__ import annotations
 
@@ -50,9 +50,11 @@ def pg_schema() -> Iterator[str]:
         engine.dispose()
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+@pytest.fixture(
+    params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
 def db_target(request: pytest.FixtureRequest, tmp_path) -> tuple[str, str | None]:
-    """Return ``(url, schema)`` of an empty database: SQLite file or PostgreSQL schema."""
+    """Return ``(url, schema)`` of an empty database: a SQLite file or a PG schema."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'panda.sqlite'}", None
     return POSTGRES_URL, request.getfixturevalue("pg_schema")

@@ -43,8 +43,9 @@ def test_train_registers_a_champion_then_the_hook_uses_it(fresh_sqlite, params_f
     assert "Dry run: 30 tasks predicted, nothing written." in dry.output
 
     evaluated = runner.invoke(
-        main, ["evaluate", "--report-dir", str(fresh_sqlite.home / "ev"),
-               "--no-progress"], env=env,
+        main,
+        ["evaluate", "--report-dir", str(fresh_sqlite.home / "ev"), "--no-progress"],
+        env=env,
     )
     assert evaluated.exit_code == 0, evaluated.output
     report = (fresh_sqlite.home / "ev" / "report.md").read_text()
@@ -67,7 +68,10 @@ def test_train_on_an_empty_database_says_what_to_do(tmp_path, params_file):
         "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
     }
     runner = CliRunner()
-    assert runner.invoke(main, ["db", "init", "--with-panda-tables"], env=env).exit_code == 0
+    assert (
+        runner.invoke(main, ["db", "init", "--with-panda-tables"], env=env).exit_code
+        == 0
+    )
     result = runner.invoke(main, ["train", "--params", str(params_file)], env=env)
     assert result.exit_code == 1
     assert "panda-predictor simulate" in result.output
@@ -84,8 +88,9 @@ def test_hook_without_a_model_fails_open_with_exit_3(tmp_path):
     assert "No champion model" in result.output
 
 
-@pytest.mark.parametrize("command", ["train", "hook", "demo", "db", "simulate",
-                                     "labels", "evaluate"])
+@pytest.mark.parametrize(
+    "command", ["train", "hook", "demo", "db", "simulate", "labels", "evaluate"]
+)
 def test_every_command_has_help_with_an_example(command):
     result = CliRunner().invoke(main, [command, "--help"])
     assert result.exit_code == 0

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import pytest
-
-from panda_predictor.db.migrations import expected_version
 import sqlalchemy as sa
 from click.testing import CliRunner
 
 from panda_predictor.cli import main
 from panda_predictor.db.engine import DatabaseError, make_engine
-from panda_predictor.db.migrations import schema_version
+from panda_predictor.db.migrations import expected_version, schema_version
 from panda_predictor.settings import load_settings
 
 

@@ -42,9 +42,13 @@ def defined_ids(settings) -> list[int]:
     engine = make_engine(settings)
     t = get_panda_tables(settings, engine).jedi_tasks
     with engine.connect() as conn:
-        ids = conn.execute(
-            sa.select(t.c.jeditaskid).where(t.c.status.in_(["defined", "ready"]))
-        ).scalars().all()
+        ids = (
+            conn.execute(
+                sa.select(t.c.jeditaskid).where(t.c.status.in_(["defined", "ready"]))
+            )
+            .scalars()
+            .all()
+        )
     engine.dispose()
     return sorted(ids)
 
@@ -155,8 +159,9 @@ def test_failing_model_fails_open(history_db):
         raise OSError("model artifact is corrupt")
 
     before = FALLBACKS.labels("db", "OSError")._value.get()
-    hook = SubmitHook(history_db, predictor_factory=broken,
-                      history_factory=lambda: None)
+    hook = SubmitHook(
+        history_db, predictor_factory=broken, history_factory=lambda: None
+    )
     report = hook.run_once()
     assert report.failure == "OSError: model artifact is corrupt"
     assert FALLBACKS.labels("db", "OSError")._value.get() == before + 1
@@ -198,13 +203,15 @@ class SlowPredictor:
 
 
 @pytest.mark.postgres
-def test_two_hooks_at_once_never_write_a_task_twice(pg_schema, predictor, tmp_path,
-                                                    seed):
+def test_two_hooks_at_once_never_write_a_task_twice(
+    pg_schema, predictor, tmp_path, seed
+):
     from panda_predictor.settings import load_settings
     from tests.conftest import POSTGRES_URL
 
-    settings = load_settings(home=tmp_path, db_url=POSTGRES_URL, db_schema=pg_schema,
-                             hook_batch_size=3)
+    settings = load_settings(
+        home=tmp_path, db_url=POSTGRES_URL, db_schema=pg_schema, hook_batch_size=3
+    )
     engine = make_engine(settings)
     init_database(engine, settings, with_panda_tables=True)
     config = SimulationConfig(n_tasks=200, n_defined=N_DEFINED, seed=seed)
@@ -238,8 +245,12 @@ def test_database_stopped_mid_run_leaves_nothing_half_written(
     from tests.conftest import POSTGRES_URL
 
     app = f"pp-hook-{pg_schema}"
-    settings = load_settings(home=tmp_path, db_url=f"{POSTGRES_URL}?application_name={app}",
-                             db_schema=pg_schema, hook_batch_size=4)
+    settings = load_settings(
+        home=tmp_path,
+        db_url=f"{POSTGRES_URL}?application_name={app}",
+        db_schema=pg_schema,
+        hook_batch_size=4,
+    )
     admin = sa.create_engine(POSTGRES_URL)
     engine = make_engine(settings)
     init_database(engine, settings, with_panda_tables=True)
@@ -253,9 +264,13 @@ def test_database_stopped_mid_run_leaves_nothing_half_written(
             calls["n"] += 1
             if calls["n"] == 2:  # the first batch is committed, kill the second
                 with admin.connect() as conn:
-                    conn.execute(sa.text(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                        "WHERE application_name = :app"), {"app": app})
+                    conn.execute(
+                        sa.text(
+                            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                            "WHERE application_name = :app"
+                        ),
+                        {"app": app},
+                    )
             return predictor.predict(tasks, history)
 
     hook = make_hook(settings, Killer())

@@ -75,7 +75,12 @@ def test_nothing_is_read_at_import(tmp_path):
         "try:\n    s.get_settings()\nexcept s.SettingsError as e:\n    print('late')"
     )
     env = {"PANDA_PREDICTOR_CONFIG": str(tmp_path / "missing.yaml"), "PATH": ""}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "late"

@@ -60,8 +60,9 @@ def test_tail_rule_reaches_its_recall_target_on_validation(both_kinds):
                 else:
                     assert report["recall_rule"] >= 0.95, (target, cls, report)
     reports = [r for k in both_kinds.kinds.values() for r in k.rules.values()]
-    assert any(not rep["limited_by_precision"] for r in reports
-               for rep in r.report_.values())
+    assert any(
+        not rep["limited_by_precision"] for r in reports for rep in r.report_.values()
+    )
 
 
 def test_gate_metrics_name_what_the_gate_compares(both_kinds):

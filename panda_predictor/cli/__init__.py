@@ -36,7 +36,9 @@ class LazyGroup(click.Group):
             return getattr(importlib.import_module(module), attribute)
         return super().get_command(ctx, cmd_name)
 
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_commands(
+        self, ctx: click.Context, formatter: click.HelpFormatter
+    ) -> None:
         rows = [(name, COMMANDS[name][2]) for name in sorted(COMMANDS)]
         if rows:
             with formatter.section("Commands"):

@@ -8,18 +8,38 @@ from panda_predictor.settings import Settings
 
 
 @click.command("demo")
-@click.option("--tasks", "n_tasks", type=int, default=20_000, show_default=True,
-              help="Finished tasks of simulated history to learn from.")
-@click.option("--defined", "n_defined", type=int, default=40, show_default=True,
-              help="Newly defined tasks for the submit hook to predict.")
+@click.option(
+    "--tasks",
+    "n_tasks",
+    type=int,
+    default=20_000,
+    show_default=True,
+    help="Finished tasks of simulated history to learn from.",
+)
+@click.option(
+    "--defined",
+    "n_defined",
+    type=int,
+    default=40,
+    show_default=True,
+    help="Newly defined tasks for the submit hook to predict.",
+)
 @click.option("--seed", type=int, default=7, show_default=True, help="Random seed.")
-@click.option("--keep", is_flag=True,
-              help="Keep the existing database and MLflow store instead of starting "
-                   "fresh.")
+@click.option(
+    "--keep",
+    is_flag=True,
+    help="Keep the existing database and MLflow store instead of starting fresh.",
+)
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 @click.pass_obj
-def demo(settings: Settings, n_tasks: int, n_defined: int, seed: int, keep: bool,
-         no_progress: bool) -> None:
+def demo(
+    settings: Settings,
+    n_tasks: int,
+    n_defined: int,
+    seed: int,
+    keep: bool,
+    no_progress: bool,
+) -> None:
     """Simulate PanDA history, train, register, run the hook and show what it wrote.
 
     Uses the embedded default under the 'home' folder (./var): a SQLite PanDA
@@ -31,8 +51,15 @@ def demo(settings: Settings, n_tasks: int, n_defined: int, seed: int, keep: bool
     from pipelines.demo import run_demo
 
     with user_errors():
-        result = run_demo(settings, n_tasks, n_defined, seed, fresh=not keep,
-                          progress=not no_progress, say=click.echo)
+        result = run_demo(
+            settings,
+            n_tasks,
+            n_defined,
+            seed,
+            fresh=not keep,
+            progress=not no_progress,
+            say=click.echo,
+        )
     m = result.training.metrics
     click.echo(
         f"\nModel {result.training.version.name} v{result.training.version.version} "

@@ -21,6 +21,11 @@ def user_errors() -> Iterator[None]:
 
     try:
         yield
-    except (ValueError, FileNotFoundError, DatabaseError, SettingsError,
-            RegistryError) as exc:
+    except (
+        ValueError,
+        FileNotFoundError,
+        DatabaseError,
+        SettingsError,
+        RegistryError,
+    ) as exc:
         raise click.ClickException(str(exc)) from None

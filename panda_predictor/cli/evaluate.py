@@ -11,20 +11,44 @@ from panda_predictor.settings import Settings
 
 
 @click.command("evaluate")
-@click.option("--walk-forward", "months", type=click.IntRange(min=1), default=None,
-              help="Retrain before each of the last N months and score that month "
-                   "(what production sees), instead of scoring the champion.")
-@click.option("--kind", "kinds", type=click.Choice(["xgboost", "keras"]),
-              multiple=True, help="Model kind(s) for --walk-forward (default: both).")
-@click.option("--params", "params_file", type=click.Path(dir_okay=False, exists=True),
-              default=None, help="Training parameters YAML for --walk-forward.")
-@click.option("--report-dir", type=click.Path(file_okay=False), default=None,
-              help="Where to write report.md (default: <home>/reports/evaluate-*).")
+@click.option(
+    "--walk-forward",
+    "months",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Retrain before each of the last N months and score that month "
+    "(what production sees), instead of scoring the champion.",
+)
+@click.option(
+    "--kind",
+    "kinds",
+    type=click.Choice(["xgboost", "keras"]),
+    multiple=True,
+    help="Model kind(s) for --walk-forward (default: both).",
+)
+@click.option(
+    "--params",
+    "params_file",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="Training parameters YAML for --walk-forward.",
+)
+@click.option(
+    "--report-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where to write report.md (default: <home>/reports/evaluate-*).",
+)
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 @click.pass_obj
-def evaluate(settings: Settings, months: int | None, kinds: tuple[str, ...],
-             params_file: str | None, report_dir: str | None,
-             no_progress: bool) -> None:
+def evaluate(
+    settings: Settings,
+    months: int | None,
+    kinds: tuple[str, ...],
+    params_file: str | None,
+    report_dir: str | None,
+    no_progress: bool,
+) -> None:
     """Evaluate on the database's history and write a report with plots.
 
     Without options: the champion from the registry is scored on the newest 15 % of
@@ -37,22 +61,25 @@ def evaluate(settings: Settings, months: int | None, kinds: tuple[str, ...],
       panda-predictor evaluate
       panda-predictor evaluate --walk-forward 3 --kind xgboost
     """
+    from panda_predictor.cli.errors import user_errors
     from pipelines.evaluate import run_evaluation
     from pipelines.params import load_params
     from pipelines.train import TrainingConfig
 
-    from panda_predictor.cli.errors import user_errors
-
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = Path(report_dir) if report_dir else settings.home / "reports" / (
-        f"evaluate-{stamp}")
+    out = (
+        Path(report_dir)
+        if report_dir
+        else settings.home / "reports" / (f"evaluate-{stamp}")
+    )
     with user_errors():
         params = load_params("training", params_file)
         if kinds:
             params["model_kinds"] = list(kinds)
         params["model_kinds"] = tuple(params.get("model_kinds", ()))
-        report, table = run_evaluation(settings, out, months, TrainingConfig(**params),
-                                       progress=not no_progress)
+        report, table = run_evaluation(
+            settings, out, months, TrainingConfig(**params), progress=not no_progress
+        )
     if table is not None:
         click.echo(table.to_string(index=False, float_format="%.3f"))
     click.echo(f"Report: {report}")

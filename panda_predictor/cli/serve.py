@@ -12,22 +12,51 @@ log = logging.getLogger(__name__)
 
 
 @click.command("serve")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to listen on (0.0.0.0 for all interfaces).")
-@click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True,
-              help="TCP port.")
-@click.option("--threads", type=click.IntRange(1, 64), default=4, show_default=True,
-              help="Worker threads of the WSGI server.")
-@click.option("--history-refresh", type=click.FloatRange(min=0), default=300.0,
-              show_default=True,
-              help="Seconds between reads of the recent history from the database "
-              "(history features); 0 turns them off.")
-@click.option("--bundle", "bundle_dir", type=click.Path(exists=True, file_okay=False),
-              default=None, help="Serve this bundle folder instead of the registry "
-              "champion (for tests and benchmarks).")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on (0.0.0.0 for all interfaces).",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=8080,
+    show_default=True,
+    help="TCP port.",
+)
+@click.option(
+    "--threads",
+    type=click.IntRange(1, 64),
+    default=4,
+    show_default=True,
+    help="Worker threads of the WSGI server.",
+)
+@click.option(
+    "--history-refresh",
+    type=click.FloatRange(min=0),
+    default=300.0,
+    show_default=True,
+    help="Seconds between reads of the recent history from the database "
+    "(history features); 0 turns them off.",
+)
+@click.option(
+    "--bundle",
+    "bundle_dir",
+    type=click.Path(exists=True, file_okay=False),
+    default=None,
+    help="Serve this bundle folder instead of the registry "
+    "champion (for tests and benchmarks).",
+)
 @click.pass_obj
-def serve(settings: Settings, host: str, port: int, threads: int,
-          history_refresh: float, bundle_dir: str | None) -> None:
+def serve(
+    settings: Settings,
+    host: str,
+    port: int,
+    threads: int,
+    history_refresh: float,
+    bundle_dir: str | None,
+) -> None:
     """Serve predictions over HTTP with waitress (a production WSGI server).
 
     Endpoints: POST /v1/predictions, POST|GET /v1/tasks/<id>/prediction,
@@ -52,8 +81,14 @@ def serve(settings: Settings, host: str, port: int, threads: int,
     log.info("serving on http://%s:%d with %d threads", host, port, threads)
     click.echo(f"Serving on http://{host}:{port} ({threads} threads); Ctrl-C stops.")
     try:
-        waitress.serve(app, host=host, port=port, threads=threads,
-                       ident="panda-predictor", clear_untrusted_proxy_headers=True)
+        waitress.serve(
+            app,
+            host=host,
+            port=port,
+            threads=threads,
+            ident="panda-predictor",
+            clear_untrusted_proxy_headers=True,
+        )
     finally:
         app.extensions["panda_predictor"].close()
 

@@ -58,11 +58,10 @@ def train(
     Example:
       panda-predictor train --kind xgboost --report-dir var/reports/latest
     """
+    from panda_predictor.cli.errors import user_errors
     from pipelines.params import load_params
     from pipelines.run_training import metrics_table, run_training
     from pipelines.train import TrainingConfig
-
-    from panda_predictor.cli.errors import user_errors
 
     with user_errors():
         params = load_params("training", params_file)
@@ -80,7 +79,9 @@ def train(
             progress=not no_progress,
             report_dir=Path(report_dir) if report_dir else None,
         )
-    click.echo(metrics_table(summary.metrics).to_string(index=False, float_format="%.3f"))
+    click.echo(
+        metrics_table(summary.metrics).to_string(index=False, float_format="%.3f")
+    )
     click.echo(
         f"\nmean accuracy {summary.metrics['mean_accuracy']:.3f}, exact match "
         f"{summary.metrics['joint.exact_match_rate']:.3f}; served kinds: "

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Target:
-    """One predicted resource: its name, PanDA's unit and the columns it is written to."""
+    """One predicted resource: its name, PanDA's unit and the columns it fills."""
 
     name: str
     unit: str
@@ -23,7 +23,11 @@ CPUTIME = Target(
     "cputime", "HS06sPerEvent", "cputime", "cputimeunit", "CPU time per event (HS06 s)"
 )
 IOINTENSITY = Target(
-    "iointensity", "kBPerS", "iointensity", "iointensityunit", "I/O rate per core (kB/s)"
+    "iointensity",
+    "kBPerS",
+    "iointensity",
+    "iointensityunit",
+    "I/O rate per core (kB/s)",
 )
 WALLTIME = Target(
     "walltime",

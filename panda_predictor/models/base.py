@@ -228,6 +228,12 @@ class ResourceClassifier:
             f"Got {self.class_weight!r} instead."
         )
 
+    def fit(
+        self, X: Any, y: Any, *, X_val: Any = None, y_val: Any = None
+    ) -> ResourceClassifier:  # pragma: no cover - abstract
+        """Learn from features ``X`` and classes ``y``; validate on the given pair."""
+        raise NotImplementedError
+
     # ---- prediction -----------------------------------------------------------------
     def predict_proba(self, X: Any) -> np.ndarray:  # pragma: no cover - abstract
         """Return the probability of each class (columns follow ``classes_``)."""

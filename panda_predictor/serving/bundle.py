@@ -85,7 +85,9 @@ def save_bundle(bundle: Bundle, directory: Path | str) -> Path:
             f"The bundle folder must be empty. Got {str(root)!r} with files in it."
         )
     (root / "features.json").write_text(json.dumps(bundle.features.to_dict()))
-    (root / "bins.yaml").write_text(yaml.safe_dump(bundle.bins.to_dict(), sort_keys=False))
+    (root / "bins.yaml").write_text(
+        yaml.safe_dump(bundle.bins.to_dict(), sort_keys=False)
+    )
     decisions = {
         "confidence_threshold": bundle.confidence_threshold,
         "tail_rules": {t: rule.to_dict() for t, rule in bundle.tail_rules.items()},
@@ -110,7 +112,9 @@ def save_bundle(bundle: Bundle, directory: Path | str) -> Path:
 
 def _read_json(path: Path) -> Any:
     if not path.is_file():
-        raise BundleError(f"The bundle is missing {path.name!r}. Looked for {str(path)!r}.")
+        raise BundleError(
+            f"The bundle is missing {path.name!r}. Looked for {str(path)!r}."
+        )
     return json.loads(path.read_text())
 
 
@@ -120,8 +124,8 @@ def load_bundle(directory: Path | str) -> Bundle:
     manifest = _read_json(root / "bundle.json")
     if manifest.get("format") != BUNDLE_FORMAT:
         raise BundleError(
-            f"The bundle format must be {BUNDLE_FORMAT}. Got {manifest.get('format')!r} "
-            f"in {str(root)!r} instead."
+            f"The bundle format must be {BUNDLE_FORMAT}. Got "
+            f"{manifest.get('format')!r} in {str(root)!r} instead."
         )
     features = FeaturePipeline.from_dict(_read_json(root / "features.json"))
     if features.schema_hash_ != manifest["schema_hash"]:

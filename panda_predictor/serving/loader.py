@@ -31,7 +31,10 @@ def load_champion(settings: Settings) -> Predictor:
         if predictor is None:
             log.info(
                 "loading %s version %s from %s (%s)",
-                settings.model_name, champion.version, champion.path, champion.source,
+                settings.model_name,
+                champion.version,
+                champion.path,
+                champion.source,
             )
             predictor = Predictor(
                 load_bundle(champion.path), settings.model_name, str(champion.version)

@@ -13,8 +13,11 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 from sqlalchemy.engine import Connection, Engine
 
-from panda_predictor.core.history import RecentHistoryIndex, required_columns
-from panda_predictor.core.history import HISTORY_GROUPS
+from panda_predictor.core.history import (
+    HISTORY_GROUPS,
+    RecentHistoryIndex,
+    required_columns,
+)
 from panda_predictor.core.labels import labels_frame
 from panda_predictor.core.targets import TARGET_NAMES
 from panda_predictor.db.reader import iter_history
@@ -45,8 +48,16 @@ def read_recent_history(
             )
         )
     columns = ["jeditaskid", *keys, "labels_known_at", *TARGET_NAMES]
-    frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-        {c: pd.Series(dtype="datetime64[ns]" if c == "labels_known_at" else object)
-         for c in columns}
+    frame = (
+        pd.concat(parts, ignore_index=True)
+        if parts
+        else pd.DataFrame(
+            {
+                c: pd.Series(
+                    dtype="datetime64[ns]" if c == "labels_known_at" else object
+                )
+                for c in columns
+            }
+        )
     )
     return RecentHistoryIndex.from_frame(frame, as_of=now)
