@@ -147,3 +147,21 @@ def test_goal_summary_reports_each_check():
     goal = goal_summary(scores)
     assert not goal["macro_f1_met"] and not goal["allocation_met"]
     assert goal["both_met_by"] == []
+
+
+@pytest.mark.parametrize("validation", ["random", "newest"], ids=["random", "newest"])
+def test_hold_out_keeps_the_newest_tenth_for_the_level(validation):
+    train = np.arange(100, 300)
+    fit, stop, level = wf._hold_out(train, wf.WalkForwardConfig(validation=validation))
+    assert level.tolist() == list(range(280, 300))  # newest tenth, never fitted on
+    assert not np.isin(fit, level).any() and not np.isin(fit, stop).any()
+    assert stop.size == 20 and fit.size + stop.size + level.size >= 180
+    if validation == "random":
+        assert not np.isin(stop, level).any() and stop.min() < 280
+    else:
+        assert stop.tolist() == level.tolist()
+
+
+def test_hold_out_rejects_an_unknown_validation():
+    with pytest.raises(ValueError, match="The 'validation' field must be 'newest'"):
+        wf._hold_out(np.arange(50), wf.WalkForwardConfig(validation="oldest"))

@@ -70,6 +70,14 @@ logger = logging.getLogger(__name__)
     help="Most frequent users/executables/... kept per feature (rest: 'other').",
 )
 @click.option(
+    "--validation",
+    type=click.Choice(["random", "newest"]),
+    default="newest",
+    show_default=True,
+    help="Early-stopping rows: the newest tenth of the window, or a random tenth "
+    "of the older rows (the newest tenth tunes the safety level in both cases).",
+)
+@click.option(
     "--no-safety",
     is_flag=True,
     help="Skip the safety-aware model rows (model:<kind>_safe).",
@@ -101,6 +109,7 @@ def benchmark(
     max_train_rows: int,
     n_estimators: int,
     max_categories: int,
+    validation: str,
     no_safety: bool,
     json_path: Path | None,
     out_dir: Path | None,
@@ -115,13 +124,13 @@ def benchmark(
 
     if (swf_file is None) == (all_dir is None):
         raise click.UsageError("Give exactly one of --swf FILE or --all DIR.")
-    files = (
-        [swf_file]
-        if swf_file is not None
-        else sorted(
+    if swf_file is not None:
+        files = [swf_file]
+    else:
+        assert all_dir is not None
+        files = sorted(
             p for p in all_dir.iterdir() if p.name.endswith((".swf", ".swf.gz"))
         )
-    )
     if not files:
         raise click.ClickException(f"No *.swf or *.swf.gz file in {all_dir}.")
     config = WalkForwardConfig(
@@ -132,6 +141,7 @@ def benchmark(
         n_estimators=n_estimators,
         max_categories=max_categories,
         safety=not no_safety,
+        validation=validation,
     )
     base = out_dir or settings.home / "benchmarks"
     documents = []

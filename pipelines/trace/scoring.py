@@ -10,6 +10,8 @@ the value of the predicted class (a floored at 1 unit so zero-length jobs count)
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from panda_predictor.core.evaluation import evaluate_target
@@ -92,7 +94,7 @@ def f1_behind(scores: dict[str, dict[str, float]], name: str) -> list[str]:
     ]
 
 
-def goal_summary(scores: dict[str, dict[str, float]]) -> dict[str, object]:
+def goal_summary(scores: dict[str, dict[str, float]]) -> dict[str, Any]:
     """Return the goal checks of one target.
 
     ``macro_f1_met``: the best model by macro-F1 is ahead of every baseline.
@@ -124,7 +126,7 @@ def verdict(scores: dict[str, dict[str, float]]) -> list[str]:
     if goal["best_model"] is None:
         return []
     lines = []
-    for name, row in goal["rows"].items():  # type: ignore[union-attr]
+    for name, row in goal["rows"].items():
         for b in row["f1_behind"]:
             lines.append(f"{name}: {b} macro-F1 is at least as high")
         for b in row["dominated_by"]:
@@ -134,7 +136,7 @@ def verdict(scores: dict[str, dict[str, float]]) -> list[str]:
         f"{'met' if goal['macro_f1_met'] else 'NOT met'}; "
         f"goal allocation (some model row undominated): "
         f"{'met' if goal['allocation_met'] else 'NOT met'}; "
-        f"one row meets both: {', '.join(goal['both_met_by']) or 'none'}"  # type: ignore[arg-type]
+        f"one row meets both: {', '.join(goal['both_met_by']) or 'none'}"
     )
     return lines
 
