@@ -33,13 +33,31 @@ PERF_DOC = ROOT / "docs" / "performance.md"
 HEADING = "## HTTP service"
 
 TASKS = [
-    {"processingType": "simul", "prodSourceLabel": "managed", "transPath": "Sim_tf.py",
-     "transHome": "AtlasOffline-23.0.5", "coreCount": 8, "taskName": "bench.simul"},
-    {"processingType": "deriv", "prodSourceLabel": "managed",
-     "transPath": "Derivation_tf.py", "transHome": "AthDerivation-24.0.12",
-     "coreCount": 1, "nFiles": 20, "nEvents": 200000},
-    {"processingType": "evgen", "prodSourceLabel": "managed", "transPath": "Gen_tf.py",
-     "transHome": "AthGeneration-23.6.30", "coreCount": 1, "inDS": ["mc23.EVNT"]},
+    {
+        "processingType": "simul",
+        "prodSourceLabel": "managed",
+        "transPath": "Sim_tf.py",
+        "transHome": "AtlasOffline-23.0.5",
+        "coreCount": 8,
+        "taskName": "bench.simul",
+    },
+    {
+        "processingType": "deriv",
+        "prodSourceLabel": "managed",
+        "transPath": "Derivation_tf.py",
+        "transHome": "AthDerivation-24.0.12",
+        "coreCount": 1,
+        "nFiles": 20,
+        "nEvents": 200000,
+    },
+    {
+        "processingType": "evgen",
+        "prodSourceLabel": "managed",
+        "transPath": "Gen_tf.py",
+        "transHome": "AthGeneration-23.6.30",
+        "coreCount": 1,
+        "inDS": ["mc23.EVNT"],
+    },
 ]
 
 
@@ -58,8 +76,16 @@ def serve_command(port: int, threads: int, bundle: str | None) -> list[str]:
         cmd = [str(Path(sys.executable).with_name("panda-predictor")), "serve"]
     else:
         cmd = [sys.executable, "-m", "panda_predictor.cli.serve"]
-    cmd += ["--host", "127.0.0.1", "--port", str(port), "--threads", str(threads),
-            "--history-refresh", "0"]
+    cmd += [
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--threads",
+        str(threads),
+        "--history-refresh",
+        "0",
+    ]
     return cmd + (["--bundle", bundle] if bundle else [])
 
 
@@ -103,8 +129,12 @@ def run_load(port: int, rate: float, seconds: float, threads: int) -> dict[str, 
             if delay > 0:
                 time.sleep(delay)
             try:
-                conn.request("POST", "/v1/predictions", body=bodies[i % len(bodies)],
-                             headers={"Content-Type": "application/json"})
+                conn.request(
+                    "POST",
+                    "/v1/predictions",
+                    body=bodies[i % len(bodies)],
+                    headers={"Content-Type": "application/json"},
+                )
                 response = conn.getresponse()
                 response.read()
                 if response.status != 200:
@@ -159,19 +189,31 @@ def main() -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--home", help="demo home with a registered champion")
     source.add_argument("--bundle", help="bundle folder to serve instead")
-    parser.add_argument("--rate", type=float, nargs="+", default=[200.0],
-                        help="offered request rates, one run each")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        nargs="+",
+        default=[200.0],
+        help="offered request rates, one run each",
+    )
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--client-threads", type=int, default=8)
     parser.add_argument("--server-threads", type=int, default=4)
-    parser.add_argument("--no-write", action="store_true",
-                        help="print only; leave docs/performance.md alone")
+    parser.add_argument(
+        "--no-write",
+        action="store_true",
+        help="print only; leave docs/performance.md alone",
+    )
     args = parser.parse_args()
 
     load_before = os.getloadavg()[0]
     port = free_port()
-    env = dict(os.environ, MLFLOW_DISABLE_TELEMETRY="true", TF_CPP_MIN_LOG_LEVEL="2",
-               PANDA_PREDICTOR_LOG_LEVEL="WARNING")
+    env = dict(
+        os.environ,
+        MLFLOW_DISABLE_TELEMETRY="true",
+        TF_CPP_MIN_LOG_LEVEL="2",
+        PANDA_PREDICTOR_LOG_LEVEL="WARNING",
+    )
     if args.home:
         env["PANDA_PREDICTOR_HOME"] = args.home
     cmd = serve_command(port, args.server_threads, args.bundle)
@@ -208,7 +250,7 @@ paced Python load generator in a second process on the same 2-core host
 ({args.client_threads} keep-alive connections, one task definition per `POST
 /v1/predictions`, each answer with 4 targets and their top SHAP features). Latency
 is counted from each request's scheduled send time (no coordinated omission).
-Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, {os.cpu_count()} cores,
+Measured {time.strftime("%Y-%m-%d")} on {platform.machine()}, {os.cpu_count()} cores,
 Python {platform.python_version()}; 1-minute load average before the run
 {load_before:.1f} (other work shares the host, so these figures are pessimistic).
 

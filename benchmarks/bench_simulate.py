@@ -100,8 +100,10 @@ def _label_timings(engine, settings, target: str) -> dict[str, float]:
 
     start = time.perf_counter()
     labelled = build_labels(engine, settings, chunk_size=20_000, progress=False)
-    out = {"label_seconds": round(time.perf_counter() - start, 2),
-           "labelled_tasks": int(labelled["n_scouts"].gt(0).sum())}
+    out = {
+        "label_seconds": round(time.perf_counter() - start, 2),
+        "labelled_tasks": int(labelled["n_scouts"].gt(0).sum()),
+    }
     if target == "postgresql":
         ids = labelled["jeditaskid"].tolist()
         tables = get_panda_tables(settings, engine)
@@ -125,8 +127,11 @@ def _table(results: list[dict]) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
-        label = (f"{r['label_seconds']} ({round(r['tasks'] / r['label_seconds']):,})"
-                 if "label_seconds" in r else "")
+        label = (
+            f"{r['label_seconds']} ({round(r['tasks'] / r['label_seconds']):,})"
+            if "label_seconds" in r
+            else ""
+        )
         lines.append(
             f"| {r['target']} | {r['tasks']:,} | {r['jobs']:,} | {r['seconds']} | "
             f"{r['tasks_per_s']:,} | {r['peak_rss_mb']:,} | "

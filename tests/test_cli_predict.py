@@ -62,8 +62,11 @@ def test_yaml_list_with_json_output_is_machine_readable(
 
 
 def test_stdin_is_read_for_dash(settings, trained_bundle_dir):
-    result = _run(settings, ["-", "--json", "--bundle", str(trained_bundle_dir)],
-                  stdin=json.dumps(TASK))
+    result = _run(
+        settings,
+        ["-", "--json", "--bundle", str(trained_bundle_dir)],
+        stdin=json.dumps(TASK),
+    )
     assert result.exit_code == 0, result.output
     assert len(json.loads(result.output)["predictions"]) == 1
 
@@ -71,15 +74,23 @@ def test_stdin_is_read_for_dash(settings, trained_bundle_dir):
 @pytest.mark.parametrize(
     ("name", "content", "match"),
     [
-        ("task.json", json.dumps(dict(TASK, coreCount=-2)),
-         "The 'coreCount' field must be a positive integer. Got -2 instead."),
+        (
+            "task.json",
+            json.dumps(dict(TASK, coreCount=-2)),
+            "The 'coreCount' field must be a positive integer. Got -2 instead.",
+        ),
         ("task.json", json.dumps(dict(TASK, transPth="x")), "The 'transPth' field"),
         ("task.json", '{"coreCount": 8,', "must hold JSON"),
         ("task.yaml", "coreCount: [8", "must hold YAML"),
         ("task.txt", "{}", "must end in .json, .yaml or .yml"),
     ],
-    ids=["negative-corecount", "unknown-field", "malformed-json", "malformed-yaml",
-         "wrong-suffix"],
+    ids=[
+        "negative-corecount",
+        "unknown-field",
+        "malformed-json",
+        "malformed-yaml",
+        "wrong-suffix",
+    ],
 )
 def test_bad_task_files_fail_with_one_clear_line(
     tmp_path, settings, trained_bundle_dir, name, content, match

@@ -57,8 +57,9 @@ def test_one_task_gets_every_target_with_range_value_and_features(client):
     assert len(ram["top_features"]) == 5
     assert "SHAP" in ram["explanation"]
     names = {f["feature"] for f in ram["top_features"]}
-    assert names and all(isinstance(f["contribution"], float)
-                         for f in ram["top_features"])
+    assert names and all(
+        isinstance(f["contribution"], float) for f in ram["top_features"]
+    )
     assert names <= set(load_bundle_features(client))
 
 
@@ -91,18 +92,34 @@ def test_prediction_matches_the_predictor_used_directly(client, predictor):
     ("body", "status", "match"),
     [
         (json.dumps(dict(TASK, coreCont=8)), 422, "'coreCont' field"),
-        (json.dumps(dict(TASK, coreCount="eight")), 422,
-         "'coreCount' field must be an integer"),
-        (json.dumps(dict(TASK, coreCount=-3)), 422,
-         "'coreCount' field must be a positive integer. Got -3 instead."),
+        (
+            json.dumps(dict(TASK, coreCount="eight")),
+            422,
+            "'coreCount' field must be an integer",
+        ),
+        (
+            json.dumps(dict(TASK, coreCount=-3)),
+            422,
+            "'coreCount' field must be a positive integer. Got -3 instead.",
+        ),
         (json.dumps([]), 422, "'tasks' field must be"),
         (json.dumps({"tasks": "x"}), 422, "'tasks' field must be a list"),
         ('{"processingType": "simul",', 400, "malformed JSON instead: Expecting"),
-        (json.dumps(dict(TASK, transPath="x" * (MAX_BODY_BYTES + 10))), 413,
-         "exceeds the capacity limit"),
+        (
+            json.dumps(dict(TASK, transPath="x" * (MAX_BODY_BYTES + 10))),
+            413,
+            "exceeds the capacity limit",
+        ),
     ],
-    ids=["unknown-field", "wrong-type", "negative-corecount", "empty-list",
-         "tasks-not-list", "malformed-json", "oversize-body"],
+    ids=[
+        "unknown-field",
+        "wrong-type",
+        "negative-corecount",
+        "empty-list",
+        "tasks-not-list",
+        "malformed-json",
+        "oversize-body",
+    ],
 )
 def test_bad_requests_get_json_errors_naming_the_problem(client, body, status, match):
     response = client.post(
@@ -117,8 +134,12 @@ def test_bad_requests_get_json_errors_naming_the_problem(client, body, status, m
 
 @pytest.mark.parametrize(
     ("method", "url", "status"),
-    [("get", "/v1/nothing", 404), ("get", "/v1/predictions", 405),
-     ("delete", "/v1/models", 405), ("post", "/v1/tasks/abc/prediction", 404)],
+    [
+        ("get", "/v1/nothing", 404),
+        ("get", "/v1/predictions", 405),
+        ("delete", "/v1/models", 405),
+        ("post", "/v1/tasks/abc/prediction", 404),
+    ],
     ids=["unknown-route", "wrong-method", "delete-models", "non-integer-task-id"],
 )
 def test_routing_errors_are_json(client, method, url, status):
@@ -130,7 +151,10 @@ def test_routing_errors_are_json(client, method, url, status):
 def test_models_describes_the_loaded_champion(client):
     body = client.get("/v1/models").get_json()
     assert (body["name"], body["version"], body["source"]) == (
-        "panda-predictor", "1", "injected")
+        "panda-predictor",
+        "1",
+        "injected",
+    )
     assert set(body["targets"]) == TARGETS
     ram = body["targets"]["ramcount"]
     assert ram["kind"] == "xgboost"
@@ -145,9 +169,13 @@ def test_model_unavailable_is_503_with_the_reason_and_counted(tmp_path):
     def broken():
         raise FileNotFoundError("bundle folder is gone")
 
-    before = REGISTRY.get_sample_value(
-        "panda_predictor_fallbacks_total",
-        {"hook": "http", "reason": "FileNotFoundError"}) or 0.0
+    before = (
+        REGISTRY.get_sample_value(
+            "panda_predictor_fallbacks_total",
+            {"hook": "http", "reason": "FileNotFoundError"},
+        )
+        or 0.0
+    )
     app = create_app(load_settings(home=tmp_path), predictor_loader=broken)
     client = app.test_client()
     response = client.post("/v1/predictions", json=TASK)
@@ -157,13 +185,15 @@ def test_model_unavailable_is_503_with_the_reason_and_counted(tmp_path):
     assert client.get("/v1/models").status_code == 503
     after = REGISTRY.get_sample_value(
         "panda_predictor_fallbacks_total",
-        {"hook": "http", "reason": "FileNotFoundError"})
+        {"hook": "http", "reason": "FileNotFoundError"},
+    )
     assert after == before + 1
 
 
 def test_no_champion_in_an_empty_registry_is_503(tmp_path):
     settings = load_settings(
-        home=tmp_path, mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+        home=tmp_path, mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}"
+    )
     client = create_app(settings).test_client()
     response = client.post("/v1/predictions", json=TASK)
     assert response.status_code == 503
@@ -182,8 +212,10 @@ def test_metrics_count_requests_latency_and_decisions(client):
     client.post("/v1/predictions", json=TASK)
     client.get("/v1/nothing")
     text = client.get("/metrics").get_data(as_text=True)
-    assert ('panda_predictor_http_requests_total{endpoint="/v1/predictions",'
-            'method="POST",status="200"}') in text
+    assert (
+        'panda_predictor_http_requests_total{endpoint="/v1/predictions",'
+        'method="POST",status="200"}'
+    ) in text
     assert 'endpoint="unmatched",method="GET",status="404"' in text
     assert "panda_predictor_http_request_seconds_bucket" in text
     assert "panda_predictor_http_decisions_total{decision=" in text

@@ -39,11 +39,15 @@ def _defined_ids(settings) -> list[int]:
     engine = make_engine(settings)
     tasks = get_panda_tables(settings, engine).jedi_tasks
     with engine.connect() as conn:
-        ids = conn.execute(
-            sa.select(tasks.c.jeditaskid)
-            .where(tasks.c.status == "defined", tasks.c.splitrule.like("%US=%"))
-            .order_by(tasks.c.jeditaskid)
-        ).scalars().all()
+        ids = (
+            conn.execute(
+                sa.select(tasks.c.jeditaskid)
+                .where(tasks.c.status == "defined", tasks.c.splitrule.like("%US=%"))
+                .order_by(tasks.c.jeditaskid)
+            )
+            .scalars()
+            .all()
+        )
     engine.dispose()
     return list(ids)
 

@@ -53,8 +53,13 @@ def test_panda_parameter_map_becomes_one_row_of_task_columns():
 
 def test_our_names_and_totals_are_accepted():
     frame = read_task_definitions(
-        {"processingtype": "merge", "corecount": 1, "nfiles_sum": 20,
-         "nevents_sum": 5000, "jeditaskid": 42}
+        {
+            "processingtype": "merge",
+            "corecount": 1,
+            "nfiles_sum": 20,
+            "nevents_sum": 5000,
+            "jeditaskid": 42,
+        }
     )
     row = frame.iloc[0]
     assert row["jeditaskid"] == 42
@@ -63,8 +68,13 @@ def test_our_names_and_totals_are_accepted():
 
 def test_input_datasets_are_counted_and_summed():
     frame = read_task_definitions(
-        {"inDS": ["a.EVNT", {"name": "b.EVNT", "nFiles": 3, "nEvents": 300},
-                  {"datasetName": "c.EVNT", "nFiles": 2}]}
+        {
+            "inDS": [
+                "a.EVNT",
+                {"name": "b.EVNT", "nFiles": 3, "nEvents": 300},
+                {"datasetName": "c.EVNT", "nFiles": 2},
+            ]
+        }
     )
     row = frame.iloc[0]
     assert row["n_input_datasets"] == 3.0
@@ -92,29 +102,56 @@ def test_creation_date_is_kept_and_made_naive_utc():
     ("data", "field", "match"),
     [
         ({"coreCont": 8}, "coreCont", r"The 'coreCont' field must be a known task"),
-        ({"coreCount": -3}, "coreCount",
-         r"The 'coreCount' field must be a positive integer\. Got -3 instead\."),
-        ({"coreCount": "eight"}, "coreCount",
-         r"The 'coreCount' field must be an integer\. Got 'eight' instead\."),
+        (
+            {"coreCount": -3},
+            "coreCount",
+            r"The 'coreCount' field must be a positive integer\. Got -3 instead\.",
+        ),
+        (
+            {"coreCount": "eight"},
+            "coreCount",
+            r"The 'coreCount' field must be an integer\. Got 'eight' instead\.",
+        ),
         ({"coreCount": True}, "coreCount", r"'coreCount' field must be an integer"),
         ({"transPath": 5}, "transPath", r"'transPath' field must be a string"),
         ({"nFiles": -1}, "nFiles", r"'nFiles' field must be a non-negative integer"),
-        ({"inDS": [{"nEvents": -5}]}, "inDS.0.nEvents",
-         r"'inDS\.0\.nEvents' field must be a non-negative integer"),
+        (
+            {"inDS": [{"nEvents": -5}]},
+            "inDS.0.nEvents",
+            r"'inDS\.0\.nEvents' field must be a non-negative integer",
+        ),
         ({"inDS": [7]}, "inDS.0", r"'inDS\.0' field must be an object"),
-        ({"processingType": "x" * 65}, "processingType",
-         r"'processingType' field must be a string of at most 64 characters"),
+        (
+            {"processingType": "x" * 65},
+            "processingType",
+            r"'processingType' field must be a string of at most 64 characters",
+        ),
         ({"coreCount": 2, "corecount": 2}, "corecount", r"given once"),
         ({"creationDate": "yesterday"}, "creationDate", r"ISO 8601"),
         ([], "tasks", r"non-empty list"),
         ("simul", "task", r"'task' field must be an object.*Got str"),
-        ([{"coreCount": 1}, {"coreCount": 0}], "coreCount",
-         r"'coreCount' field of task 1 must be a positive integer"),
+        (
+            [{"coreCount": 1}, {"coreCount": 0}],
+            "coreCount",
+            r"'coreCount' field of task 1 must be a positive integer",
+        ),
     ],
-    ids=["unknown-field", "negative-corecount", "wrong-type", "bool-corecount",
-         "number-for-text", "negative-nfiles", "negative-dataset-events",
-         "dataset-not-object", "too-long", "duplicate-name", "bad-date",
-         "empty-list", "not-an-object", "second-task-bad"],
+    ids=[
+        "unknown-field",
+        "negative-corecount",
+        "wrong-type",
+        "bool-corecount",
+        "number-for-text",
+        "negative-nfiles",
+        "negative-dataset-events",
+        "dataset-not-object",
+        "too-long",
+        "duplicate-name",
+        "bad-date",
+        "empty-list",
+        "not-an-object",
+        "second-task-bad",
+    ],
 )
 def test_invalid_definitions_name_the_field(data, field, match):
     with pytest.raises(TaskDefinitionError, match=match) as info:

@@ -31,7 +31,6 @@ from panda_predictor.settings import Settings
 log = logging.getLogger(__name__)
 
 
-
 def _find_sql_root() -> Path:
     """Return the ``sql/`` folder: the source tree's, else the installed copy."""
     source = Path(__file__).resolve().parents[2] / "sql"

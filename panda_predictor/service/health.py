@@ -40,6 +40,9 @@ def readyz() -> ResponseReturnValue:
         checks["database"] = {"status": "failed", "detail": str(exc)}
     ready = all(c["status"] == "ok" for c in checks.values())
     failed = [name for name, c in checks.items() if c["status"] != "ok"]
-    body = {"status": "ready" if ready else "not ready", "failed": failed,
-            "checks": checks}
+    body = {
+        "status": "ready" if ready else "not ready",
+        "failed": failed,
+        "checks": checks,
+    }
     return jsonify(body), 200 if ready else 503

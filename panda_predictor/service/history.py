@@ -47,8 +47,10 @@ class HistoryRefresher:
         except Exception as exc:  # noqa: BLE001  history is optional: fail open
             self.error = f"{type(exc).__name__}: {exc}"
             FALLBACKS.labels("http", "history_" + type(exc).__name__).inc()
-            log.warning("recent history not refreshed (features stay as they were): "
-                        "%s", self.error)
+            log.warning(
+                "recent history not refreshed (features stay as they were): %s",
+                self.error,
+            )
 
     def start(self) -> None:
         """Start the background thread (first refresh right away)."""

@@ -36,22 +36,34 @@ def models() -> ResponseReturnValue:
             "kind": model.kind,
             "unit": bins.unit,
             "classes": [
-                {"index": i, "label": label, "lower": _edge(bins.range_of(i)[0]),
-                 "upper": _edge(bins.range_of(i)[1]),
-                 "value": float(bins.value_of(i))}
+                {
+                    "index": i,
+                    "label": label,
+                    "lower": _edge(bins.range_of(i)[0]),
+                    "upper": _edge(bins.range_of(i)[1]),
+                    "value": float(bins.value_of(i)),
+                }
                 for i, label in enumerate(bins.labels)
             ],
-            "metrics": {k[len(prefix):]: v for k, v in bundle.metrics.items()
-                        if k.startswith(prefix)},
+            "metrics": {
+                k[len(prefix) :]: v
+                for k, v in bundle.metrics.items()
+                if k.startswith(prefix)
+            },
         }
-    other = {k: v for k, v in bundle.metrics.items()
-             if not any(k.startswith(f"{t}.") for t in bundle.models)}
-    return jsonify({
-        "name": predictor.model_name,
-        "version": predictor.model_version,
-        "source": service.source,
-        "bins_version": bundle.bins.version,
-        "confidence_threshold": bundle.confidence_threshold,
-        "targets": targets,
-        "metrics": other,
-    })
+    other = {
+        k: v
+        for k, v in bundle.metrics.items()
+        if not any(k.startswith(f"{t}.") for t in bundle.models)
+    }
+    return jsonify(
+        {
+            "name": predictor.model_name,
+            "version": predictor.model_version,
+            "source": service.source,
+            "bins_version": bundle.bins.version,
+            "confidence_threshold": bundle.confidence_threshold,
+            "targets": targets,
+            "metrics": other,
+        }
+    )

@@ -96,17 +96,22 @@ class ServiceState:
             self._failed_at = now
             self.load_error = f"{type(exc).__name__}: {exc}"
             FALLBACKS.labels("http", type(exc).__name__).inc()
-            log.error("model unavailable, callers keep their scouts: %s",
-                      self.load_error)
+            log.error(
+                "model unavailable, callers keep their scouts: %s", self.load_error
+            )
             if self._predictor is not None:
                 self._loaded_at = now  # keep serving the loaded one; retry later
             return
         self._predictor, self._loaded_at, self.load_error = predictor, now, None
         try:
-            MODEL_VERSION.labels(predictor.model_name).set(float(predictor.model_version))
+            MODEL_VERSION.labels(predictor.model_name).set(
+                float(predictor.model_version)
+            )
         except ValueError:
-            log.warning("model version %r is not a number; gauge not set",
-                        predictor.model_version)
+            log.warning(
+                "model version %r is not a number; gauge not set",
+                predictor.model_version,
+            )
 
     @property
     def loaded(self) -> Predictor | None:
