@@ -135,3 +135,14 @@ def fresh_sqlite(simulated_sqlite, tmp_path):
     return load_settings(
         home=tmp_path, mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}"
     )
+
+
+@pytest.fixture(autouse=True)
+def _no_mlflow_uri_from_earlier_tests(monkeypatch):
+    """Drop the tracking URI an earlier test's MLflow run left in the environment.
+
+    ``mlflow.set_tracking_uri`` also exports ``MLFLOW_TRACKING_URI``, and our settings
+    honour that variable, so without this a test would see another test's store.
+    """
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("MLFLOW_REGISTRY_URI", raising=False)

@@ -98,3 +98,9 @@ register(
     "report",
     "Write a static HTML page: feedback, drift, coverage, confusions, decisions.",
 )
+register(
+    "replay-simulated",
+    "panda_predictor.cli.replay_simulated",
+    "replay_simulated_command",
+    "Replay simulated jobs' memory: scouts vs predictor vs oracle.",
+)

@@ -1,0 +1,124 @@
+"""The replay of simulated PanDA jobs: scouts, predictor (with its fallback), oracle."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
+from pipelines.replay_simulated import (  # noqa: E402
+    DEFAULT_SCOUT_RAM_MB,
+    ReplayInputs,
+    format_outcomes,
+    job_table,
+    prepare,
+    replay_inputs,
+    scouts_requests,
+)
+
+
+@pytest.fixture(scope="module")
+def inputs() -> ReplayInputs:
+    return prepare(800, 3)
+
+
+@pytest.fixture(scope="module")
+def outcomes(inputs):
+    return {o.strategy: o for o in replay_inputs(inputs)}
+
+
+def test_strategies_replay_the_same_jobs(inputs, outcomes):
+    assert list(outcomes) == ["scouts", "predictor", "oracle"]
+    n_tasks = inputs.jobs["jeditaskid"].nunique()
+    assert n_tasks == len(inputs.test_tasks)
+    for o in outcomes.values():
+        assert (o.n_jobs, o.n_tasks) == (len(inputs.jobs), n_tasks)
+
+
+def test_outcomes_have_sane_ranges(outcomes):
+    for o in outcomes.values():
+        assert 0.0 <= o.failed_job_rate <= 1.0
+        assert o.lost_core_hours >= 0.0 and o.wasted_gb_hours > 0.0
+        assert o.wasted_core_hours == 0.0  # memory replay wastes GB-hours only
+        assert 0.0 <= o.mean_bulk_delay_hours < 48.0
+    assert outcomes["scouts"].mean_bulk_delay_hours > 0.0
+    assert outcomes["oracle"].mean_bulk_delay_hours == 0.0
+
+
+def test_oracle_never_fails_more_than_scouts(outcomes):
+    oracle, scouts = outcomes["oracle"], outcomes["scouts"]
+    assert oracle.failed_job_rate <= scouts.failed_job_rate
+    assert oracle.lost_core_hours <= scouts.lost_core_hours
+
+
+def test_predictor_applies_some_tasks_and_starts_them_sooner(outcomes):
+    predictor, scouts = outcomes["predictor"], outcomes["scouts"]
+    assert predictor.mean_bulk_delay_hours < scouts.mean_bulk_delay_hours
+
+
+def test_kept_scouts_tasks_run_exactly_as_scouts(inputs):
+    sure_only = dataclasses.replace(
+        inputs, bundle=dataclasses.replace(inputs.bundle, confidence_threshold=1.0)
+    )
+    scouts, predictor, _ = replay_inputs(sure_only)
+    assert dataclasses.replace(predictor, strategy="scouts") == scouts
+
+
+def test_job_table_uses_memory_per_core_above_base_and_orders_scouts_first():
+    tasks = pd.DataFrame({"jeditaskid": [7], "baseramcount": [1000], "corecount": [8]})
+    start = pd.Timestamp("2024-01-01")
+    jobs = pd.DataFrame(
+        {
+            "jeditaskid": [7, 7, 7, 8],
+            "jobstatus": ["finished", "finished", "failed", "finished"],
+            "specialhandling": [None, "sj", "sj", "sj"],
+            "corecount": [8, 0, 8, 1],
+            "maxpss": [9000 * 1024, 5000 * 1024, 1, 1],
+            "starttime": [start] * 4,
+            "endtime": [start + pd.Timedelta(hours=2)] * 4,
+        }
+    )
+    table = job_table(jobs, tasks)
+    assert table["scout"].tolist() == [True, False]
+    np.testing.assert_allclose(table["used_mb"], [500.0, 1000.0])
+    np.testing.assert_allclose(table["run_s"], [7200.0, 7200.0])
+    np.testing.assert_allclose(table["cores"], [8.0, 8.0])
+
+
+def test_scouts_requests_follow_each_tasks_own_scout_count():
+    jobs = pd.DataFrame(
+        {
+            "jeditaskid": [1, 1, 1, 2, 2, 2],
+            "scout": [True, False, False, True, True, False],
+            "used_mb": [1000.0, 5.0, 5.0, 100.0, 3000.0, 5.0],
+            "run_s": [60.0, 1.0, 1.0, 10.0, 20.0, 1.0],
+            "cores": [1.0] * 6,
+        }
+    )
+    requested, delay = scouts_requests(jobs)
+    np.testing.assert_allclose(
+        requested,
+        [DEFAULT_SCOUT_RAM_MB, 1100.0, 1100.0]
+        + [DEFAULT_SCOUT_RAM_MB, DEFAULT_SCOUT_RAM_MB, 3300.0],
+    )
+    np.testing.assert_allclose(delay, [0.0, 60.0, 60.0, 0.0, 0.0, 20.0])
+
+
+def test_format_outcomes_has_a_row_per_strategy(outcomes):
+    table = format_outcomes(list(outcomes.values()))
+    lines = table.splitlines()
+    assert len(lines) == 2 + len(outcomes)
+    assert lines[2].startswith("| scouts |") and lines[-1].startswith("| oracle |")
+
+
+@pytest.mark.parametrize(
+    "n_tasks", [0, 99, 500.0], ids=["zero", "too-few", "not-an-integer"]
+)
+def test_prepare_rejects_bad_task_counts(n_tasks):
+    with pytest.raises(ValueError, match="The 'n_tasks' field must be an integer"):
+        prepare(n_tasks, 1)
