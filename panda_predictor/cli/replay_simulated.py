@@ -26,9 +26,8 @@ def replay_simulated_command(tasks: int, seed: int) -> None:
     Example:
       panda-predictor replay-simulated --tasks 20000 --seed 1
     """
-    from pipelines.replay_simulated import format_outcomes, replay_simulated
-
     from panda_predictor.cli.errors import user_errors
+    from pipelines.replay_simulated import format_outcomes, replay_simulated
 
     with user_errors():
         outcomes = replay_simulated(tasks, seed)
