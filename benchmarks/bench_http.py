@@ -198,7 +198,12 @@ def main() -> None:
     )
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--client-threads", type=int, default=8)
-    parser.add_argument("--server-threads", type=int, default=4)
+    parser.add_argument(
+        "--server-threads",
+        type=int,
+        default=os.cpu_count() or 2,
+        help="waitress threads (default: one per CPU, as 'serve' does)",
+    )
     parser.add_argument(
         "--no-write",
         action="store_true",

@@ -28,9 +28,9 @@ log = logging.getLogger(__name__)
 @click.option(
     "--threads",
     type=click.IntRange(1, 64),
-    default=4,
-    show_default=True,
-    help="Worker threads of the WSGI server.",
+    default=None,
+    help="Worker threads of the WSGI server (default: one per CPU; more threads "
+    "than cores only queue on Python's GIL and lengthen the latency tail).",
 )
 @click.option(
     "--history-refresh",
@@ -53,7 +53,7 @@ def serve(
     settings: Settings,
     host: str,
     port: int,
-    threads: int,
+    threads: int | None,
     history_refresh: float,
     bundle_dir: str | None,
 ) -> None:
@@ -64,9 +64,13 @@ def serve(
 
     \b
     Example:
-      panda-predictor serve --host 127.0.0.1 --port 8080 --threads 4
+      panda-predictor serve --host 127.0.0.1 --port 8080 --threads 2
     """
+    import os
+
     import waitress
+
+    threads = threads or os.cpu_count() or 2
 
     from panda_predictor.service import create_app
 
