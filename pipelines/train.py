@@ -93,6 +93,37 @@ class TrainingResult:
     split_info: dict[str, Any]
 
 
+def training_config(
+    settings: Any,
+    params_file: str | None = None,
+    kinds: tuple[str, ...] = (),
+    split: str | None = None,
+) -> TrainingConfig:
+    """Return the training config: YAML parameters, settings, command-line choices.
+
+    ``params_file`` defaults to ``pipelines/params/training.yaml``; the tail recall
+    target and the confidence threshold come from the settings; ``kinds`` and
+    ``split`` (from the command line) win over the file.
+    """
+    from pipelines.params import load_params
+
+    params = load_params("training", params_file)
+    if kinds:
+        params["model_kinds"] = list(kinds)
+    if split:
+        params["split"] = split
+    params["model_kinds"] = tuple(params.get("model_kinds", ()))
+    params.setdefault("recall_target", settings.tail_recall_target)
+    params.setdefault("confidence_threshold", settings.confidence_threshold)
+    try:
+        return TrainingConfig(**params)
+    except TypeError as exc:
+        known = sorted(TrainingConfig.__dataclass_fields__)
+        raise ValueError(
+            f"The training parameters must be among {known}. Got {exc} instead."
+        ) from None
+
+
 def gate_metrics(evaluation: MultiTargetEvaluation) -> dict[str, float]:
     """Return the flat metrics the champion gate compares, plus all the others.
 

@@ -63,8 +63,7 @@ def evaluate(
     """
     from panda_predictor.cli.errors import user_errors
     from pipelines.evaluate import run_evaluation
-    from pipelines.params import load_params
-    from pipelines.train import TrainingConfig
+    from pipelines.train import training_config
 
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = (
@@ -73,12 +72,9 @@ def evaluate(
         else settings.home / "reports" / (f"evaluate-{stamp}")
     )
     with user_errors():
-        params = load_params("training", params_file)
-        if kinds:
-            params["model_kinds"] = list(kinds)
-        params["model_kinds"] = tuple(params.get("model_kinds", ()))
+        config = training_config(settings, params_file, kinds)
         report, table = run_evaluation(
-            settings, out, months, TrainingConfig(**params), progress=not no_progress
+            settings, out, months, config, progress=not no_progress
         )
     if table is not None:
         click.echo(table.to_string(index=False, float_format="%.3f"))

@@ -68,23 +68,16 @@ def retrain(
       30 2 1 * * panda-predictor retrain --no-progress >> /var/log/pp-retrain.log 2>&1
     """
     from panda_predictor.cli.errors import user_errors
-    from pipelines.params import load_params
     from pipelines.retrain import RetrainConfig, run_retrain
-    from pipelines.train import TrainingConfig
+    from pipelines.train import training_config
 
     with user_errors():
-        params = load_params("training", params_file)
-        if kinds:
-            params["model_kinds"] = list(kinds)
-        params["model_kinds"] = tuple(params.get("model_kinds", ()))
-        params.setdefault("recall_target", settings.tail_recall_target)
-        params.setdefault("confidence_threshold", settings.confidence_threshold)
         months = window_months or settings.retrain_window_months
         config = RetrainConfig(
             window_months=months,
             refit_bins=refit_bins,
             if_drift=if_drift,
-            training=TrainingConfig(**params),
+            training=training_config(settings, params_file, kinds),
         )
         outcome = run_retrain(settings, config, now=now, progress=not no_progress)
     click.echo(

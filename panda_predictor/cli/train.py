@@ -59,20 +59,11 @@ def train(
       panda-predictor train --kind xgboost --report-dir var/reports/latest
     """
     from panda_predictor.cli.errors import user_errors
-    from pipelines.params import load_params
     from pipelines.run_training import metrics_table, run_training
-    from pipelines.train import TrainingConfig
+    from pipelines.train import training_config
 
     with user_errors():
-        params = load_params("training", params_file)
-        if kinds:
-            params["model_kinds"] = list(kinds)
-        if split:
-            params["split"] = split
-        params["model_kinds"] = tuple(params.get("model_kinds", ()))
-        params.setdefault("recall_target", settings.tail_recall_target)
-        params.setdefault("confidence_threshold", settings.confidence_threshold)
-        config = TrainingConfig(**params)
+        config = training_config(settings, params_file, kinds, split)
         summary = run_training(
             settings,
             config,
