@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from panda_predictor.cli.options import kind_option, params_option
 from panda_predictor.settings import Settings
 
 
@@ -19,20 +20,8 @@ from panda_predictor.settings import Settings
     help="Retrain before each of the last N months and score that month "
     "(what production sees), instead of scoring the champion.",
 )
-@click.option(
-    "--kind",
-    "kinds",
-    type=click.Choice(["xgboost", "keras"]),
-    multiple=True,
-    help="Model kind(s) for --walk-forward (default: both).",
-)
-@click.option(
-    "--params",
-    "params_file",
-    type=click.Path(dir_okay=False, exists=True),
-    default=None,
-    help="Training parameters YAML for --walk-forward.",
-)
+@kind_option
+@params_option
 @click.option(
     "--report-dir",
     type=click.Path(file_okay=False),

@@ -4,24 +4,13 @@ from __future__ import annotations
 
 import click
 
+from panda_predictor.cli.options import kind_option, params_option
 from panda_predictor.settings import Settings
 
 
 @click.command("retrain")
-@click.option(
-    "--params",
-    "params_file",
-    type=click.Path(dir_okay=False, exists=True),
-    default=None,
-    help="Training parameters YAML (default: pipelines/params/training.yaml).",
-)
-@click.option(
-    "--kind",
-    "kinds",
-    type=click.Choice(["xgboost", "keras"]),
-    multiple=True,
-    help="Model kind(s) to train; repeat for both (default: both).",
-)
+@params_option
+@kind_option
 @click.option(
     "--window-months",
     type=click.IntRange(min=1),

@@ -6,24 +6,13 @@ from pathlib import Path
 
 import click
 
+from panda_predictor.cli.options import kind_option, params_option
 from panda_predictor.settings import Settings
 
 
 @click.command("train")
-@click.option(
-    "--params",
-    "params_file",
-    type=click.Path(dir_okay=False, exists=True),
-    default=None,
-    help="Training parameters YAML (default: pipelines/params/training.yaml).",
-)
-@click.option(
-    "--kind",
-    "kinds",
-    type=click.Choice(["xgboost", "keras"]),
-    multiple=True,
-    help="Model kind(s) to train; repeat for both (default: both).",
-)
+@params_option
+@kind_option
 @click.option(
     "--split",
     type=click.Choice(["time", "stratified"]),
