@@ -22,12 +22,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from panda_predictor.core.prediction import TaskPrediction
 from panda_predictor.db.engine import make_engine, translate_errors
 from panda_predictor.db.reader import find_eligible_tasks, read_task_features
-from panda_predictor.db.writer import write_predictions
+from panda_predictor.db.writer import WriteResult, write_predictions
 from panda_predictor.metrics import FALLBACKS, TASKS
 from panda_predictor.serving.predictor import Predictor
 from panda_predictor.settings import Settings
@@ -35,6 +35,8 @@ from panda_predictor.settings import Settings
 log = logging.getLogger(__name__)
 
 LEGACY_REASON = "legacy mode (kill switch): scouts run"
+#: A dry run lists at most this many eligible tasks.
+DRY_RUN_LIMIT = 1_000_000
 
 
 @dataclass
@@ -132,50 +134,57 @@ class SubmitHook:
         if not legacy:
             predictor = self._predictor_factory()
             history = self._history_factory()
+
+        def predict(conn: Connection, ids: list[int]) -> list[TaskPrediction]:
+            if legacy:
+                return _legacy(ids)
+            assert predictor is not None
+            return predictor.predict(
+                read_task_features(conn, self.settings, ids), history
+            )
+
         batch = self.settings.hook_batch_size
-        seen: set[int] = set()
+        if dry_run:
+            # Nothing is written, so the eligible set does not shrink: list it once.
+            with self.engine.connect() as conn:
+                ids = find_eligible_tasks(
+                    conn, self.settings, DRY_RUN_LIMIT, task_ids=task_ids
+                )
+                for start in range(0, len(ids), batch):
+                    report.predictions += predict(conn, ids[start : start + batch])
+            return
+        # Every handled task gets an audit row and so leaves the eligible set.
         while not self._stop.is_set():
             with self.engine.connect() as conn, conn.begin():
                 ids = find_eligible_tasks(
-                    conn,
-                    self.settings,
-                    limit=batch + len(seen) if dry_run else batch,
-                    task_ids=task_ids,
-                    lock=not dry_run,
+                    conn, self.settings, batch, task_ids=task_ids, lock=True
                 )
-                ids = [i for i in ids if i not in seen]
                 if not ids:
                     return
-                seen.update(ids)
-                if legacy:
-                    predictions = _legacy(ids)
-                else:
-                    assert predictor is not None
-                    tasks = read_task_features(conn, self.settings, ids)
-                    predictions = predictor.predict(tasks, history)
-                report.predictions.extend(predictions)
-                if dry_run:
-                    continue
+                predictions = predict(conn, ids)
                 result = write_predictions(
                     conn, self.settings, predictions, self.settings.fixed_units
                 )
-            report.applied += result.applied
-            report.kept_scouts += result.kept_scouts
-            report.moved_by_jedi += result.moved_by_jedi
-            for decision, ids_ in (
-                ("applied", result.applied),
-                ("kept_scouts", result.kept_scouts),
-                ("moved_by_jedi", result.moved_by_jedi),
-            ):
-                if ids_:
-                    TASKS.labels("db", decision).inc(len(ids_))
-            for p in predictions:
-                log.info(
-                    "jediTaskID=%d decision=%s reason=%s",
-                    p.jeditaskid,
-                    p.decision,
-                    p.reason,
-                )
+            report.predictions += predictions
+            self._record(report, predictions, result)
+
+    @staticmethod
+    def _record(
+        report: HookReport, predictions: list[TaskPrediction], result: WriteResult
+    ) -> None:
+        """Add one committed batch to the report, the metrics and the log."""
+        for decision in ("applied", "kept_scouts", "moved_by_jedi"):
+            ids = getattr(result, decision)
+            getattr(report, decision).extend(ids)
+            if ids:
+                TASKS.labels("db", decision).inc(len(ids))
+        for p in predictions:
+            log.info(
+                "jediTaskID=%d decision=%s reason=%s",
+                p.jeditaskid,
+                p.decision,
+                p.reason,
+            )
 
     def watch(self, poll_seconds: float | None = None) -> int:
         """Run passes until SIGTERM/SIGINT or :meth:`stop`; return the passes run."""

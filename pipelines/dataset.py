@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from panda_predictor.core.features import TASK_COLUMNS
 from panda_predictor.core.history import HISTORY_GROUPS, required_columns
-from panda_predictor.core.labels import DEFAULT_LABEL_PARAMS, LabelParams, labels_frame
+from panda_predictor.core.labels import DEFAULT_LABEL_PARAMS, LabelParams, join_labels
 from panda_predictor.core.targets import TARGET_NAMES
 from panda_predictor.db.reader import INPUT_TYPES, iter_history
 from panda_predictor.settings import Settings
@@ -48,20 +48,12 @@ class LabelledHistory:
 
 
 def label_chunk(
-    tasks: pd.DataFrame, jobs: pd.DataFrame, params: LabelParams = DEFAULT_LABEL_PARAMS
+    tasks: pd.DataFrame,
+    jobs: pd.DataFrame,
+    params: LabelParams = DEFAULT_LABEL_PARAMS,
 ) -> pd.DataFrame:
-    """Return the feature columns of ``tasks`` joined with their scout labels."""
-    labels = labels_frame(jobs, tasks, params)
-    keep = [
-        c
-        for c in dict.fromkeys([*TASK_COLUMNS, *HISTORY_KEY_COLUMNS])
-        if c in tasks.columns
-    ]
-    return tasks[keep].merge(
-        labels[["jeditaskid", *TARGET_NAMES, "labels_known_at"]],
-        on="jeditaskid",
-        how="left",
-    )
+    """Return the feature and history-key columns of ``tasks`` with their labels."""
+    return join_labels(tasks, jobs, [*TASK_COLUMNS, *HISTORY_KEY_COLUMNS], params)
 
 
 def frames_to_history(

@@ -36,7 +36,7 @@ from panda_predictor.serving.loader import load_champion
 from panda_predictor.settings import Settings
 from pipelines.dataset import LabelledHistory, read_labelled_history
 from pipelines.report import write_report
-from pipelines.train import TrainingConfig, train
+from pipelines.train import TrainingConfig, class_labels, train
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +51,6 @@ class MonthResult:
     evaluation: MultiTargetEvaluation
 
 
-def _labels(frame: pd.DataFrame, bins: BinSet) -> dict[str, np.ndarray]:
-    return {t: bins.assign(t, frame[t].to_numpy(dtype=float)) for t in bins.targets}
-
-
 def evaluate_champion(
     settings: Settings, history: LabelledHistory, test_fraction: float = 0.15
 ) -> tuple[MultiTargetEvaluation, dict[str, object]]:
@@ -67,7 +63,7 @@ def evaluate_champion(
         test_fraction,
     )
     test = history.frame.iloc[parts.test]
-    y = _labels(test, predictor.bundle.bins)
+    y = class_labels(test, predictor.bundle.bins)
     known = np.all([y[t] >= 0 for t in y], axis=0)
     test = test[known]
     _, chosen, conf = predictor.classify(test, history.history)

@@ -164,7 +164,8 @@ def _split(history: LabelledHistory, bins: BinSet, config: TrainingConfig):
     )
 
 
-def _labels(frame: pd.DataFrame, bins: BinSet) -> dict[str, np.ndarray]:
+def class_labels(frame: pd.DataFrame, bins: BinSet) -> dict[str, np.ndarray]:
+    """Return each target's class per row (-1 where the label is unknown)."""
     missing = [t for t in bins.targets if t not in frame.columns]
     if missing:
         raise ValueError(
@@ -254,7 +255,7 @@ def train(
     config = config or TrainingConfig()
     frame = history.frame
     parts = parts if parts is not None else _split(history, bins, config)
-    y = _labels(frame, bins)
+    y = class_labels(frame, bins)
     test_all = parts.test[np.all([y[t][parts.test] >= 0 for t in y], axis=0)]
     if len(test_all) == 0:
         raise ValueError(

@@ -75,6 +75,54 @@ def settings(tmp_path, db_target):
 
 
 @pytest.fixture(scope="session")
+def empty_mlflow_store(tmp_path_factory):
+    """Return an empty MLflow SQLite store, built once: its migrations take seconds."""
+    from model_registry.tracking import mlflow_client
+    from panda_predictor.settings import load_settings
+
+    folder = tmp_path_factory.mktemp("mlflow-template")
+    store = folder / "mlflow.db"
+    mlflow_client(
+        load_settings(home=folder, mlflow_tracking_uri=f"sqlite:///{store}")
+    ).search_registered_models()
+    return store
+
+
+@pytest.fixture
+def reg_settings(tmp_path, empty_mlflow_store):
+    """Return settings on a fresh MLflow store for this test (copy of the empty one)."""
+    import shutil
+
+    from panda_predictor.settings import load_settings
+
+    shutil.copyfile(empty_mlflow_store, tmp_path / "mlflow.db")
+    return load_settings(
+        home=tmp_path / "home", mlflow_tracking_uri=f"sqlite:///{tmp_path}/mlflow.db"
+    )
+
+
+@pytest.fixture
+def engine(settings):
+    """Return an engine on the empty test database, disposed afterwards."""
+    from panda_predictor.db.engine import make_engine
+
+    created = make_engine(settings)
+    try:
+        yield created
+    finally:
+        created.dispose()
+
+
+@pytest.fixture
+def db(engine, settings):
+    """Return an engine on a test database built from sql/ with PanDA's tables."""
+    from panda_predictor.db.migrations import init_database
+
+    init_database(engine, settings, with_panda_tables=True)
+    return engine
+
+
+@pytest.fixture(scope="session")
 def simulated_sqlite(tmp_path_factory):
     """Return settings of a SQLite PanDA database holding a small simulated history.
 

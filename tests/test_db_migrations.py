@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from test_db_support import db_fixture, engine_fixture  # noqa: F401  (fixtures)
 
 from panda_predictor.db.engine import DatabaseError, dialect_of, get_plugin_tables
 from panda_predictor.db.migrations import (

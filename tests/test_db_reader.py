@@ -8,10 +8,8 @@ from datetime import datetime
 import pandas as pd
 import pytest
 import sqlalchemy as sa
-from test_db_support import (  # noqa: F401  (fixtures)
+from test_db_support import (
     add_task,
-    db_fixture,
-    engine_fixture,
     make_prediction,
 )
 

@@ -1,37 +1,17 @@
-"""Shared pieces of the database tests: an initialised test database and task rows.
+"""Shared helpers of the database tests: task rows, audit rows, predictions.
 
-Imported by the ``test_db_*`` modules (import ``engine_fixture``/``db_fixture`` to
-get the ``engine``/``db`` fixtures); holds no tests of its own.
+The ``engine`` and ``db`` fixtures live in ``conftest.py``; this module holds no
+tests of its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 
-import pytest
 import sqlalchemy as sa
 
 from panda_predictor.core.prediction import TargetPrediction, TaskPrediction
-from panda_predictor.db.engine import get_panda_tables, get_plugin_tables, make_engine
-from panda_predictor.db.migrations import init_database
-
-
-@pytest.fixture(name="engine")
-def engine_fixture(settings) -> Iterator[sa.Engine]:
-    """Return an engine on the empty test database, disposed afterwards."""
-    created = make_engine(settings)
-    try:
-        yield created
-    finally:
-        created.dispose()
-
-
-@pytest.fixture(name="db")
-def db_fixture(engine, settings) -> sa.Engine:
-    """Return an engine on a test database built from sql/ with PanDA's tables."""
-    init_database(engine, settings, with_panda_tables=True)
-    return engine
+from panda_predictor.db.engine import get_panda_tables, get_plugin_tables
 
 
 def add_task(

@@ -6,11 +6,9 @@ import json
 from dataclasses import replace
 
 import pytest
-from test_db_support import (  # noqa: F401  (fixtures)
+from test_db_support import (
     add_task,
     audit_rows,
-    db_fixture,
-    engine_fixture,
     make_prediction,
     task_row,
 )

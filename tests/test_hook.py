@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from panda_predictor.core.splitrule import has_scout_rule
 from panda_predictor.db.engine import get_panda_tables, make_engine
 from panda_predictor.db.migrations import init_database
+from panda_predictor.db.reader import read_task_features
 from panda_predictor.hook import LEGACY_REASON, SubmitHook, run_hook_once
 from panda_predictor.metrics import FALLBACKS
 from panda_predictor.serving.bundle import load_bundle
@@ -288,3 +289,25 @@ def test_database_stopped_mid_run_leaves_nothing_half_written(
     check.dispose()
     hook.engine.dispose()
     admin.dispose()
+
+
+def test_recent_history_reads_only_what_was_known(history_db):
+    """The serving index sees finished scouts of the last days, nothing after now."""
+    from datetime import datetime
+
+    from panda_predictor.serving.recent import read_recent_history
+
+    engine = make_engine(history_db)
+    ids = defined_ids(history_db)
+    tasks = get_panda_tables(history_db, engine).jedi_tasks
+    with engine.connect() as conn:
+        last = conn.execute(sa.select(sa.func.max(tasks.c.creationdate))).scalar()
+    known = read_recent_history(engine, history_db, now=last, days=3650)
+    before_all = read_recent_history(engine, history_db, now=datetime(2000, 1, 1))
+    frame = read_task_features(engine, history_db, ids)
+    engine.dispose()
+    seen = known.features(frame)
+    empty = before_all.features(frame)
+    count = [c for c in seen.columns if c.endswith("_log1p_count")]
+    assert (seen[count].to_numpy() > 0).any()
+    assert (empty[count].fillna(0).to_numpy() == 0).all()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import mlflow.artifacts
@@ -27,7 +26,6 @@ from model_registry.registry import (
     register_bundle,
     set_alias,
 )
-from panda_predictor.settings import load_settings
 
 # MLflow 3.17's SQL store uses SQLAlchemy's ``noload`` strategy, deprecated in 2.1.
 pytestmark = pytest.mark.filterwarnings(
@@ -59,26 +57,6 @@ def files_of(folder: Path) -> dict[str, bytes]:
         for p in sorted(folder.rglob("*"))
         if p.is_file()
     }
-
-
-@pytest.fixture(scope="module")
-def empty_store(tmp_path_factory) -> Path:
-    """Return an empty MLflow SQLite store, built once: its migrations take seconds."""
-    folder = tmp_path_factory.mktemp("mlflow-template")
-    settings = load_settings(
-        home=folder, mlflow_tracking_uri=f"sqlite:///{folder}/mlflow.db"
-    )
-    tracking.mlflow_client(settings).search_registered_models()
-    return folder / "mlflow.db"
-
-
-@pytest.fixture
-def reg_settings(tmp_path, empty_store):
-    """Return settings on a fresh MLflow store for this test (copy of the empty one)."""
-    shutil.copyfile(empty_store, tmp_path / "mlflow.db")
-    return load_settings(
-        home=tmp_path / "home", mlflow_tracking_uri=f"sqlite:///{tmp_path}/mlflow.db"
-    )
 
 
 def client_of(settings):

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import threading
 from pathlib import Path
 
 import pytest
 
-from model_registry import cache, tracking
+from model_registry import cache
 from model_registry.cache import load_champion_bundle_dir, read_cached, store_version
 from model_registry.gate import promote_if_not_worse
 from model_registry.registry import NoChampionError, register_bundle, set_alias
@@ -41,26 +40,6 @@ def markers_of(folder: Path) -> set[str]:
     assert len(models) == 4, f"incomplete bundle {folder}: {models}"
     found.update(json.loads(p.read_text())["m"] for p in models)
     return found
-
-
-@pytest.fixture(scope="module")
-def empty_store(tmp_path_factory) -> Path:
-    """Return an empty MLflow SQLite store, built once: its migrations take seconds."""
-    folder = tmp_path_factory.mktemp("mlflow-template")
-    settings = load_settings(
-        home=folder, mlflow_tracking_uri=f"sqlite:///{folder}/m.db"
-    )
-    tracking.mlflow_client(settings).search_registered_models()
-    return folder / "m.db"
-
-
-@pytest.fixture
-def reg_settings(tmp_path, empty_store):
-    """Return settings on a fresh MLflow store for this test (copy of the empty one)."""
-    shutil.copyfile(empty_store, tmp_path / "mlflow.db")
-    return load_settings(
-        home=tmp_path / "home", mlflow_tracking_uri=f"sqlite:///{tmp_path}/mlflow.db"
-    )
 
 
 def publish(settings, folder: Path, marker: str) -> int:

@@ -19,7 +19,7 @@ the nEvents filter -> no ``cputime``); that label alone is NaN/None.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -463,6 +463,27 @@ def labels_frame(
         final,
         np.bincount(codes, minlength=n_tasks),
         known_at.reindex(range(n_tasks)).to_numpy(),
+    )
+
+
+def join_labels(
+    tasks: pd.DataFrame,
+    jobs: pd.DataFrame,
+    keep: Sequence[str],
+    params: LabelParams = DEFAULT_LABEL_PARAMS,
+) -> pd.DataFrame:
+    """Return the ``keep`` columns of ``tasks`` with their four labels and when known.
+
+    The labelled history both training and serving read: one row per task, the
+    normalised labels (NaN where the scouts could not measure one) and
+    ``labels_known_at``.
+    """
+    labels = labels_frame(jobs, tasks, params)
+    columns = [c for c in dict.fromkeys(keep) if c in tasks.columns]
+    return tasks[columns].merge(
+        labels[["jeditaskid", *TARGET_NAMES, "labels_known_at"]],
+        on="jeditaskid",
+        how="left",
     )
 
 

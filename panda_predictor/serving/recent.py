@@ -18,7 +18,7 @@ from panda_predictor.core.history import (
     RecentHistoryIndex,
     required_columns,
 )
-from panda_predictor.core.labels import labels_frame
+from panda_predictor.core.labels import join_labels
 from panda_predictor.core.targets import TARGET_NAMES
 from panda_predictor.db.reader import iter_history
 from panda_predictor.settings import Settings
@@ -35,29 +35,17 @@ def read_recent_history(
 ) -> RecentHistoryIndex:
     """Return the labelled history of tasks created in the last ``days``, indexed."""
     now = now or datetime.now(UTC).replace(tzinfo=None)
-    keys = sorted(required_columns(HISTORY_GROUPS))
-    parts = []
-    for tasks, jobs in iter_history(
-        bind, settings, chunk_size=chunk_size, since=now - timedelta(days=days)
-    ):
-        labels = labels_frame(jobs, tasks)
-        parts.append(
-            tasks[["jeditaskid", *keys]].merge(
-                labels[["jeditaskid", "labels_known_at", *TARGET_NAMES]],
-                on="jeditaskid",
-            )
+    keep = ["jeditaskid", *required_columns(HISTORY_GROUPS)]
+    parts = [
+        join_labels(tasks, jobs, keep)
+        for tasks, jobs in iter_history(
+            bind, settings, chunk_size=chunk_size, since=now - timedelta(days=days)
         )
-    columns = ["jeditaskid", *keys, "labels_known_at", *TARGET_NAMES]
-    frame = (
-        pd.concat(parts, ignore_index=True)
-        if parts
-        else pd.DataFrame(
-            {
-                c: pd.Series(
-                    dtype="datetime64[ns]" if c == "labels_known_at" else object
-                )
-                for c in columns
-            }
+    ]
+    if parts:
+        frame = pd.concat(parts, ignore_index=True)
+    else:  # nothing recent: an empty history, every task "seen 0 times"
+        frame = pd.DataFrame(columns=[*keep, *TARGET_NAMES, "labels_known_at"]).astype(
+            {"labels_known_at": "datetime64[ns]"}
         )
-    )
     return RecentHistoryIndex.from_frame(frame, as_of=now)
