@@ -63,11 +63,10 @@ class ServiceState:
         self.history: Any = None
 
     def _load_champion(self) -> Predictor:
-        from model_registry.cache import load_champion_bundle_dir
-        from panda_predictor.serving.loader import load_champion
+        from panda_predictor.serving.loader import load_champion_with_source
 
-        self.source = load_champion_bundle_dir(self.settings).source
-        return load_champion(self.settings)
+        predictor, self.source = load_champion_with_source(self.settings)
+        return predictor
 
     def predictor(self) -> Predictor:
         """Return the predictor, loading or refreshing it; raise ModelUnavailable."""

@@ -24,6 +24,11 @@ _loaded: dict[tuple[str, str, int], Predictor] = {}
 
 def load_champion(settings: Settings) -> Predictor:
     """Return the champion predictor; raise NoChampionError when there is none."""
+    return load_champion_with_source(settings)[0]
+
+
+def load_champion_with_source(settings: Settings) -> tuple[Predictor, str]:
+    """Return the champion predictor and who vouched for it: registry or cache."""
     champion = load_champion_bundle_dir(settings)
     key = (settings.tracking_uri(), settings.model_name, champion.version)
     with _lock:
@@ -41,7 +46,7 @@ def load_champion(settings: Settings) -> Predictor:
             )
             _loaded.clear()
             _loaded[key] = predictor
-    return predictor
+    return predictor, champion.source
 
 
 def try_load_champion(settings: Settings) -> Predictor | None:
