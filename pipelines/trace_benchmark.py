@@ -23,6 +23,7 @@ from panda_predictor.ingest.swf import (
     read_swf,
     trace_name,
 )
+from pipelines.trace.bootstrap import MarginInterval, margin_interval
 from pipelines.trace.replay_run import RESOURCE, format_replay, replay_target
 from pipelines.trace.scoring import (
     JSON_KEYS,
@@ -32,7 +33,11 @@ from pipelines.trace.scoring import (
     score_run,
     verdict,
 )
-from pipelines.trace.walk_forward import WalkForwardConfig, run_walk_forward
+from pipelines.trace.walk_forward import (
+    WalkForwardConfig,
+    development_part,
+    run_walk_forward,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +55,7 @@ class BenchmarkResult:
     replay: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     not_available: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    margins: dict[str, dict[str, Any]] = field(default_factory=dict)
     report: str = ""
     seconds: float = 0.0
 
@@ -73,6 +79,7 @@ def run_benchmark(
     config: WalkForwardConfig,
     confidence_threshold: float = 0.5,
     max_jobs: int | None = None,
+    dev: bool = False,
 ) -> BenchmarkResult:
     """Run the whole benchmark of one SWF file and return its result (no writing).
 
@@ -80,11 +87,15 @@ def run_benchmark(
     :param config: split and model settings.
     :param confidence_threshold: below it a task keeps its scouts in the replay.
     :param max_jobs: keep only the newest this many jobs (None: all), for speed.
+    :param dev: development run: drop the test part first (see
+        :func:`~pipelines.trace.walk_forward.development_part`).
     """
     started = time.perf_counter()
     frame, report = read_swf(path)
     if max_jobs is not None and len(frame) > max_jobs:
         frame = frame.iloc[-max_jobs:].reset_index(drop=True)
+    if dev:
+        frame = development_part(frame, config.test_fraction)
     targets = [t for t in available_targets(report) if t in RESOURCE or t == "cputime"]
     if not targets:
         raise ValueError(
@@ -95,13 +106,19 @@ def run_benchmark(
     scores = {t: score_run(run) for t, run in wf.runs.items()}
     result = BenchmarkResult(
         file=Path(path).name,
-        split={**wf.split, "max_jobs": max_jobs, "models": list(config.models)},
+        split={
+            **wf.split,
+            "max_jobs": max_jobs,
+            "models": list(config.models),
+            "development_run": dev,
+        },
         scores=scores,
         not_available=[t for t in TRACE_TARGETS if t not in targets],
         notes=list(wf.warnings),
     )
+    title = trace_name(path) + (" (development run: test part dropped)" if dev else "")
     sections = [
-        f"## {trace_name(path)}",
+        f"## {title}",
         "",
         *(f"- {x}" for x in report.lines()),
         f"- split: {json.dumps(result.split)}",
@@ -112,9 +129,15 @@ def run_benchmark(
         sections += [format_table(target, unit, per_name), ""]
         for note in verdict(per_name):
             sections.append(f"- {note}")
-        levels = wf.runs[target].levels
-        if levels:
-            sections.append(f"- safety levels chosen per month: {json.dumps(levels)}")
+        run = wf.runs[target]
+        lead = _lead_interval(frame, run, per_name)
+        if lead is not None:
+            result.margins[target] = lead.to_dict()
+            sections.append(f"- {lead.describe()}")
+        if run.levels:
+            sections.append(f"- safety level per period: {json.dumps(run.levels)}")
+        if run.anchors:
+            sections.append(f"- anchor rule per period: {json.dumps(run.anchors)}")
         sections.append("")
         best = best_model(per_name)
         if best is not None and target in RESOURCE:
@@ -135,6 +158,27 @@ def run_benchmark(
     return result
 
 
+def _lead_interval(
+    frame: Any, run: Any, scores: dict[str, dict[str, float]]
+) -> MarginInterval | None:
+    """Return the best model row's macro-F1 lead over the best baseline, with a
+    day-block bootstrap interval (None when either side is missing)."""
+    model = best_model(scores)
+    baselines = [n for n in scores if n.startswith("baseline:")]
+    if model is None or not baselines:
+        return None
+    baseline = max(baselines, key=lambda n: scores[n]["macro_f1"])
+    days = frame["submit_s"].to_numpy()[run.rows] // 86400
+    return margin_interval(
+        days,
+        run.y_true,
+        run.predicted[model],
+        run.predicted[baseline],
+        run.bins.n_classes,
+        names=(model, baseline),
+    )
+
+
 def write_outputs(
     result: BenchmarkResult, out_dir: Path, json_path: Path | None = None
 ) -> list[Path]:
@@ -149,6 +193,7 @@ def write_outputs(
         "not_available": result.not_available,
         "notes": result.notes,
         "goal": {t: goal_summary(s) for t, s in result.scores.items()},
+        "macro_f1_lead": result.margins,
     }
     written[1].write_text(json.dumps(full, indent=2, default=str))
     if json_path is not None:
@@ -174,7 +219,7 @@ def log_to_mlflow(settings: Any, result: BenchmarkResult, files: list[Path]) -> 
         log_params(
             {
                 "file": result.file,
-                **{k: v for k, v in result.split.items() if k != "test_months"},
+                **{k: v for k, v in result.split.items() if k != "test_periods"},
             }
         )
         metrics: dict[str, float] = {}

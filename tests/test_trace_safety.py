@@ -88,7 +88,7 @@ def test_safety_level_is_tuned_on_finished_jobs_only(tmp_path, seed, monkeypatch
         frame, ["walltime"], wf.WalkForwardConfig(n_estimators=10)
     )
     run = result.runs["walltime"]
-    months = result.split["test_months"]
+    months = result.split["test_periods"]
     assert len(calls) == len(months) >= 2  # one choice per monthly retraining
     finish = frame["finish_s"].to_numpy()
     submit = frame["submit_s"].to_numpy()

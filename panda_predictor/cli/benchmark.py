@@ -37,10 +37,34 @@ logger = logging.getLogger(__name__)
 )
 @click.option("--keras", is_flag=True, help="Also train the (slower) Keras network.")
 @click.option(
-    "--max-months",
+    "--cadence",
+    type=click.Choice(["month", "week", "day"]),
+    default="month",
+    show_default=True,
+    help="Retrain before each test period of this length (month: the production "
+    "pipeline's cadence).",
+)
+@click.option(
+    "--label-delay-quantile",
+    type=click.FloatRange(0.0, 1.0, max_open=True),
+    default=0.0,
+    show_default=True,
+    help="Train only on jobs submitted at least this quantile of the turnaround "
+    "(finish minus submit) before each retraining, so the newest part of the "
+    "window is not only the short jobs that already finished (0: every finished job).",
+)
+@click.option(
+    "--max-periods",
     type=click.IntRange(min=1),
     default=None,
-    help="Test at most this many walk-forward months.",
+    help="Test at most this many walk-forward periods.",
+)
+@click.option(
+    "--dev",
+    is_flag=True,
+    help="Development run: drop the test part and walk forward through the newest "
+    "--test-fraction of the older jobs instead, so a design choice can be tried "
+    "without looking at the real test part.",
 )
 @click.option(
     "--max-jobs",
@@ -83,6 +107,15 @@ logger = logging.getLogger(__name__)
     help="Skip the safety-aware model rows (model:<kind>_safe).",
 )
 @click.option(
+    "--anchor-weight",
+    type=click.FloatRange(0.0, 1.0, max_open=True),
+    default=0.2,
+    show_default=True,
+    help="Weight of the recency rule's vote in the model:<kind>_anchored rows "
+    "(the model overrides the rule only when it is at least w/(1-w) more sure of "
+    "another class); 0 leaves the rows out.",
+)
+@click.option(
     "--json",
     "json_path",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -104,13 +137,17 @@ def benchmark(
     all_dir: Path | None,
     test_fraction: float,
     keras: bool,
-    max_months: int | None,
+    cadence: str,
+    label_delay_quantile: float,
+    max_periods: int | None,
+    dev: bool,
     max_jobs: int | None,
     max_train_rows: int,
     n_estimators: int,
     max_categories: int,
     validation: str,
     no_safety: bool,
+    anchor_weight: float,
     json_path: Path | None,
     out_dir: Path | None,
     no_mlflow: bool,
@@ -137,10 +174,13 @@ def benchmark(
         test_fraction=test_fraction,
         models=("xgboost", "keras") if keras else ("xgboost",),
         max_train_rows=max_train_rows,
-        max_months=max_months,
+        max_periods=max_periods,
+        cadence=cadence,
+        label_delay_quantile=label_delay_quantile,
         n_estimators=n_estimators,
         max_categories=max_categories,
         safety=not no_safety,
+        anchor_weight=anchor_weight,
         validation=validation,
     )
     base = out_dir or settings.home / "benchmarks"
@@ -148,9 +188,10 @@ def benchmark(
     for path in files:
         with user_errors():
             result = run_benchmark(
-                path, config, settings.confidence_threshold, max_jobs
+                path, config, settings.confidence_threshold, max_jobs, dev=dev
             )
-        written = write_outputs(result, base / trace_name(path))
+        folder = trace_name(path) + ("-dev" if dev else "")
+        written = write_outputs(result, base / folder)
         if not no_mlflow:
             run_id = log_to_mlflow(settings, result, written)
             click.echo(f"MLflow run {run_id} (experiment panda-predictor-traces)")

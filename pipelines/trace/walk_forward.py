@@ -1,15 +1,21 @@
-"""Walk forward through a trace's newest part, retraining before each test month.
+"""Walk forward through a trace's newest part, retraining before each test period.
 
 The oldest ``1 - test_fraction`` of the jobs (by submit time) fit the bins; the
-newest part is tested month by month. Before each month the models are retrained on
-every job that had *finished* before the month's first submission (a job still
-running has no label yet), as production retraining would. Baselines predict the
-same test jobs from the same finished-before-submission history.
+newest part is tested period by period (a calendar month by default, the production
+cadence; ``cadence="week"`` or ``"day"`` retrains more often). Before each period the
+models are retrained on every job that had *finished* before the period's first
+submission (a job still running has no label yet), as production retraining would.
+Baselines predict the same test jobs from the same finished-before-submission history.
 
-Each model gives two rows: ``model:<kind>`` (the arg-max class) and
+``development_part`` drops the test part altogether, so that design choices can be
+tried on the older jobs (whose newest share then plays the test part) without the
+real test part ever being looked at.
+
+Each model gives three rows: ``model:<kind>`` (the arg-max class),
 ``model:<kind>_safe`` (the smallest class whose cumulative probability reaches a
-level chosen each month on the newest finished jobs of the training window, see
-:mod:`pipelines.trace.safety`).
+level chosen each period on the newest finished jobs of the training window, see
+:mod:`pipelines.trace.safety`) and ``model:<kind>_anchored`` (the model anchored to
+the recency rule that did best on those same jobs, see :mod:`pipelines.trace.anchor`).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from panda_predictor.core import baselines as bl
 from panda_predictor.core.bins import TargetBins, fit_bins
 from panda_predictor.core.splits import time_ordered_split
 from panda_predictor.ingest.swf import TRACE_TARGETS
+from pipelines.trace.anchor import ANCHOR_WEIGHT, anchored_class, choose_anchor
 from pipelines.trace.features import (
     MAX_CATEGORIES,
     TraceFeatures,
@@ -40,6 +47,9 @@ logger = logging.getLogger(__name__)
 #: Classes per trace target (quantile bins of the training part).
 TRACE_N_CLASSES = {"walltime": 5, "cputime": 4, "ramcount": 4}
 
+#: Retraining cadences of the walk forward and their pandas period codes.
+CADENCES = {"month": "M", "week": "W", "day": "D"}
+
 
 @dataclass
 class WalkForwardConfig:
@@ -48,12 +58,15 @@ class WalkForwardConfig:
     test_fraction: float = 0.2
     models: tuple[str, ...] = ("xgboost",)
     max_train_rows: int = 20000
-    max_months: int | None = None
+    max_periods: int | None = None
+    cadence: str = "month"
+    label_delay_quantile: float = 0.0
     n_estimators: int = 150
     learning_rate: float = 0.15
     early_stopping_rounds: int = 10
     max_categories: int = MAX_CATEGORIES
     safety: bool = True
+    anchor_weight: float = ANCHOR_WEIGHT
     validation: str = "newest"
     seed: int = 0
 
@@ -71,6 +84,7 @@ class TargetRun:
     raw: dict[str, np.ndarray] = field(default_factory=dict)
     confidence: dict[str, np.ndarray] = field(default_factory=dict)
     levels: dict[str, dict[str, float]] = field(default_factory=dict)
+    anchors: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -81,6 +95,53 @@ class WalkForwardResult:
     runs: dict[str, TargetRun]
     features: TraceFeatures
     warnings: list[str]
+
+
+def development_part(frame: pd.DataFrame, test_fraction: float) -> pd.DataFrame:
+    """Return the jobs *before* the test part: the frame a design choice may see.
+
+    The newest ``test_fraction`` of the jobs (by submit time) are dropped, so a
+    walk forward over the result tests on the newest share of the training part.
+    """
+    split = time_ordered_split(
+        frame["submit_s"].to_numpy(), 1.0 - test_fraction, 0.0, test_fraction
+    )
+    return frame.iloc[np.sort(split.train)].reset_index(drop=True)
+
+
+def period_labels(submit_time: pd.Series, cadence: str) -> np.ndarray:
+    """Return each job's retraining period (``"1997-06"`` for months, see CADENCES)."""
+    if cadence not in CADENCES:
+        raise ValueError(
+            f"The 'cadence' field must be one of {sorted(CADENCES)}. "
+            f"Got {cadence!r} instead."
+        )
+    return submit_time.dt.to_period(CADENCES[cadence]).astype(str).to_numpy()
+
+
+def label_delay(
+    submit: np.ndarray, finish: np.ndarray, config: WalkForwardConfig
+) -> float:
+    """Return how long before a retraining a job must have been *submitted* to count.
+
+    A job's label arrives when it finishes, so among the jobs submitted just before a
+    retraining only the short ones have labels: training on "every finished job"
+    over-represents short jobs exactly where the window is newest (right
+    censoring). With ``label_delay_quantile`` q > 0 the window stops at the
+    retraining time minus the q-quantile of the training part's turnaround
+    (finish minus submit), so at least a share q of the jobs submitted before that
+    point had finished. 0 keeps every finished job.
+    """
+    q = config.label_delay_quantile
+    if not 0.0 <= q < 1.0:
+        raise ValueError(
+            f"The 'label_delay_quantile' field must be in [0, 1). Got {q!r} instead."
+        )
+    turnaround = finish - submit
+    turnaround = turnaround[np.isfinite(turnaround)]
+    if q == 0.0 or turnaround.size == 0:
+        return 0.0
+    return float(np.quantile(turnaround, q))
 
 
 def fit_trace_bins(
@@ -121,7 +182,7 @@ def _hold_out(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Split a retraining window into fit, early-stopping and level-tuning rows.
 
-    The newest tenth of the window (jobs finished just before the test month, the
+    The newest tenth of the window (jobs finished just before the test period, the
     closest to it) is held out to tune the safety level on out-of-sample
     probabilities. With ``validation="newest"`` (default) it also drives early
     stopping; with ``"random"`` early stopping watches a seeded random tenth of the
@@ -148,9 +209,18 @@ def _hold_out(
 
 
 def _model_rows(kind: str, config: WalkForwardConfig) -> list[str]:
-    """Return the result rows one model kind gives (arg-max, and safe if enabled)."""
+    """Return the result rows one model kind gives (arg-max, safe, anchored)."""
     name = f"model:{kind}"
-    return [name, f"{name}_safe"] if config.safety else [name]
+    rows = [name]
+    if config.safety:
+        rows.append(f"{name}_safe")
+    if config.anchor_weight > 0:
+        rows.append(f"{name}_anchored")
+    return rows
+
+
+#: Baselines that are not recency rules, so never an anchor.
+_NOT_ANCHORS = ("baseline:request", "baseline:majority")
 
 
 def run_walk_forward(
@@ -165,18 +235,19 @@ def run_walk_forward(
     )
     submit = frame["submit_s"].to_numpy(dtype=float)
     finish = frame["finish_s"].to_numpy(dtype=float)
+    delay = label_delay(submit[train_part], finish[train_part], config)
     values = {t: frame[TRACE_TARGETS[t][0]].to_numpy(dtype=float) for t in targets}
     bins, notes = fit_trace_bins({t: values[t][train_part] for t in targets})
-    months = frame["submit_time"].iloc[test_part].dt.to_period("M").astype(str)
-    month_names = list(dict.fromkeys(months))
-    if config.max_months is not None:
-        month_names = month_names[: config.max_months]
+    test_period = period_labels(frame["submit_time"].iloc[test_part], config.cadence)
+    periods = list(dict.fromkeys(test_period))
+    if config.max_periods is not None:
+        periods = periods[: config.max_periods]
     runs: dict[str, TargetRun] = {}
     # Baseline classes of *every* job: test rows are scored, validation rows (older,
     # finished jobs) tune the safety level.
     baseline_classes: dict[str, dict[str, np.ndarray]] = {}
     for target in targets:
-        rows = test_part[np.isin(months.to_numpy(), month_names)]
+        rows = test_part[np.isin(test_period, periods)]
         rows = rows[np.isfinite(values[target][rows])]
         tb = bins[target]
         runs[target] = TargetRun(
@@ -199,14 +270,13 @@ def run_walk_forward(
             for name in _model_rows(kind, config):
                 runs[target].predicted[name] = np.full(rows.size, -1)
                 runs[target].confidence[name] = np.zeros(rows.size)
-    test_months = months.to_numpy()
-    for month in month_names:
-        in_month = test_part[test_months == month]
-        boundary = float(submit[in_month].min())
-        past = np.flatnonzero(finish < boundary)
+    for period in periods:
+        in_period = test_part[test_period == period]
+        boundary = float(submit[in_period].min())
+        past = np.flatnonzero((finish < boundary) & (submit < boundary - delay))
         for target in targets:
             run = runs[target]
-            here = np.isin(run.rows, in_month)
+            here = np.isin(run.rows, in_period)
             if not here.any():
                 continue
             train = past[np.isfinite(values[target][past])]
@@ -238,11 +308,29 @@ def run_walk_forward(
                     safe = f"{name}_safe"
                     run.predicted[safe][here] = cumulative_class(proba, choice.level)
                     run.confidence[safe][here] = proba.max(axis=1)
-                    run.levels.setdefault(safe, {})[month] = choice.level
+                    run.levels.setdefault(safe, {})[period] = choice.level
+                if config.anchor_weight > 0:
+                    anchor = choose_anchor(
+                        y_val,
+                        {
+                            n: c[val]
+                            for n, c in baseline_classes[target].items()
+                            if n not in _NOT_ANCHORS
+                        },
+                        run.bins.n_classes,
+                    )
+                    anchored = f"{name}_anchored"
+                    run.predicted[anchored][here] = anchored_class(
+                        proba,
+                        baseline_classes[target][anchor][run.rows[here]],
+                        config.anchor_weight,
+                    )
+                    run.confidence[anchored][here] = proba.max(axis=1)
+                    run.anchors.setdefault(anchored, {})[period] = anchor
                 logger.info(
                     "trace %s %s %s: trained on %d jobs (%d rounds) in %.1f s",
                     target,
-                    month,
+                    period,
                     kind,
                     train.size,
                     getattr(model, "n_estimators_", -1),
@@ -254,12 +342,17 @@ def run_walk_forward(
         "n_jobs": int(len(frame)),
         "n_train": int(train_part.size),
         "n_test": int(test_part.size),
-        "test_months": month_names,
+        "cadence": config.cadence,
+        "test_periods": periods,
         "train_end": str(frame["submit_time"].iloc[train_part].max()),
         "test_start": str(frame["submit_time"].iloc[test_part].min()),
         "max_train_rows": config.max_train_rows,
+        "label_delay_quantile": config.label_delay_quantile,
+        "label_delay_s": delay,
         "n_estimators": config.n_estimators,
         "max_categories": config.max_categories,
         "safety_levels": {t: r.levels for t, r in runs.items()},
+        "anchor_weight": config.anchor_weight,
+        "anchors": {t: r.anchors for t, r in runs.items()},
     }
     return WalkForwardResult(split_info, runs, features, notes)
