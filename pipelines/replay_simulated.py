@@ -171,15 +171,13 @@ def replay_inputs(
         ladder=np.asarray(bins.values, dtype=float),
     )
     scout_req, scout_delay = scouts_requests(jobs, default)
-    predictions = Predictor(inputs.bundle, "replay", "1").predict(
+    table = Predictor(inputs.bundle, "replay", "1").predict_table(
         inputs.test_tasks, inputs.history
     )
+    table = table[table["decision"] == "applied"]
     applied = pd.Series(
-        {
-            p.jeditaskid: float(p.targets[TARGET].value)
-            for p in predictions
-            if p.decision == "applied"
-        },
+        table[f"{TARGET}_value"].to_numpy(dtype=float),
+        index=table["jeditaskid"].to_numpy(),
         dtype=float,
     )
     predicted = applied.reindex(task).to_numpy()

@@ -10,17 +10,14 @@ import numpy as np
 import pytest
 
 from panda_predictor.core.decision import (
-    APPLIED,
     DEFAULT_FALLBACK_THRESHOLD,
-    KEPT_SCOUTS,
-    DecisionPolicy,
     NotFittedError,
     TailDecisionRule,
     confidence,
     coverage_accuracy_curve,
     cumulative_from_top,
-    in_training_domain,
 )
+from panda_predictor.core.policy import DecisionPolicy
 
 
 def tail_missed_by_argmax(rng: np.random.Generator, n: int = 600):
@@ -186,98 +183,6 @@ def test_predict_with_confidence_matches_confidence(seed):
     rule = TailDecisionRule().fit(proba, y)
     pred, conf = rule.predict_with_confidence(proba)
     np.testing.assert_allclose(conf, np.cumsum(proba, axis=1)[np.arange(len(y)), pred])
-
-
-@pytest.mark.parametrize(
-    ("conf", "in_domain", "decision", "reason"),
-    [
-        (
-            {"ramcount": 0.9, "cputime": 0.8},
-            True,
-            APPLIED,
-            "confident: lowest cputime 0.80 >= 0.60",
-        ),
-        (
-            {"ramcount": 0.42, "cputime": 0.8},
-            True,
-            KEPT_SCOUTS,
-            "low confidence: ramcount 0.42 < 0.60",
-        ),
-        (
-            {"ramcount": 0.42, "cputime": 0.5},
-            True,
-            KEPT_SCOUTS,
-            "low confidence: ramcount 0.42 < 0.60; cputime 0.50 < 0.60",
-        ),
-        (
-            {"ramcount": 0.9, "cputime": 0.9},
-            False,
-            KEPT_SCOUTS,
-            "outside training domain: unknown transformation and framework",
-        ),
-        (
-            {"ramcount": 0.6, "cputime": 0.6},
-            True,
-            APPLIED,
-            "confident: lowest ramcount 0.60 >= 0.60",
-        ),
-    ],
-    ids=["applied", "one-low", "two-low", "out-of-domain", "at-threshold"],
-)
-def test_policy_decisions_and_reasons(conf, in_domain, decision, reason):
-    classes = {t: 1 for t in conf}
-    verdict = DecisionPolicy(confidence_threshold=0.6).decide(classes, conf, in_domain)
-    assert verdict.decision == decision
-    assert verdict.reason == reason
-    assert verdict.applied is (decision == APPLIED)
-    assert verdict.classes == classes
-
-
-def test_policy_vectorised_matches_one_by_one():
-    policy = DecisionPolicy(0.6)
-    conf = {
-        "ramcount": np.array([0.9, 0.3, 0.7]),
-        "iointensity": np.array([0.7, 0.9, 0.2]),
-    }
-    classes = {"ramcount": np.array([1, 2, 0]), "iointensity": np.array([0, 0, 1])}
-    domain = np.array([True, True, False])
-    many = policy.decide_many(classes, conf, domain)
-    assert [d.decision for d in many] == [APPLIED, KEPT_SCOUTS, KEPT_SCOUTS]
-    for i, got in enumerate(many):
-        one = policy.decide(
-            {t: classes[t][i] for t in classes},
-            {t: conf[t][i] for t in conf},
-            domain[i],
-        )
-        assert got == one
-    assert DecisionPolicy.from_dict(policy.to_dict()).confidence_threshold == 0.6
-
-
-@pytest.mark.parametrize(
-    ("threshold", "classes", "conf", "domain", "match"),
-    [
-        (1.5, {"a": [0]}, {"a": [0.5]}, None, "'confidence_threshold' field"),
-        (0.6, {"a": [0]}, {"b": [0.5]}, None, "same, non-empty set of targets"),
-        (0.6, {"a": [0, 1]}, {"a": [0.5]}, None, "one class and one confidence"),
-        (0.6, {"a": [0]}, {"a": [0.5]}, [True, False], "'in_domain' field"),
-    ],
-    ids=["threshold-above-1", "target-mismatch", "length-mismatch", "domain-length"],
-)
-def test_policy_errors(threshold, classes, conf, domain, match):
-    with pytest.raises(ValueError, match=match):
-        DecisionPolicy(threshold).decide_many(classes, conf, domain)
-
-
-@pytest.mark.parametrize(
-    ("transformation", "framework", "expected"),
-    [("Reco_tf.py", "x", True), ("new.py", "Athena", True), ("new.py", "New", False)],
-    ids=["known-transformation", "known-framework", "both-unknown"],
-)
-def test_in_training_domain(transformation, framework, expected):
-    assert (
-        in_training_domain(transformation, framework, {"Reco_tf.py"}, ["Athena"])
-        is expected
-    )
 
 
 def test_coverage_accuracy_curve_by_hand():

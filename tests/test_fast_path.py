@@ -194,6 +194,45 @@ def test_small_frames_take_the_records_route_with_the_same_result(
     assert [p.targets["ramcount"].class_index for p in got] == list(chosen["ramcount"])
 
 
+def test_table_route_equals_the_records(predictor, records, history_index):
+    """predict_table gives, as columns, what predict gives as records."""
+    frame = pd.DataFrame(records)
+    table = predictor.predict_table(frame, history_index)
+    assert list(table.columns) == predictor.table_columns()
+    expected = predictor.predict(frame, history_index, now=NOW)
+    assert table["jeditaskid"].tolist() == [p.jeditaskid for p in expected]
+    assert table["decision"].tolist() == [p.decision for p in expected]
+    kinds = {
+        "confident": "confident",
+        "low": "low_confidence",
+        "outside": "outside_domain",
+    }
+    assert table["reason_kind"].tolist() == [
+        kinds[p.reason.split(" ")[0].rstrip(":")] for p in expected
+    ]
+    for target in predictor.bundle.models:
+        got = table[[f"{target}_class", f"{target}_value", f"{target}_confidence"]]
+        want = [
+            (t.class_index, t.value, t.confidence)
+            for t in (p.targets[target] for p in expected)
+        ]
+        assert got[f"{target}_class"].tolist() == [w[0] for w in want]
+        assert got[f"{target}_value"].tolist() == [w[1] for w in want]
+        np.testing.assert_allclose(
+            got[f"{target}_confidence"], [w[2] for w in want], atol=1e-6
+        )
+    assert set(table["reason_kind"]) >= {"outside_domain"}  # the awkward records
+    empty = predictor.predict_table(frame.iloc[:0], history_index)
+    assert empty.empty and list(empty.columns) == predictor.table_columns()
+
+
+def test_vectorised_domain_check_equals_the_per_record_one(xgb_predictor, records):
+    frame = pd.DataFrame(records)
+    expected = [xgb_predictor._record_in_domain(r) for r in records]
+    assert xgb_predictor.in_domain(frame).tolist() == expected
+    assert not all(expected)  # the awkward records include unseen ones
+
+
 def test_unseen_task_outside_the_domain_keeps_its_scouts(xgb_predictor, records):
     record = {**records[0], "transpath": "NoSuch_tf.py", "transhome": "Nope-1.0"}
     (pred,) = xgb_predictor.predict_records([record], None, now=NOW)

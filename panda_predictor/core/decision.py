@@ -6,8 +6,8 @@ memory than requested fails, while one that asks for a bit too much only wastes 
 slots. So :class:`TailDecisionRule` lowers the bar for the tail classes until their
 recall reaches a target, tuned on validation data only, and reports the precision that
 costs. :func:`confidence` says how sure a prediction is that the chosen class is
-*enough*, and :class:`DecisionPolicy` keeps the scouts when any target is not sure
-enough or the task lies outside what the models were trained on.
+*enough*; :class:`~panda_predictor.core.policy.DecisionPolicy` then keeps the scouts
+when any target is not sure enough or the task lies outside the training domain.
 
 Everything here is pure numpy; the core warns (``warnings``) instead of logging.
 """
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,9 +26,6 @@ import numpy as np
 #: deliberately low (conservative): the tail class is chosen as soon as the model
 #: gives it one chance in five, which over-allocates rather than under-allocates.
 DEFAULT_FALLBACK_THRESHOLD = 0.2
-
-APPLIED = "applied"
-KEPT_SCOUTS = "kept_scouts"
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -337,134 +334,6 @@ class TailDecisionRule:
         return rule
 
 
-def in_training_domain(
-    transformation: str | None,
-    framework: str | None,
-    known_transformations: Sequence[str] | set[str],
-    known_frameworks: Sequence[str] | set[str],
-) -> bool:
-    """Return False only when both the transformation and the framework are unseen."""
-    return transformation in set(known_transformations) or framework in set(
-        known_frameworks
-    )
-
-
-@dataclass(frozen=True)
-class TaskDecision:
-    """The policy's verdict for one task: ``applied`` or ``kept_scouts``, and why."""
-
-    decision: str
-    reason: str
-    classes: dict[str, int] = field(default_factory=dict)
-    confidences: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def applied(self) -> bool:
-        """Whether the prediction replaces the scouts."""
-        return self.decision == APPLIED
-
-
-class DecisionPolicy:
-    """Apply a prediction only when every target is confident and the task is familiar.
-
-    :param confidence_threshold: a target whose confidence is below it keeps the scouts.
-    """
-
-    def __init__(self, confidence_threshold: float = 0.6) -> None:
-        self.confidence_threshold = confidence_threshold
-
-    def _check(self) -> float:
-        t = self.confidence_threshold
-        if isinstance(t, bool) or not isinstance(t, int | float) or not 0.0 <= t <= 1.0:
-            raise ValueError(
-                "The 'confidence_threshold' field must be a number in [0, 1]. "
-                f"Got {t!r} instead."
-            )
-        return float(t)
-
-    def decide(
-        self,
-        classes: Mapping[str, int],
-        confidences: Mapping[str, float],
-        in_domain: bool = True,
-    ) -> TaskDecision:
-        """Decide for one task from its per-target classes and confidences."""
-        batch = self.decide_many(
-            {k: [v] for k, v in classes.items()},
-            {k: [v] for k, v in confidences.items()},
-            [in_domain],
-        )
-        return batch[0]
-
-    def decide_many(
-        self,
-        classes: Mapping[str, Any],
-        confidences: Mapping[str, Any],
-        in_domain: Any = None,
-    ) -> list[TaskDecision]:
-        """Decide for many tasks at once; each mapping holds one array per target.
-
-        :param classes: target name -> (n,) chosen classes.
-        :param confidences: target name -> (n,) confidences, see :func:`confidence`.
-        :param in_domain: (n,) booleans; None means every task is in domain.
-        """
-        threshold = self._check()
-        if set(classes) != set(confidences) or not confidences:
-            raise ValueError(
-                "The 'classes' and 'confidences' fields must name the same, non-empty "
-                f"set of targets. Got {sorted(classes)} and {sorted(confidences)} "
-                "instead."
-            )
-        names = list(confidences)
-        conf = {t: np.asarray(confidences[t], dtype=float).ravel() for t in names}
-        cls = {t: np.asarray(classes[t]).ravel().astype(int) for t in names}
-        n = conf[names[0]].size
-        if any(a.size != n for a in (*conf.values(), *cls.values())):
-            raise ValueError(
-                "Every target must have one class and one confidence per task. "
-                f"Got lengths {[a.size for a in conf.values()]} instead."
-            )
-        dom = np.ones(n, bool) if in_domain is None else np.asarray(in_domain, bool)
-        if dom.shape != (n,):
-            raise ValueError(
-                f"The 'in_domain' field must have one flag per task ({n}). "
-                f"Got shape {dom.shape} instead."
-            )
-        out: list[TaskDecision] = []
-        for i in range(n):
-            task_conf = {t: float(conf[t][i]) for t in names}
-            task_cls = {t: int(cls[t][i]) for t in names}
-            low = [t for t in names if not task_conf[t] >= threshold]
-            if not dom[i]:
-                decision = KEPT_SCOUTS
-                reason = "outside training domain: unknown transformation and framework"
-            elif low:
-                decision = KEPT_SCOUTS
-                reason = "low confidence: " + "; ".join(
-                    f"{t} {task_conf[t]:.2f} < {threshold:.2f}" for t in low
-                )
-            else:
-                decision = APPLIED
-                weakest = min(names, key=task_conf.__getitem__)
-                reason = (
-                    f"confident: lowest {weakest} {task_conf[weakest]:.2f} "
-                    f">= {threshold:.2f}"
-                )
-            out.append(TaskDecision(decision, reason, task_cls, task_conf))
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the policy's parameters as plain values."""
-        return {"confidence_threshold": self._check()}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> DecisionPolicy:
-        """Rebuild a policy from :meth:`to_dict` output."""
-        policy = cls(confidence_threshold=float(data["confidence_threshold"]))
-        policy._check()
-        return policy
-
-
 @dataclass(frozen=True)
 class CoverageCurve:
     """Share of tasks decided without scouts, and their accuracy, per threshold."""
@@ -494,8 +363,8 @@ def coverage_accuracy_curve(
     """Return coverage vs accuracy: tasks whose weakest target is >= each threshold.
 
     A task is decided without scouts when its lowest confidence over the targets
-    reaches the threshold (as in :class:`DecisionPolicy`); accuracy is the share of
-    those decided tasks whose targets are all right.
+    reaches the threshold (as in :class:`~panda_predictor.core.policy.DecisionPolicy`);
+    accuracy is the share of those decided tasks whose targets are all right.
 
     :param confidences_min_over_targets: (n,) lowest confidence of each task.
     :param all_correct: (n,) whether every target of the task was predicted right.

@@ -23,8 +23,9 @@ from typing import Any
 import yaml
 
 from panda_predictor.core.bins import BinSet
-from panda_predictor.core.decision import DecisionPolicy, TailDecisionRule
+from panda_predictor.core.decision import TailDecisionRule
 from panda_predictor.core.features import FeaturePipeline
+from panda_predictor.core.policy import DecisionPolicy
 from panda_predictor.models import ResourceClassifier, load_classifier
 
 BUNDLE_FORMAT = 1
