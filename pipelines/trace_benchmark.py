@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from panda_predictor.ingest.swf import (
     TRACE_TARGETS,
     available_targets,
@@ -34,6 +36,7 @@ from pipelines.trace.scoring import (
     verdict,
 )
 from pipelines.trace.walk_forward import (
+    TargetRun,
     WalkForwardConfig,
     development_part,
     run_walk_forward,
@@ -159,7 +162,7 @@ def run_benchmark(
 
 
 def _lead_interval(
-    frame: Any, run: Any, scores: dict[str, dict[str, float]]
+    frame: pd.DataFrame, run: TargetRun, scores: dict[str, dict[str, float]]
 ) -> MarginInterval | None:
     """Return the best model row's macro-F1 lead over the best baseline, with a
     day-block bootstrap interval (None when either side is missing)."""

@@ -99,3 +99,17 @@ def test_saved_files(split, tmp_path):
         "booster.ubj",
         "meta.json",
     ]
+
+
+def test_histogram_bins_and_row_sampling_reach_the_booster(split, tmp_path):
+    (X, y), (X_test, _) = split
+    model = _model(max_bin=32, subsample=0.5, random_state=1).fit(X, y)
+    config = model.booster_.save_config()
+    assert '"max_bin":"32"' in config and '"subsample":"0.5"' in config
+    full = _model(random_state=1).fit(X, y)
+    assert not np.allclose(model.predict_proba(X_test), full.predict_proba(X_test))
+    loaded = XGBoostResourceClassifier.load(model.save(tmp_path / "m"))
+    assert (loaded.max_bin, loaded.subsample) == (32, 0.5)
+    np.testing.assert_array_equal(
+        loaded.predict_proba(X_test), model.predict_proba(X_test)
+    )
