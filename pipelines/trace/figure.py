@@ -49,7 +49,7 @@ def draw(documents: list[dict[str, Any]], path: Path) -> Path:
             n.split(":")[1].split("_")[0]
             for _, s, _ in rows
             for n in s
-            if n[:6] == "model:"
+            if n.startswith("model:")
         }
     )
     colours = dict(zip(kinds, ("tab:blue", "tab:orange", "tab:green"), strict=False))
