@@ -152,7 +152,20 @@ def benchmark(
     out_dir: Path | None,
     no_mlflow: bool,
 ) -> None:
-    """Walk forward through the newest jobs of real logs; print one table per target."""
+    """Walk forward through the newest jobs of real logs; print one table per target.
+
+    Models (XGBoost; Keras with --keras) and the field's baselines predict the
+    newest --test-fraction of each log, retrained before each test period on the
+    jobs finished before it. Tables, the goal checks, the macro-F1 lead with its
+    day-bootstrap interval and the replay of scouts versus prediction are printed
+    and written to <home>/benchmarks/<file>/ (see docs/evaluation.md).
+
+    \b
+    Examples:
+      panda-predictor benchmark --swf ../shared/data/traces/KTH-SP2-1996-2.1-cln.swf.gz
+      panda-predictor benchmark --all ../shared/data/traces --keras --json all.json
+      panda-predictor benchmark --swf FILE --dev --cadence week   # no test part seen
+    """
     import json
 
     from panda_predictor.ingest.swf import trace_name
