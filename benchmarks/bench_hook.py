@@ -27,7 +27,6 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 PG_URL = os.environ.get(
     "PANDA_PREDICTOR_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
-BEGIN, END = "<!-- bench_hook:begin -->", "<!-- bench_hook:end -->"
 
 
 def main() -> None:
@@ -121,7 +120,6 @@ def main() -> None:
     rate = written / bulk_seconds
     text = "\n".join(
         [
-            BEGIN,
             "## Database hook on PostgreSQL (benchmarks/bench_hook.py)",
             "",
             f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, "
@@ -144,19 +142,13 @@ def main() -> None:
             "A single-task pass is a full transaction: select with row lock, read the "
             "task and its datasets, predict four targets, conditional update, audit "
             "insert.",
-            END,
         ]
     )
     print(text)
     if not args.no_write:
-        path = ROOT / "docs" / "performance.md"
-        current = path.read_text()
-        if BEGIN in current:
-            head, rest = current.split(BEGIN, 1)
-            current = head + text + rest.split(END, 1)[1]
-        else:
-            current = current.rstrip() + "\n\n" + text + "\n"
-        path.write_text(current)
+        from perfdoc import write_section
+
+        write_section("bench_hook", text)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-PERF_DOC = ROOT / "docs" / "performance.md"
 HEADING = "## HTTP service"
 
 TASKS = [
@@ -166,23 +165,6 @@ def run_load(port: int, rate: float, seconds: float, threads: int) -> dict[str, 
     }
 
 
-def write_section(text: str) -> None:
-    """Replace (or append) the "HTTP service" section of docs/performance.md.
-
-    The section sits between ``<!-- bench_http:begin -->`` and ``:end`` markers so
-    the other benchmarks' sections are kept as they are.
-    """
-    begin, finish = "<!-- bench_http:begin -->", "<!-- bench_http:end -->"
-    doc = PERF_DOC.read_text() if PERF_DOC.exists() else "# Performance\n"
-    block = f"{begin}\n{text.strip()}\n{finish}"
-    if begin in doc and finish in doc:
-        head, rest = doc.split(begin, 1)
-        doc = head + block + rest.split(finish, 1)[1]
-    else:
-        doc = doc.rstrip() + "\n\n" + block + "\n"
-    PERF_DOC.write_text(doc)
-
-
 def main() -> None:
     """Start the server, load it, stop it, report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -272,8 +254,10 @@ JSON and metrics. Waitress runs the requests on threads that share the GIL, so o
 2 cores shared with the load generator the tail grows with the host's load.
 """
     if not args.no_write:
-        write_section(section)
-        print(f"written to {PERF_DOC}")
+        from perfdoc import PERFORMANCE_MD, write_section
+
+        write_section("bench_http", section)
+        print(f"written to {PERFORMANCE_MD}")
     failed = sum(r["errors"] for _, r in results)
     if failed:
         raise SystemExit(f"{failed:.0f} requests failed")

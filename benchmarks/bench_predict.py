@@ -31,9 +31,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-PERFORMANCE_MD = ROOT / "docs" / "performance.md"
-BEGIN = "<!-- bench_predict:begin -->"
-END = "<!-- bench_predict:end -->"
 KINDS = ("xgboost", "keras")
 
 
@@ -183,7 +180,6 @@ def measure(kind: str, bundle_dir: Path, history_frame, tasks, args) -> dict:
 def report(results: list[dict], args: argparse.Namespace, command: str) -> str:
     """Return the markdown section for docs/performance.md."""
     lines = [
-        BEGIN,
         "## Serving (benchmarks/bench_predict.py)",
         "",
         f"Measured {date.today().isoformat()} on {platform.machine()}, "
@@ -222,20 +218,8 @@ def report(results: list[dict], args: argparse.Namespace, command: str) -> str:
         "processes preempt the benchmark, which shows in p99 far more than in p50; "
         "'per CPU-second' divides by this process's CPU time instead of wall time "
         "(XGBoost uses 2 threads above 64 rows, so it can exceed the wall figure).",
-        END,
     ]
     return "\n".join(lines)
-
-
-def write_section(section: str) -> None:
-    """Replace (or append) this benchmark's section of docs/performance.md."""
-    text = PERFORMANCE_MD.read_text() if PERFORMANCE_MD.exists() else "# Performance\n"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    PERFORMANCE_MD.write_text(text)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -286,7 +270,9 @@ def main(argv: list[str] | None = None) -> None:
     section = report(results, args, command.strip())
     print(section)
     if not args.no_write:
-        write_section(section)
+        from perfdoc import write_section
+
+        write_section("bench_predict", section)
 
 
 if __name__ == "__main__":

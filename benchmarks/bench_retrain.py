@@ -25,9 +25,6 @@ from datetime import date, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PERFORMANCE_MD = ROOT / "docs" / "performance.md"
-BEGIN = "<!-- bench_retrain:begin -->"
-END = "<!-- bench_retrain:end -->"
 MONTHS = 24
 #: The simulation ends here; the retrain pretends to run in the month after.
 NOW = datetime(2026, 1, 15)
@@ -126,17 +123,6 @@ def _child(args: list[str]) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _write_section(lines: list[str]) -> None:
-    text = PERFORMANCE_MD.read_text() if PERFORMANCE_MD.exists() else "# Performance\n"
-    section = "\n".join([BEGIN, *lines, END])
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    PERFORMANCE_MD.write_text(text)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=1_000_000)
@@ -198,7 +184,9 @@ def main() -> None:
         "cores (issue 5 accepts XGBoost-only figures). The drift rows check the "
         "newest tasks against a champion trained on the whole window, hence no drift.",
     ]
-    _write_section(lines)
+    from perfdoc import write_section
+
+    write_section("bench_retrain", "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -24,9 +24,6 @@ from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PERFORMANCE_MD = ROOT / "docs" / "performance.md"
-BEGIN = "<!-- bench_simulate:begin -->"
-END = "<!-- bench_simulate:end -->"
 PG_URL = os.environ.get(
     "PANDA_PREDICTOR_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
@@ -141,11 +138,10 @@ def _table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def write_section(results: list[dict], path: Path = PERFORMANCE_MD) -> None:
-    """Replace (or append) this benchmark's section of ``path``, keeping the others."""
-    section = "\n".join(
+def section_text(results: list[dict]) -> str:
+    """Return the markdown of this benchmark's section of docs/performance.md."""
+    return "\n".join(
         [
-            BEGIN,
             "## Simulation (benchmarks/bench_simulate.py)",
             "",
             f"Measured {date.today().isoformat()} on {platform.machine()}, "
@@ -161,17 +157,8 @@ def write_section(results: list[dict], path: Path = PERFORMANCE_MD) -> None:
             "the same computation as one percentile_cont aggregation in PostgreSQL.",
             "",
             _table(results),
-            END,
         ]
     )
-    text = path.read_text() if path.exists() else "# Performance\n\n"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
 
 
 def main() -> None:
@@ -203,7 +190,9 @@ def main() -> None:
         results.append(result)
     print(_table(results))
     if not args.no_write:
-        write_section(results)
+        from perfdoc import PERFORMANCE_MD, write_section
+
+        write_section("bench_simulate", section_text(results))
         print(f"Updated {PERFORMANCE_MD}")
 
 

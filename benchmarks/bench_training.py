@@ -27,8 +27,6 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-BEGIN, END = "<!-- bench_training:begin -->", "<!-- bench_training:end -->"
-
 
 def one_run(n_tasks: int, kinds: list[str], seed: int) -> dict:
     """Simulate, label and train once in this process; return the figures."""
@@ -104,7 +102,6 @@ def run_in_subprocess(n_tasks: int, kinds: list[str], seed: int) -> dict:
 
 def markdown(results: list[dict], command: str) -> str:
     lines = [
-        BEGIN,
         "## Training (benchmarks/bench_training.py)",
         "",
         f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, "
@@ -157,19 +154,7 @@ def markdown(results: list[dict], command: str) -> str:
             f"| {a.get('1', 0):.3f} | {a.get('2', 0):.3f} | "
             f"{a.get('3', 0):.3f} |"
         )
-    lines.append(END)
     return "\n".join(lines)
-
-
-def write_section(text: str) -> None:
-    path = ROOT / "docs" / "performance.md"
-    current = path.read_text() if path.exists() else "# Performance\n"
-    if BEGIN in current:
-        head, rest = current.split(BEGIN, 1)
-        current = head + text + rest.split(END, 1)[1]
-    else:
-        current = current.rstrip() + "\n\n" + text + "\n"
-    path.write_text(current)
 
 
 def main() -> None:
@@ -212,7 +197,9 @@ def main() -> None:
     text = markdown(results, "python " + " ".join(sys.argv))
     print(text)
     if not args.no_write:
-        write_section(text)
+        from perfdoc import write_section
+
+        write_section("bench_training", text)
 
 
 if __name__ == "__main__":
