@@ -120,14 +120,12 @@ def test_table_route_gives_the_same_decisions_as_the_objects(seed):
     many = policy.decide_many(classes, conf, domain)
     table = policy.decide_table(classes, conf, domain)
     assert table["decision"].tolist() == [d.decision for d in many]
-    expected_kind = [
-        OUTSIDE_DOMAIN
-        if not d.reason.startswith(("low", "confident"))
-        else LOW_CONFIDENCE
-        if d.reason.startswith("low")
-        else CONFIDENT
-        for d in many
-    ]
+    kind_of = {
+        "confident:": CONFIDENT,
+        "low": LOW_CONFIDENCE,
+        "outside": OUTSIDE_DOMAIN,
+    }
+    expected_kind = [kind_of[d.reason.split(" ", 1)[0]] for d in many]
     assert table["reason_kind"].tolist() == expected_kind
     for i, d in enumerate(many):
         if d.applied:  # the sentence names the weakest target and its confidence

@@ -58,11 +58,10 @@ def test_choose_anchor_takes_the_best_macro_f1_on_validation():
 def test_label_delay_is_the_turnaround_quantile():
     submit = np.array([0.0, 0.0, 0.0, 0.0, 0.0])
     finish = np.array([10.0, 20.0, 30.0, 40.0, np.nan])
-    cfg = wf.WalkForwardConfig
-    assert wf.label_delay(submit, finish, cfg(label_delay_quantile=0.0)) == 0.0
-    assert wf.label_delay(submit, finish, cfg(label_delay_quantile=0.5)) == 25.0
+    assert wf.label_delay(submit, finish, 0.0) == 0.0
+    assert wf.label_delay(submit, finish, 0.5) == 25.0
     with pytest.raises(ValueError, match="'label_delay_quantile' field must be"):
-        wf.label_delay(submit, finish, cfg(label_delay_quantile=1.0))
+        wf.label_delay(submit, finish, 1.0)
 
 
 def test_period_labels_follow_the_cadence(tmp_path, seed):
@@ -128,7 +127,7 @@ def test_walk_forward_respects_cadence_delay_and_anchor_hold_out(
     assert set(run.anchors["model:xgboost_anchored"]) == set(trained_weeks)
 
 
-def test_development_run_never_reads_the_test_part(tmp_path, seed):
+def test_development_run_drops_the_test_part(tmp_path, seed):
     from panda_predictor.cli.benchmark import benchmark
     from panda_predictor.settings import load_settings
 

@@ -9,6 +9,8 @@ import click
 
 from panda_predictor.cli.errors import user_errors
 from panda_predictor.settings import Settings
+from pipelines.trace.anchor import ANCHOR_WEIGHT
+from pipelines.trace.walk_forward import CADENCES
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +40,7 @@ logger = logging.getLogger(__name__)
 @click.option("--keras", is_flag=True, help="Also train the (slower) Keras network.")
 @click.option(
     "--cadence",
-    type=click.Choice(["month", "week", "day"]),
+    type=click.Choice(list(CADENCES)),
     default="month",
     show_default=True,
     help="Retrain before each test period of this length (month: the production "
@@ -109,7 +111,7 @@ logger = logging.getLogger(__name__)
 @click.option(
     "--anchor-weight",
     type=click.FloatRange(0.0, 1.0, max_open=True),
-    default=0.2,
+    default=ANCHOR_WEIGHT,
     show_default=True,
     help="Weight of the recency rule's vote in the model:<kind>_anchored rows "
     "(the model overrides the rule only when it is at least w/(1-w) more sure of "

@@ -108,7 +108,7 @@ class Predictor:
         frameworks, _ = split_transhome(tasks["transhome"])
         known_path = tasks["transpath"].isin(self._known_transformations)
         known_framework = frameworks.isin(self._known_frameworks)
-        return (known_path.to_numpy(bool) | known_framework.to_numpy(bool)).astype(bool)
+        return known_path.to_numpy(bool) | known_framework.to_numpy(bool)
 
     def classify(
         self,
@@ -328,19 +328,3 @@ class Predictor:
                 )
             cache[target] = rows
         return cache[target]
-
-    def _target_prediction(
-        self, target: str, cls: int, conf: float, proba: Any
-    ) -> TargetPrediction:
-        label, low, high, value, unit = self._classes(target)[cls]
-        return TargetPrediction(
-            target=target,
-            class_index=cls,
-            class_label=label,
-            lower=low,
-            upper=high,
-            value=value,
-            unit=unit,
-            confidence=conf,
-            probabilities=tuple(round(float(p), 4) for p in proba),
-        )

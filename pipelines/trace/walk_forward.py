@@ -119,20 +119,18 @@ def period_labels(submit_time: pd.Series, cadence: str) -> np.ndarray:
     return submit_time.dt.to_period(CADENCES[cadence]).astype(str).to_numpy()
 
 
-def label_delay(
-    submit: np.ndarray, finish: np.ndarray, config: WalkForwardConfig
-) -> float:
+def label_delay(submit: np.ndarray, finish: np.ndarray, quantile: float) -> float:
     """Return how long before a retraining a job must have been *submitted* to count.
 
     A job's label arrives when it finishes, so among the jobs submitted just before a
     retraining only the short ones have labels: training on "every finished job"
     over-represents short jobs exactly where the window is newest (right
-    censoring). With ``label_delay_quantile`` q > 0 the window stops at the
+    censoring). With ``quantile`` q > 0 the window stops at the
     retraining time minus the q-quantile of the training part's turnaround
     (finish minus submit), so at least a share q of the jobs submitted before that
     point had finished. 0 keeps every finished job.
     """
-    q = config.label_delay_quantile
+    q = quantile
     if not 0.0 <= q < 1.0:
         raise ValueError(
             f"The 'label_delay_quantile' field must be in [0, 1). Got {q!r} instead."
@@ -235,7 +233,9 @@ def run_walk_forward(
     )
     submit = frame["submit_s"].to_numpy(dtype=float)
     finish = frame["finish_s"].to_numpy(dtype=float)
-    delay = label_delay(submit[train_part], finish[train_part], config)
+    delay = label_delay(
+        submit[train_part], finish[train_part], config.label_delay_quantile
+    )
     values = {t: frame[TRACE_TARGETS[t][0]].to_numpy(dtype=float) for t in targets}
     bins, notes = fit_trace_bins({t: values[t][train_part] for t in targets})
     test_period = period_labels(frame["submit_time"].iloc[test_part], config.cadence)
