@@ -12,6 +12,7 @@ import yaml
 
 from panda_predictor import resources
 from panda_predictor.core.bins import BinSet
+from panda_predictor.errors import UserInputError
 from panda_predictor.settings import Settings
 
 #: Name of the packaged default bins file in :mod:`panda_predictor.resources`.
@@ -24,7 +25,7 @@ _HEADER = """\
 """
 
 
-class BinsFileError(ValueError):
+class BinsFileError(UserInputError):
     """A bins file is missing or invalid; the message names the file and the field."""
 
 

@@ -105,9 +105,10 @@ class SubmitHook:
         return load_champion(self.settings)
 
     def _recent_history(self):
-        from panda_predictor.serving.recent import read_recent_history
+        """Return the labelled history frame: features and expert track records."""
+        from panda_predictor.serving.recent import read_history_frame
 
-        return read_recent_history(self.engine, self.settings)
+        return read_history_frame(self.engine, self.settings)
 
     def run_once(
         self, task_ids: Sequence[int] | None = None, dry_run: bool = False

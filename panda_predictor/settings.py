@@ -22,6 +22,8 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from panda_predictor.errors import UserInputError
+
 ENV_PREFIX = "PANDA_PREDICTOR_"
 CONFIG_ENV = "PANDA_PREDICTOR_CONFIG"
 
@@ -29,7 +31,7 @@ CONFIG_ENV = "PANDA_PREDICTOR_CONFIG"
 DEFAULT_SCHEMAS = {"postgresql": "doma_panda", "oracle": "ATLAS_PANDA", "sqlite": None}
 
 
-class SettingsError(ValueError):
+class SettingsError(UserInputError):
     """A setting or the config file is invalid; the message names it and the fix."""
 
 
@@ -116,15 +118,17 @@ class Settings(BaseSettings):
         None,
         description="Bearer token required for write requests to the HTTP service.",
     )
+    # The drift bounds are DriftThresholds' own, so a bad value fails here, in the
+    # settings' one-line error, not later inside a drift check.
     drift_psi_threshold: float = Field(
         0.2,
-        ge=0,
+        gt=0,
         description="PSI above its noise level on an alarm feature or a target's "
         "predicted classes means drift.",
     )
     drift_unseen_share_threshold: float = Field(
         0.10,
-        ge=0,
+        gt=0,
         le=1,
         description="Share of recent tasks with a never-seen value of an alarm "
         "category that means drift.",
@@ -137,7 +141,7 @@ class Settings(BaseSettings):
     )
     drift_accuracy_drop: float = Field(
         0.15,
-        ge=0,
+        gt=0,
         le=1,
         description="Feedback accuracy this far below the test accuracy means drift.",
     )
@@ -221,7 +225,14 @@ def _read_config_file(path: Path) -> dict[str, Any]:
             f"The config file {str(path)!r} does not exist. Create it or unset "
             f"{CONFIG_ENV}."
         )
-    loaded = yaml.safe_load(path.read_text()) or {}
+    try:
+        loaded = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise SettingsError(
+            f"The config file {str(path)!r} must hold YAML. Got a parse error "
+            f"instead: {first}"
+        ) from None
     if not isinstance(loaded, dict):
         raise SettingsError(
             f"The config file {str(path)!r} must hold a mapping of setting names to "

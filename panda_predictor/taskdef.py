@@ -36,6 +36,7 @@ from pydantic import (
 )
 
 from panda_predictor.core.features import TASK_COLUMNS
+from panda_predictor.errors import UserInputError
 
 #: Most tasks one request or file may hold (keeps a single call bounded).
 MAX_TASKS = 1000
@@ -105,7 +106,7 @@ IGNORED_PANDA_KEYS: frozenset[str] = frozenset(
 )
 
 
-class TaskDefinitionError(ValueError):
+class TaskDefinitionError(UserInputError):
     """A task definition is invalid; the message names the field and what was wrong."""
 
     def __init__(self, message: str, field: str | None = None) -> None:

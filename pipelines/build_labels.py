@@ -32,6 +32,7 @@ from panda_predictor.core.labels import (
 from panda_predictor.core.targets import TARGET_NAMES
 from panda_predictor.db.engine import make_engine
 from panda_predictor.db.reader import iter_history
+from panda_predictor.errors import UserInputError
 from panda_predictor.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -116,7 +117,7 @@ def fit_bins_from_labels(labels: pd.DataFrame, version: str | None = None) -> Bi
         if labels[name].notna().any()
     }
     if not values:
-        raise ValueError(
+        raise UserInputError(
             "The labels must hold at least one task with scout measurements to fit "
             f"bins. Got {len(labels)} tasks without any instead."
         )

@@ -18,7 +18,9 @@ from panda_predictor.core.features import TASK_COLUMNS
 from panda_predictor.core.history import HISTORY_GROUPS, required_columns
 from panda_predictor.core.labels import DEFAULT_LABEL_PARAMS, LabelParams, join_labels
 from panda_predictor.core.targets import TARGET_NAMES
+from panda_predictor.core.task_features import REQUEST_COLUMNS
 from panda_predictor.db.reader import INPUT_TYPES, iter_history
+from panda_predictor.errors import UserInputError
 from panda_predictor.settings import Settings
 
 #: Columns of the labelled history frame the feature pipeline reads.
@@ -38,12 +40,23 @@ class LabelledHistory:
     @property
     def tasks(self) -> pd.DataFrame:
         """Return the task columns (input of FeaturePipeline.transform)."""
-        return self.frame[[c for c in TASK_COLUMNS if c in self.frame.columns]]
+        cols = [*TASK_COLUMNS, *REQUEST_COLUMNS]
+        return self.frame[[c for c in cols if c in self.frame.columns]]
 
     @property
     def history(self) -> pd.DataFrame:
-        """Return the labelled history frame (input of the history features)."""
-        cols = ["jeditaskid", *HISTORY_KEY_COLUMNS, "labels_known_at", *TARGET_NAMES]
+        """Return the labelled history frame (input of the history features).
+
+        It holds the task columns too, so a predictor can rebuild its model's
+        track record from it (see :mod:`panda_predictor.serving.combination`).
+        """
+        cols = [
+            *TASK_COLUMNS,
+            *HISTORY_KEY_COLUMNS,
+            *REQUEST_COLUMNS,
+            "labels_known_at",
+            *TARGET_NAMES,
+        ]
         return self.frame[[c for c in dict.fromkeys(cols) if c in self.frame.columns]]
 
 
@@ -112,7 +125,7 @@ def read_labelled_history(
             parts.append(label_chunk(tasks, jobs, params))
             bar.update(len(tasks))
     if not parts:
-        raise ValueError(
+        raise UserInputError(
             "The history must hold finished tasks with scout jobs to train on. Got an "
             "empty JEDI_TASKS/JOBSARCHIVED4: run 'panda-predictor simulate' or point "
             "PANDA_PREDICTOR_DB_URL at a PanDA database."

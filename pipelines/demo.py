@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 from panda_predictor.db.engine import make_engine
 from panda_predictor.db.migrations import init_database
+from panda_predictor.errors import UserInputError
 from panda_predictor.hook import HookReport, run_hook_once
 from panda_predictor.settings import Settings
 from pipelines.load_history import load_history
@@ -49,7 +50,7 @@ def history_end() -> datetime:
 def reset_embedded_store(settings: Settings) -> None:
     """Delete the demo's SQLite database, MLflow store and cache under ``home``."""
     if settings.db_url or settings.mlflow_tracking_uri:
-        raise ValueError(
+        raise UserInputError(
             "The demo resets only the embedded default under 'home'. Got an explicit "
             "db_url or mlflow_tracking_uri instead: unset them or pass --keep."
         )

@@ -183,6 +183,7 @@ def check_drift(
         Log to MLflow and write ``<home>/monitoring/drift-*.json``.
     """
     from model_registry.cache import load_champion_bundle_dir
+    from model_registry.registry import RegistryError
     from panda_predictor.db.engine import make_engine
     from panda_predictor.db.outcomes import read_created_tasks, read_outcomes
     from panda_predictor.serving.bundle import load_bundle
@@ -194,7 +195,9 @@ def check_drift(
     champion = load_champion_bundle_dir(settings)
     ref_path = champion.path / REFERENCE_FILE
     if not ref_path.is_file():
-        raise ValueError(
+        # The registry holds a champion this code cannot check: an operator's
+        # problem with a named fix, not a bug.
+        raise RegistryError(
             f"The champion bundle (version {champion.version}) must hold "
             f"{REFERENCE_FILE} to check drift. Got none in {str(champion.path)!r}: "
             "retrain with this panda-predictor ('panda-predictor retrain')."

@@ -32,6 +32,7 @@ from panda_predictor.core.splits import (
     walk_forward_months,
 )
 from panda_predictor.db.engine import make_engine
+from panda_predictor.errors import UserInputError
 from panda_predictor.serving.loader import load_champion
 from panda_predictor.settings import Settings
 from pipelines.dataset import LabelledHistory, read_labelled_history
@@ -94,7 +95,7 @@ def walk_forward(
     times = history.frame["creationdate"].to_numpy()
     months = pd.PeriodIndex(pd.DatetimeIndex(times), freq="M").unique().sort_values()
     if len(months) < n_months + 1:
-        raise ValueError(
+        raise UserInputError(
             f"The history must span at least {n_months + 1} months for {n_months} "
             f"walk-forward months. Got {len(months)} instead."
         )

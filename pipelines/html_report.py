@@ -199,7 +199,7 @@ def write_monitoring_report(
     drift:
         The last drift check (see :func:`latest_drift`), or None.
     decisions:
-        Last retraining decisions (see :func:`pipelines.retrain.read_decisions`).
+        Last retraining decisions (see :func:`pipelines.retrain_log.read_decisions`).
     champion_version:
         Version whose confusion matrices are drawn (from its feedback).
     """
@@ -250,7 +250,7 @@ def render_report(settings: Any, out_dir: Path | None = None) -> Path:
     from panda_predictor.core.feedback import weekly_summary
     from panda_predictor.db.engine import make_engine
     from panda_predictor.db.outcomes import read_outcomes
-    from pipelines.retrain import read_decisions
+    from pipelines.retrain_log import read_decisions
 
     engine = make_engine(settings)
     try:

@@ -33,6 +33,7 @@ import pandas as pd
 from panda_predictor.bins_file import load_bins
 from panda_predictor.core.bins import BinSet
 from panda_predictor.core.replay import ReplayOutcome, replay, scout_plan
+from panda_predictor.errors import UserInputError
 from panda_predictor.serving.bundle import Bundle
 from panda_predictor.serving.predictor import Predictor
 from pipelines.dataset import LabelledHistory, frames_to_history
@@ -105,7 +106,7 @@ def job_table(jobs: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
 def prepare(n_tasks: int, seed: int) -> ReplayInputs:
     """Simulate ``n_tasks`` tasks, train on the older ones, keep the newest's jobs."""
     if not isinstance(n_tasks, int) or n_tasks < 100:
-        raise ValueError(
+        raise UserInputError(
             f"The 'n_tasks' field must be an integer >= 100. Got {n_tasks!r} instead."
         )
     batch = simulate_frames(SimulationConfig(n_tasks=n_tasks, seed=seed))

@@ -14,8 +14,9 @@ and gates). This module adds what a timer-driven run needs:
   run killed before leaves the champion untouched and at most an alias-less version
   tagged ``retrain.status=registered``, which a rerun ignores and replaces;
 * ``if_drift``: retrain only when the drift check finds drift;
-* a decision log (``<home>/retrain/decisions.jsonl``), the comparison logged to the
-  training run in MLflow, and a readable summary page with plots.
+* a decision log (``<home>/retrain/decisions.jsonl``, see
+  :mod:`pipelines.retrain_log`), the comparison logged to the training run in MLflow,
+  and a readable summary page with plots.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from panda_predictor.core.features import FEATURE_PIPELINE_VERSION
 from panda_predictor.core.targets import TARGET_NAMES
 from panda_predictor.settings import Settings
 from pipelines.dataset import LabelledHistory
+from pipelines.retrain_log import append_decision
 from pipelines.train import TrainingConfig
 
 log = logging.getLogger(__name__)
@@ -43,7 +45,6 @@ log = logging.getLogger(__name__)
 FINGERPRINT_TAG = "retrain.fingerprint"
 STATUS_TAG = "retrain.status"
 WINDOW_TAG = "retrain.window"
-DECISIONS_FILE = "decisions.jsonl"
 
 PROMOTED = "promoted"
 REFUSED = "refused"
@@ -177,10 +178,7 @@ def _bins_for(
 
 
 def _record(settings: Settings, outcome: RetrainOutcome) -> None:
-    folder = settings.home / "retrain"
-    folder.mkdir(parents=True, exist_ok=True)
-    with (folder / DECISIONS_FILE).open("a") as fh:
-        fh.write(json.dumps(outcome.to_dict(), default=str) + "\n")
+    append_decision(settings, outcome.to_dict())
     log.info(
         "retrain %s..%s: %s (version %s) %s",
         outcome.since.date(),
@@ -189,15 +187,6 @@ def _record(settings: Settings, outcome: RetrainOutcome) -> None:
         outcome.version,
         outcome.reason,
     )
-
-
-def read_decisions(settings: Settings, last: int = 20) -> list[dict[str, Any]]:
-    """Return the last ``last`` retraining decisions, oldest first."""
-    path = settings.home / "retrain" / DECISIONS_FILE
-    if not path.is_file():
-        return []
-    lines = [line for line in path.read_text().splitlines() if line.strip()]
-    return [json.loads(line) for line in lines[-last:]]
 
 
 def _log_comparison(settings: Settings, outcome: RetrainOutcome) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from panda_predictor.core.evaluation import evaluate_targets
 from panda_predictor.db.engine import make_engine
 from panda_predictor.serving.bundle import save_bundle
 from panda_predictor.serving.loader import try_load_champion
+from panda_predictor.serving.predictor import Predictor
 from panda_predictor.settings import Settings
 from pipelines.dataset import LabelledHistory, read_labelled_history
 from pipelines.drift import REFERENCE_FILE, build_reference
@@ -64,8 +65,16 @@ def champion_metrics_on(
     champion = try_load_champion(settings)
     if champion is None:
         return None
+    # The gate compares models: the champion's model alone, as the challenger's
+    # metrics are its model alone (the combination with the rules is tuned per
+    # bundle and judged by the benchmark, docs/evaluation.md).
+    alone = Predictor(
+        replace(champion.bundle, combination=None),
+        champion.model_name,
+        champion.model_version,
+    )
     try:
-        _, chosen, _ = champion.classify(result.test_tasks, history.history)
+        _, chosen, _ = alone.classify(result.test_tasks, history.history)
     except ValueError as exc:
         # A champion whose features or bins no longer fit the data cannot be
         # compared; the challenger is then judged against nothing and wins.

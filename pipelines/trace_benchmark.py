@@ -17,14 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from panda_predictor.ingest.swf import (
-    TRACE_TARGETS,
-    available_targets,
-    read_swf,
-    trace_name,
-)
+from panda_predictor.core.experts import EXPERTS
+from panda_predictor.errors import UserInputError
+from panda_predictor.ingest import available_targets, read_job_log, trace_name
+from panda_predictor.ingest.swf import TRACE_TARGETS
 from pipelines.trace.bootstrap import MarginInterval, margin_interval
 from pipelines.trace.replay_run import RESOURCE, format_replay, replay_target
 from pipelines.trace.scoring import (
@@ -36,6 +35,7 @@ from pipelines.trace.scoring import (
     verdict,
 )
 from pipelines.trace.walk_forward import (
+    PRODUCTION,
     TargetRun,
     WalkForwardConfig,
     development_part,
@@ -59,6 +59,7 @@ class BenchmarkResult:
     not_available: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     margins: dict[str, dict[str, Any]] = field(default_factory=dict)
+    production: dict[str, dict[str, Any]] = field(default_factory=dict)
     report: str = ""
     seconds: float = 0.0
 
@@ -80,30 +81,28 @@ class BenchmarkResult:
 def run_benchmark(
     path: str | Path,
     config: WalkForwardConfig,
-    confidence_threshold: float = 0.5,
     max_jobs: int | None = None,
     dev: bool = False,
 ) -> BenchmarkResult:
-    """Run the whole benchmark of one SWF file and return its result (no writing).
+    """Run the whole benchmark of one job log and return its result (no writing).
 
-    :param path: the SWF file (gzip or plain).
+    :param path: the job log (SWF or condor_history -json; gzip or plain).
     :param config: split and model settings.
-    :param confidence_threshold: below it a task keeps its scouts in the replay.
     :param max_jobs: keep only the newest this many jobs (None: all), for speed.
     :param dev: development run: drop the test part first (see
         :func:`~pipelines.trace.walk_forward.development_part`).
     """
     started = time.perf_counter()
-    frame, report = read_swf(path)
+    frame, report = read_job_log(path)
     if max_jobs is not None and len(frame) > max_jobs:
         frame = frame.iloc[-max_jobs:].reset_index(drop=True)
     if dev:
         frame = development_part(frame, config.test_fraction)
     targets = [t for t in available_targets(report) if t in RESOURCE or t == "cputime"]
     if not targets:
-        raise ValueError(
-            f"The SWF file must record at least one target (run time, CPU time or "
-            f"used memory). Got none in {str(path)!r} instead."
+        raise UserInputError(
+            f"The job log must record at least one target (run time, CPU time or "
+            f"used memory) for {50} jobs or more. Got none in {str(path)!r} instead."
         )
     wf = run_walk_forward(frame, targets, config)
     scores = {t: score_run(run) for t, run in wf.runs.items()}
@@ -112,7 +111,7 @@ def run_benchmark(
         split={
             **wf.split,
             "max_jobs": max_jobs,
-            "models": list(config.models),
+            "models": ["xgboost"],
             "development_run": dev,
         },
         scores=scores,
@@ -137,19 +136,17 @@ def run_benchmark(
         if lead is not None:
             result.margins[target] = lead.to_dict()
             sections.append(f"- {lead.describe()}")
-        if run.levels:
-            sections.append(f"- safety level per period: {json.dumps(run.levels)}")
-        if run.anchors:
-            sections.append(f"- anchor rule per period: {json.dumps(run.anchors)}")
+        sections += _production_lines(run)
+        result.production[target] = _production_summary(run)
         sections.append("")
         best = best_model(per_name)
         if best is not None and target in RESOURCE:
             outcomes = replay_target(
                 frame,
                 wf.runs[target],
-                wf.features.user_exe_key,
+                wf.task_key,
                 [n for n in per_name if n.startswith("model:")],
-                confidence_threshold,
+                config.confidence_threshold,
             )
             result.replay[target] = [o.to_dict() for o in outcomes]
             sections += [format_replay(target, outcomes), ""]
@@ -159,6 +156,35 @@ def run_benchmark(
     sections.append(f"- run time of the benchmark: {result.seconds:.0f} s")
     result.report = "\n".join(sections)
     return result
+
+
+def _production_summary(run: TargetRun) -> dict[str, Any]:
+    """Return what the production decision did: coverage, experts followed, tails."""
+    applied = run.applied[PRODUCTION]
+    followed = run.followed
+    counts = np.bincount(followed[followed >= 0], minlength=len(EXPERTS))
+    total = max(int(counts.sum()), 1)
+    return {
+        "coverage": float(applied.mean()) if applied.size else 0.0,
+        "followed": {n: float(c / total) for n, c in zip(EXPERTS, counts, strict=True)},
+        "combination": run.combination,
+    }
+
+
+def _production_lines(run: TargetRun) -> list[str]:
+    """Return the report lines on the production decision (see the summary)."""
+    summary = _production_summary(run)
+    followed = ", ".join(f"{n} {v:.0%}" for n, v in summary["followed"].items())
+    chosen = {
+        p: f"decay {c.get('decay')}, key {c.get('key')}, min {c.get('min_record')}"
+        for p, c in run.combination.items()
+    }
+    return [
+        f"- production decision: {summary['coverage']:.1%} of the tasks skip their "
+        "scouts (applied); the rest keep them",
+        f"- experts followed: {followed}",
+        f"- combination chosen per period: {json.dumps(chosen)}",
+    ]
 
 
 def _lead_interval(
@@ -197,6 +223,7 @@ def write_outputs(
         "notes": result.notes,
         "goal": {t: goal_summary(s) for t, s in result.scores.items()},
         "macro_f1_lead": result.margins,
+        "production": result.production,
     }
     written[1].write_text(json.dumps(full, indent=2, default=str))
     if json_path is not None:

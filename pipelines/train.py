@@ -33,10 +33,12 @@ from panda_predictor.core.evaluation import (
 )
 from panda_predictor.core.features import FeaturePipeline
 from panda_predictor.core.history import split_transhome
+from panda_predictor.core.policy import NO_TRANSFORMATION
 from panda_predictor.core.splits import TimeSplit, stratified_split, time_ordered_split
 from panda_predictor.core.targets import TARGET_NAMES
 from panda_predictor.models import ResourceClassifier, model_class
 from panda_predictor.serving.bundle import Bundle
+from pipelines.combination import tune_combination
 from pipelines.dataset import LabelledHistory
 
 log = logging.getLogger(__name__)
@@ -52,9 +54,11 @@ class TrainingConfig:
     val_fraction: float = 0.15
     test_fraction: float = 0.15
     recall_target: float = 0.95
-    tail_min_precision: float = 0.2
+    tail_min_precision: float = 0.5
     confidence_threshold: float = 0.6
     seed: int = 0
+    half_life_days: float | None = None
+    combine_rules: bool = True
     xgboost: Mapping[str, Any] = field(default_factory=dict)
     keras: Mapping[str, Any] = field(default_factory=dict)
 
@@ -175,6 +179,26 @@ def class_labels(frame: pd.DataFrame, bins: BinSet) -> dict[str, np.ndarray]:
     return {t: bins.assign(t, frame[t].to_numpy(dtype=float)) for t in bins.targets}
 
 
+def time_decay_weights(
+    created: pd.Series, half_life_days: float | None
+) -> np.ndarray | None:
+    """Return one weight per task halving every ``half_life_days`` into the past.
+
+    The newest task weighs 1; None (no half-life) gives no weights: every finished
+    task counts the same, however old.
+    """
+    if half_life_days is None:
+        return None
+    if not half_life_days > 0:
+        raise ValueError(
+            "The 'half_life_days' field must be positive or None. "
+            f"Got {half_life_days!r} instead."
+        )
+    times = pd.to_datetime(created).to_numpy(dtype="datetime64[ns]")
+    age_days = (times.max() - times) / np.timedelta64(1, "D")
+    return np.power(0.5, age_days / half_life_days)
+
+
 def _fit_kind(
     kind: str,
     X: pd.DataFrame,
@@ -182,6 +206,7 @@ def _fit_kind(
     parts: tuple[np.ndarray, np.ndarray, np.ndarray],
     bins: BinSet,
     config: TrainingConfig,
+    weights: np.ndarray | None = None,
 ) -> KindResult:
     train, val, test = parts
     started = time.perf_counter()
@@ -191,13 +216,20 @@ def _fit_kind(
         va = val[labels[val] >= 0]
         if len(np.unique(labels[tr])) < 2:
             raise ValueError(
-                f"The training labels of {target} must hold at least two classes. Got "
+                f"The training labels of {target} must hold at least two classes "
+                f"({len(tr)} labelled training tasks). Got "
                 f"only {np.unique(labels[tr]).tolist()} instead."
             )
         factory: Callable[..., ResourceClassifier] = model_class(kind)
         model = factory(n_classes=bins[target].n_classes, **config.params_for(kind))
         log.info("fitting %s for %s on %d tasks", kind, target, len(tr))
-        model.fit(X.iloc[tr], labels[tr], X_val=X.iloc[va], y_val=labels[va])
+        model.fit(
+            X.iloc[tr],
+            labels[tr],
+            X_val=X.iloc[va],
+            y_val=labels[va],
+            sample_weight=None if weights is None else weights[tr],
+        )
         rule = TailDecisionRule(
             recall_target=config.recall_target, min_precision=config.tail_min_precision
         )
@@ -263,11 +295,14 @@ def train(
             "use more history."
         )
     tasks = history.tasks
-    pipeline = FeaturePipeline().fit(tasks.iloc[parts.train], history.history)
+    pipeline = FeaturePipeline(targets=tuple(bins.targets)).fit(
+        tasks.iloc[parts.train], history.history
+    )
     X = pipeline.transform(tasks, history.history)
     fit_parts = (parts.train, parts.val, test_all)
+    weights = time_decay_weights(frame["creationdate"], config.half_life_days)
     kinds = {
-        kind: _fit_kind(kind, X, y, fit_parts, bins, config)
+        kind: _fit_kind(kind, X, y, fit_parts, bins, config, weights)
         for kind in config.model_kinds
     }
     y_test = {t: y[t][test_all] for t in y}
@@ -301,11 +336,24 @@ def train(
         confidence_threshold=config.confidence_threshold,
         known_transformations=sorted(
             train_tasks["transpath"].dropna().astype(str).unique()
-        ),
+        )
+        + ([NO_TRANSFORMATION] if train_tasks["transpath"].isna().any() else []),
         known_frameworks=sorted(frameworks.dropna().unique()),
         metrics=gate_metrics(served),
         info={**split_info, "served_kinds": served_kinds},
     )
+    if config.combine_rules:
+        val = parts.val
+        bundle.combination = tune_combination(
+            {t: kinds[served_kinds[t]].rules[t] for t in y},
+            {t: kinds[served_kinds[t]].models[t] for t in y},
+            X.iloc[val],
+            frame.iloc[val],
+            {t: y[t][val] for t in y},
+            bins,
+        )
+        bundle.record_start = str(frame["creationdate"].iloc[val].min())
+        split_info["combination"] = bundle.combination.to_dict()
     return TrainingResult(
         bundle=bundle,
         kinds=kinds,

@@ -163,6 +163,21 @@ def test_unfitted_rule_and_wrong_width_raise():
         rule.predict([[0.2, 0.3, 0.5]])
 
 
+def test_one_not_fitted_error_for_every_estimator():
+    """A caller catches one type whether a rule or a model was used too early."""
+    from panda_predictor.core import errors
+    from panda_predictor.core import features as feature_pipeline
+    from panda_predictor.models import NotFittedError as ModelsNotFittedError
+    from panda_predictor.models.base import NotFittedError as BaseNotFittedError
+
+    assert NotFittedError is errors.NotFittedError
+    assert ModelsNotFittedError is BaseNotFittedError is errors.NotFittedError
+    assert feature_pipeline.NotFittedError is errors.NotFittedError
+    assert feature_pipeline.check_frame is errors.check_frame
+    assert issubclass(errors.NotFittedError, ValueError)
+    assert issubclass(errors.NotFittedError, AttributeError)
+
+
 @pytest.mark.parametrize(
     ("row", "chosen", "expected"),
     [

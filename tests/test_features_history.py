@@ -8,6 +8,7 @@ import pytest
 
 from panda_predictor.core.history import (
     HISTORY_GROUPS,
+    HISTORY_STATS,
     RecentHistoryIndex,
     history_feature_names,
     history_features_at_creation,
@@ -289,7 +290,7 @@ def test_unknown_group_is_rejected(build) -> None:
 
 def test_feature_names_cover_groups_targets_and_stats() -> None:
     names = history_feature_names()
-    assert len(names) == len(HISTORY_GROUPS) * len(TARGET_NAMES) * 3
+    assert len(names) == len(HISTORY_GROUPS) * len(TARGET_NAMES) * len(HISTORY_STATS)
     assert names[0] == "hist_trf_release_ramcount_last"
     assert RecentHistoryIndex.from_frame(one_history(T0, 1.0)).feature_names == names
 

@@ -196,7 +196,7 @@ def test_schema_hash_changes_with_the_vocabulary(tasks: pd.DataFrame) -> None:
 @pytest.mark.parametrize(
     ("change", "match"),
     [
-        pytest.param({"version": "0"}, "The 'version' field must be '1'", id="version"),
+        pytest.param({"version": "0"}, "The 'version' field must be '2'", id="version"),
         pytest.param(
             {"schema_hash": "x"},
             "The 'schema_hash' field must match",
@@ -232,7 +232,13 @@ def test_unfitted_pipeline_raises_not_fitted(call, tasks: pd.DataFrame) -> None:
         ),
         pytest.param(lambda X: X.assign(extra=1.0), [], ["extra"], id="unexpected"),
         pytest.param(
-            lambda X: X.drop(columns=["campaign", "multicore"]).assign(foo=1, bar=2),
+            lambda X: pd.concat(
+                [
+                    X.drop(columns=["campaign", "multicore"]),
+                    pd.DataFrame({"foo": 1, "bar": 2}, index=X.index),
+                ],
+                axis=1,
+            ),
             ["campaign", "multicore"],
             ["foo", "bar"],
             id="both",

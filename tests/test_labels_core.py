@@ -1,4 +1,7 @@
-"""Labels from scout jobs: hand-computed formulas and per-task == vectorised."""
+"""Labels from scout jobs: hand-computed formulas and per-task == vectorised.
+
+The per-task side is the plain-Python reference in ``tests/labels_reference.py``.
+"""
 
 from __future__ import annotations
 
@@ -14,10 +17,10 @@ from panda_predictor.core.labels import (
     LabelParams,
     group_quantile,
     labels_frame,
-    task_labels,
 )
 from panda_predictor.db.engine import get_panda_tables, make_engine
 from panda_predictor.db.migrations import init_database
+from tests.labels_reference import task_labels
 
 T0 = datetime(2025, 3, 1, 12, 0, 0)
 MB = 1024 * 1024

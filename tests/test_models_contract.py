@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from panda_predictor.core.errors import FeatureSchemaError
 from panda_predictor.models import (
     KerasResourceClassifier,
     NotFittedError,
@@ -168,12 +169,15 @@ def test_learned_state(fitted):
 
 
 def test_column_mismatch_lists_missing_and_unexpected(fitted):
+    """Models hold a frame to their schema with the feature pipeline's one check."""
     model, X = fitted
     bad = X.drop(columns=["corecount"]).assign(site=np.float32(1.0))
     with pytest.raises(
-        ValueError, match=r"Missing: \['corecount'\]\. Unexpected: \['site'\]\."
-    ):
+        FeatureSchemaError,
+        match=r"missing columns \['corecount'\] and unexpected columns \['site'\]",
+    ) as info:
         model.predict_proba(bad)
+    assert (info.value.missing, info.value.unexpected) == (["corecount"], ["site"])
 
 
 def test_reordered_columns_predict_the_same(fitted):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from panda_predictor.core.replay import (
+    ReplayRules,
     next_class_up,
     replay,
     scout_plan,
@@ -44,12 +45,31 @@ def test_memory_replay_wastes_gb_hours_and_loses_whole_runs():
         cores=[1, 2],
         requested=[2048, 2048],
         ladder=[2048, 4096],
+        rules=ReplayRules(memory_retry="ladder"),
     )
     assert out.failed_job_rate == 0.5
     assert out.lost_core_hours == pytest.approx(4.0)  # 7200 s x 2 cores
     expected = (1024 * 1 * 3600 + (4096 - 3000) * 2 * 7200) / 1024 / 3600
     assert out.wasted_gb_hours == pytest.approx(expected)
     assert out.n_tasks == 2
+    assert out.lost_gb_hours == pytest.approx(2048 * 2 * 7200 / 1024 / 3600)
+    assert out.retries_per_job == 0.5 and out.lost_job_rate == 0.0
+
+
+def test_memory_replay_retries_on_pandas_steps_by_default():
+    # 2048 -> 3000 (PanDA's next step), not 4096 (the next class).
+    out = replay(
+        "s",
+        "memory",
+        task=[0, 1],
+        used=[1024, 3000],
+        run_s=[3600, 7200],
+        cores=[1, 2],
+        requested=[2048, 2048],
+        ladder=[2048, 4096],
+    )
+    assert out.failed_job_rate == 0.5
+    assert out.wasted_gb_hours == pytest.approx(1024 * 3600 / 1024 / 3600)
 
 
 def test_above_the_top_class_the_request_doubles():
@@ -83,8 +103,19 @@ def test_scout_plan_and_bursts():
         ({"used": [1, 2]}, "one length"),
         ({"requested": [0]}, "'requested' field must hold positive"),
         ({"cores": [-1]}, "'cores' field must hold finite numbers >= 0"),
+        ({"reestimate_after": [1.5]}, "'reestimate_after' field must hold whole"),
+        ({"reestimate_after": [-1]}, "'reestimate_after' field must hold finite"),
+        ({"cap": [0]}, "'cap' field must hold positive"),
     ],
-    ids=["bad-resource", "length-mismatch", "zero-request", "negative-cores"],
+    ids=[
+        "bad-resource",
+        "length-mismatch",
+        "zero-request",
+        "negative-cores",
+        "fractional-reestimate",
+        "negative-reestimate",
+        "zero-cap",
+    ],
 )
 def test_replay_errors(kwargs, match):
     args = {

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
 from panda_predictor.ingest.swf import read_swf
-from pipelines.trace.features import build_features
 from pipelines.trace.walk_forward import WalkForwardConfig, run_walk_forward
 
 LEAKY = {
@@ -50,10 +50,19 @@ def trace(tmp_path, seed):
     return write_trace(tmp_path / "synthetic.swf", seed)
 
 
+def _features_of(frame):
+    """Return the production features of every job, as of its submission."""
+    from panda_predictor.core.features import FeaturePipeline
+    from panda_predictor.ingest.to_panda import jobs_to_tasks
+
+    tasks = jobs_to_tasks(frame)
+    pipeline = FeaturePipeline(targets=("walltime", "cputime", "ramcount"))
+    return pipeline.fit(tasks, tasks).transform(tasks, tasks)
+
+
 def test_no_post_submission_field_reaches_the_features(trace):
     frame, _ = read_swf(trace)
-    targets = ["walltime", "cputime", "ramcount"]
-    before = build_features(frame, targets).X
+    before = _features_of(frame)
     assert not LEAKY & set(before.columns)
     # Change the last job's own wait, run, CPU time and memory: its features (known
     # at submission) must not move, nor those of any job submitted before it ended.
@@ -67,16 +76,32 @@ def test_no_post_submission_field_reaches_the_features(trace):
     ):
         changed.loc[last, col] = changed.loc[last, col] * factor + 1
     changed["finish_s"] = changed["submit_s"] + changed["wait_s"] + changed["run_s"]
-    after = build_features(changed, targets).X
-    assert after.iloc[last].equals(before.iloc[last])
+    after = _features_of(changed)
+    pd.testing.assert_series_equal(after.iloc[last], before.iloc[last])
     # ...and a job that finished before the last submission does change it, so the
     # check above can fail.
     earlier = frame.copy()
     same_user = frame.index[frame["user"] == frame["user"].iloc[last]][-3]
     earlier.loc[same_user, "run_s"] = 1.0
     earlier["finish_s"] = earlier["submit_s"] + earlier["wait_s"] + earlier["run_s"]
-    moved = build_features(earlier, targets).X
+    moved = _features_of(earlier)
     assert not moved.iloc[last].equals(before.iloc[last])
+
+
+def test_a_jobs_own_outcome_never_changes_its_production_prediction(trace):
+    """The combination's leakage rule: a task is judged on records known before it."""
+    frame, _ = read_swf(trace)
+    config = WalkForwardConfig(n_estimators=20, test_fraction=0.3)
+    base = run_walk_forward(frame, ["walltime"], config).runs["walltime"]
+    last_row = base.rows[-1]
+    changed = frame.copy()
+    changed.loc[last_row, "run_s"] = changed.loc[last_row, "run_s"] * 50 + 7
+    changed["finish_s"] = changed["submit_s"] + changed["wait_s"] + changed["run_s"]
+    again = run_walk_forward(changed, ["walltime"], config).runs["walltime"]
+    for name in ("model:production", "model:xgboost"):
+        assert again.predicted[name][-1] == base.predicted[name][-1]
+        assert again.confidence[name][-1] == base.confidence[name][-1]
+    assert again.y_true[-1] != base.y_true[-1]  # the truth did move
 
 
 def test_walk_forward_trains_only_on_the_past(trace):
@@ -90,7 +115,9 @@ def test_walk_forward_trains_only_on_the_past(trace):
     )
     assert split["n_train"] + split["n_test"] == len(frame)
     assert 0.15 < split["n_test"] / len(frame) < 0.25
-    assert (run.predicted["model:xgboost"] >= 0).all()  # every test job predicted
+    assert (run.predicted["model:production"] >= 0).all()  # every test job predicted
+    assert run.followed is not None and (run.followed >= 0).all()
+    assert run.applied["model:production"].any()  # some tasks skip their scouts
 
 
 def test_benchmark_command_end_to_end(tmp_path, trace):
@@ -121,7 +148,8 @@ def test_benchmark_command_end_to_end(tmp_path, trace):
     assert set(doc) == {"file", "split", "targets"}
     assert set(doc["targets"]) == {"walltime", "cputime", "ramcount"}
     for per_name in doc["targets"].values():
-        assert "model:xgboost" in per_name and "baseline:user_last2_mean" in per_name
+        assert "model:production" in per_name
+        assert "baseline:user_last2_mean" in per_name
         assert all(n.startswith(("model:", "baseline:")) for n in per_name)
         for scores in per_name.values():
             assert set(scores) == {
@@ -138,12 +166,10 @@ def test_benchmark_command_end_to_end(tmp_path, trace):
     client = MlflowClient(tracking_uri=settings.tracking_uri())
     experiment = client.get_experiment_by_name("panda-predictor-traces")
     runs = client.search_runs([experiment.experiment_id])
-    assert runs and "walltime.model.xgboost.macro_f1" in runs[0].data.metrics
+    assert runs and "walltime.model.production.macro_f1" in runs[0].data.metrics
 
 
 def test_ingest_command_writes_parquet(tmp_path, trace):
-    import pandas as pd
-
     from panda_predictor.cli.ingest import ingest
     from panda_predictor.settings import load_settings
 
@@ -155,13 +181,19 @@ def test_ingest_command_writes_parquet(tmp_path, trace):
     )
     frame = pd.read_parquet(tmp_path / "home" / "traces" / "synthetic.parquet")
     assert len(frame) == 480
+    from panda_predictor.core.features import TASK_COLUMNS
+
+    # The hook's task and history schema: task columns, labels, when known.
+    assert set(TASK_COLUMNS) <= set(frame.columns)
+    assert (frame["labels_known_at"] > frame["creationdate"]).all()
+    assert frame["walltime"].notna().all() and frame["iointensity"].isna().all()
 
 
 @pytest.mark.parametrize(
     ("args", "match"),
     [
         ([], "exactly one of --swf FILE or --all DIR"),
-        (["--swf", "/nonexistent.swf"], "The SWF file must exist"),
+        (["--swf", "/nonexistent.swf"], "must exist"),
     ],
     ids=["no-input", "missing-file"],
 )

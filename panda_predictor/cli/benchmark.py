@@ -9,7 +9,6 @@ import click
 
 from panda_predictor.cli.errors import user_errors
 from panda_predictor.settings import Settings
-from pipelines.trace.anchor import ANCHOR_WEIGHT
 from pipelines.trace.walk_forward import CADENCES
 
 logger = logging.getLogger(__name__)
@@ -37,7 +36,6 @@ logger = logging.getLogger(__name__)
     show_default=True,
     help="Newest share of the jobs that is tested.",
 )
-@click.option("--keras", is_flag=True, help="Also train the (slower) Keras network.")
 @click.option(
     "--cadence",
     type=click.Choice(list(CADENCES)),
@@ -45,15 +43,6 @@ logger = logging.getLogger(__name__)
     show_default=True,
     help="Retrain before each test period of this length (month: the production "
     "pipeline's cadence).",
-)
-@click.option(
-    "--label-delay-quantile",
-    type=click.FloatRange(0.0, 1.0, max_open=True),
-    default=0.0,
-    show_default=True,
-    help="Train only on jobs submitted at least this quantile of the turnaround "
-    "(finish minus submit) before each retraining, so the newest part of the "
-    "window is not only the short jobs that already finished (0: every finished job).",
 )
 @click.option(
     "--max-periods",
@@ -77,9 +66,10 @@ logger = logging.getLogger(__name__)
 @click.option(
     "--max-train-rows",
     type=click.IntRange(min=100),
-    default=20000,
+    default=100_000,
     show_default=True,
-    help="Newest finished jobs each retraining uses.",
+    help="Newest finished tasks each retraining uses at most (older ones weigh "
+    "little anyway: the weights halve every 90 days).",
 )
 @click.option(
     "--n-estimators",
@@ -87,35 +77,6 @@ logger = logging.getLogger(__name__)
     default=150,
     show_default=True,
     help="Maximum boosting rounds of XGBoost (early stopping after 10 idle rounds).",
-)
-@click.option(
-    "--max-categories",
-    type=click.IntRange(min=1),
-    default=64,
-    show_default=True,
-    help="Most frequent users/executables/... kept per feature (rest: 'other').",
-)
-@click.option(
-    "--validation",
-    type=click.Choice(["random", "newest"]),
-    default="newest",
-    show_default=True,
-    help="Early-stopping rows: the newest tenth of the window, or a random tenth "
-    "of the older rows (the newest tenth tunes the safety level in both cases).",
-)
-@click.option(
-    "--no-safety",
-    is_flag=True,
-    help="Skip the safety-aware model rows (model:<kind>_safe).",
-)
-@click.option(
-    "--anchor-weight",
-    type=click.FloatRange(0.0, 1.0, max_open=True),
-    default=ANCHOR_WEIGHT,
-    show_default=True,
-    help="Weight of the recency rule's vote in the model:<kind>_anchored rows "
-    "(the model overrides the rule only when it is at least w/(1-w) more sure of "
-    "another class); 0 leaves the rows out.",
 )
 @click.option(
     "--json",
@@ -138,39 +99,36 @@ def benchmark(
     swf_file: Path | None,
     all_dir: Path | None,
     test_fraction: float,
-    keras: bool,
     cadence: str,
-    label_delay_quantile: float,
     max_periods: int | None,
     dev: bool,
     max_jobs: int | None,
     max_train_rows: int,
     n_estimators: int,
-    max_categories: int,
-    validation: str,
-    no_safety: bool,
-    anchor_weight: float,
     json_path: Path | None,
     out_dir: Path | None,
     no_mlflow: bool,
 ) -> None:
     """Walk forward through the newest jobs of real logs; print one table per target.
 
-    Models (XGBoost; Keras with --keras) and the field's baselines predict the
-    newest --test-fraction of each log, retrained before each test period on the
-    jobs finished before it. Tables, the goal checks, the macro-F1 lead with its
-    day-bootstrap interval and the replay of scouts versus prediction are printed
-    and written to <home>/benchmarks/<file>/ (see docs/evaluation.md).
+    The production predictor (the same features, XGBoost model, tail rule, expert
+    combination and policy the hook runs) and the field's baselines predict the
+    newest --test-fraction of each log (SWF or condor_history -json), retrained
+    before each test period on the tasks whose labels were known before it.
+    Tables, the goal checks, the macro-F1 lead with its day-bootstrap interval
+    and the replay of scouts versus prediction are printed and written to
+    <home>/benchmarks/<file>/ (see docs/evaluation.md).
 
     \b
     Examples:
       panda-predictor benchmark --swf ../shared/data/traces/KTH-SP2-1996-2.1-cln.swf.gz
-      panda-predictor benchmark --all ../shared/data/traces --keras --json all.json
+      panda-predictor benchmark --all ../shared/data/traces --json all.json
+      panda-predictor benchmark --swf history.json   # condor_history -json output
       panda-predictor benchmark --swf FILE --dev --cadence week   # no test part seen
     """
     import json
 
-    from panda_predictor.ingest.swf import trace_name
+    from panda_predictor.ingest import trace_name
     from pipelines.trace.walk_forward import WalkForwardConfig
     from pipelines.trace_benchmark import log_to_mlflow, run_benchmark, write_outputs
 
@@ -181,30 +139,26 @@ def benchmark(
     else:
         assert all_dir is not None
         files = sorted(
-            p for p in all_dir.iterdir() if p.name.endswith((".swf", ".swf.gz"))
+            p
+            for p in all_dir.iterdir()
+            if p.name.endswith((".swf", ".swf.gz", ".json", ".json.gz", ".jsonl"))
         )
     if not files:
         raise click.ClickException(f"No *.swf or *.swf.gz file in {all_dir}.")
     config = WalkForwardConfig(
         test_fraction=test_fraction,
-        models=("xgboost", "keras") if keras else ("xgboost",),
         max_train_rows=max_train_rows,
         max_periods=max_periods,
         cadence=cadence,
-        label_delay_quantile=label_delay_quantile,
         n_estimators=n_estimators,
-        max_categories=max_categories,
-        safety=not no_safety,
-        anchor_weight=anchor_weight,
-        validation=validation,
+        confidence_threshold=settings.confidence_threshold,
+        recall_target=settings.tail_recall_target,
     )
     base = out_dir or settings.home / "benchmarks"
     documents = []
     for path in files:
         with user_errors():
-            result = run_benchmark(
-                path, config, settings.confidence_threshold, max_jobs, dev=dev
-            )
+            result = run_benchmark(path, config, max_jobs=max_jobs, dev=dev)
         folder = trace_name(path) + ("-dev" if dev else "")
         written = write_outputs(result, base / folder)
         if not no_mlflow:

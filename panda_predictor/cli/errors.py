@@ -7,13 +7,18 @@ from contextlib import contextmanager
 
 import click
 
+from panda_predictor.errors import UserInputError
+
 
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Re-raise input, configuration and database errors as ``click.ClickException``.
+    """Re-raise what the user can fix as ``click.ClickException`` (one line, exit 1).
 
-    Only errors whose message already names the problem and the fix are converted;
-    anything else is a bug and keeps its traceback.
+    Converted: :class:`~panda_predictor.errors.UserInputError` (a file, option,
+    setting or task definition is wrong: bins files, settings and task definitions
+    raise subclasses of it), a missing file, and the database's and the registry's
+    own errors, whose messages name the cause and the fix. Anything else, a plain
+    ``ValueError`` included, is a bug and keeps its traceback (STYLE.md point 6).
     """
     from model_registry.registry import RegistryError
     from panda_predictor.db.engine import DatabaseError
@@ -22,7 +27,7 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except (
-        ValueError,
+        UserInputError,
         FileNotFoundError,
         DatabaseError,
         SettingsError,

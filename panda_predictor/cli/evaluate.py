@@ -51,8 +51,8 @@ def evaluate(
       panda-predictor evaluate --walk-forward 3 --kind xgboost
     """
     from panda_predictor.cli.errors import user_errors
+    from panda_predictor.cli.inputs import training_config_from
     from pipelines.evaluate import run_evaluation
-    from pipelines.train import training_config
 
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = (
@@ -61,7 +61,7 @@ def evaluate(
         else settings.home / "reports" / (f"evaluate-{stamp}")
     )
     with user_errors():
-        config = training_config(settings, params_file, kinds)
+        config = training_config_from(settings, params_file, kinds)
         report, table = run_evaluation(
             settings, out, months, config, progress=not no_progress
         )

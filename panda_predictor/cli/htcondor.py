@@ -9,15 +9,15 @@ configuration snippet that sets them for the task's jobs.
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
 from panda_predictor.cli.errors import user_errors
+from panda_predictor.cli.inputs import predictor_for, read_definitions_file
 from panda_predictor.core.prediction import TargetPrediction, TaskPrediction
+from panda_predictor.errors import UserInputError
 from panda_predictor.settings import Settings
 
 #: PanDA's defaults for a job when the task does not say otherwise.
@@ -31,35 +31,16 @@ _DEFAULT_JOB: dict[str, Any] = {
 }
 
 
-def _read_definition(path: str) -> dict[str, Any]:
-    import yaml
-
-    text = sys.stdin.read() if path == "-" else Path(path).read_text()
-    data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+def _read_definition(task_file: str) -> dict[str, Any]:
+    """Return the one task definition in ``task_file`` ('-' for stdin)."""
+    text = sys.stdin.read() if task_file == "-" else None
+    data = read_definitions_file(task_file, text)
     if not isinstance(data, dict):
-        raise ValueError(
+        raise UserInputError(
             f"The task file must hold one task definition (an object). "
             f"Got {type(data).__name__} instead."
         )
     return data
-
-
-def _predict_definition(
-    settings: Settings, data: dict[str, Any], bundle: str | None
-) -> TaskPrediction:
-    from panda_predictor.taskdef import read_task_definitions
-
-    frame = read_task_definitions(data)
-    if bundle:
-        from panda_predictor.serving.bundle import load_bundle
-        from panda_predictor.serving.predictor import Predictor
-
-        predictor = Predictor(load_bundle(bundle), settings.model_name, "local")
-    else:
-        from panda_predictor.serving.loader import load_champion
-
-        predictor = load_champion(settings)
-    return predictor.predict(frame)[0]
 
 
 def prediction_from_audit(row: dict[str, Any]) -> TaskPrediction:
@@ -102,7 +83,7 @@ def _job_of_task(
     try:
         row = read_audit(engine, settings, task_id)
         if row is None:
-            raise ValueError(
+            raise UserInputError(
                 f"The task {task_id} must have been predicted by the hook (an audit "
                 "row). Got no audit row instead: run 'panda-predictor hook "
                 f"--task-id {task_id}' first."
@@ -209,7 +190,7 @@ def htcondor(
 ) -> None:
     """Print HTCondor submit commands (or a schedd transform) for a task.
 
-    TASK_FILE is a task definition (JSON or YAML, '-' for stdin; PanDA
+    TASK_FILE is a task definition (.json, .yaml or .yml, '-' for stdin; PanDA
     parameter-map names accepted); or use --task-id for a task the hook predicted.
     Only confident ('applied') predictions request memory and time, unless
     --all-decisions.
@@ -230,12 +211,16 @@ def htcondor(
         raise click.UsageError("Give either TASK_FILE or --task-id.")
     with user_errors():
         if task_file is not None:
+            from panda_predictor.taskdef import read_task_definitions
+
             data = _read_definition(task_file)
-            prediction = _predict_definition(settings, data, bundle)
+            frame = read_task_definitions(data)
+            prediction = predictor_for(settings, bundle).predict(frame)[0]
             job = dict(_DEFAULT_JOB)
-            job["core_count"] = int(data.get("coreCount", data.get("corecount", 1)))
+            # Passed as given: JobShape rejects what is not a count, in one line.
+            job["core_count"] = data.get("coreCount", data.get("corecount")) or 1
             job["events_per_job"] = data.get("nEventsPerJob")
-            job["base_ram_mb"] = int(data.get("baseRamCount", 0))
+            job["base_ram_mb"] = data.get("baseRamCount") or 0
         else:
             assert task_id is not None
             prediction, job = _job_of_task(settings, task_id)

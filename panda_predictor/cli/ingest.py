@@ -1,4 +1,4 @@
-"""``panda-predictor ingest swf FILE``: read a real job log into our task model."""
+"""``panda-predictor ingest log FILE``: a real job log in the hook's task schema."""
 
 from __future__ import annotations
 
@@ -9,30 +9,62 @@ import click
 from panda_predictor.cli.errors import user_errors
 from panda_predictor.settings import Settings
 
-
-@click.group("ingest")
-def ingest() -> None:
-    """Read outside job logs into the plugin's task model."""
-
-
-@ingest.command("swf")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
+_OUT = click.option(
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="Parquet file to write (default: <home>/traces/<name>.parquet).",
 )
-@click.pass_obj
-def swf(settings: Settings, file: Path, out: Path | None) -> None:
-    """Read an SWF file (gzip or plain), write its task rows, print a summary."""
-    from panda_predictor.ingest.swf import read_swf, trace_name
+
+
+@click.group("ingest")
+def ingest() -> None:
+    """Read outside job logs into the plugin's task and history schema."""
+
+
+def _ingest(settings: Settings, file: Path, out: Path | None) -> None:
+    from panda_predictor.ingest import read_job_log, trace_name
+    from panda_predictor.ingest.to_panda import jobs_to_tasks
 
     with user_errors():
-        frame, report = read_swf(file)
+        frame, report = read_job_log(file)
+    tasks = jobs_to_tasks(frame)
     target = out or settings.home / "traces" / f"{trace_name(file)}.parquet"
     target.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_parquet(target, index=False)
+    tasks.to_parquet(target, index=False)
     for line in report.lines():
         click.echo(line)
-    click.echo(f"written: {target}")
+    click.echo(f"written: {target} ({len(tasks)} tasks, labels and labels_known_at)")
+
+
+@ingest.command("log")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@_OUT
+@click.pass_obj
+def log(settings: Settings, file: Path, out: Path | None) -> None:
+    """Read a job log (SWF or condor_history -json; gzip or plain) into task rows.
+
+    Each job becomes one task in the schema the hook and the training pipeline
+    read: JEDI_TASKS columns, the requester's values, the labels and the time
+    they became known. A summary of what was read (and set aside) is printed.
+
+    \b
+    Examples:
+      panda-predictor ingest log ../shared/data/traces/LCG-2005-1.swf.gz
+      condor_history -json > history.json && panda-predictor ingest log history.json
+    """
+    _ingest(settings, file, out)
+
+
+@ingest.command("swf")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@_OUT
+@click.pass_obj
+def swf(settings: Settings, file: Path, out: Path | None) -> None:
+    """Read an SWF file (gzip or plain): the same as ``ingest log``.
+
+    \b
+    Example:
+      panda-predictor ingest swf ../shared/data/traces/KTH-SP2-1996-2.1-cln.swf.gz
+    """
+    _ingest(settings, file, out)

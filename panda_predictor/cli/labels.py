@@ -6,8 +6,6 @@ from pathlib import Path
 
 import click
 
-from panda_predictor.bins_file import BinsFileError
-from panda_predictor.db.engine import DatabaseError
 from panda_predictor.settings import Settings
 
 
@@ -42,9 +40,10 @@ def labels(
     no_progress: bool,
 ) -> None:
     """Compute each task's labels from its scout jobs, as PanDA does, and store them."""
+    from panda_predictor.cli.errors import user_errors
     from pipelines.build_labels import run
 
-    try:
+    with user_errors():
         result = run(
             settings,
             out=out,
@@ -52,8 +51,6 @@ def labels(
             chunk_size=chunk_size,
             progress=not no_progress,
         )
-    except (DatabaseError, BinsFileError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
     click.echo(
         f"Labelled {result.n_tasks} tasks ({result.n_labelled} with scouts): "
         f"{result.labels_path}"

@@ -9,44 +9,11 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
 from panda_predictor.settings import Settings
-
-
-def read_definitions_file(source: str, stdin_text: str | None = None) -> Any:
-    """Return the parsed content of a .json/.yaml/.yml file, or of stdin for ``-``.
-
-    Stdin may hold JSON or YAML. Raises ValueError naming the file and the problem.
-    """
-    import yaml
-
-    if source == "-":
-        text, kind = stdin_text if stdin_text is not None else "", "yaml"
-    else:
-        path = Path(source)
-        suffix = path.suffix.lower()
-        if suffix not in (".json", ".yaml", ".yml"):
-            raise ValueError(
-                f"The task file must end in .json, .yaml or .yml (or be '-' for "
-                f"stdin). Got {path.name!r} instead."
-            )
-        if not path.is_file():
-            raise ValueError(f"The task file {source!r} must exist. It does not.")
-        text, kind = path.read_text(), "json" if suffix == ".json" else "yaml"
-    try:
-        if kind == "json":
-            return json.loads(text)
-        return yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ValueError(
-            f"The task file {source!r} must hold {kind.upper()}. Got a parse error "
-            f"instead: {first}"
-        ) from None
 
 
 def _range(t: dict[str, Any]) -> str:
@@ -120,6 +87,7 @@ def predict(
       cat task.json | panda-predictor predict -
     """
     from panda_predictor.cli.errors import user_errors
+    from panda_predictor.cli.inputs import predictor_for, read_definitions_file
     from panda_predictor.service.results import predict_tasks
     from panda_predictor.taskdef import parse_task_definitions, task_records
 
@@ -128,16 +96,7 @@ def predict(
         tasks = task_records(
             parse_task_definitions(read_definitions_file(task_file, stdin))
         )
-        if bundle_dir:
-            from panda_predictor.serving.bundle import load_bundle
-            from panda_predictor.serving.predictor import Predictor
-
-            predictor = Predictor(load_bundle(bundle_dir), settings.model_name, "local")
-        else:
-            from panda_predictor.serving.loader import load_champion
-
-            predictor = load_champion(settings)
-        results = predict_tasks(predictor, tasks)
+        results = predict_tasks(predictor_for(settings, bundle_dir), tasks)
     if as_json:
         click.echo(json.dumps({"predictions": results}, indent=1))
     else:

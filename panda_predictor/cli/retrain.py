@@ -57,8 +57,8 @@ def retrain(
       30 2 1 * * panda-predictor retrain --no-progress >> /var/log/pp-retrain.log 2>&1
     """
     from panda_predictor.cli.errors import user_errors
+    from panda_predictor.cli.inputs import training_config_from
     from pipelines.retrain import RetrainConfig, run_retrain
-    from pipelines.train import training_config
 
     with user_errors():
         months = window_months or settings.retrain_window_months
@@ -66,7 +66,7 @@ def retrain(
             window_months=months,
             refit_bins=refit_bins,
             if_drift=if_drift,
-            training=training_config(settings, params_file, kinds),
+            training=training_config_from(settings, params_file, kinds),
         )
         outcome = run_retrain(settings, config, now=now, progress=not no_progress)
     click.echo(

@@ -72,14 +72,14 @@ def serve(
 
     threads = threads or os.cpu_count() or 2
 
+    from panda_predictor.cli.errors import user_errors
+    from panda_predictor.cli.inputs import predictor_for
     from panda_predictor.service import create_app
 
     loader = None
     if bundle_dir:
-        from panda_predictor.serving.bundle import load_bundle
-        from panda_predictor.serving.predictor import Predictor
-
-        predictor = Predictor(load_bundle(bundle_dir), settings.model_name, "0")
+        with user_errors():
+            predictor = predictor_for(settings, bundle_dir, version="0")
         loader = lambda: predictor  # noqa: E731
     app = create_app(settings, loader, history_refresh_seconds=history_refresh)
     log.info("serving on http://%s:%d with %d threads", host, port, threads)

@@ -74,7 +74,9 @@ def simulate(
       PANDA_PREDICTOR_DB_URL=sqlite:///var/panda.sqlite \\
         panda-predictor simulate --tasks 20000 --defined 200 --seed 7
     """
-    from panda_predictor.db.engine import DatabaseError, make_engine
+    from panda_predictor.cli.errors import user_errors
+    from panda_predictor.db.engine import make_engine
+    from panda_predictor.errors import UserInputError
     from pipelines.load_history import ensure_panda_tables, load_history
     from pipelines.simulation import SimulationConfig, simulate_history
 
@@ -87,9 +89,9 @@ def simulate(
             end_date=end_date,
             batch_size=batch_size,
         )
-    except ValueError as exc:
+    except UserInputError as exc:
         raise click.BadParameter(str(exc)) from None
-    try:
+    with user_errors():
         engine = make_engine(settings)
         try:
             created = ensure_panda_tables(engine, settings)
@@ -98,8 +100,6 @@ def simulate(
             )
         finally:
             engine.dispose()
-    except DatabaseError as exc:
-        raise click.ClickException(str(exc)) from None
     if created:
         click.echo("Created the PanDA test tables.")
     click.echo(

@@ -48,11 +48,11 @@ def train(
       panda-predictor train --kind xgboost --report-dir var/reports/latest
     """
     from panda_predictor.cli.errors import user_errors
+    from panda_predictor.cli.inputs import training_config_from
     from pipelines.run_training import metrics_table, run_training
-    from pipelines.train import training_config
 
     with user_errors():
-        config = training_config(settings, params_file, kinds, split)
+        config = training_config_from(settings, params_file, kinds, split)
         summary = run_training(
             settings,
             config,

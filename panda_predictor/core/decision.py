@@ -22,14 +22,13 @@ from typing import Any
 
 import numpy as np
 
+# The one error of every unfitted estimator; re-exported for the rule's callers.
+from panda_predictor.core.errors import NotFittedError as NotFittedError
+
 #: Threshold used for a tail class that has no sample in the validation data. It is
 #: deliberately low (conservative): the tail class is chosen as soon as the model
 #: gives it one chance in five, which over-allocates rather than under-allocates.
 DEFAULT_FALLBACK_THRESHOLD = 0.2
-
-
-class NotFittedError(ValueError, AttributeError):
-    """Raised when a decision rule is used before ``fit``."""
 
 
 def _check_proba(proba: Any, n_classes: int | None = None) -> np.ndarray:

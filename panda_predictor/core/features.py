@@ -1,10 +1,10 @@
 """Turn a task (one JEDI_TASKS row plus dataset counts) into the model's features.
 
-Everything used is known when the task is submitted: its definition (processing type,
-transformation, release, core count, ...), the dataset counts once JEDI has filled them
-(0/NaN before), and the recent history of similar tasks whose scouts finished *before*
-the task was created (see :mod:`panda_predictor.core.history`). The full list and the
-leakage rule are in ``docs/features.md``.
+Everything used is known when the task is submitted: the task's own fields
+(:mod:`panda_predictor.core.task_features`) and the recent history of similar tasks
+whose labels were known *before* the task was created (see
+:mod:`panda_predictor.core.history`). The full list and the leakage rule are in
+``docs/features.md``.
 
 :class:`FeaturePipeline` follows the scikit-learn estimator contract: it learns the
 categorical vocabularies and the output schema in ``fit`` and is stored with the model
@@ -21,175 +21,42 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from panda_predictor.core.errors import FeatureSchemaError, NotFittedError, check_frame
 from panda_predictor.core.history import (
     HISTORY_GROUPS,
     RecentHistoryIndex,
     history_feature_names,
     history_features_at_creation,
-    is_null,
-    split_transhome,
     split_transhome_value,
-    text,
     text_value,
 )
 from panda_predictor.core.targets import TARGET_NAMES
+from panda_predictor.core.task_features import (
+    CATEGORICAL_FEATURES,
+    TASK_COLUMNS,
+    TASK_NUMERIC_FEATURES,
+    record_numeric_features,
+    task_features,
+)
+
+__all__ = [
+    "CATEGORICAL_FEATURES",
+    "FEATURE_PIPELINE_VERSION",
+    "TASK_COLUMNS",
+    "TASK_NUMERIC_FEATURES",
+    "UNKNOWN",
+    "FeaturePipeline",
+    "FeatureSchemaError",
+    "NotFittedError",
+    "check_frame",
+]
 
 #: Bumped whenever a feature is computed differently; stored pipelines must match it.
-FEATURE_PIPELINE_VERSION = "1"
+#: 2: request columns, creation hour/weekday, the user_transformation key and the
+#: percentile and ratio statistics of the recent history.
+FEATURE_PIPELINE_VERSION = "2"
 #: The explicit bucket for NULL, rare and unseen categorical values (category 0).
 UNKNOWN = "__unknown__"
-
-#: The tasks frame columns the pipeline reads (lower-case JEDI_TASKS names + counts).
-TASK_COLUMNS: tuple[str, ...] = (
-    "jeditaskid",
-    "creationdate",
-    "processingtype",
-    "tasktype",
-    "prodsourcelabel",
-    "transhome",
-    "transuses",
-    "transpath",
-    "architecture",
-    "corecount",
-    "workinggroup",
-    "campaign",
-    "username",
-    "n_input_datasets",
-    "nfiles_sum",
-    "nevents_sum",
-)
-#: Categorical features, in output order.
-CATEGORICAL_FEATURES: tuple[str, ...] = (
-    "processingtype",
-    "tasktype",
-    "prodsourcelabel",
-    "framework",
-    "release",
-    "transuses",
-    "transpath",
-    "architecture",
-    "workinggroup",
-    "campaign",
-)
-#: Numeric features of the task itself, in output order (history features follow).
-TASK_NUMERIC_FEATURES: tuple[str, ...] = (
-    "corecount",
-    "multicore",
-    "n_input_datasets",
-    "log1p_nfiles",
-    "log1p_nevents",
-    "counts_known",
-    "log1p_events_per_file",
-)
-
-
-class NotFittedError(ValueError, AttributeError):
-    """Raised when a pipeline is used before ``fit`` (same bases as scikit-learn's)."""
-
-
-class FeatureSchemaError(ValueError):
-    """Raised when a feature frame's columns differ from the pipeline's schema."""
-
-    def __init__(
-        self, message: str, missing: Sequence[str] = (), unexpected: Sequence[str] = ()
-    ) -> None:
-        super().__init__(message)
-        self.missing = list(missing)
-        self.unexpected = list(unexpected)
-
-
-def check_frame(X: Any, feature_names: Sequence[str]) -> pd.DataFrame:
-    """Return ``X`` with its columns in schema order; raise if the column sets differ.
-
-    Parameters: ``X`` is a feature frame; ``feature_names`` the expected columns.
-    Raises :class:`FeatureSchemaError` naming the missing and the unexpected columns.
-    """
-    if not isinstance(X, pd.DataFrame):
-        raise FeatureSchemaError(
-            f"The features must be a pandas DataFrame. Got {type(X).__name__} instead."
-        )
-    expected = list(feature_names)
-    missing = [c for c in expected if c not in X.columns]
-    unexpected = [str(c) for c in X.columns if c not in set(expected)]
-    if missing or unexpected:
-        raise FeatureSchemaError(
-            f"The feature frame must have the {len(expected)} columns of the schema. "
-            f"Got one with missing columns {missing} and unexpected columns "
-            f"{unexpected} instead.",
-            missing,
-            unexpected,
-        )
-    return X[expected]
-
-
-def task_features(tasks: pd.DataFrame) -> pd.DataFrame:
-    """Compute the raw task features: categoricals as text (NaN = NULL), numbers.
-
-    Zero or NULL core counts and dataset counts mean "unknown" (NaN): at refine time
-    JEDI has not counted files and events yet.
-    """
-    framework, release = split_transhome(tasks["transhome"])
-    own = [c for c in CATEGORICAL_FEATURES if c not in ("framework", "release")]
-    out = {c: text(tasks[c]) for c in own}
-    out["framework"], out["release"] = framework, release
-    raw = pd.DataFrame(out, index=tasks.index)[list(CATEGORICAL_FEATURES)]
-
-    numeric = numeric_features(
-        *(
-            pd.to_numeric(tasks[c], errors="coerce").to_numpy(
-                dtype=np.float64, na_value=np.nan
-            )
-            for c in NUMERIC_INPUTS
-        )
-    )
-    for name in TASK_NUMERIC_FEATURES:
-        raw[name] = numeric[name]
-    return raw
-
-
-#: The numeric input columns, in the argument order of :func:`numeric_features`.
-NUMERIC_INPUTS: tuple[str, ...] = (
-    "corecount",
-    "n_input_datasets",
-    "nfiles_sum",
-    "nevents_sum",
-)
-
-
-def numeric_features(
-    corecount: np.ndarray,
-    n_datasets: np.ndarray,
-    nfiles: np.ndarray,
-    nevents: np.ndarray,
-) -> dict[str, np.ndarray]:
-    """Return the task's numeric features (float64) from its float64 input columns.
-
-    Shared by the DataFrame and the records path, so both compute the same values.
-    """
-    corecount = np.where(corecount > 0, corecount, np.nan)
-    nfiles = np.where(nfiles > 0, nfiles, np.nan)
-    nevents = np.where(nevents > 0, nevents, np.nan)
-    numeric = {
-        "corecount": corecount,
-        "multicore": np.where(np.isnan(corecount), np.nan, corecount > 1),
-        "n_input_datasets": np.where(n_datasets >= 0, n_datasets, np.nan),
-        "log1p_nfiles": np.log1p(nfiles),
-        "log1p_nevents": np.log1p(nevents),
-        "counts_known": (~np.isnan(nfiles) | ~np.isnan(nevents)).astype(np.float64),
-        "log1p_events_per_file": np.log1p(nevents / nfiles),
-    }
-    return {k: v.astype(np.float64) for k, v in numeric.items()}
-
-
-def number_value(value: Any) -> float:
-    """Return one value as ``pd.to_numeric(errors="coerce")`` reads it (NaN if not)."""
-    if isinstance(value, int | float | np.integer | np.floating):
-        return float(value)  # bool is an int: True -> 1.0, as pandas reads it
-    if is_null(value):
-        return np.nan
-    # Text, Decimal and the like are rare: let pandas decide, as the frame path does.
-    out = pd.to_numeric(pd.Series([value], dtype=object), errors="coerce")
-    return float(out.iloc[0]) if out.notna().iloc[0] else np.nan
 
 
 class FeaturePipeline:
@@ -389,11 +256,7 @@ class FeaturePipeline:
                 else:
                     value = text_value(record[name])
                 out[i, j] = codes[name].get(value, 0)  # type: ignore[arg-type]
-        inputs = [
-            np.array([number_value(r[c]) for r in records], dtype=np.float64)
-            for c in NUMERIC_INPUTS
-        ]
-        numeric = numeric_features(*inputs)
+        numeric = record_numeric_features(records)
         start = len(self.categorical_features_)
         for j, name in enumerate(TASK_NUMERIC_FEATURES):
             out[:, start + j] = numeric[name]

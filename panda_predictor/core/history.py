@@ -2,8 +2,12 @@
 
 A task's strongest predictor is what the scouts of similar earlier tasks measured. For
 each *key group* (tasks sharing a transformation and release, a processing type and
-software framework, or a user) and each target we keep three running statistics: the
-last known value, the mean of the last two, and ``log1p`` of how many values were seen.
+software framework, a user, or a user's transformation) and each target we keep
+running statistics: the last known value, the mean of the last two, ``log1p`` of how
+many values were seen, the 75th and 95th percentile of the last :data:`WINDOW`
+values, and the largest used/requested ratio of the last :data:`RATIO_TASKS` (where
+the requester's value is known). These are also the field's recency rules
+(:mod:`panda_predictor.core.experts` turns them into experts).
 
 Leakage rule: a past task contributes only once its labels are known, i.e. a history
 row counts for a task iff ``labels_known_at < as_of`` (strictly). For training the as-of
@@ -35,9 +39,24 @@ HISTORY_GROUPS: dict[str, tuple[str, ...]] = {
     "trf_release": ("transpath", "transhome"),
     "proctype_framework": ("processingtype", "framework"),
     "user": ("username",),
+    "user_transformation": ("username", "transpath"),
 }
 #: The statistics kept per key group and target, in feature order.
-HISTORY_STATS: tuple[str, ...] = ("last", "mean2", "log1p_count")
+HISTORY_STATS: tuple[str, ...] = (
+    "last",
+    "mean2",
+    "log1p_count",
+    "p75",
+    "p95",
+    "max_ratio5",
+)
+#: Past values of one key the percentiles use (a bounded, recent window, as the
+#: Kubernetes recommender keeps a bounded recent histogram).
+WINDOW = 50
+#: Past tasks of one key the largest used/requested ratio looks at.
+RATIO_TASKS = 5
+#: History column holding the requester's value of ``target`` (NaN: none given).
+REQUEST_PREFIX = "requested_"
 
 #: Separator of the parts of a composite key; never found in PanDA names.
 _KEY_SEP = "\x1f"
@@ -114,7 +133,7 @@ def group_key(frame: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
     return key
 
 
-def _record_key(task: Mapping[str, Any], columns: Sequence[str]) -> str | None:
+def record_key(task: Mapping[str, Any], columns: Sequence[str]) -> str | None:
     """Return :func:`group_key` of one task given as a map; None if a part is NULL."""
     parts = []
     for column in columns:
@@ -178,7 +197,8 @@ def _sorted_history(
     """Validate ``history`` and return the columns used, in the order labels came."""
     keys = required_columns(groups)
     _check_columns(history, "history", keys | {"labels_known_at"})
-    extra = ["jeditaskid", *targets]
+    targets = tuple(targets)
+    extra = ["jeditaskid", *targets, *(REQUEST_PREFIX + t for t in targets)]
     out = history[sorted(keys) + [c for c in extra if c in history.columns]].copy()
     out["_known_at"] = to_naive_ns(history["labels_known_at"], "labels_known_at").values
     # A row that does not say when its labels became known can never be "before".
@@ -192,16 +212,45 @@ def _target_values(history: pd.DataFrame, target: str) -> np.ndarray:
     return np.where(np.isfinite(values), values, np.nan)
 
 
+def _request_values(history: pd.DataFrame, target: str) -> np.ndarray:
+    column = REQUEST_PREFIX + target
+    if column not in history.columns:
+        return np.full(len(history), np.nan)
+    values = _target_values(history, column)
+    return np.where(values > 0, values, np.nan)
+
+
+def _rolling(grouped: Any, column: str, how: str, window: int) -> np.ndarray:
+    """Return a per-group rolling statistic aligned with the grouped frame's rows."""
+    rolling = grouped[column].rolling(window, min_periods=1)
+    if how == "max":
+        out = rolling.max()
+    else:
+        out = rolling.quantile(float(how), interpolation="linear")
+    return out.reset_index(level=0, drop=True).sort_index().to_numpy()
+
+
 def _running_stats(
-    codes: np.ndarray, known_at: np.ndarray, values: np.ndarray
+    codes: np.ndarray,
+    known_at: np.ndarray,
+    values: np.ndarray,
+    requests: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """Return, after each known value, its group's last, mean-of-two and log1p count.
+    """Return, after each known value, its group's :data:`HISTORY_STATS`.
 
     Rows must come in ``known_at`` order; rows without key or value are skipped.
+    ``requests`` are the requester's values of the same rows (NaN: none), for the
+    used/requested ratio.
     """
     keep = (codes >= 0) & ~np.isnan(values)
+    requests = np.full(values.size, np.nan) if requests is None else requests
     frame = pd.DataFrame(
-        {"code": codes[keep], "_known_at": known_at[keep], "last": values[keep]}
+        {
+            "code": codes[keep],
+            "_known_at": known_at[keep],
+            "last": values[keep],
+            "_ratio": values[keep] / requests[keep],
+        }
     )
     grouped = frame.groupby("code", sort=False)
     count = grouped.cumcount().to_numpy() + 1
@@ -209,7 +258,10 @@ def _running_stats(
     last = frame["last"].to_numpy()
     frame["mean2"] = np.where(np.isnan(previous), last, (last + previous) / 2.0)
     frame["log1p_count"] = np.log1p(count.astype(np.float64))
-    return frame
+    frame["p75"] = _rolling(grouped, "last", "0.75", WINDOW)
+    frame["p95"] = _rolling(grouped, "last", "0.95", WINDOW)
+    frame["max_ratio5"] = _rolling(grouped, "_ratio", "max", RATIO_TASKS)
+    return frame.drop(columns="_ratio")
 
 
 def history_features_at_creation(
@@ -247,7 +299,10 @@ def history_features_at_creation(
             if target in hist.columns:
                 block[has_time, 2] = 0.0  # nothing seen yet, unless found below
                 stats = _running_stats(
-                    hist_codes, known_at, _target_values(hist, target)
+                    hist_codes,
+                    known_at,
+                    _target_values(hist, target),
+                    _request_values(hist, target),
                 )
                 merged = pd.merge_asof(
                     left,
@@ -325,7 +380,12 @@ class RecentHistoryIndex:
             for ti, target in enumerate(targets):
                 if not present[ti]:
                     continue
-                stats = _running_stats(codes, known_at, _target_values(hist, target))
+                stats = _running_stats(
+                    codes,
+                    known_at,
+                    _target_values(hist, target),
+                    _request_values(hist, target),
+                )
                 latest = stats.drop_duplicates("code", keep="last")
                 cols = slice(ti * n_stats, (ti + 1) * n_stats)
                 block[latest["code"].to_numpy(), cols] = latest[
@@ -369,7 +429,7 @@ class RecentHistoryIndex:
             table = self._tables[group]
             columns = HISTORY_GROUPS[group]
             for i, task in enumerate(tasks):
-                key = _record_key(task, columns)
+                key = record_key(task, columns)
                 row = self._defaults if key is None else table.get(key, self._defaults)
                 out[i, g * width : (g + 1) * width] = row
         return out

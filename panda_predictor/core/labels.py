@@ -4,11 +4,11 @@ The formulas (ramcount in MBPerCore, cputime in HS06sPerEvent, walltime in
 kSI2kseconds, iointensity in kBPerS) are JEDI's scout measurement; ``docs/labels.md``
 states them with a worked example, :class:`LabelParams` holds their constants.
 
-Two entry points compute the same thing: :func:`task_labels` for one task (plain
-Python over job records) and :func:`labels_frame` for millions of tasks (numpy over
-whole columns, no loop per task). Both finish with :func:`finalize_labels`, which
+:func:`labels_frame` computes them for millions of tasks (numpy over whole columns,
+no loop per task) and finishes with :func:`finalize_labels`, which
 :mod:`panda_predictor.db.labels_sql` also uses on its SQL aggregates, so the rounding
-is the same everywhere.
+is the same everywhere. A plain-Python reference for one task, which the tests hold
+:func:`labels_frame` to, lives in ``tests/labels_reference.py``.
 
 Missing labels: a task without finished scout jobs gets ``NaN`` for every normalised
 label, ``None``/``<NA>`` for every PanDA value and unit, ``n_scouts == 0`` and no
@@ -18,10 +18,8 @@ the nEvents filter -> no ``cputime``); that label alone is NaN/None.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -103,138 +101,6 @@ class LabelParams:
 
 #: JEDI's constants, the default of every function here.
 DEFAULT_LABEL_PARAMS = LabelParams()
-
-
-@dataclass(frozen=True)
-class TaskLabels:
-    """The labels of one task: normalised floats and PanDA's (int value, unit) pairs."""
-
-    ramcount: float
-    cputime: float
-    iointensity: float
-    walltime: float
-    panda: dict[str, tuple[int, str] | None] = field(default_factory=dict)
-    n_scouts: int = 0
-    labels_known_at: datetime | None = None
-
-
-def _num(value: Any, default: float = math.nan) -> float:
-    """Return ``value`` as a float, ``default`` for None/NaN/NA."""
-    if value is None or pd.isna(value):
-        return default
-    return float(value)
-
-
-def _time(value: Any) -> datetime | None:
-    """Return ``value`` as a datetime, None for None/NaT."""
-    if value is None or pd.isna(value):
-        return None
-    return pd.Timestamp(value).to_pydatetime()
-
-
-def _is_scout(record: Mapping[str, Any], params: LabelParams) -> bool:
-    handling = record.get("specialhandling") or ""
-    tokens = str(handling).replace(" ", "").split(",")
-    return (
-        record.get("jobstatus") == params.finished_status
-        and params.scout_flag in tokens
-    )
-
-
-def _cores(job_cores: Any, task_cores: Any) -> float:
-    for candidate in (_num(job_cores), _num(task_cores)):
-        if candidate > 0:
-            return candidate
-    return 1.0
-
-
-def task_labels(
-    jobs: Iterable[Mapping[str, Any]],
-    task: Mapping[str, Any],
-    params: LabelParams = DEFAULT_LABEL_PARAMS,
-) -> TaskLabels:
-    """Compute one task's labels from its job records, as JEDI does after scouting.
-
-    Parameters
-    ----------
-    jobs:
-        The task's JOBSARCHIVED4 rows as mappings with lower-case column names
-        (:data:`JOB_COLUMNS`); non-scout and unfinished jobs are ignored.
-    task:
-        The task's JEDI_TASKS row (:data:`TASK_COLUMNS`).
-    params:
-        Constants of the formulas.
-    """
-    base_ram_kb = _num(task.get("baseramcount"), 0.0) * 1024.0
-    efficiency = _num(task.get("cpuefficiency"), params.default_cpu_efficiency)
-    base_wall = _num(task.get("basewalltime"), params.default_base_walltime)
-
-    ram_kb: list[float] = []
-    cpu: list[float] = []
-    io: list[float] = []
-    cpu_times: list[float] = []
-    inputs: list[float] = []
-    ends: list[datetime] = []
-    n_scouts = 0
-    for job in jobs:
-        if not _is_scout(job, params):
-            continue
-        n_scouts += 1
-        cores = _cores(job.get("corecount"), task.get("corecount"))
-        start, end = _time(job.get("starttime")), _time(job.get("endtime"))
-        if end is not None:
-            ends.append(end)
-        exec_s = (end - start).total_seconds() if start and end else math.nan
-        pss = _num(job.get("maxpss"))
-        if not math.isnan(pss):
-            ram_kb.append((pss - base_ram_kb) / cores)
-        cpu_times.append(_num(job.get("cpuconsumptiontime")))
-        in_bytes = _num(job.get("inputfilebytes"))
-        inputs.append(in_bytes)
-        if exec_s > 0:
-            out_bytes = _num(job.get("outputfilebytes"))
-            total = np.nansum([in_bytes, out_bytes])
-            io.append(total / 1024.0 / exec_s / cores)
-            hs06sec = _num(job.get("hs06sec"))
-            power = (
-                hs06sec / (exec_s * cores) if hs06sec > 0 else params.default_core_power
-            )
-            events = _num(job.get("nevents"))
-            enough = events >= params.cpu_min_events_per_core * cores
-            if events > 0 and (enough or exec_s > params.cpu_long_job_s):
-                busy = max(exec_s - base_wall, 0.0)
-                cpu.append(busy * power * cores * efficiency / 100.0 / events)
-
-    def quantile(values: list[float], q: float) -> float:
-        return float(np.quantile(values, q, method="linear")) if values else math.nan
-
-    def nanmax(values: list[float]) -> float:
-        finite = [v for v in values if not math.isnan(v)]
-        return max(finite) if finite else math.nan
-
-    final = finalize_labels(
-        ram_kb=np.array([quantile(ram_kb, params.ram_quantile)]),
-        cpu_per_event=np.array([quantile(cpu, params.cpu_quantile)]),
-        io_kb_per_s=np.array([nanmax(io)]),
-        max_cpu_s=np.array([nanmax(cpu_times)]),
-        max_input_bytes=np.array([nanmax(inputs)]),
-        params=params,
-    )
-    panda: dict[str, tuple[int, str] | None] = {}
-    for name in TARGET_NAMES:
-        value = final[f"{name}_value"][0]
-        panda[name] = (
-            None if pd.isna(value) else (int(value), str(final[f"{name}_unit"][0]))
-        )
-    return TaskLabels(
-        ramcount=float(final["ramcount"][0]),
-        cputime=float(final["cputime"][0]),
-        iointensity=float(final["iointensity"][0]),
-        walltime=float(final["walltime"][0]),
-        panda=panda,
-        n_scouts=n_scouts,
-        labels_known_at=max(ends) if ends else None,
-    )
 
 
 def finalize_labels(

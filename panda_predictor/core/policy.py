@@ -32,13 +32,24 @@ LOW_CONFIDENCE = "low_confidence"
 CONFIDENT = "confident"
 
 
+#: Stands for "no transformation" in a bundle's known transformations: a log
+#: whose tasks name none (a job log without executables) is still familiar.
+NO_TRANSFORMATION = "__none__"
+
+
 def in_training_domain(
     transformation: str | None,
     framework: str | None,
     known_transformations: Sequence[str] | set[str],
     known_frameworks: Sequence[str] | set[str],
 ) -> bool:
-    """Return False only when both the transformation and the framework are unseen."""
+    """Return False only when both the transformation and the framework are unseen.
+
+    A task without a transformation counts as known when training had such tasks
+    too (:data:`NO_TRANSFORMATION` is among the known transformations).
+    """
+    if transformation is None:
+        transformation = NO_TRANSFORMATION
     return transformation in set(known_transformations) or framework in set(
         known_frameworks
     )

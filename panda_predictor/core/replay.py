@@ -1,12 +1,16 @@
 """Replay a job log under an allocation strategy: what do scouts cost, what does a
 prediction save?
 
-Each job asks for the amount its strategy says (memory or time). A job that gets
-less than it used fails: the failed attempt's core-hours are lost, the job is
-delayed by that attempt and retried one class up (above the top class, the request
-doubles). A job that gets more wastes the difference. With scouts, the first jobs of
-a task run with a default request and the rest of the task waits for them, then asks
-for the scouts' estimate; that wait is the time until the bulk of the task can start.
+Each job asks for the amount its strategy says (memory in MB per core, or time). A
+job that gets less than it used fails: the failed attempt's core-hours are lost, the
+job is delayed by that attempt and retried the way PanDA retries it (memory: panda-
+server's steps and task-wide raise; time: one class up, above the top class double;
+see :mod:`panda_predictor.core.replay_panda`). A job PanDA can give no more memory
+is lost. A job that gets more than it used wastes the difference. With scouts, the
+first jobs of a task run with a default request and the rest of the task waits for
+them, then asks for the scouts' estimate; that wait is the time until the bulk of
+the task can start. A strategy may also re-estimate a task once some of its jobs
+finished (PanDA's second look, or "predict, then refine").
 
 Pure numpy: the caller supplies per-job arrays (task code, used amount, run time,
 cores) and the strategy's requests.
@@ -19,15 +23,36 @@ from typing import Any
 
 import numpy as np
 
-#: Scout jobs per task (PanDA sends about 10 per task; trace "tasks" are smaller).
-DEFAULT_N_SCOUTS = 3
-#: Margin the scout estimate adds over the largest scout's use (PanDA: 10 % on RAM).
-DEFAULT_SCOUT_MARGIN = 0.10
+from panda_predictor.core.replay_panda import (
+    DEFAULT_N_SCOUTS,
+    DEFAULT_SCOUT_MARGIN,
+    ReplayRules,
+    next_class_up,
+    replay_task,
+    task_groups,
+)
+
+__all__ = [
+    "DEFAULT_N_SCOUTS",
+    "DEFAULT_SCOUT_MARGIN",
+    "ReplayOutcome",
+    "ReplayRules",
+    "next_class_up",
+    "replay",
+    "scout_plan",
+    "tasks_from_bursts",
+]
 
 
 @dataclass(frozen=True)
 class ReplayOutcome:
-    """What one strategy cost over the replayed jobs."""
+    """What one strategy cost over the replayed jobs.
+
+    ``failed_job_rate`` counts jobs with at least one failed attempt,
+    ``lost_job_rate`` jobs that never finished (PanDA could give them no more
+    memory), ``retries_per_job`` the retried attempts per job. Lost hours are those
+    of failed attempts; wasted hours the unused part of the successful ones.
+    """
 
     strategy: str
     n_jobs: int
@@ -38,6 +63,9 @@ class ReplayOutcome:
     wasted_gb_hours: float
     mean_bulk_delay_hours: float
     mean_retry_delay_hours: float
+    lost_job_rate: float = 0.0
+    lost_gb_hours: float = 0.0
+    retries_per_job: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """Return the figures as a plain mapping."""
@@ -52,21 +80,18 @@ def _check(arrays: dict[str, Any]) -> dict[str, np.ndarray]:
             f"The replay arrays must be 1-D and of one length. Got {sizes} instead."
         )
     for name, array in out.items():
-        if name != "requested" and not np.all(np.isfinite(array) & (array >= 0)):
+        if name in ("requested", "cap"):
+            continue
+        if not np.all(np.isfinite(array) & (array >= 0)):
             raise ValueError(
                 f"The '{name}' field must hold finite numbers >= 0. "
                 f"Got {array[~(np.isfinite(array) & (array >= 0))][:3]} instead."
             )
     if not np.all(np.isfinite(out["requested"]) & (out["requested"] > 0)):
         raise ValueError("The 'requested' field must hold positive finite numbers.")
+    if not np.all(out["cap"] > 0):
+        raise ValueError("The 'cap' field must hold positive numbers (inf: no cap).")
     return out
-
-
-def next_class_up(request: np.ndarray, ladder: np.ndarray) -> np.ndarray:
-    """Return the smallest ladder value above each request (above the top: double)."""
-    idx = np.searchsorted(ladder, request, side="right")
-    top = idx >= ladder.size
-    return np.where(top, request * 2.0, ladder[np.minimum(idx, ladder.size - 1)])
 
 
 def replay(
@@ -79,12 +104,18 @@ def replay(
     requested: Any,
     ladder: Any,
     bulk_delay_s: Any = None,
+    *,
+    reestimate_after: Any = None,
+    reestimate_floor: Any = None,
+    cap: Any = None,
+    rules: ReplayRules | None = None,
 ) -> ReplayOutcome:
     """Replay jobs that ask for ``requested`` of ``resource`` ("time" or "memory").
 
     A failed time attempt runs until its limit (``requested`` seconds); a failed
     memory attempt is assumed to run its whole run time before being killed (an upper
-    bound: logs do not say when memory ran out).
+    bound: logs do not say when memory ran out). Jobs of a task are replayed in the
+    given row order (see :func:`~panda_predictor.core.replay_panda.replay_task`).
 
     :param strategy: name reported with the result.
     :param resource: "time" (used/requested in s) or "memory" (MB per core).
@@ -93,16 +124,23 @@ def replay(
     :param run_s: (n,) each job's run time in seconds.
     :param cores: (n,) cores per job.
     :param requested: (n,) what the strategy asks for.
-    :param ladder: ascending class values used for "retry one class up".
+    :param ladder: ascending class values for time retries (and memory retries
+        with ``rules.memory_retry="ladder"``).
     :param bulk_delay_s: (n,) per job, how long it waited for scouts (default 0).
+    :param reestimate_after: (n,) per job, finished jobs of its task before the task
+        is re-estimated (the task's first row counts; 0 or None: never).
+    :param reestimate_floor: (n,) a re-estimated request is at least this share of
+        the job's own request (default 0).
+    :param cap: (n,) re-estimated requests never exceed it (default: no cap).
+    :param rules: retry and re-estimate rules (default :class:`ReplayRules`).
     """
     if resource not in ("time", "memory"):
         raise ValueError(
             f"The 'resource' field must be 'time' or 'memory'. "
             f"Got {resource!r} instead."
         )
+    rules = ReplayRules() if rules is None else rules
     n = np.asarray(used).size
-    delay = np.zeros(n) if bulk_delay_s is None else bulk_delay_s
     a = _check(
         {
             "task": task,
@@ -110,42 +148,74 @@ def replay(
             "run_s": run_s,
             "cores": cores,
             "requested": requested,
-            "bulk_delay_s": delay,
+            "bulk_delay_s": np.zeros(n) if bulk_delay_s is None else bulk_delay_s,
+            "reestimate_after": (
+                np.zeros(n) if reestimate_after is None else reestimate_after
+            ),
+            "reestimate_floor": (
+                np.zeros(n) if reestimate_floor is None else reestimate_floor
+            ),
+            "cap": np.full(n, np.inf) if cap is None else cap,
         }
     )
+    if np.any(a["reestimate_after"] % 1):
+        raise ValueError(
+            "The 'reestimate_after' field must hold whole numbers of jobs. "
+            f"Got {a['reestimate_after'][a['reestimate_after'] % 1 > 0][:3]} instead."
+        )
     steps = np.sort(np.asarray(ladder, dtype=float))
-    request = a["requested"].copy()
-    failed = np.zeros(n, dtype=bool)
+    final = a["requested"].copy()
+    attempts = np.zeros(n, dtype=int)
+    lost = np.zeros(n, dtype=bool)
     lost_s = np.zeros(n)
-    retry_delay = np.zeros(n)
-    short = request < a["used"]
-    while short.any():
-        failed |= short
-        attempt = request[short] if resource == "time" else a["run_s"][short]
-        lost_s[short] += attempt
-        retry_delay[short] += attempt
-        request[short] = next_class_up(request[short], steps)
-        short = request < a["used"]
-    spare = request - a["used"]
+    lost_mb_s = np.zeros(n)
+    groups = task_groups(np.asarray(task))
+    # Only tasks where a job fails or a re-estimate changes requests need the
+    # job-by-job replay; the others keep their requests as they are.
+    code = np.unique(np.asarray(task), return_inverse=True)[1].reshape(-1)
+    needs = np.zeros(len(groups), dtype=bool)
+    np.logical_or.at(needs, code, (a["requested"] < a["used"]))
+    np.logical_or.at(needs, code, a["reestimate_after"] > 0)
+    for k in np.flatnonzero(needs):
+        rows = groups[k]
+        out = replay_task(
+            a["used"][rows],
+            a["run_s"][rows],
+            a["requested"][rows],
+            resource,
+            steps,
+            rules,
+            reestimate_after=int(a["reestimate_after"][rows[0]]),
+            reestimate_floor=float(a["reestimate_floor"][rows[0]]),
+            cap=a["cap"][rows] if cap is not None else None,
+        )
+        final[rows] = out.final_request
+        attempts[rows] = out.failed_attempts
+        lost[rows] = out.lost
+        lost_s[rows] = out.lost_s
+        lost_mb_s[rows] = out.lost_mb_s
+    spare = np.where(lost, 0.0, final - a["used"])
     if resource == "time":
         wasted_core_h = float(np.sum(spare * a["cores"]) / 3600.0)
         wasted_gb_h = 0.0
     else:
         wasted_core_h = 0.0
         wasted_gb_h = float(np.sum(spare * a["cores"] * a["run_s"]) / 1024 / 3600)
-    tasks, first = np.unique(a["task"], return_index=True)
-    bulk = np.zeros(tasks.size)
-    np.maximum.at(bulk, np.searchsorted(tasks, a["task"]), a["bulk_delay_s"])
+    bulk = np.zeros(len(groups))
+    np.maximum.at(bulk, code, a["bulk_delay_s"])
     return ReplayOutcome(
         strategy=strategy,
         n_jobs=int(n),
-        n_tasks=int(tasks.size),
-        failed_job_rate=float(failed.mean()) if n else 0.0,
+        n_tasks=len(groups),
+        failed_job_rate=float((attempts > 0).mean()) if n else 0.0,
         lost_core_hours=float(np.sum(lost_s * a["cores"]) / 3600.0),
         wasted_core_hours=wasted_core_h,
         wasted_gb_hours=wasted_gb_h,
-        mean_bulk_delay_hours=float(bulk.mean() / 3600.0) if tasks.size else 0.0,
-        mean_retry_delay_hours=float(retry_delay.mean() / 3600.0) if n else 0.0,
+        mean_bulk_delay_hours=float(bulk.mean() / 3600.0) if groups else 0.0,
+        mean_retry_delay_hours=float(lost_s.mean() / 3600.0) if n else 0.0,
+        lost_job_rate=float(lost.mean()) if n else 0.0,
+        lost_gb_hours=float(np.sum(lost_mb_s * a["cores"]) / 1024 / 3600),
+        retries_per_job=float((attempts.sum() - lost.sum()) / n) if n else 0.0,
     )
 
 
@@ -171,9 +241,7 @@ def scout_plan(
     delay = np.zeros(used.size)
     if n_scouts < 1:
         raise ValueError(f"The 'n_scouts' field must be >= 1. Got {n_scouts!r}.")
-    order = np.argsort(task, kind="stable")
-    bounds = np.flatnonzero(np.diff(task[order])) + 1
-    for rows in np.split(order, bounds):
+    for rows in task_groups(task):
         if rows.size <= n_scouts:
             continue
         scouts, bulk = rows[:n_scouts], rows[n_scouts:]

@@ -13,18 +13,49 @@ become features; run time, CPU time and used memory become the targets ``walltim
 processor, MB per processor). Wait time and allocated processors are kept for the
 recency rule (a job counts as history only once it finished) and the replay, never
 as features. A target the file does not record is "not available", never invented.
+
+Some logs (LCG-2005-1, LLNL-Atlas-2006) record no wait time at all. A job's finish
+is then ``submit + ASSUMED_WAIT_S + run`` (see :data:`ASSUMED_WAIT_S`), flagged in
+the column ``wait_assumed`` and counted in the report; ``wait_s`` itself stays
+missing, as the log has it. A wait the log records but the reader sets aside (negative,
+absurd) is not replaced: that job's finish stays unknown.
 """
 
 from __future__ import annotations
 
-import gzip
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from panda_predictor.ingest.files import JobLogError, open_text
+from panda_predictor.ingest.frame import (
+    ASSUMED_WAIT_S,
+    CATEGORICAL_FEATURES,
+    MIN_RECORDED,
+    NUMERIC_FEATURES,
+    TRACE_TARGETS,
+    check_assumed_wait,
+    finish_times,
+)
+from panda_predictor.ingest.report import JobLogReport, available_targets
+
+__all__ = [
+    "ASSUMED_WAIT_S",
+    "CATEGORICAL_FEATURES",
+    "MIN_RECORDED",
+    "NUMERIC_FEATURES",
+    "SWF_FIELDS",
+    "TRACE_TARGETS",
+    "SwfReport",
+    "available_targets",
+    "parse_swf_lines",
+    "read_swf",
+    "to_task_frame",
+    "trace_name",
+]
 
 #: The 18 SWF fields, in file order.
 SWF_FIELDS: tuple[str, ...] = (
@@ -60,72 +91,37 @@ ABSURD_LIMITS: dict[str, float] = {
     "allocated_procs": 1e6,
     "requested_procs": 1e6,
 }
-#: Categorical submission-time features (SWF ids, kept as strings).
-CATEGORICAL_FEATURES: tuple[str, ...] = (
-    "user",
-    "group",
-    "executable",
-    "queue",
-    "partition",
-)
-#: Numeric submission-time features.
-NUMERIC_FEATURES: tuple[str, ...] = ("req_procs", "req_time_s", "req_memory_mb")
-#: Our target name -> (task-frame column, unit in trace data).
-TRACE_TARGETS: dict[str, tuple[str, str]] = {
-    "walltime": ("run_s", "s"),
-    "cputime": ("cpu_s", "s per processor"),
-    "ramcount": ("used_memory_mb", "MB per processor"),
-    "iointensity": ("", "kBPerS"),
-}
-#: A target needs at least this many recorded jobs to count as available.
-MIN_RECORDED = 50
 
 
 @dataclass
-class SwfReport:
-    """What the reader saw: lines, jobs and every value it had to set aside."""
+class SwfReport(JobLogReport):
+    """What the SWF reader saw: header, lines, jobs and every value set aside."""
 
-    path: str = ""
     header: dict[str, str] = field(default_factory=dict)
     n_lines: int = 0
     n_comments: int = 0
     n_blank: int = 0
-    n_jobs: int = 0
     n_truncated: int = 0
-    n_malformed: int = 0
-    n_without_submit_time: int = 0
-    negative: Counter[str] = field(default_factory=Counter)
-    absurd: Counter[str] = field(default_factory=Counter)
-    available_targets: dict[str, int] = field(default_factory=dict)
+    #: Rows (in file order) whose recorded wait was set aside as impossible: their
+    #: finish stays unknown instead of resting on the assumed wait.
+    wait_set_aside: np.ndarray = field(
+        default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False, compare=False
+    )
 
-    def lines(self) -> list[str]:
-        """Return a short human summary, one fact per line."""
-        out = [
+    def source_lines(self) -> list[str]:
+        """Return the SWF lines: header, blank and malformed lines, jobs."""
+        header = (
+            f"{self.n_comments} header/comment"
+            if self.n_comments
+            else "no header (stripped)"
+        )
+        return [
             f"file: {self.path}",
-            f"lines: {self.n_lines} ({self.n_comments} header/comment, "
-            f"{self.n_blank} blank)",
+            f"lines: {self.n_lines} ({header}, {self.n_blank} blank)",
             f"jobs: {self.n_jobs} ({self.n_truncated} truncated lines padded as "
             f"missing, {self.n_malformed} malformed lines skipped, "
             f"{self.n_without_submit_time} without a submit time)",
         ]
-        for kind, counts in (("negative", self.negative), ("absurd", self.absurd)):
-            if counts:
-                listed = ", ".join(f"{k}={v}" for k, v in sorted(counts.items()))
-                out.append(f"{kind} values set to missing: {listed}")
-        for name in TRACE_TARGETS:
-            n = self.available_targets.get(name, 0)
-            state = f"{n} jobs" if n >= MIN_RECORDED else "not available"
-            out.append(f"target {name}: {state}")
-        return out
-
-
-def _open_text(path: Path) -> Iterable[str]:
-    """Return the lines of a gzip or plain text file (decided by its magic bytes)."""
-    with open(path, "rb") as fh:
-        magic = fh.read(2)
-    if magic == b"\x1f\x8b":
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")
 
 
 def parse_swf_lines(
@@ -177,11 +173,12 @@ def _clean(data: np.ndarray, report: SwfReport) -> None:
             report.negative[name] += int(negative.sum())
             col[negative] = np.nan
         limit = ABSURD_LIMITS.get(name)
-        if limit is not None:
-            absurd = col > limit
-            if absurd.any():
-                report.absurd[name] += int(absurd.sum())
-                col[absurd] = np.nan
+        absurd = col > limit if limit is not None else np.zeros(len(col), bool)
+        if absurd.any():
+            report.absurd[name] += int(absurd.sum())
+            col[absurd] = np.nan
+        if name == "wait_time":
+            report.wait_set_aside = np.flatnonzero(negative | absurd)
 
 
 def _ids(col: np.ndarray) -> pd.Categorical:
@@ -190,17 +187,41 @@ def _ids(col: np.ndarray) -> pd.Categorical:
     return pd.Categorical(text.replace("", np.nan))
 
 
-def to_task_frame(data: np.ndarray, report: SwfReport) -> pd.DataFrame:
+def to_task_frame(
+    data: np.ndarray, report: SwfReport, *, assumed_wait_s: float = ASSUMED_WAIT_S
+) -> pd.DataFrame:
     """Map parsed SWF rows onto task rows: submission features, targets, bookkeeping.
 
     Rows without a submit time cannot be placed in time: they are counted in
     ``report.n_without_submit_time`` and left out. Rows are sorted by submit time.
+
+    :param data: rows of :func:`parse_swf_lines`.
+    :param report: its report; completed here (jobs, assumed waits, span, targets).
+    :param assumed_wait_s: the wait assumed where the log records none (see
+        :data:`ASSUMED_WAIT_S`), so such jobs still finish.
     """
+    assumed_wait_s = check_assumed_wait(assumed_wait_s)
     f = {name: data[:, j] for j, name in enumerate(SWF_FIELDS)}
+    not_recorded = np.isnan(f["wait_time"])
+    not_recorded[report.wait_set_aside] = False
     keep = ~np.isnan(f["submit_time"])
     report.n_without_submit_time = int((~keep).sum())
     f = {k: v[keep] for k, v in f.items()}
-    start = float(report.header.get("UnixStartTime", "0") or 0)
+    finish, assumed = finish_times(
+        f["submit_time"],
+        f["wait_time"],
+        f["run_time"],
+        not_recorded[keep],
+        assumed_wait_s,
+    )
+    start_text = report.header.get("UnixStartTime", "")
+    try:
+        start = float(start_text)
+    except ValueError:
+        start = float("nan")
+    # Without a (valid) start the offsets still order the jobs: count from 1970.
+    report.start_known = bool(np.isfinite(start))
+    start = start if report.start_known else 0.0
     procs = np.where(
         np.isnan(f["allocated_procs"]), f["requested_procs"], f["allocated_procs"]
     )
@@ -219,7 +240,7 @@ def to_task_frame(data: np.ndarray, report: SwfReport) -> pd.DataFrame:
             "req_memory_mb": f["requested_memory"] / 1024.0,
             # Not known at submission: never features.
             "wait_s": f["wait_time"],
-            "finish_s": f["submit_time"] + f["wait_time"] + f["run_time"],
+            "finish_s": finish,
             "procs": procs,
             "status": f["status"],
             # Targets.
@@ -227,32 +248,33 @@ def to_task_frame(data: np.ndarray, report: SwfReport) -> pd.DataFrame:
             "cpu_s": f["cpu_time"],
             "used_memory_mb": f["used_memory"] / 1024.0,
             "used_memory_total_mb": f["used_memory"] / 1024.0 * procs,
+            # The finish rests on the assumed wait (the log records none).
+            "wait_assumed": assumed,
         }
     )
     frame = frame.sort_values("submit_s", kind="stable").reset_index(drop=True)
-    report.n_jobs = len(frame)
-    report.available_targets = {
-        name: int(frame[col].notna().sum()) if col else 0
-        for name, (col, _) in TRACE_TARGETS.items()
-    }
+    report.assumed_wait_s = assumed_wait_s
+    report.summarise(frame)
     return frame
 
 
-def available_targets(report: SwfReport) -> list[str]:
-    """Return the targets the file records for at least :data:`MIN_RECORDED` jobs."""
-    return [t for t, n in report.available_targets.items() if n >= MIN_RECORDED]
+def read_swf(
+    path: str | Path, *, assumed_wait_s: float = ASSUMED_WAIT_S
+) -> tuple[pd.DataFrame, SwfReport]:
+    """Read an SWF file (gzip or plain) into a task frame and a report of it.
 
-
-def read_swf(path: str | Path) -> tuple[pd.DataFrame, SwfReport]:
-    """Read an SWF file (gzip or plain) into a task frame and a report of it."""
+    :param path: the SWF file.
+    :param assumed_wait_s: the wait assumed where the log records none.
+    """
+    assumed_wait_s = check_assumed_wait(assumed_wait_s)
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"The SWF file must exist. Got {str(path)!r} instead.")
-    lines = _open_text(path)
+    lines = open_text(path)
     try:
         data, report = parse_swf_lines(lines, str(path))
     except EOFError:
-        raise ValueError(
+        raise JobLogError(
             f"The SWF file must be a complete gzip stream. Got a cut-off file "
             f"{str(path)!r} instead."
         ) from None
@@ -260,12 +282,16 @@ def read_swf(path: str | Path) -> tuple[pd.DataFrame, SwfReport]:
         close = getattr(lines, "close", None)
         if close is not None:
             close()
-    return to_task_frame(data, report), report
+    return to_task_frame(data, report, assumed_wait_s=assumed_wait_s), report
 
 
 def trace_name(path: str | Path) -> str:
-    """Return a short name of a trace file (``LANL-CM5-1994-4.1-cln``)."""
+    """Return a short name of a job log (``LANL-CM5-1994-4.1-cln``, ``history``).
+
+    Strips the compression and format suffixes the readers accept, so the SWF and
+    the HTCondor history of one site can be told apart only by their stem.
+    """
     name = Path(path).name
-    for suffix in (".gz", ".swf"):
+    for suffix in (".gz", ".swf", ".jsonl", ".json"):
         name = name.removesuffix(suffix)
     return name

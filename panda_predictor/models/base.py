@@ -18,16 +18,16 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+# NotFittedError is re-exported: ``from panda_predictor.models import NotFittedError``.
+from panda_predictor.core.errors import NotFittedError as NotFittedError
+from panda_predictor.core.errors import check_frame
+
 #: Name of the reserved first category that unseen values are mapped to.
 UNKNOWN_CATEGORY = "__unknown__"
 #: File that describes a saved model (kind, parameters, schema, learned statistics).
 META_FILE = "meta.json"
 #: Version of the layout written by ``save``; ``load`` refuses other versions.
 FORMAT_VERSION = 1
-
-
-class NotFittedError(ValueError, AttributeError):
-    """A model was used before ``fit`` (same bases as scikit-learn's error)."""
 
 
 class ResourceClassifier:
@@ -88,7 +88,7 @@ class ResourceClassifier:
     ) -> tuple[pd.DataFrame, np.ndarray]:
         """Check one (X, y) pair and return X and y as an int64 array."""
         n_classes = self._check_n_classes()
-        X = check_frame(X, name_x)
+        X = check_values(X, name_x)
         labels = np.asarray(y)
         if labels.ndim != 1:
             raise ValueError(
@@ -165,18 +165,11 @@ class ResourceClassifier:
         missing when the column has no such category), so codes always mean the same
         category as at fit time.
         """
-        X = check_frame(X, name)
+        X = check_values(X, name)
         expected = [str(c) for c in self.feature_names_in_]
-        got = [str(c) for c in X.columns]
-        if got != expected:
-            missing = sorted(set(expected) - set(got))
-            unexpected = sorted(set(got) - set(expected))
-            if missing or unexpected:
-                raise ValueError(
-                    f"The '{name}' argument must have the columns the model was "
-                    f"fitted with. Missing: {missing}. Unexpected: {unexpected}."
-                )
-            X = X[expected]
+        if [str(c) for c in X.columns] != expected:
+            # Only a frame out of schema order pays for the reordering copy.
+            X = check_frame(X, expected)
         columns: dict[str, Any] = {}
         changed = False
         for col in expected:
@@ -228,8 +221,27 @@ class ResourceClassifier:
             f"Got {self.class_weight!r} instead."
         )
 
+    @staticmethod
+    def _row_weights(sample_weight: Any, n: int) -> np.ndarray:
+        """Return ``sample_weight`` as n positive finite weights (None: ones)."""
+        if sample_weight is None:
+            return np.ones(n)
+        weights = np.asarray(sample_weight, dtype=np.float64)
+        if weights.shape != (n,) or not np.all(np.isfinite(weights) & (weights > 0)):
+            raise ValueError(
+                f"The 'sample_weight' field must hold {n} positive finite weights. "
+                f"Got shape {weights.shape} instead."
+            )
+        return weights
+
     def fit(
-        self, X: Any, y: Any, *, X_val: Any = None, y_val: Any = None
+        self,
+        X: Any,
+        y: Any,
+        *,
+        X_val: Any = None,
+        y_val: Any = None,
+        sample_weight: Any = None,
     ) -> ResourceClassifier:  # pragma: no cover - abstract
         """Learn from features ``X`` and classes ``y``; validate on the given pair."""
         raise NotImplementedError
@@ -304,8 +316,13 @@ class ResourceClassifier:
         self.categories_ = {c: list(v) for c, v in meta["categories"].items()}
 
 
-def check_frame(X: Any, name: str = "X") -> pd.DataFrame:
-    """Return X if it is a non-empty DataFrame of categorical or numeric columns."""
+def check_values(X: Any, name: str = "X") -> pd.DataFrame:
+    """Return X if it is a non-empty DataFrame of categorical or numeric columns.
+
+    Checks what the models can compute on, not the schema: ``fit`` learns the schema
+    from this frame, and :func:`~panda_predictor.core.errors.check_frame` then holds
+    every later frame to it.
+    """
     if not isinstance(X, pd.DataFrame):
         raise ValueError(
             f"The '{name}' argument must be a pandas DataFrame. "

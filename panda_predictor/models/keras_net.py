@@ -186,11 +186,13 @@ class KerasResourceClassifier(ResourceClassifier):
         *,
         X_val: pd.DataFrame | None = None,
         y_val: Any = None,
+        sample_weight: Any = None,
     ) -> KerasResourceClassifier:
         """Learn scaling and weights; stop early on validation loss.
 
         Without ``X_val`` the newest ``validation_fraction`` of the rows (the tail)
         is held out, so early stopping judges the model on later tasks than it saw.
+        ``sample_weight`` (one per row) multiplies the class weights.
         """
         X, labels, X_val, labels_val = self._validate_fit(X, y, X_val, y_val)
         keras.utils.set_random_seed(self.random_state)
@@ -199,6 +201,8 @@ class KerasResourceClassifier(ResourceClassifier):
             if n_val >= 1 and len(X) - n_val >= 1:
                 X, X_val = X.iloc[:-n_val], X.iloc[-n_val:]
                 labels, labels_val = labels[:-n_val], labels[-n_val:]
+                if sample_weight is not None:
+                    sample_weight = np.asarray(sample_weight)[:-n_val]
         weights = self._class_weights(labels)
         self._learn_scaling(X)
         self.model_ = self._build()
@@ -226,7 +230,9 @@ class KerasResourceClassifier(ResourceClassifier):
         history = self.model_.fit(
             self._inputs(X),
             target(labels),
-            sample_weight=weights[labels].astype(np.float32),
+            sample_weight=(
+                weights[labels] * self._row_weights(sample_weight, len(labels))
+            ).astype(np.float32),
             validation_data=validation,
             epochs=self.epochs,
             batch_size=self.batch_size,

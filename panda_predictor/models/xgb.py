@@ -106,16 +106,21 @@ class XGBoostResourceClassifier(ResourceClassifier):
         *,
         X_val: pd.DataFrame | None = None,
         y_val: Any = None,
+        sample_weight: Any = None,
     ) -> XGBoostResourceClassifier:
         """Learn the trees; stop early on (X_val, y_val) when they are given.
 
         The validation loss is weighted with the training class weights, so early
-        stopping watches the same objective the trees minimise.
+        stopping watches the same objective the trees minimise. ``sample_weight``
+        (one per row, e.g. a time decay) multiplies the class weights.
         """
         X, labels, X_val, labels_val = self._validate_fit(X, y, X_val, y_val)
         weights = self._class_weights(labels)
         train = xgb.DMatrix(
-            X, label=labels, weight=weights[labels], enable_categorical=True
+            X,
+            label=labels,
+            weight=weights[labels] * self._row_weights(sample_weight, len(labels)),
+            enable_categorical=True,
         )
         evals: list[tuple[xgb.DMatrix, str]] = []
         stopping = None

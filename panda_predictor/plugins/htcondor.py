@@ -13,6 +13,9 @@ attribute, for sites that prefer configuration over editing submit files.
 
 Only ``applied`` (confident) predictions produce resource requests by default: on
 ``kept_scouts`` the job keeps what its submitter asked for.
+
+The job shape, task ids and attribute names come from the site or the task's
+submitter, so invalid ones raise :class:`~panda_predictor.errors.UserInputError`.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 
 from panda_predictor.core.prediction import TaskPrediction
+from panda_predictor.errors import UserInputError
 
 #: Submit command -> job ClassAd attribute, for the transform.
 CLASSAD_NAMES: dict[str, str] = {
@@ -80,18 +84,18 @@ class JobShape:
         for name in ("base_ram_mb", "base_walltime"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(
+                raise UserInputError(
                     f"The '{name}' field must be a non-negative integer. "
                     f"Got {value!r} instead."
                 )
         if not isinstance(self.core_power, int | float) or not self.core_power > 0:
-            raise ValueError(
+            raise UserInputError(
                 f"The 'core_power' field must be a positive number (HS06 per core). "
                 f"Got {self.core_power!r} instead."
             )
         eff = self.cpu_efficiency
         if not isinstance(eff, int | float) or not 0 < eff <= 100:
-            raise ValueError(
+            raise UserInputError(
                 f"The 'cpu_efficiency' field must be a percentage in (0, 100]. "
                 f"Got {eff!r} instead."
             )
@@ -99,7 +103,7 @@ class JobShape:
 
 def _positive_int(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(
+        raise UserInputError(
             f"The '{name}' field must be a positive integer. Got {value!r} instead."
         )
 
@@ -279,7 +283,7 @@ def job_transform(
     """
     for name, value in (("task_attribute", task_attribute), ("prefix", prefix)):
         if not isinstance(value, str) or not _ATTRIBUTE_NAME.match(value):
-            raise ValueError(
+            raise UserInputError(
                 f"The '{name}' field must be a ClassAd attribute name (letters, "
                 f"digits, '_'). Got {value!r} instead."
             )

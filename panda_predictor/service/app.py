@@ -67,6 +67,11 @@ def create_app(
 
 
 def _read_history(state: ServiceState):
-    from panda_predictor.serving.recent import read_recent_history
+    """Return the recent labelled history indexed as of now (features + experts)."""
+    from datetime import UTC, datetime
 
-    return read_recent_history(state.engine(), state.settings)
+    from panda_predictor.serving.combination import ServingHistory
+    from panda_predictor.serving.recent import read_history_frame
+
+    now = datetime.now(UTC).replace(tzinfo=None)
+    return ServingHistory(read_history_frame(state.engine(), state.settings, now), now)

@@ -14,6 +14,7 @@ import numpy as np
 
 from panda_predictor.core.prediction import TaskPrediction
 from panda_predictor.service.explain import FeatureContribution, explain
+from panda_predictor.serving.combination import ServingHistory
 from panda_predictor.serving.predictor import Predictor
 
 
@@ -86,7 +87,8 @@ def predict_tasks(
     """
     predictions = predictor.predict_records(records, history)
     features = predictor.bundle.features
-    M = features.transform_records(records, history)
+    index = history.index if isinstance(history, ServingHistory) else history
+    M = features.transform_records(records, index)
     chosen = {
         t: np.array([p.targets[t].class_index for p in predictions])
         for t in predictor.bundle.models

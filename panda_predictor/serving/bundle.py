@@ -24,6 +24,7 @@ import yaml
 
 from panda_predictor.core.bins import BinSet
 from panda_predictor.core.decision import TailDecisionRule
+from panda_predictor.core.experts import CombinationParams
 from panda_predictor.core.features import FeaturePipeline
 from panda_predictor.core.policy import DecisionPolicy
 from panda_predictor.models import ResourceClassifier, load_classifier
@@ -55,6 +56,12 @@ class Bundle:
         The training domain: a task with neither seen keeps its scouts.
     metrics:
         Flat test metrics of this bundle (for the registry and ``GET /v1/models``).
+    combination:
+        How the model is combined with the recency rules per key (see
+        :mod:`panda_predictor.core.experts`); None: the model alone.
+    record_start:
+        Tasks created from then on were not fitted on: the model's track record
+        for the combination starts there (ISO time; None: no record).
     """
 
     features: FeaturePipeline
@@ -66,6 +73,8 @@ class Bundle:
     known_frameworks: list[str]
     metrics: dict[str, float] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    combination: CombinationParams | None = None
+    record_start: str | None = None
 
     @property
     def targets(self) -> list[str]:
@@ -92,6 +101,10 @@ def save_bundle(bundle: Bundle, directory: Path | str) -> Path:
     decisions = {
         "confidence_threshold": bundle.confidence_threshold,
         "tail_rules": {t: rule.to_dict() for t, rule in bundle.tail_rules.items()},
+        "combination": (
+            bundle.combination.to_dict() if bundle.combination is not None else None
+        ),
+        "record_start": bundle.record_start,
     }
     (root / "decisions.json").write_text(json.dumps(decisions, indent=1))
     for target, model in bundle.models.items():
@@ -163,4 +176,10 @@ def load_bundle(directory: Path | str) -> Bundle:
         known_frameworks=list(manifest["known_frameworks"]),
         metrics=dict(manifest.get("metrics", {})),
         info=dict(manifest.get("info", {})),
+        combination=(
+            CombinationParams.from_dict(decisions["combination"])
+            if decisions.get("combination")
+            else None
+        ),
+        record_start=decisions.get("record_start"),
     )

@@ -26,15 +26,31 @@ import numpy as np
 import pandas as pd
 
 from panda_predictor.core.decision import confidence
+from panda_predictor.core.experts import EXPERTS
 from panda_predictor.core.features import TASK_COLUMNS
 from panda_predictor.core.history import (
+    HISTORY_GROUPS,
     RecentHistoryIndex,
+    group_key,
+    record_key,
     split_transhome,
     split_transhome_value,
+    text_value,
 )
-from panda_predictor.core.policy import TaskDecision, in_training_domain
+from panda_predictor.core.policy import (
+    NO_TRANSFORMATION,
+    TaskDecision,
+    in_training_domain,
+)
 from panda_predictor.core.prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.task_features import REQUEST_COLUMNS
 from panda_predictor.serving.bundle import Bundle
+from panda_predictor.serving.combination import (
+    ServingHistory,
+    combine,
+    combine_served,
+    track_records,
+)
 
 #: Frames up to this many rows take the records route in :meth:`Predictor.predict`;
 #: beyond it vectorised pandas is faster per task.
@@ -87,6 +103,12 @@ class Predictor:
         self._known_transformations = set(bundle.known_transformations)
         self._known_frameworks = set(bundle.known_frameworks)
         self._class_cache: dict[str, list[Any]] = {}
+        self._record_cache: tuple[pd.DataFrame, Any] | None = None
+        #: Per target, the expert each task of the last classify() followed, the
+        #: model's own class and the features (for callers that score the parts).
+        self.last_followed: dict[str, np.ndarray] = {}
+        self.last_model_classes: dict[str, np.ndarray] = {}
+        self.last_features: pd.DataFrame | None = None
         self._matrix_fn: MatrixFn | None = self._build_matrix_fn()
 
     def features(
@@ -106,7 +128,12 @@ class Predictor:
         (a NULL transformation or framework is never known).
         """
         frameworks, _ = split_transhome(tasks["transhome"])
-        known_path = tasks["transpath"].isin(self._known_transformations)
+        paths = (
+            tasks["transpath"]
+            .astype(object)
+            .where(tasks["transpath"].notna(), NO_TRANSFORMATION)
+        )
+        known_path = paths.isin(self._known_transformations)
         known_framework = frameworks.isin(self._known_frameworks)
         return known_path.to_numpy(bool) | known_framework.to_numpy(bool)
 
@@ -115,11 +142,55 @@ class Predictor:
         tasks: pd.DataFrame,
         history: RecentHistoryIndex | pd.DataFrame | None = None,
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """Return per target the probabilities, chosen classes and confidences."""
-        proba = self.probabilities(self.features(tasks, history))
+        """Return per target the probabilities, chosen classes and confidences.
+
+        With a labelled history frame and a bundle that combines experts, the
+        chosen class is the followed expert's and the confidence is that expert's
+        recent weighted accuracy for the task's key (see :meth:`combined`).
+        """
+        served = history if isinstance(history, ServingHistory) else None
+        X = self.features(tasks, served.index if served is not None else history)
+        proba = self.probabilities(X)
         chosen = {t: self.bundle.tail_rules[t].predict(p) for t, p in proba.items()}
         conf = {t: confidence(proba[t], chosen[t]) for t in proba}
+        # Kept for bulk callers that score the parts (the trace benchmark).
+        self.last_features = X
+        self.last_model_classes = dict(chosen)
+        self.last_followed = {}
+        if self.bundle.combination is not None and isinstance(history, pd.DataFrame):
+            combined = self.combined(tasks, X, chosen, history)
+            for target, answer in combined.items():
+                chosen[target] = answer.classes
+                conf[target] = answer.confidence
+            self.last_followed = {t: c.leader for t, c in combined.items()}
+        elif self.bundle.combination is not None and served is not None:
+            keys = group_key(tasks, HISTORY_GROUPS[self.bundle.combination.key])
+            combined = combine_served(
+                self.bundle, keys.to_numpy(object), X, chosen, served
+            )
+            for target, answer in combined.items():
+                chosen[target], conf[target] = answer.classes, answer.confidence
+            self.last_followed = {t: c.leader for t, c in combined.items()}
         return proba, chosen, conf
+
+    def combined(
+        self,
+        tasks: pd.DataFrame,
+        X: pd.DataFrame,
+        chosen: dict[str, np.ndarray],
+        history: pd.DataFrame,
+    ) -> dict[str, Any]:
+        """Return the experts' combination per target (model + recency rules).
+
+        The model's track record is rebuilt from ``history`` once per history
+        frame (the last one is kept), see :mod:`panda_predictor.serving.combination`.
+        """
+
+        cached = self._record_cache
+        if cached is None or cached[0] is not history:
+            cached = (history, track_records(self.bundle, history))
+            self._record_cache = cached
+        return combine(self.bundle, tasks, X, chosen, cached[1])
 
     def predict(
         self,
@@ -140,9 +211,8 @@ class Predictor:
             and not isinstance(history, pd.DataFrame)
         ):
             self.bundle.features._check_tasks(tasks)
-            return self.predict_records(
-                tasks[list(TASK_COLUMNS)].to_dict("records"), history, now
-            )
+            columns = [*TASK_COLUMNS, *(c for c in REQUEST_COLUMNS if c in tasks)]
+            return self.predict_records(tasks[columns].to_dict("records"), history, now)
         proba, chosen, conf = self.classify(tasks, history)
         domain = self.in_domain(tasks)
         with _no_cyclic_gc():
@@ -177,6 +247,8 @@ class Predictor:
             columns[f"{t}_class"] = chosen[t]
             columns[f"{t}_value"] = values[chosen[t]]
             columns[f"{t}_confidence"] = conf[t]
+            if t in self.last_followed:
+                columns[f"{t}_expert"] = np.asarray(EXPERTS)[self.last_followed[t]]
         return pd.DataFrame(columns, index=tasks.index)
 
     def table_columns(self) -> list[str]:
@@ -194,7 +266,7 @@ class Predictor:
     def predict_records(
         self,
         records: Sequence[Mapping[str, Any]],
-        history: RecentHistoryIndex | None = None,
+        history: RecentHistoryIndex | ServingHistory | None = None,
         now: datetime | None = None,
     ) -> list[TaskPrediction]:
         """Return one prediction per task record (the low-latency route).
@@ -202,7 +274,9 @@ class Predictor:
         Parameters: ``records`` are maps with the keys of
         :data:`~panda_predictor.core.features.TASK_COLUMNS` (one task as the HTTP
         service or the JEDI plugin sees it; NULL is None or NaN); ``history`` the
-        recent-history index (None: history features unknown); ``now`` the time
+        recent-history index, or a :class:`ServingHistory` (history features and
+        the experts' records as of one time), or None (history unknown); ``now``
+        the time
         stamped on the predictions. Gives what :meth:`predict` gives for the same
         tasks as a frame.
         """
@@ -210,12 +284,23 @@ class Predictor:
         if self._matrix_fn is None:
             frame = pd.DataFrame(features._check_records(records))
             return self.predict(frame, history, now) if len(frame) else []
-        M = features.transform_records(records, history)
+        served = history if isinstance(history, ServingHistory) else None
+        index = served.index if served is not None else history
+        M = features.transform_records(records, index)
         if len(M) == 0:
             return []
         proba = self._matrix_fn(M)
         chosen = {t: self.bundle.tail_rules[t].predict(p) for t, p in proba.items()}
         conf = {t: confidence(proba[t], chosen[t]) for t in proba}
+        params = self.bundle.combination
+        if served is not None and params is not None:
+            columns = HISTORY_GROUPS[params.key]
+            keys = np.array([record_key(r, columns) for r in records], dtype=object)
+            X = pd.DataFrame(M, columns=features.feature_names_out_)
+            for target, answer in combine_served(
+                self.bundle, keys, X, chosen, served
+            ).items():
+                chosen[target], conf[target] = answer.classes, answer.confidence
         domain = np.array([self._record_in_domain(r) for r in records], dtype=bool)
         decisions = self.bundle.policy().decide_many(chosen, conf, domain)
         ids = [r["jeditaskid"] for r in records]
@@ -225,7 +310,7 @@ class Predictor:
         """Return :meth:`in_domain` for one task record."""
         framework, _ = split_transhome_value(record["transhome"])
         return in_training_domain(
-            record["transpath"],
+            text_value(record["transpath"]),
             framework,
             self._known_transformations,
             self._known_frameworks,

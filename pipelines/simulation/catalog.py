@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from panda_predictor.errors import UserInputError
 from pipelines.simulation.config import DriftEvent
 
 #: Numeric per-processing-type parameters, in the order of :attr:`Catalog.ptype_values`.
@@ -94,7 +95,7 @@ def build_catalog(params: dict[str, Any], drift: DriftEvent | None) -> Catalog:
     ]
     if drift is not None:
         if drift.framework not in frameworks:
-            raise ValueError(
+            raise UserInputError(
                 f"The 'transhome' parameter must name a framework among {frameworks}. "
                 f"Got {drift.transhome!r} instead."
             )

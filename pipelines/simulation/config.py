@@ -3,6 +3,8 @@
 The simulation is a stand-in for ATLAS's real PanDA database: the numbers in
 ``pipelines/params/simulation.yaml`` are invented, versioned with the code, and never
 shown to the models, which must learn them back from the simulated job records.
+Invalid options raise :class:`~panda_predictor.errors.UserInputError`: they come from
+the command line or from a parameter file the user wrote.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from panda_predictor.errors import UserInputError
+
 #: The versioned hidden parameters shipped with the package.
 DEFAULT_PARAMS_FILE = (
     Path(__file__).resolve().parent.parent / "params" / "simulation.yaml"
@@ -25,10 +29,10 @@ DEFAULT_END_DATE = datetime(2026, 1, 1)
 
 
 def _check_int(name: str, value: Any, minimum: int, what: str) -> None:
-    """Raise ValueError naming ``name`` unless ``value`` is an int >= ``minimum``."""
+    """Raise UserInputError naming ``name`` unless ``value`` is an int >= minimum."""
     is_int = isinstance(value, numbers.Integral) and not isinstance(value, bool)
     if not is_int or value < minimum:
-        raise ValueError(
+        raise UserInputError(
             f"The {name!r} parameter must be {what}. Got {value!r} instead."
         )
 
@@ -61,18 +65,18 @@ class DriftEvent:
     def __post_init__(self) -> None:
         framework, sep, version = self.transhome.partition("-")
         if not sep or not framework or not version:
-            raise ValueError(
+            raise UserInputError(
                 "The 'transhome' parameter must look like '<Framework>-<version>'. "
                 f"Got {self.transhome!r} instead."
             )
         _check_int("start_month", self.start_month, 0, "a non-negative integer")
         if not self.memory_factor > 0:
-            raise ValueError(
+            raise UserInputError(
                 "The 'memory_factor' parameter must be a positive number. "
                 f"Got {self.memory_factor!r} instead."
             )
         if not 0 < self.share <= 1:
-            raise ValueError(
+            raise UserInputError(
                 f"The 'share' parameter must be in (0, 1]. Got {self.share!r} instead."
             )
 
@@ -151,12 +155,12 @@ class SimulationConfig:
             f"an integer >= regular_min ({self.regular_min})",
         )
         if not isinstance(self.end_date, datetime):
-            raise ValueError(
+            raise UserInputError(
                 "The 'end_date' parameter must be a datetime. "
                 f"Got {self.end_date!r} instead."
             )
         if self.drift_event is not None and self.drift_event.start_month >= self.months:
-            raise ValueError(
+            raise UserInputError(
                 f"The 'start_month' parameter must be below months ({self.months}). "
                 f"Got {self.drift_event.start_month!r} instead."
             )
@@ -184,7 +188,7 @@ def load_params(path: Path | str | None = None) -> dict[str, Any]:
     )
     missing = [key for key in required if key not in (params or {})]
     if missing:
-        raise ValueError(
+        raise UserInputError(
             f"The simulation parameters in {str(path)!r} must define {list(required)}. "
             f"Missing: {missing}."
         )

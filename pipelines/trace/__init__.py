@@ -1,1 +1,1 @@
-"""Honest evaluation on real job logs: trace features, walk-forward runs, replay."""
+"""Honest evaluation on real job logs: walk-forward driver, scoring, replay, report."""

@@ -67,7 +67,12 @@ def score_run(run: TargetRun) -> dict[str, dict[str, float]]:
 
 
 def best_model(scores: dict[str, dict[str, float]]) -> str | None:
-    """Return the model (not baseline) with the highest macro-F1, if any."""
+    """Return the row the goal judges: the production row (what the hook writes).
+
+    Without one (an old result), the model row with the highest macro-F1.
+    """
+    if "model:production" in scores:
+        return "model:production"
     models = [n for n in scores if n.startswith("model:")]
     return max(models, key=lambda n: scores[n]["macro_f1"]) if models else None
 
@@ -112,7 +117,7 @@ def goal_summary(scores: dict[str, dict[str, float]]) -> dict[str, Any]:
     return {
         "best_model": best,
         "macro_f1_met": best is not None and not rows[best]["f1_behind"],
-        "allocation_met": any(not r["dominated_by"] for r in rows.values()),
+        "allocation_met": best is not None and not rows[best]["dominated_by"],
         "both_met_by": [
             m for m, r in rows.items() if not r["f1_behind"] and not r["dominated_by"]
         ],

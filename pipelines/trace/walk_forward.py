@@ -1,21 +1,18 @@
-"""Walk forward through a trace's newest part, retraining before each test period.
+"""Walk forward through a job log's newest part with the production predictor.
 
-The oldest ``1 - test_fraction`` of the jobs (by submit time) fit the bins; the
-newest part is tested period by period (a calendar month by default, the production
-cadence; ``cadence="week"`` or ``"day"`` retrains more often). Before each period the
-models are retrained on every job that had *finished* before the period's first
-submission (a job still running has no label yet), as production retraining would.
-Baselines predict the same test jobs from the same finished-before-submission history.
+The log is first mapped onto the task and history schema the hook reads
+(:func:`panda_predictor.ingest.to_panda.jobs_to_tasks`). The oldest
+``1 - test_fraction`` of the tasks (by creation) fit the bins; the newest part is
+tested period by period (a calendar month by default). Before each period the
+production training (:func:`pipelines.train.train`) runs on every task whose labels
+were known before the period's first submission, and the period's tasks are then
+predicted by the production :class:`~panda_predictor.serving.predictor.Predictor`
+with the labelled history, exactly as the hook would have predicted them at their
+submission: the same features, model, tail rule, expert combination and policy. The
+recency rules are scored as baselines from the same history features.
 
 ``development_part`` drops the test part altogether, so that design choices can be
-tried on the older jobs (whose newest share then plays the test part) without the
-real test part ever being looked at.
-
-Each model gives three rows: ``model:<kind>`` (the arg-max class),
-``model:<kind>_safe`` (the smallest class whose cumulative probability reaches a
-level chosen each period on the newest finished jobs of the training window, see
-:mod:`pipelines.trace.safety`) and ``model:<kind>_anchored`` (the model anchored to
-the recency rule that did best on those same jobs, see :mod:`pipelines.trace.anchor`).
+tried on the older tasks without the real test part ever being looked at.
 """
 
 from __future__ import annotations
@@ -30,50 +27,71 @@ import numpy as np
 import pandas as pd
 
 from panda_predictor.core import baselines as bl
-from panda_predictor.core.bins import TargetBins, fit_bins
-from panda_predictor.core.splits import time_ordered_split
+from panda_predictor.core.bins import BinSet, TargetBins, fit_bins
+from panda_predictor.core.experts import EXPERTS, rule_values
+from panda_predictor.core.splits import TimeSplit, time_ordered_split
+from panda_predictor.errors import UserInputError
 from panda_predictor.ingest.swf import TRACE_TARGETS
-from pipelines.trace.anchor import ANCHOR_WEIGHT, anchored_class, choose_anchor
-from pipelines.trace.features import (
-    MAX_CATEGORIES,
-    TraceFeatures,
-    baseline_values,
-    build_features,
-)
-from pipelines.trace.safety import choose_level, cumulative_class
+from panda_predictor.ingest.to_panda import jobs_to_tasks
+from panda_predictor.serving.predictor import Predictor
+from pipelines.dataset import LabelledHistory
+from pipelines.train import TrainingConfig, train
 
 logger = logging.getLogger(__name__)
 
 #: Classes per trace target (quantile bins of the training part).
 TRACE_N_CLASSES = {"walltime": 5, "cputime": 4, "ramcount": 4}
-
 #: Retraining cadences of the walk forward and their pandas period codes.
 CADENCES = {"month": "M", "week": "W", "day": "D"}
+#: The request column of the job frame a target's use is compared with.
+REQUEST_OF: dict[str, str] = {
+    "walltime": "req_time_s",
+    "cputime": "req_time_s",
+    "ramcount": "req_memory_mb",
+}
+#: The row of the tables that is what the hook writes.
+PRODUCTION = "model:production"
+#: Fewest labelled tasks a retraining needs (below: the period is not predicted).
+MIN_TRAIN_TASKS = 50
 
 
 @dataclass
 class WalkForwardConfig:
-    """Knobs of one benchmark run."""
+    """Knobs of one benchmark run (one set of defaults for every log)."""
 
     test_fraction: float = 0.2
-    models: tuple[str, ...] = ("xgboost",)
-    max_train_rows: int = 20000
+    max_train_rows: int | None = 100_000
     max_periods: int | None = None
     cadence: str = "month"
-    label_delay_quantile: float = 0.0
+    half_life_days: float | None = 90.0
     n_estimators: int = 150
     learning_rate: float = 0.15
     early_stopping_rounds: int = 10
-    max_categories: int = MAX_CATEGORIES
-    safety: bool = True
-    anchor_weight: float = ANCHOR_WEIGHT
-    validation: str = "newest"
+    max_depth: int = 6
+    confidence_threshold: float = 0.6
+    recall_target: float = 0.95
     seed: int = 0
+
+    def training_config(self) -> TrainingConfig:
+        """Return the production training config these knobs make."""
+        return TrainingConfig(
+            model_kinds=("xgboost",),
+            recall_target=self.recall_target,
+            confidence_threshold=self.confidence_threshold,
+            seed=self.seed,
+            half_life_days=self.half_life_days,
+            xgboost={
+                "n_estimators": self.n_estimators,
+                "learning_rate": self.learning_rate,
+                "early_stopping_rounds": self.early_stopping_rounds,
+                "max_depth": self.max_depth,
+            },
+        )
 
 
 @dataclass
 class TargetRun:
-    """Predictions of every model and baseline for one target's test jobs."""
+    """Predictions of the production predictor and the baselines for one target."""
 
     target: str
     bins: TargetBins
@@ -83,8 +101,9 @@ class TargetRun:
     predicted: dict[str, np.ndarray] = field(default_factory=dict)
     raw: dict[str, np.ndarray] = field(default_factory=dict)
     confidence: dict[str, np.ndarray] = field(default_factory=dict)
-    levels: dict[str, dict[str, float]] = field(default_factory=dict)
-    anchors: dict[str, dict[str, str]] = field(default_factory=dict)
+    applied: dict[str, np.ndarray] = field(default_factory=dict)
+    followed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    combination: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -93,16 +112,13 @@ class WalkForwardResult:
 
     split: dict[str, object]
     runs: dict[str, TargetRun]
-    features: TraceFeatures
+    tasks: pd.DataFrame
+    task_key: np.ndarray
     warnings: list[str]
 
 
 def development_part(frame: pd.DataFrame, test_fraction: float) -> pd.DataFrame:
-    """Return the jobs *before* the test part: the frame a design choice may see.
-
-    The newest ``test_fraction`` of the jobs (by submit time) are dropped, so a
-    walk forward over the result tests on the newest share of the training part.
-    """
+    """Return the jobs *before* the test part: the frame a design choice may see."""
     split = time_ordered_split(
         frame["submit_s"].to_numpy(), 1.0 - test_fraction, 0.0, test_fraction
     )
@@ -112,40 +128,15 @@ def development_part(frame: pd.DataFrame, test_fraction: float) -> pd.DataFrame:
 def period_labels(submit_time: pd.Series, cadence: str) -> np.ndarray:
     """Return each job's retraining period (``"1997-06"`` for months, see CADENCES)."""
     if cadence not in CADENCES:
-        raise ValueError(
+        raise UserInputError(
             f"The 'cadence' field must be one of {sorted(CADENCES)}. "
             f"Got {cadence!r} instead."
         )
     return submit_time.dt.to_period(CADENCES[cadence]).astype(str).to_numpy()
 
 
-def label_delay(submit: np.ndarray, finish: np.ndarray, quantile: float) -> float:
-    """Return how long before a retraining a job must have been *submitted* to count.
-
-    A job's label arrives when it finishes, so among the jobs submitted just before a
-    retraining only the short ones have labels: training on "every finished job"
-    over-represents short jobs exactly where the window is newest (right
-    censoring). With ``quantile`` q > 0 the window stops at the
-    retraining time minus the q-quantile of the training part's turnaround
-    (finish minus submit), so at least a share q of the jobs submitted before that
-    point had finished. 0 keeps every finished job.
-    """
-    q = quantile
-    if not 0.0 <= q < 1.0:
-        raise ValueError(
-            f"The 'label_delay_quantile' field must be in [0, 1). Got {q!r} instead."
-        )
-    turnaround = finish - submit
-    turnaround = turnaround[np.isfinite(turnaround)]
-    if q == 0.0 or turnaround.size == 0:
-        return 0.0
-    return float(np.quantile(turnaround, q))
-
-
-def fit_trace_bins(
-    values: dict[str, np.ndarray],
-) -> tuple[dict[str, TargetBins], list[str]]:
-    """Quantile-fit bins per target on training values; return them and any warning."""
+def fit_trace_bins(values: dict[str, np.ndarray]) -> tuple[BinSet, list[str]]:
+    """Quantile-fit bins per target on training values; return them and warnings."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fitted = fit_bins(
@@ -154,205 +145,214 @@ def fit_trace_bins(
             fixed_edges={},
             version="trace",
         )
-    bins = {t: replace(fitted[t], unit=TRACE_TARGETS[t][1], labels=()) for t in values}
+    bins = BinSet(
+        "trace",
+        {t: replace(fitted[t], unit=TRACE_TARGETS[t][1]) for t in values},
+    )
     return bins, [str(w.message) for w in caught]
 
 
-def _model(kind: str, n_classes: int, config: WalkForwardConfig) -> Any:
-    """Return an unfitted classifier of ``kind`` with the benchmark's settings."""
-    from panda_predictor.models import model_class
+def baseline_values(
+    jobs: pd.DataFrame, X: pd.DataFrame, target: str, fallback: float
+) -> dict[str, np.ndarray]:
+    """Return each baseline's value for the test tasks, from the production features.
 
-    cls: Any = model_class(kind)
-    if kind == "xgboost":
-        return cls(
-            n_classes=n_classes,
-            n_estimators=config.n_estimators,
-            learning_rate=config.learning_rate,
-            early_stopping_rounds=config.early_stopping_rounds,
-            max_depth=6,
-            random_state=config.seed,
-        )
-    return cls(n_classes=n_classes, epochs=15, random_state=config.seed)
-
-
-def _hold_out(
-    train: np.ndarray, config: WalkForwardConfig
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Split a retraining window into fit, early-stopping and level-tuning rows.
-
-    The newest tenth of the window (jobs finished just before the test period, the
-    closest to it) is held out to tune the safety level on out-of-sample
-    probabilities. With ``validation="newest"`` (default) it also drives early
-    stopping; with ``"random"`` early stopping watches a seeded random tenth of the
-    older rows instead. The newest slice of a busy log can be one user's burst
-    unlike the rest (METACENTRUM-2009-2: early stopping then kept one tree), but a
-    random slice shares bursts with the fitted rows, so training runs to the round
-    limit (4-10x slower) and did not close the gap there; see docs/evaluation.md.
+    The recency rules are the combination's experts (same history features); a
+    task without the needed history falls back to its request, then to
+    ``fallback`` (the training median), so every task gets a prediction.
     """
-    n_val = max(1, train.size // 10)
-    newest, older = train[-n_val:], train[:-n_val]
-    if config.validation == "newest":
-        return older, newest, newest
-    if config.validation == "random":
-        rng = np.random.default_rng(config.seed)
-        is_stop = np.zeros(older.size, dtype=bool)
-        is_stop[rng.choice(older.size, min(n_val, older.size // 2), replace=False)] = (
-            True
-        )
-        return older[~is_stop], older[is_stop], newest
-    raise ValueError(
-        "The 'validation' field must be 'newest' or 'random'. "
-        f"Got {config.validation!r} instead."
+    request = jobs[REQUEST_OF[target]].to_numpy(dtype=float)
+    default = np.where(np.isfinite(request), request, fallback)
+    rules = rule_values(X, target, margin=0.10)
+    out: dict[str, np.ndarray] = {}
+    if np.isfinite(request).any():
+        out["baseline:request"] = bl.request_baseline(request, fallback)
+    out["baseline:user_last2_mean"] = np.where(
+        np.isfinite(rules["last2"]), rules["last2"], default
     )
+    if np.isfinite(request).any():
+        ratio = np.where(np.isfinite(rules["ratio"]), rules["ratio"], default)
+        out["baseline:user_max5_ratio"] = ratio
+    for name in ("key_p75", "key_p95"):
+        values = rules[name]
+        out[f"baseline:{name}"] = np.where(np.isfinite(values), values, default)
+    return out
 
 
-def _model_rows(kind: str, config: WalkForwardConfig) -> list[str]:
-    """Return the result rows one model kind gives (arg-max, safe, anchored)."""
-    name = f"model:{kind}"
-    rows = [name]
-    if config.safety:
-        rows.append(f"{name}_safe")
-    if config.anchor_weight > 0:
-        rows.append(f"{name}_anchored")
-    return rows
+def _window(
+    tasks: pd.DataFrame, boundary: np.datetime64, config: WalkForwardConfig
+) -> tuple[pd.DataFrame, TimeSplit]:
+    """Return the tasks known before ``boundary`` and their train/validation split.
 
-
-#: Baselines that are not recency rules, so never an anchor.
-_NOT_ANCHORS = ("baseline:request", "baseline:majority")
+    The newest tenth (by creation) validates: early stopping, the tail rule and the
+    combination's settings are chosen on tasks the trees did not fit on.
+    """
+    known = tasks["labels_known_at"].to_numpy(dtype="datetime64[ns]") < boundary
+    window = tasks[known]
+    if config.max_train_rows is not None:
+        window = window.iloc[-config.max_train_rows :]
+    window = window.reset_index(drop=True)
+    n_val = max(1, len(window) // 10)
+    order = np.arange(len(window))
+    return window, TimeSplit(order[:-n_val], order[-n_val:], order[-n_val:])
 
 
 def run_walk_forward(
-    frame: pd.DataFrame, targets: list[str], config: WalkForwardConfig
+    jobs: pd.DataFrame, targets: list[str], config: WalkForwardConfig
 ) -> WalkForwardResult:
-    """Run models and baselines over the test part of ``frame`` (see module doc)."""
+    """Run the production predictor and baselines over the test part of ``jobs``."""
     f = config.test_fraction
-    split = time_ordered_split(frame["submit_s"].to_numpy(), 1.0 - f, 0.0, f)
+    tasks = jobs_to_tasks(jobs)
+    split = time_ordered_split(jobs["submit_s"].to_numpy(), 1.0 - f, 0.0, f)
     train_part, test_part = np.sort(split.train), np.sort(split.test)
-    features = build_features(
-        frame, targets, fit_rows=train_part, max_categories=config.max_categories
+    bins, notes = fit_trace_bins(
+        {t: tasks[t].to_numpy(dtype=float)[train_part] for t in targets}
     )
-    submit = frame["submit_s"].to_numpy(dtype=float)
-    finish = frame["finish_s"].to_numpy(dtype=float)
-    delay = label_delay(
-        submit[train_part], finish[train_part], config.label_delay_quantile
-    )
-    values = {t: frame[TRACE_TARGETS[t][0]].to_numpy(dtype=float) for t in targets}
-    bins, notes = fit_trace_bins({t: values[t][train_part] for t in targets})
-    test_period = period_labels(frame["submit_time"].iloc[test_part], config.cadence)
+    test_period = period_labels(jobs["submit_time"].iloc[test_part], config.cadence)
     periods = list(dict.fromkeys(test_period))
     if config.max_periods is not None:
         periods = periods[: config.max_periods]
-    runs: dict[str, TargetRun] = {}
-    # Baseline classes of *every* job: test rows are scored, validation rows (older,
-    # finished jobs) tune the safety level.
-    baseline_classes: dict[str, dict[str, np.ndarray]] = {}
+    runs = {}
     for target in targets:
+        values = tasks[target].to_numpy(dtype=float)
         rows = test_part[np.isin(test_period, periods)]
-        rows = rows[np.isfinite(values[target][rows])]
+        rows = rows[np.isfinite(values[rows])]
         tb = bins[target]
-        runs[target] = TargetRun(
-            target, tb, rows, tb.assign(values[target][rows]), values[target][rows]
-        )
-        median = float(np.nanmedian(values[target][train_part]))
-        baseline_classes[target] = {}
-        for name, pred in baseline_values(frame, features, target, median).items():
-            runs[target].raw[name] = pred[rows]
-            baseline_classes[target][name] = tb.assign(pred)
-            runs[target].predicted[name] = baseline_classes[target][name][rows]
-        train_classes = tb.assign(values[target][train_part])
-        runs[target].predicted["baseline:majority"] = bl.majority_class(
-            train_classes, rows.size
-        )
-        baseline_classes[target]["baseline:majority"] = bl.majority_class(
-            train_classes, len(frame)
-        )
-        for kind in config.models:
-            for name in _model_rows(kind, config):
-                runs[target].predicted[name] = np.full(rows.size, -1)
-                runs[target].confidence[name] = np.zeros(rows.size)
+        run = TargetRun(target, tb, rows, tb.assign(values[rows]), values[rows])
+        for name in (PRODUCTION, "model:xgboost"):
+            run.predicted[name] = np.full(rows.size, -1)
+            run.confidence[name] = np.zeros(rows.size)
+            run.applied[name] = np.zeros(rows.size, dtype=bool)
+        run.followed = np.full(rows.size, -1)
+        runs[target] = run
+    created = tasks["creationdate"].to_numpy(dtype="datetime64[ns]")
+    baseline_parts: dict[str, list[tuple[np.ndarray, dict[str, np.ndarray]]]] = {
+        t: [] for t in targets
+    }
+    skipped: list[str] = []
     for period in periods:
         in_period = test_part[test_period == period]
-        boundary = float(submit[in_period].min())
-        past = np.flatnonzero((finish < boundary) & (submit < boundary - delay))
+        boundary = created[in_period].min()
+        window, parts = _window(tasks, boundary, config)
+        if len(window) < MIN_TRAIN_TASKS:
+            skipped.append(period)
+            logger.warning(
+                "period %s: only %d tasks had finished before it (need %d): "
+                "every task keeps its scouts",
+                period,
+                len(window),
+                MIN_TRAIN_TASKS,
+            )
+            continue
+        started = time.perf_counter()
+        try:
+            result = train(
+                LabelledHistory(window), bins, config.training_config(), parts
+            )
+        except ValueError as exc:
+            raise UserInputError(
+                f"The retraining before period {period} ({len(window)} finished "
+                f"tasks) must succeed. Got: {exc}"
+            ) from exc
+        predictor = Predictor(result.bundle, "trace", period)
+        history = tasks[created < created[in_period].max() + np.timedelta64(1, "ns")]
+        table = predictor.predict_table(tasks.iloc[in_period], history)
+        X = predictor.last_features
+        assert X is not None  # set by predict_table
         for target in targets:
             run = runs[target]
             here = np.isin(run.rows, in_period)
-            if not here.any():
-                continue
-            train = past[np.isfinite(values[target][past])]
-            train = train[-config.max_train_rows :]
-            fit_rows, stop_rows, val = _hold_out(train, config)
-            y_val = run.bins.assign(values[target][val])
-            for kind in config.models:
-                started = time.perf_counter()
-                model = _model(kind, run.bins.n_classes, config)
-                X = features.X
-                model.fit(
-                    X.iloc[fit_rows],
-                    run.bins.assign(values[target][fit_rows]),
-                    X_val=X.iloc[stop_rows],
-                    y_val=run.bins.assign(values[target][stop_rows]),
+            pick = np.searchsorted(in_period, run.rows[here])
+            run.predicted[PRODUCTION][here] = table[f"{target}_class"].to_numpy()[pick]
+            run.confidence[PRODUCTION][here] = table[f"{target}_confidence"].to_numpy()[
+                pick
+            ]
+            applied = (table["decision"] == "applied").to_numpy()[pick]
+            run.applied[PRODUCTION][here] = applied
+            model_only = predictor.last_model_classes[target][pick]
+            run.predicted["model:xgboost"][here] = model_only
+            run.confidence["model:xgboost"][here] = 1.0
+            run.applied["model:xgboost"][here] = applied
+            followed = table.get(f"{target}_expert")
+            if followed is not None:
+                names = followed.to_numpy()[pick]
+                run.followed[here] = [EXPERTS.index(n) for n in names]
+            combo = result.bundle.combination
+            run.combination[period] = combo.to_dict() if combo else {}
+            median = float(np.nanmedian(window[target].to_numpy(dtype=float)))
+            jobs_here = jobs.iloc[run.rows[here]]
+            baseline_parts[target].append(
+                (
+                    here,
+                    baseline_values(
+                        jobs_here, X.iloc[pick].reset_index(drop=True), target, median
+                    ),
                 )
-                proba = model.predict_proba(X.iloc[run.rows[here]])
-                name = f"model:{kind}"
-                run.predicted[name][here] = np.argmax(proba, axis=1)
-                run.confidence[name][here] = proba.max(axis=1)
-                if config.safety:
-                    choice = choose_level(
-                        model.predict_proba(X.iloc[val]),
-                        y_val,
-                        values[target][val],
-                        np.asarray(run.bins.values),
-                        {n: c[val] for n, c in baseline_classes[target].items()},
-                    )
-                    safe = f"{name}_safe"
-                    run.predicted[safe][here] = cumulative_class(proba, choice.level)
-                    run.confidence[safe][here] = proba.max(axis=1)
-                    run.levels.setdefault(safe, {})[period] = choice.level
-                if config.anchor_weight > 0:
-                    anchor = choose_anchor(
-                        y_val,
-                        {
-                            n: c[val]
-                            for n, c in baseline_classes[target].items()
-                            if n not in _NOT_ANCHORS
-                        },
-                        run.bins.n_classes,
-                    )
-                    anchored = f"{name}_anchored"
-                    run.predicted[anchored][here] = anchored_class(
-                        proba,
-                        baseline_classes[target][anchor][run.rows[here]],
-                        config.anchor_weight,
-                    )
-                    run.confidence[anchored][here] = proba.max(axis=1)
-                    run.anchors.setdefault(anchored, {})[period] = anchor
-                logger.info(
-                    "trace %s %s %s: trained on %d jobs (%d rounds) in %.1f s",
-                    target,
-                    period,
-                    kind,
-                    train.size,
-                    getattr(model, "n_estimators_", -1),
-                    time.perf_counter() - started,
-                )
+            )
+        logger.info(
+            "trace %s: trained on %d tasks and predicted %d in %.1f s",
+            period,
+            len(window),
+            in_period.size,
+            time.perf_counter() - started,
+        )
+    for target in targets:
+        _fill_baselines(runs[target], baseline_parts[target], tasks, train_part)
+        _drop_unpredicted(runs[target])
     split_info: dict[str, object] = {
-        "method": "time_ordered_walk_forward",
+        "method": "time_ordered_walk_forward_production_predictor",
         "test_fraction": f,
-        "n_jobs": int(len(frame)),
+        "n_jobs": int(len(jobs)),
         "n_train": int(train_part.size),
         "n_test": int(test_part.size),
         "cadence": config.cadence,
         "test_periods": periods,
-        "train_end": str(frame["submit_time"].iloc[train_part].max()),
-        "test_start": str(frame["submit_time"].iloc[test_part].min()),
+        "periods_without_model": skipped,
+        "train_end": str(jobs["submit_time"].iloc[train_part].max()),
+        "test_start": str(jobs["submit_time"].iloc[test_part].min()),
         "max_train_rows": config.max_train_rows,
-        "label_delay_quantile": config.label_delay_quantile,
-        "label_delay_s": delay,
+        "half_life_days": config.half_life_days,
         "n_estimators": config.n_estimators,
-        "max_categories": config.max_categories,
-        "safety_levels": {t: r.levels for t, r in runs.items()},
-        "anchor_weight": config.anchor_weight,
-        "anchors": {t: r.anchors for t, r in runs.items()},
+        "confidence_threshold": config.confidence_threshold,
+        "combination": {t: r.combination for t, r in runs.items()},
     }
-    return WalkForwardResult(split_info, runs, features, notes)
+    key = bl.group_codes(jobs["user"], jobs["executable"].astype(object).fillna("-"))
+    return WalkForwardResult(split_info, runs, tasks, key, notes)
+
+
+def _fill_baselines(
+    run: TargetRun,
+    parts: list[tuple[np.ndarray, dict[str, np.ndarray]]],
+    tasks: pd.DataFrame,
+    train_part: np.ndarray,
+) -> None:
+    """Gather the baselines' per-period values into the run's rows (majority too).
+
+    Rows of a period without a model keep class -1 for every row, so the tables
+    stay comparable: such tasks keep their scouts in production.
+    """
+    train_classes = run.bins.assign(tasks[run.target].to_numpy(dtype=float)[train_part])
+    run.predicted["baseline:majority"] = bl.majority_class(train_classes, run.rows.size)
+    for here, values in parts:
+        for name, raw in values.items():
+            if name not in run.raw:
+                run.raw[name] = np.full(run.rows.size, np.nan)
+                run.predicted[name] = np.full(run.rows.size, -1)
+            run.raw[name][here] = raw
+            run.predicted[name][here] = run.bins.assign(raw)
+
+
+def _drop_unpredicted(run: TargetRun) -> None:
+    """Drop the rows of periods that had no model (too little finished history)."""
+    keep = run.predicted[PRODUCTION] >= 0
+    if keep.all():
+        return
+    run.rows, run.y_true, run.actual = (
+        run.rows[keep],
+        run.y_true[keep],
+        run.actual[keep],
+    )
+    for table in (run.predicted, run.raw, run.confidence, run.applied):
+        for name in table:
+            table[name] = table[name][keep]
+    run.followed = run.followed[keep]

@@ -1,0 +1,446 @@
+"""Never worse than the rules: follow, per key, whichever expert has been right lately.
+
+The experts for one target are the model's class and the field's recency rules, each
+turned into a class with the target's bins:
+
+* ``last2``: the mean of the user's last two values (Tsafrir et al.);
+* ``key_p75`` / ``key_p95``: the 75th / 95th percentile of the last values of the
+  user's same transformation (the user's, where that key has none), plus a margin;
+* ``ratio``: the largest of the user's last five used/requested ratios times this
+  task's request (only where the requester gave a value).
+
+For every finished task we know what each expert said at its submission and what
+the truth was. Per *key* (by default the user: a user's tasks are the ones whose
+history the rules read, and a model that is good in general can still be wrong for
+one user's workflow) we keep an exponentially weighted accuracy of each expert over
+that key's finished tasks, newest weighted most (``decay`` per task). A task follows
+the expert with the best such accuracy, judged strictly on tasks whose labels were
+known *before* the task was created: the same leakage rule as the history features.
+A key with fewer than ``min_record`` finished tasks is judged by the record of all
+keys. The leader's weighted accuracy is the prediction's confidence: where no expert
+has been right often enough for the key, the policy keeps the scouts.
+
+Pure numpy/pandas: the record and the queries come from the caller (the predictor
+builds both from the labelled history, the same way for the hook, the service and
+the benchmark).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.signal import lfilter
+
+from panda_predictor.core.history import REQUEST_PREFIX
+
+#: The experts, in tie-break order (the model wins a tie).
+EXPERTS: tuple[str, ...] = ("model", "last2", "key_p75", "key_p95", "ratio")
+#: Keys a record may be kept per (history groups of :mod:`..history`).
+RECORD_KEYS: tuple[str, ...] = ("user", "user_transformation")
+#: Decay of the record of all keys (a longer memory than one key's).
+GLOBAL_DECAY = 0.98
+
+
+@dataclass(frozen=True)
+class CombinationParams:
+    """How the experts are combined (chosen per deployment at training time).
+
+    Parameters: ``decay`` weighs a key's finished tasks (1: all equal, smaller:
+    the newest count more); ``key`` the history group whose tasks share a record;
+    ``min_record`` the finished tasks a key needs before its own record decides;
+    ``margin`` the relative margin added to the percentile rules; ``balanced``
+    scores an expert by its records per true class, averaged (its recent recall
+    per class, as macro-F1 weighs the classes), instead of its plain accuracy.
+    """
+
+    decay: float = 0.8
+    key: str = "user"
+    min_record: int = 2
+    margin: float = 0.10
+    balanced: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.decay <= 1.0:
+            raise ValueError(
+                f"The 'decay' field must be in (0, 1]. Got {self.decay!r} instead."
+            )
+        if self.key not in RECORD_KEYS:
+            raise ValueError(
+                f"The 'key' field must be one of {list(RECORD_KEYS)}. "
+                f"Got {self.key!r} instead."
+            )
+        if isinstance(self.min_record, bool) or not (
+            isinstance(self.min_record, int) and self.min_record >= 1
+        ):
+            raise ValueError(
+                "The 'min_record' field must be an integer >= 1. "
+                f"Got {self.min_record!r} instead."
+            )
+        if not self.margin >= 0.0:
+            raise ValueError(
+                f"The 'margin' field must be >= 0. Got {self.margin!r} instead."
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the parameters as a JSON-serialisable dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CombinationParams:
+        """Rebuild parameters from :meth:`to_dict` (unknown keys are refused)."""
+        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(
+                f"The combination parameters must be among "
+                f"{sorted(cls.__dataclass_fields__)}. Got {unknown} instead."
+            )
+        return cls(**data)
+
+
+def _column(frame: pd.DataFrame, name: str) -> np.ndarray:
+    if name not in frame.columns:
+        return np.full(len(frame), np.nan)
+    return frame[name].to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def rule_values(
+    features: pd.DataFrame, target: str, margin: float
+) -> dict[str, np.ndarray]:
+    """Return each recency rule's value for ``target`` from a feature frame.
+
+    ``features`` holds the history features (``hist_<group>_<target>_<stat>``) and
+    the request columns of the tasks; NaN where a rule has nothing to say.
+    """
+    user = f"hist_user_{target}_"
+    key = f"hist_user_transformation_{target}_"
+    out = {"last2": _column(features, user + "mean2")}
+    for name, stat in (("key_p75", "p75"), ("key_p95", "p95")):
+        own = _column(features, key + stat)
+        out[name] = np.where(np.isnan(own), _column(features, user + stat), own) * (
+            1.0 + margin
+        )
+    request = _column(features, REQUEST_PREFIX + target)
+    out["ratio"] = _column(features, user + "max_ratio5") * np.where(
+        request > 0, request, np.nan
+    )
+    return out
+
+
+def expert_classes(
+    model_class: np.ndarray, rules: Mapping[str, np.ndarray], assign: Any
+) -> np.ndarray:
+    """Return an (n, len(EXPERTS)) class matrix; -1 where an expert abstains.
+
+    ``assign`` maps values to classes (the target's ``TargetBins.assign``; NaN
+    gives -1).
+    """
+    columns = [np.asarray(model_class, dtype=np.int64)]
+    columns += [np.asarray(assign(rules[name]), dtype=np.int64) for name in EXPERTS[1:]]
+    return np.column_stack(columns)
+
+
+def _ew_means(codes: np.ndarray, values: np.ndarray, decay: float) -> np.ndarray:
+    """Return per row the decayed mean of its group's values up to and with it.
+
+    ``sum(decay^age * v) / sum(decay^age)`` over the group's rows so far (rows in
+    time order within each group): pandas' ``ewm(adjust=True)``, computed with one
+    linear filter per group instead of pandas' per-group machinery.
+    """
+    order = np.argsort(codes, kind="stable")  # stable: time order within a group
+    sorted_codes, sorted_values = codes[order], values[order]
+    bounds = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1], True])
+    out = np.empty_like(sorted_values)
+    for start, stop in zip(bounds[:-1], bounds[1:], strict=True):
+        segment = sorted_values[start:stop]
+        if decay < 1.0:
+            weights = lfilter([1.0], [1.0, -decay], np.ones(stop - start))
+            sums = lfilter([1.0], [1.0, -decay], segment, axis=0)
+        else:
+            weights = np.arange(1.0, stop - start + 1.0)
+            sums = np.cumsum(segment, axis=0)
+        out[start:stop] = sums / weights[:, None]
+    result = np.empty_like(out)
+    result[order] = out
+    return result
+
+
+def _ew_record(
+    codes: np.ndarray, known_at: np.ndarray, correct: np.ndarray, decay: float
+) -> pd.DataFrame:
+    """Return, after each finished task, its key's weighted accuracy per expert."""
+    codes = np.asarray(codes, dtype=np.int64)
+    frame = pd.DataFrame(
+        _ew_means(codes, correct.astype(np.float64).reshape(len(codes), -1), decay)
+        if len(codes)
+        else np.empty((0, len(EXPERTS))),
+        columns=list(EXPERTS),
+    )
+    frame.insert(0, "code", codes)
+    frame.insert(1, "_known_at", known_at)
+    frame["_n"] = frame.groupby("code", sort=False).cumcount().to_numpy() + 1.0
+    return frame
+
+
+def _class_parts(truth: np.ndarray, balanced: bool) -> list[np.ndarray]:
+    """Return the record's row masks scored separately: all, or one per class.
+
+    Balanced, an expert's score is the mean of its per-class records: its
+    recent recall averaged over the classes, which is what macro-F1 rewards,
+    instead of its accuracy, which rewards getting the common class right.
+    """
+    if not balanced or truth.size == 0:
+        return [np.ones(truth.size, dtype=bool)]
+    return [truth == c for c in np.unique(truth)]
+
+
+def _mean_of_parts(parts: list[np.ndarray]) -> np.ndarray:
+    """Return the element-wise mean of the parts, ignoring NaN (NaN if all are)."""
+    stack = np.stack(parts)
+    present = ~np.isnan(stack)
+    total = np.where(present, stack, 0.0).sum(axis=0)
+    count = present.sum(axis=0)
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def _as_of(
+    record: pd.DataFrame, codes: np.ndarray, times: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return each query's key record strictly before its time: scores and count."""
+    n = codes.size
+    scores = np.full((n, len(EXPERTS)), np.nan)
+    counts = np.zeros(n)
+    valid = codes >= 0
+    if not valid.any() or len(record) == 0:
+        return scores, counts
+    left = pd.DataFrame(
+        {"pos": np.flatnonzero(valid), "code": codes[valid], "_known_at": times[valid]}
+    ).sort_values("_known_at", kind="stable")
+    merged = pd.merge_asof(
+        left,
+        record.sort_values("_known_at", kind="stable"),
+        on="_known_at",
+        by="code",
+        allow_exact_matches=False,
+        direction="backward",
+    )
+    found = merged["_n"].notna().to_numpy()
+    rows = merged["pos"].to_numpy()[found]
+    scores[rows] = merged.loc[found, list(EXPERTS)].to_numpy()
+    counts[rows] = merged.loc[found, "_n"].to_numpy()
+    return scores, counts
+
+
+@dataclass(frozen=True)
+class Combined:
+    """The combination's answer per task: class, followed expert and its accuracy."""
+
+    classes: np.ndarray
+    leader: np.ndarray
+    confidence: np.ndarray
+
+    def followed(self) -> dict[str, int]:
+        """Return how many tasks followed each expert."""
+        counts = np.bincount(self.leader, minlength=len(EXPERTS))
+        return {name: int(c) for name, c in zip(EXPERTS, counts, strict=True)}
+
+
+def combine(
+    query_classes: np.ndarray,
+    query_keys: np.ndarray,
+    query_times: np.ndarray,
+    record_classes: np.ndarray,
+    record_truth: np.ndarray,
+    record_keys: np.ndarray,
+    record_known_at: np.ndarray,
+    params: CombinationParams,
+    top_class: int | None = None,
+) -> Combined:
+    """Follow, per task, the expert with the best recent record of its key.
+
+    Parameters: ``query_classes`` (n, E) from :func:`expert_classes`;
+    ``query_keys`` (n,) key strings or None; ``query_times`` (n,) creation times
+    (datetime64); the ``record_*`` arrays describe finished tasks: what each expert
+    said at submission, the true class (-1: unknown, skipped), their keys and when
+    their labels became known; ``top_class`` the target's largest class: where
+    the model (whose tail rule is tuned for the largest class's recall) says it,
+    the task stays there. Returns the followed class and the leader's weighted
+    accuracy, the confidence (0 when nothing has been recorded yet).
+    """
+    scores = record_scores(
+        query_keys,
+        query_times,
+        record_classes,
+        record_truth,
+        record_keys,
+        record_known_at,
+        params,
+    )
+    return follow(query_classes, scores, params, top_class)
+
+
+@dataclass(frozen=True)
+class RecordScores:
+    """Per task, its key's record (scores, count) and the record of all keys."""
+
+    key_scores: np.ndarray
+    key_counts: np.ndarray
+    all_scores: np.ndarray
+
+
+def record_scores(
+    query_keys: np.ndarray,
+    query_times: np.ndarray,
+    record_classes: np.ndarray,
+    record_truth: np.ndarray,
+    record_keys: np.ndarray,
+    record_known_at: np.ndarray,
+    params: CombinationParams,
+) -> RecordScores:
+    """Return each task's records as of its creation (see :func:`combine`).
+
+    Does not depend on ``params.min_record`` (only :func:`follow` does), so a
+    caller trying several can compute this once.
+    """
+    known = record_truth >= 0
+    correct = record_classes[known] == record_truth[known, None]
+    r_keys = np.asarray(record_keys, dtype=object)[known]
+    r_times = np.asarray(record_known_at, dtype="datetime64[ns]")[known]
+    r_truth = record_truth[known]
+    order = np.argsort(r_times, kind="stable")
+    correct, r_keys, r_times = correct[order], r_keys[order], r_times[order]
+    r_truth = r_truth[order]
+    codes, uniques = pd.factorize(
+        pd.concat([pd.Series(r_keys), pd.Series(query_keys, dtype=object)])
+    )
+    rec_codes, q_codes = codes[: len(r_keys)], codes[len(r_keys) :]
+    times = np.asarray(query_times, dtype="datetime64[ns]")
+    everyone = np.where(np.isnat(times), -1, 0)
+    key_parts, count_parts, all_parts = [], [], []
+    for part in _class_parts(r_truth, params.balanced):
+        per_key = _ew_record(
+            rec_codes[part], r_times[part], correct[part], params.decay
+        )
+        scores, counts = _as_of(per_key, q_codes, times)
+        key_parts.append(scores)
+        count_parts.append(counts)
+        zeros = np.zeros(int(part.sum()), dtype=np.int64)
+        overall = _ew_record(zeros, r_times[part], correct[part], GLOBAL_DECAY)
+        all_parts.append(_as_of(overall, everyone, times)[0])
+    key_scores = _mean_of_parts(key_parts)
+    key_counts = np.sum(count_parts, axis=0)
+    all_scores = _mean_of_parts(all_parts)
+    return RecordScores(key_scores, key_counts, all_scores)
+
+
+def follow(
+    query_classes: np.ndarray,
+    records: RecordScores,
+    params: CombinationParams,
+    top_class: int | None = None,
+) -> Combined:
+    """Pick each task's leader from its key's record (or everyone's, if thin)."""
+    use_key = records.key_counts >= params.min_record
+    scores = np.where(use_key[:, None], records.key_scores, records.all_scores)
+    # No record at all: follow the model (the first expert), with no confidence.
+    scores = np.where(np.isnan(scores), -1.0, scores)
+    scores[:, 0] = np.maximum(scores[:, 0], -0.5)
+    scores = np.where(query_classes >= 0, scores, -np.inf)
+    leader = np.argmax(scores, axis=1)
+    rows = np.arange(leader.size)
+    classes = query_classes[rows, leader]
+    confidence = np.clip(scores[rows, leader], 0.0, 1.0)
+    if top_class is not None:
+        # The model's tail rule was tuned so the largest class is almost never
+        # missed: no rule may take a task out of it.
+        keep_top = query_classes[:, 0] == top_class
+        leader = np.where(keep_top, 0, leader)
+        classes = np.where(keep_top, top_class, classes)
+        confidence = np.where(keep_top, np.clip(scores[:, 0], 0.0, 1.0), confidence)
+    return Combined(classes, leader, confidence)
+
+
+@dataclass(frozen=True)
+class ExpertSnapshot:
+    """Every key's record as of one time: what serving looks up per task.
+
+    ``keys`` maps a key to its row of ``scores`` (weighted accuracy per expert)
+    and ``counts`` (finished tasks); ``overall`` is the record of all keys.
+    :func:`combine_at_snapshot` with it gives what :func:`combine` gives for
+    tasks created at ``as_of``.
+    """
+
+    keys: dict[str, int]
+    scores: np.ndarray
+    counts: np.ndarray
+    overall: np.ndarray
+    as_of: np.datetime64
+
+
+def snapshot(
+    record_classes: np.ndarray,
+    record_truth: np.ndarray,
+    record_keys: np.ndarray,
+    record_known_at: np.ndarray,
+    params: CombinationParams,
+    as_of: Any,
+) -> ExpertSnapshot:
+    """Return the records of every key over the tasks known strictly before as_of."""
+    cutoff = np.datetime64(pd.Timestamp(as_of), "ns")
+    times = np.asarray(record_known_at, dtype="datetime64[ns]")
+    known = (record_truth >= 0) & (times < cutoff)
+    correct = record_classes[known] == record_truth[known, None]
+    r_keys = pd.Series(np.asarray(record_keys, dtype=object)[known])
+    r_times = times[known]
+    r_truth = record_truth[known]
+    order = np.argsort(r_times, kind="stable")
+    correct, r_keys, r_times = correct[order], r_keys.iloc[order], r_times[order]
+    r_truth = r_truth[order]
+    codes, uniques = pd.factorize(r_keys)
+    score_parts, count_parts, overall_parts = [], [], []
+    for part in _class_parts(r_truth, params.balanced):
+        per_key = _ew_record(codes[part], r_times[part], correct[part], params.decay)
+        latest = per_key[per_key["code"] >= 0].drop_duplicates("code", keep="last")
+        rows = latest["code"].to_numpy()
+        scores = np.full((len(uniques), len(EXPERTS)), np.nan)
+        counts = np.zeros(len(uniques))
+        scores[rows] = latest[list(EXPERTS)].to_numpy()
+        counts[rows] = latest["_n"].to_numpy()
+        score_parts.append(scores)
+        count_parts.append(counts)
+        zeros = np.zeros(int(part.sum()), np.int64)
+        every = _ew_record(zeros, r_times[part], correct[part], GLOBAL_DECAY)
+        overall_parts.append(
+            every[list(EXPERTS)].to_numpy()[-1]
+            if len(every)
+            else np.full(len(EXPERTS), np.nan)
+        )
+    scores = _mean_of_parts(score_parts)
+    counts = np.sum(count_parts, axis=0)
+    overall = _mean_of_parts(overall_parts)
+    keys = {str(k): i for i, k in enumerate(uniques)}
+    return ExpertSnapshot(keys, scores, counts, overall, cutoff)
+
+
+def combine_at_snapshot(
+    query_classes: np.ndarray,
+    query_keys: np.ndarray,
+    snap: ExpertSnapshot,
+    params: CombinationParams,
+    top_class: int | None = None,
+) -> Combined:
+    """Return :func:`combine`'s answer for tasks created at the snapshot's time."""
+    n = len(query_keys)
+    key_scores = np.full((n, len(EXPERTS)), np.nan)
+    key_counts = np.zeros(n)
+    for i, key in enumerate(query_keys):
+        row = snap.keys.get(key) if isinstance(key, str) else None
+        if row is not None:
+            key_scores[i] = snap.scores[row]
+            key_counts[i] = snap.counts[row]
+    all_scores = np.tile(snap.overall, (n, 1))
+    records = RecordScores(key_scores, key_counts, all_scores)
+    return follow(query_classes, records, params, top_class)

@@ -1,0 +1,183 @@
+"""The raw features of a task itself: its definition, counts, requests and timing.
+
+Everything here is known when the task is submitted: the JEDI_TASKS row (processing
+type, transformation, release, core count, ...), the dataset counts once JEDI has
+filled them (0/NaN before), the requester's own values where a task gives them, and
+the hour and weekday it was created. Two routes compute the same numbers: a
+vectorised one over a tasks frame (training, bulk) and one over a single task given
+as a column -> value map (the low-latency serving route); both call
+:func:`numeric_features`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from panda_predictor.core.history import (
+    REQUEST_PREFIX,
+    is_null,
+    split_transhome,
+    text,
+)
+
+#: The tasks frame columns every caller must give (lower-case JEDI_TASKS names +
+#: the input-dataset counts).
+TASK_COLUMNS: tuple[str, ...] = (
+    "jeditaskid",
+    "creationdate",
+    "processingtype",
+    "tasktype",
+    "prodsourcelabel",
+    "transhome",
+    "transuses",
+    "transpath",
+    "architecture",
+    "corecount",
+    "workinggroup",
+    "campaign",
+    "username",
+    "n_input_datasets",
+    "nfiles_sum",
+    "nevents_sum",
+)
+#: The requester's own values, where a deployment knows them at submission (a job
+#: log's requested time and memory; NaN when absent). PanDA's history rows cannot
+#: give them: scouts overwrite RAMCOUNT and CPUTIME, so a stored value is a
+#: measurement, not a request, and would leak the label.
+REQUEST_COLUMNS: tuple[str, ...] = tuple(
+    REQUEST_PREFIX + t for t in ("ramcount", "walltime", "cputime")
+)
+#: Categorical features, in output order.
+CATEGORICAL_FEATURES: tuple[str, ...] = (
+    "processingtype",
+    "tasktype",
+    "prodsourcelabel",
+    "framework",
+    "release",
+    "transuses",
+    "transpath",
+    "architecture",
+    "workinggroup",
+    "campaign",
+)
+#: The numeric input columns, in the argument order of :func:`numeric_features`.
+NUMERIC_INPUTS: tuple[str, ...] = (
+    "corecount",
+    "n_input_datasets",
+    "nfiles_sum",
+    "nevents_sum",
+    *REQUEST_COLUMNS,
+)
+#: Numeric features of the task itself, in output order (history features follow).
+TASK_NUMERIC_FEATURES: tuple[str, ...] = (
+    "corecount",
+    "multicore",
+    "n_input_datasets",
+    "log1p_nfiles",
+    "log1p_nevents",
+    "counts_known",
+    "log1p_events_per_file",
+    *REQUEST_COLUMNS,
+    "creation_hour",
+    "creation_weekday",
+)
+
+
+def numeric_features(
+    corecount: np.ndarray,
+    n_datasets: np.ndarray,
+    nfiles: np.ndarray,
+    nevents: np.ndarray,
+    *requests: np.ndarray,
+    created: pd.Series | None = None,
+) -> dict[str, np.ndarray]:
+    """Return the task's numeric features (float64) from its float64 input columns.
+
+    ``requests`` follow :data:`REQUEST_COLUMNS`; ``created`` is the creation time
+    (naive datetimes; None: unknown). Shared by the frame and the records route,
+    so both compute the same values.
+    """
+    n = corecount.size
+    corecount = np.where(corecount > 0, corecount, np.nan)
+    nfiles = np.where(nfiles > 0, nfiles, np.nan)
+    nevents = np.where(nevents > 0, nevents, np.nan)
+    numeric = {
+        "corecount": corecount,
+        "multicore": np.where(np.isnan(corecount), np.nan, corecount > 1),
+        "n_input_datasets": np.where(n_datasets >= 0, n_datasets, np.nan),
+        "log1p_nfiles": np.log1p(nfiles),
+        "log1p_nevents": np.log1p(nevents),
+        "counts_known": (~np.isnan(nfiles) | ~np.isnan(nevents)).astype(np.float64),
+        "log1p_events_per_file": np.log1p(nevents / nfiles),
+    }
+    for name, values in zip(REQUEST_COLUMNS, requests, strict=True):
+        numeric[name] = np.where(values > 0, values, np.nan)
+    hour = weekday = np.full(n, np.nan)
+    if created is not None:
+        hour = created.dt.hour.to_numpy(dtype=np.float64, na_value=np.nan)
+        weekday = created.dt.day_of_week.to_numpy(dtype=np.float64, na_value=np.nan)
+    numeric["creation_hour"], numeric["creation_weekday"] = hour, weekday
+    return {k: np.asarray(v, dtype=np.float64) for k, v in numeric.items()}
+
+
+def creation_times(values: Any) -> pd.Series:
+    """Return creation dates as naive datetimes (NaT where unknown or unreadable)."""
+    series = pd.Series(values)
+    if not pd.api.types.is_datetime64_any_dtype(series):
+        series = pd.to_datetime(series.astype(object), errors="coerce", utc=True)
+    if isinstance(series.dtype, pd.DatetimeTZDtype):
+        series = series.dt.tz_convert("UTC").dt.tz_localize(None)
+    return series
+
+
+def task_features(tasks: pd.DataFrame) -> pd.DataFrame:
+    """Compute the raw task features: categoricals as text (NaN = NULL), numbers.
+
+    Zero or NULL core counts and dataset counts mean "unknown" (NaN): at refine time
+    JEDI has not counted files and events yet. A missing request column is NaN.
+    """
+    framework, release = split_transhome(tasks["transhome"])
+    own = [c for c in CATEGORICAL_FEATURES if c not in ("framework", "release")]
+    out = {c: text(tasks[c]) for c in own}
+    out["framework"], out["release"] = framework, release
+    raw = pd.DataFrame(out, index=tasks.index)[list(CATEGORICAL_FEATURES)]
+    inputs = [
+        pd.to_numeric(tasks[c], errors="coerce").to_numpy(
+            dtype=np.float64, na_value=np.nan
+        )
+        if c in tasks.columns
+        else np.full(len(tasks), np.nan)
+        for c in NUMERIC_INPUTS
+    ]
+    created = creation_times(tasks["creationdate"].reset_index(drop=True))
+    numeric = numeric_features(*inputs, created=created)
+    for name in TASK_NUMERIC_FEATURES:
+        raw[name] = numeric[name]
+    return raw
+
+
+def number_value(value: Any) -> float:
+    """Return one value as ``pd.to_numeric(errors="coerce")`` reads it (NaN if not)."""
+    if isinstance(value, int | float | np.integer | np.floating):
+        return float(value)  # bool is an int: True -> 1.0, as pandas reads it
+    if is_null(value):
+        return np.nan
+    # Text, Decimal and the like are rare: let pandas decide, as the frame path does.
+    out = pd.to_numeric(pd.Series([value], dtype=object), errors="coerce")
+    return float(out.iloc[0]) if out.notna().iloc[0] else np.nan
+
+
+def record_numeric_features(
+    records: list[Mapping[str, Any]],
+) -> dict[str, np.ndarray]:
+    """Return :func:`numeric_features` of task records (a missing request is NaN)."""
+    inputs = [
+        np.array([number_value(r.get(c)) for r in records], dtype=np.float64)
+        for c in NUMERIC_INPUTS
+    ]
+    created = creation_times([r.get("creationdate") for r in records])
+    return numeric_features(*inputs, created=created)

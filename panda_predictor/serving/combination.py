@@ -1,0 +1,205 @@
+"""Combine a bundle's model with the recency rules, from the labelled history.
+
+The model's track record is rebuilt from the history each time, never stored: for
+every task of the history created since the bundle's ``record_start`` (tasks the
+model did not fit on) the bundle predicts its class as of the task's creation, and
+the recency rules' classes come from the same history features. So the hook, the
+service and the benchmark, given the same history, follow the same experts (see
+:mod:`panda_predictor.core.experts`).
+
+Two forms of the same history:
+
+* a labelled history *frame*: every task is judged as of its own creation (the
+  hook and the benchmark);
+* a :class:`ServingHistory`: the frame indexed once as of one time, so that one
+  task costs dict lookups (the HTTP service and, through it, the JEDI refiner).
+  For a task created at that time both give the same answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from panda_predictor.core.experts import (
+    EXPERTS,
+    Combined,
+    ExpertSnapshot,
+    combine_at_snapshot,
+    expert_classes,
+    rule_values,
+    snapshot,
+)
+from panda_predictor.core.experts import (
+    combine as combine_experts,
+)
+from panda_predictor.core.features import TASK_COLUMNS
+from panda_predictor.core.history import (
+    HISTORY_GROUPS,
+    RecentHistoryIndex,
+    group_key,
+    to_naive_ns,
+)
+from panda_predictor.core.task_features import REQUEST_COLUMNS
+
+if TYPE_CHECKING:
+    from panda_predictor.serving.bundle import Bundle
+
+
+@dataclass(frozen=True)
+class TrackRecord:
+    """Finished tasks of one target: experts' classes, truth, keys, label times."""
+
+    classes: np.ndarray
+    truth: np.ndarray
+    keys: np.ndarray
+    known_at: np.ndarray
+
+
+def _task_frame(history: pd.DataFrame) -> pd.DataFrame:
+    columns = [c for c in (*TASK_COLUMNS, *REQUEST_COLUMNS) if c in history.columns]
+    return history[columns]
+
+
+def _classes(
+    bundle: Bundle, features: pd.DataFrame
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Return the model's chosen class and probabilities per target."""
+    chosen, proba = {}, {}
+    for target, model in bundle.models.items():
+        proba[target] = model.predict_proba(features)
+        chosen[target] = bundle.tail_rules[target].predict(proba[target])
+    return chosen, proba
+
+
+def track_records(bundle: Bundle, history: pd.DataFrame) -> dict[str, TrackRecord]:
+    """Return each target's record over the history tasks since ``record_start``.
+
+    ``history`` is a labelled history frame that also holds the task columns
+    (:data:`~panda_predictor.core.features.TASK_COLUMNS`).
+    """
+    params = bundle.combination
+    assert params is not None
+    missing = [c for c in TASK_COLUMNS if c not in history.columns]
+    if missing:
+        raise ValueError(
+            "The history must hold the task columns to rebuild the model's track "
+            f"record. Got one without {missing} instead."
+        )
+    created = to_naive_ns(history["creationdate"], "creationdate").to_numpy()
+    start = np.datetime64(pd.Timestamp(bundle.record_start or "1970-01-01"), "ns")
+    known_at = to_naive_ns(history["labels_known_at"], "labels_known_at").to_numpy()
+    rows = np.flatnonzero((created >= start) & ~np.isnat(known_at))
+    records = {}
+    tasks = _task_frame(history).iloc[rows]
+    if len(rows):
+        X = bundle.features.transform(tasks, history)
+        chosen, _ = _classes(bundle, X)
+    keys = group_key(history.iloc[rows], HISTORY_GROUPS[params.key]).to_numpy(object)
+    for target in bundle.models:
+        bins = bundle.bins[target]
+        if not len(rows) or target not in history.columns:
+            empty = np.empty((0, len(EXPERTS)), dtype=np.int64)
+            records[target] = TrackRecord(
+                empty, np.empty(0, np.int64), np.empty(0, object), known_at[:0]
+            )
+            continue
+        rules = rule_values(X, target, params.margin)
+        truth = bins.assign(history[target].to_numpy(dtype=float)[rows])
+        records[target] = TrackRecord(
+            expert_classes(chosen[target], rules, bins.assign),
+            truth,
+            keys,
+            known_at[rows],
+        )
+    return records
+
+
+def combine(
+    bundle: Bundle,
+    tasks: pd.DataFrame,
+    X: pd.DataFrame,
+    chosen: dict[str, np.ndarray],
+    records: dict[str, TrackRecord],
+) -> dict[str, Combined]:
+    """Return, per target, the class of the expert each task follows and why."""
+    params = bundle.combination
+    assert params is not None
+    keys = group_key(tasks, HISTORY_GROUPS[params.key]).to_numpy(object)
+    times = to_naive_ns(tasks["creationdate"], "creationdate").to_numpy()
+    out = {}
+    for target, model_class in chosen.items():
+        bins = bundle.bins[target]
+        rules = rule_values(X, target, params.margin)
+        record = records[target]
+        out[target] = combine_experts(
+            expert_classes(model_class, rules, bins.assign),
+            keys,
+            times,
+            record.classes,
+            record.truth,
+            record.keys,
+            record.known_at,
+            params,
+            top_class=bins.n_classes - 1,
+        )
+    return out
+
+
+class ServingHistory:
+    """A labelled history indexed as of one time, for low-latency serving.
+
+    Holds the history-feature index and, per bundle, the experts' records as of
+    ``as_of`` (built on first use by :meth:`snapshots`, since a new champion
+    has its own track record).
+    """
+
+    def __init__(self, frame: pd.DataFrame, as_of: object) -> None:
+        self.frame = frame
+        self.as_of = pd.Timestamp(as_of)
+        self.index = RecentHistoryIndex.from_frame(frame, as_of=self.as_of)
+        self._snapshots: dict[int, dict[str, ExpertSnapshot]] = {}
+
+    def snapshots(self, bundle: Bundle) -> dict[str, ExpertSnapshot]:
+        """Return each target's expert records of ``bundle`` as of ``as_of``."""
+        key = id(bundle)
+        if key not in self._snapshots:
+            params = bundle.combination
+            assert params is not None
+            self._snapshots = {
+                key: {
+                    target: snapshot(
+                        r.classes, r.truth, r.keys, r.known_at, params, self.as_of
+                    )
+                    for target, r in track_records(bundle, self.frame).items()
+                }
+            }
+        return self._snapshots[key]
+
+
+def combine_served(
+    bundle: Bundle,
+    keys: np.ndarray,
+    X: pd.DataFrame,
+    chosen: dict[str, np.ndarray],
+    history: ServingHistory,
+) -> dict[str, Combined]:
+    """Return :func:`combine`'s answer for tasks created at ``history.as_of``."""
+    params = bundle.combination
+    assert params is not None
+    snaps = history.snapshots(bundle)
+    out = {}
+    for target, model_class in chosen.items():
+        bins = bundle.bins[target]
+        rules = rule_values(X, target, params.margin)
+        out[target] = combine_at_snapshot(
+            expert_classes(model_class, rules, bins.assign),
+            keys,
+            snaps[target],
+            params,
+            top_class=bins.n_classes - 1,
+        )
+    return out

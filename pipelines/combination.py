@@ -1,0 +1,128 @@
+"""Choose how the model and the recency rules are combined, on the deployment's past.
+
+The combination (:mod:`panda_predictor.core.experts`) has a few knobs: how fast a
+key forgets (``decay``), which key keeps a record (the user, or the user's
+transformation) and how many finished tasks a key needs before its own record
+decides. Instead of constants tuned on our development logs, each training run
+replays the combination over its own validation part (tasks the model did not fit
+on, in time order, each judged only on records known before it) for every candidate
+and keeps the one with the best mean macro-F1 over the targets.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from panda_predictor.core.bins import BinSet
+from panda_predictor.core.evaluation import evaluate_target
+from panda_predictor.core.experts import (
+    RECORD_KEYS,
+    CombinationParams,
+    RecordScores,
+    expert_classes,
+    follow,
+    record_scores,
+    rule_values,
+)
+from panda_predictor.core.history import HISTORY_GROUPS, group_key, to_naive_ns
+
+#: The candidates every training run tries (all combinations of these values).
+DECAYS: tuple[float, ...] = (0.5, 0.8, 0.95)
+MIN_RECORDS: tuple[int, ...] = (1, 3)
+#: Margins of the percentile rules: none suits tightly packed classes (a job log
+#: whose memory sits within a few per cent), 10 % the usual headroom.
+MARGINS: tuple[float, ...] = (0.0, 0.10)
+#: Plain accuracy, or accuracy weighted by the rarity of the true class.
+BALANCED: tuple[bool, ...] = (False, True)
+
+
+def candidates() -> list[CombinationParams]:
+    """Return every combination setting a training run tries."""
+    grid = itertools.product(DECAYS, RECORD_KEYS, MIN_RECORDS, MARGINS, BALANCED)
+    return [
+        CombinationParams(decay=d, key=k, min_record=m, margin=g, balanced=b)
+        for d, k, m, g, b in grid
+    ]
+
+
+def tune_combination(
+    rules: Mapping[str, Any],
+    models: Mapping[str, Any],
+    X_val: pd.DataFrame,
+    val_tasks: pd.DataFrame,
+    y_val: Mapping[str, np.ndarray],
+    bins: BinSet,
+) -> CombinationParams:
+    """Return the candidate with the best mean macro-F1 on the validation tasks.
+
+    Parameters: ``rules`` and ``models`` per target (tail rule, classifier);
+    ``X_val`` their features; ``val_tasks`` the same rows of the labelled
+    history (key columns, ``creationdate``, ``labels_known_at``); ``y_val`` the
+    true classes (-1: unknown).
+    """
+    created = to_naive_ns(val_tasks["creationdate"], "creationdate").to_numpy()
+    known_at = to_naive_ns(val_tasks["labels_known_at"], "labels_known_at").to_numpy()
+    experts: dict[tuple[str, float], np.ndarray] = {}
+    for target, model in models.items():
+        model_class = rules[target].predict(model.predict_proba(X_val))
+        for margin in MARGINS:
+            values = rule_values(X_val, target, margin)
+            experts[target, margin] = expert_classes(
+                model_class, values, bins[target].assign
+            )
+    keys = {
+        key: group_key(val_tasks, HISTORY_GROUPS[key]).to_numpy(object)
+        for key in RECORD_KEYS
+    }
+    best, best_score = CombinationParams(), -np.inf
+    for params in candidates():
+        if params.min_record != MIN_RECORDS[0]:
+            continue  # the records do not depend on it: tried below
+        records = {
+            target: record_scores(
+                keys[params.key],
+                created,
+                experts[target, params.margin],
+                y_val[target],
+                keys[params.key],
+                known_at,
+                params,
+            )
+            for target in models
+        }
+        for min_record in MIN_RECORDS:
+            tried = replace(params, min_record=min_record)
+            score = _mean_macro_f1(tried, records, experts, y_val, bins)
+            if score > best_score:
+                best, best_score = tried, score
+    return best
+
+
+def _mean_macro_f1(
+    params: CombinationParams,
+    records: Mapping[str, RecordScores],
+    experts: Mapping[tuple[str, float], np.ndarray],
+    y_val: Mapping[str, np.ndarray],
+    bins: BinSet,
+) -> float:
+    """Return the mean over targets of the combination's macro-F1 (-inf: none)."""
+    scores = []
+    for target, record in records.items():
+        truth = y_val[target]
+        scored = truth >= 0
+        if not scored.any():
+            continue
+        top = bins[target].n_classes - 1
+        answer = follow(experts[target, params.margin], record, params, top)
+        scores.append(
+            evaluate_target(
+                truth[scored], answer.classes[scored], bins[target].n_classes, target
+            ).macro_f1
+        )
+    return float(np.mean(scores)) if scores else -np.inf
