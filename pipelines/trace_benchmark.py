@@ -23,7 +23,7 @@ import pandas as pd
 from panda_predictor.core.experts import EXPERTS
 from panda_predictor.errors import UserInputError
 from panda_predictor.ingest import available_targets, read_job_log, trace_name
-from panda_predictor.ingest.swf import TRACE_TARGETS
+from panda_predictor.ingest.swf import MIN_RECORDED, TRACE_TARGETS
 from pipelines.trace.bootstrap import MarginInterval, margin_interval
 from pipelines.trace.replay_run import RESOURCE, format_replay, replay_target
 from pipelines.trace.scoring import (
@@ -35,6 +35,7 @@ from pipelines.trace.scoring import (
     verdict,
 )
 from pipelines.trace.walk_forward import (
+    MIN_TRAIN_TASKS,
     PRODUCTION,
     TargetRun,
     WalkForwardConfig,
@@ -102,10 +103,11 @@ def run_benchmark(
     if not targets:
         raise UserInputError(
             f"The job log must record at least one target (run time, CPU time or "
-            f"used memory) for {50} jobs or more. Got none in {str(path)!r} instead."
+            f"used memory) for {MIN_RECORDED} jobs or more. Got none in "
+            f"{str(path)!r} instead."
         )
     wf = run_walk_forward(frame, targets, config)
-    scores = {t: score_run(run) for t, run in wf.runs.items()}
+    scores = {t: score_run(run) for t, run in wf.runs.items() if run.rows.size}
     result = BenchmarkResult(
         file=Path(path).name,
         split={
@@ -126,6 +128,12 @@ def run_benchmark(
         f"- split: {json.dumps(result.split)}",
         "",
     ]
+    if not scores:
+        sections.append(
+            "- no test period had enough finished history to train on "
+            f"({MIN_TRAIN_TASKS} tasks with labels before it): every task keeps "
+            "its scouts, nothing is scored"
+        )
     for target, per_name in scores.items():
         unit = TRACE_TARGETS[target][1]
         sections += [format_table(target, unit, per_name), ""]
@@ -171,14 +179,23 @@ def _production_summary(run: TargetRun) -> dict[str, Any]:
     }
 
 
+def _describe(combination: dict[str, Any]) -> str:
+    """Return one combination setting in words (see CombinationParams)."""
+    if not combination:
+        return "model alone"
+    record = "per-class recall" if combination["balanced"] else "accuracy"
+    return (
+        f"decay {combination['decay']}, key {combination['key']}, "
+        f"min {combination['min_record']}, margin {combination['margin']:.0%}, "
+        f"{record}"
+    )
+
+
 def _production_lines(run: TargetRun) -> list[str]:
     """Return the report lines on the production decision (see the summary)."""
     summary = _production_summary(run)
     followed = ", ".join(f"{n} {v:.0%}" for n, v in summary["followed"].items())
-    chosen = {
-        p: f"decay {c.get('decay')}, key {c.get('key')}, min {c.get('min_record')}"
-        for p, c in run.combination.items()
-    }
+    chosen = {period: _describe(c) for period, c in run.combination.items()}
     return [
         f"- production decision: {summary['coverage']:.1%} of the tasks skip their "
         "scouts (applied); the rest keep them",
@@ -233,6 +250,15 @@ def write_outputs(
     return written
 
 
+def _metric_name(strategy: str) -> str:
+    """Return a replay strategy as an MLflow metric name part, one per strategy.
+
+    ``predictor (model:production+refine)`` -> ``predictor.model.production+refine``.
+    """
+    cleaned = strategy.replace(" (", ".").replace(")", "").replace(":", ".")
+    return cleaned.replace(" ", "_")
+
+
 def log_to_mlflow(settings: Any, result: BenchmarkResult, files: list[Path]) -> str:
     """Log one MLflow run with the split as parameters and every figure as a metric."""
     os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
@@ -261,7 +287,7 @@ def log_to_mlflow(settings: Any, result: BenchmarkResult, files: list[Path]) -> 
             for o in outcomes:
                 for key, value in o.items():
                     if isinstance(value, float):
-                        strategy = o["strategy"].split(" ")[0]
+                        strategy = _metric_name(o["strategy"])
                         metrics[f"replay.{target}.{strategy}.{key}"] = value
         log_metrics(metrics)
         for path in files:

@@ -89,16 +89,6 @@ def test_an_abstaining_expert_is_never_followed():
     assert EXPERTS[out.leader[0]] == "model" and out.classes[0] == 2
 
 
-def test_the_models_top_class_is_never_taken_away():
-    rec = record("alice", 3, model_right=False)
-    query = np.array([classes(4, 1), classes(3, 1)])
-    out = combine(
-        query, np.array(["alice", "alice"], object), hours(10, 10), *rec,
-        CombinationParams(min_record=1), top_class=4,
-    )  # fmt: skip
-    assert out.classes.tolist() == [4, 1]
-
-
 @pytest.mark.parametrize("balanced", [False, True], ids=["plain", "balanced"])
 def test_snapshot_gives_the_combination_at_its_time(seed, balanced):
     rng = np.random.default_rng(seed)
@@ -184,3 +174,21 @@ def test_balanced_record_follows_the_expert_right_on_the_rare_class():
     }
     assert EXPERTS[answers[False].leader[0]] == "model"
     assert EXPERTS[answers[True].leader[0]] == "last2"
+
+
+@pytest.mark.parametrize("decay", [0.5, 0.8, 1.0], ids=["0.5", "0.8", "1"])
+def test_decayed_means_equal_pandas_ewm(seed, decay):
+    """The per-group linear filter gives pandas' ewm(adjust=True) (or the mean)."""
+    from panda_predictor.core.experts import _ew_means
+
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, 7, size=200)
+    values = rng.integers(0, 2, size=(200, 3)).astype(float)
+    frame = pd.DataFrame(values).assign(code=codes).groupby("code")
+    expected = (
+        frame.ewm(alpha=1 - decay, adjust=True).mean()
+        if decay < 1
+        else frame.expanding().mean()
+    )
+    expected = expected.reset_index(level=0, drop=True).sort_index().to_numpy()
+    np.testing.assert_allclose(_ew_means(codes, values, decay), expected)

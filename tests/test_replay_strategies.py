@@ -174,3 +174,13 @@ def test_replay_goals_errors(kwargs, match):
     rows = [outcome("scouts", 0.1, 1.0, 1.0), outcome("fast", 0.0, 0.0, 0.0)]
     with pytest.raises(ValueError, match=match):
         replay_goals(rows, **{"strategy": "fast", **kwargs})
+
+
+def test_a_class_whose_value_is_zero_still_asks_for_one_unit():
+    """Run-time classes of logs full of 0-second jobs write 0 (LLNL-Atlas-2006);
+    the replay asks for at least one unit instead of refusing the request."""
+    frame, run, key = make_case([1800.0] * 3, [900.0] * 2)
+    run.bins = TargetBins("ramcount", edges=(1500.0, 3000.0), values=(0, 2000, 4000))
+    run.predicted["model:x"] = np.zeros(len(frame), dtype=int)
+    out = {o.strategy: o for o in replay_target(frame, run, key, ["model:x"], 0.6)}
+    assert out["predictor (model:x)"].failed_job_rate > 0  # 1 MB fails every job

@@ -257,7 +257,6 @@ def combine(
     record_keys: np.ndarray,
     record_known_at: np.ndarray,
     params: CombinationParams,
-    top_class: int | None = None,
 ) -> Combined:
     """Follow, per task, the expert with the best recent record of its key.
 
@@ -265,10 +264,8 @@ def combine(
     ``query_keys`` (n,) key strings or None; ``query_times`` (n,) creation times
     (datetime64); the ``record_*`` arrays describe finished tasks: what each expert
     said at submission, the true class (-1: unknown, skipped), their keys and when
-    their labels became known; ``top_class`` the target's largest class: where
-    the model (whose tail rule is tuned for the largest class's recall) says it,
-    the task stays there. Returns the followed class and the leader's weighted
-    accuracy, the confidence (0 when nothing has been recorded yet).
+    their labels became known. Returns the followed class and the leader's
+    weighted accuracy, the confidence (0 when nothing has been recorded yet).
     """
     scores = record_scores(
         query_keys,
@@ -279,7 +276,7 @@ def combine(
         record_known_at,
         params,
     )
-    return follow(query_classes, scores, params, top_class)
+    return follow(query_classes, scores, params)
 
 
 @dataclass(frozen=True)
@@ -337,10 +334,7 @@ def record_scores(
 
 
 def follow(
-    query_classes: np.ndarray,
-    records: RecordScores,
-    params: CombinationParams,
-    top_class: int | None = None,
+    query_classes: np.ndarray, records: RecordScores, params: CombinationParams
 ) -> Combined:
     """Pick each task's leader from its key's record (or everyone's, if thin)."""
     use_key = records.key_counts >= params.min_record
@@ -353,13 +347,6 @@ def follow(
     rows = np.arange(leader.size)
     classes = query_classes[rows, leader]
     confidence = np.clip(scores[rows, leader], 0.0, 1.0)
-    if top_class is not None:
-        # The model's tail rule was tuned so the largest class is almost never
-        # missed: no rule may take a task out of it.
-        keep_top = query_classes[:, 0] == top_class
-        leader = np.where(keep_top, 0, leader)
-        classes = np.where(keep_top, top_class, classes)
-        confidence = np.where(keep_top, np.clip(scores[:, 0], 0.0, 1.0), confidence)
     return Combined(classes, leader, confidence)
 
 
@@ -430,7 +417,6 @@ def combine_at_snapshot(
     query_keys: np.ndarray,
     snap: ExpertSnapshot,
     params: CombinationParams,
-    top_class: int | None = None,
 ) -> Combined:
     """Return :func:`combine`'s answer for tasks created at the snapshot's time."""
     n = len(query_keys)
@@ -443,4 +429,4 @@ def combine_at_snapshot(
             key_counts[i] = snap.counts[row]
     all_scores = np.tile(snap.overall, (n, 1))
     records = RecordScores(key_scores, key_counts, all_scores)
-    return follow(query_classes, records, params, top_class)
+    return follow(query_classes, records, params)

@@ -144,7 +144,6 @@ def combine(
             record.keys,
             record.known_at,
             params,
-            top_class=bins.n_classes - 1,
         )
     return out
 
@@ -200,6 +199,5 @@ def combine_served(
             keys,
             snaps[target],
             params,
-            top_class=bins.n_classes - 1,
         )
     return out

@@ -94,7 +94,9 @@ def replay_target(
     cores = frame["procs"].to_numpy(dtype=float)[rows]
     cores = np.where(np.isfinite(cores) & (cores > 0), cores, 1.0)
     task = tasks_from_bursts(frame["submit_s"].to_numpy()[rows], user_exe_key[rows])
-    ladder = np.asarray(run.bins.values, dtype=float)
+    # A class whose training values were all 0 (jobs that did nothing) writes 0;
+    # the replay asks for at least one unit, as it counts use (``used``).
+    ladder = np.maximum(np.asarray(run.bins.values, dtype=float), 1.0)
     request = frame[REQUEST_OF[run.target]].to_numpy(dtype=float)[rows]
     given = np.isfinite(request) & (request > 0)
     cap = np.where(given, request, np.inf)
