@@ -19,6 +19,7 @@ import gc
 import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -81,6 +82,24 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
+@dataclass
+class Classified:
+    """What :meth:`Predictor.classified` computed for a batch of tasks.
+
+    ``features`` the model inputs; per target ``proba``, ``model_chosen`` (the
+    model with its tail rule), ``chosen`` and ``confidence`` (after the expert
+    combination, when the bundle has one) and ``followed`` (index into
+    :data:`~panda_predictor.core.experts.EXPERTS`; empty without combination).
+    """
+
+    features: pd.DataFrame
+    proba: dict[str, np.ndarray]
+    model_chosen: dict[str, np.ndarray]
+    chosen: dict[str, np.ndarray]
+    confidence: dict[str, np.ndarray]
+    followed: dict[str, np.ndarray]
+
+
 def _bound(value: float) -> float | None:
     return None if math.isinf(value) else float(value)
 
@@ -104,11 +123,6 @@ class Predictor:
         self._known_frameworks = set(bundle.known_frameworks)
         self._class_cache: dict[str, list[Any]] = {}
         self._record_cache: tuple[pd.DataFrame, Any] | None = None
-        #: Per target, the expert each task of the last classify() followed, the
-        #: model's own class and the features (for callers that score the parts).
-        self.last_followed: dict[str, np.ndarray] = {}
-        self.last_model_classes: dict[str, np.ndarray] = {}
-        self.last_features: pd.DataFrame | None = None
         self._matrix_fn: MatrixFn | None = self._build_matrix_fn()
 
     def features(
@@ -140,38 +154,43 @@ class Predictor:
     def classify(
         self,
         tasks: pd.DataFrame,
-        history: RecentHistoryIndex | pd.DataFrame | None = None,
+        history: RecentHistoryIndex | pd.DataFrame | ServingHistory | None = None,
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
         """Return per target the probabilities, chosen classes and confidences.
 
-        With a labelled history frame and a bundle that combines experts, the
-        chosen class is the followed expert's and the confidence is that expert's
-        recent weighted accuracy for the task's key (see :meth:`combined`).
+        With a labelled history (a frame or a :class:`ServingHistory`) and a
+        bundle that combines experts, the chosen class is the followed expert's
+        and the confidence is that expert's recent weighted accuracy for the
+        task's key (see :meth:`classified`).
         """
+        parts = self.classified(tasks, history)
+        return parts.proba, parts.chosen, parts.confidence
+
+    def classified(
+        self,
+        tasks: pd.DataFrame,
+        history: RecentHistoryIndex | pd.DataFrame | ServingHistory | None = None,
+    ) -> Classified:
+        """Return :meth:`classify`'s answer with its parts (features, the model's
+        own class, the followed expert), for callers that score the parts."""
         served = history if isinstance(history, ServingHistory) else None
         X = self.features(tasks, served.index if served is not None else history)
         proba = self.probabilities(X)
         chosen = {t: self.bundle.tail_rules[t].predict(p) for t, p in proba.items()}
         conf = {t: confidence(proba[t], chosen[t]) for t in proba}
-        # Kept for bulk callers that score the parts (the trace benchmark).
-        self.last_features = X
-        self.last_model_classes = dict(chosen)
-        self.last_followed = {}
-        if self.bundle.combination is not None and isinstance(history, pd.DataFrame):
+        parts = Classified(X, proba, dict(chosen), chosen, conf, {})
+        combined: dict[str, Any] = {}
+        params = self.bundle.combination
+        if params is not None and isinstance(history, pd.DataFrame):
             combined = self.combined(tasks, X, chosen, history)
-            for target, answer in combined.items():
-                chosen[target] = answer.classes
-                conf[target] = answer.confidence
-            self.last_followed = {t: c.leader for t, c in combined.items()}
-        elif self.bundle.combination is not None and served is not None:
-            keys = group_key(tasks, HISTORY_GROUPS[self.bundle.combination.key])
-            combined = combine_served(
-                self.bundle, keys.to_numpy(object), X, chosen, served
-            )
-            for target, answer in combined.items():
-                chosen[target], conf[target] = answer.classes, answer.confidence
-            self.last_followed = {t: c.leader for t, c in combined.items()}
-        return proba, chosen, conf
+        elif params is not None and served is not None:
+            keys = group_key(tasks, HISTORY_GROUPS[params.key]).to_numpy(object)
+            combined = combine_served(self.bundle, keys, X, chosen, served)
+        for target, answer in combined.items():
+            parts.chosen[target] = answer.classes
+            parts.confidence[target] = answer.confidence
+            parts.followed[target] = answer.leader
+        return parts
 
     def combined(
         self,
@@ -238,7 +257,15 @@ class Predictor:
         """
         if tasks.empty:
             return pd.DataFrame(columns=self.table_columns())
-        _, chosen, conf = self.classify(tasks, history)
+        return self.table_of(tasks, self.classified(tasks, history))
+
+    def table_of(self, tasks: pd.DataFrame, parts: Classified) -> pd.DataFrame:
+        """Return :meth:`predict_table`'s columns for already classified tasks.
+
+        Besides the columns above, ``<target>_expert`` names the followed expert
+        where the bundle combines experts.
+        """
+        chosen, conf = parts.chosen, parts.confidence
         decided = self.bundle.policy().decide_table(chosen, conf, self.in_domain(tasks))
         columns: dict[str, Any] = {"jeditaskid": tasks["jeditaskid"].to_numpy()}
         columns.update(decided)
@@ -247,8 +274,8 @@ class Predictor:
             columns[f"{t}_class"] = chosen[t]
             columns[f"{t}_value"] = values[chosen[t]]
             columns[f"{t}_confidence"] = conf[t]
-            if t in self.last_followed:
-                columns[f"{t}_expert"] = np.asarray(EXPERTS)[self.last_followed[t]]
+            if t in parts.followed:
+                columns[f"{t}_expert"] = np.asarray(EXPERTS)[parts.followed[t]]
         return pd.DataFrame(columns, index=tasks.index)
 
     def table_columns(self) -> list[str]:

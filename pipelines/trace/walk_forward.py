@@ -256,9 +256,10 @@ def run_walk_forward(
             ) from exc
         predictor = Predictor(result.bundle, "trace", period)
         history = tasks[created < created[in_period].max() + np.timedelta64(1, "ns")]
-        table = predictor.predict_table(tasks.iloc[in_period], history)
-        X = predictor.last_features
-        assert X is not None  # set by predict_table
+        period_tasks = tasks.iloc[in_period]
+        classified = predictor.classified(period_tasks, history)
+        table = predictor.table_of(period_tasks, classified)
+        X = classified.features
         for target in targets:
             run = runs[target]
             here = np.isin(run.rows, in_period)
@@ -269,9 +270,10 @@ def run_walk_forward(
             ]
             applied = (table["decision"] == "applied").to_numpy()[pick]
             run.applied[PRODUCTION][here] = applied
-            model_only = predictor.last_model_classes[target][pick]
+            model_only = classified.model_chosen[target][pick]
             run.predicted["model:xgboost"][here] = model_only
-            run.confidence["model:xgboost"][here] = 1.0
+            proba = classified.proba[target][pick]
+            run.confidence["model:xgboost"][here] = proba.max(axis=1)
             run.applied["model:xgboost"][here] = applied
             followed = table.get(f"{target}_expert")
             if followed is not None:
