@@ -242,11 +242,6 @@ class Combined:
     leader: np.ndarray
     confidence: np.ndarray
 
-    def followed(self) -> dict[str, int]:
-        """Return how many tasks followed each expert."""
-        counts = np.bincount(self.leader, minlength=len(EXPERTS))
-        return {name: int(c) for name, c in zip(EXPERTS, counts, strict=True)}
-
 
 def combine(
     query_classes: np.ndarray,

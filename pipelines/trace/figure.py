@@ -1,8 +1,9 @@
-"""One picture of the trace benchmarks: each model row against the best baseline.
+"""One picture of the trace benchmarks: the production row against the best baseline.
 
-For every file and target of the given ``full.json`` outputs, a dot per model row
-and a bar for the best baseline (by macro-F1), with the day-block bootstrap
-interval of the best model row's lead drawn around its dot. Left: macro-F1 (the
+For every file and target of the given ``full.json`` outputs, a marker for the
+production row (what the hook writes) and for the model alone, and a bar for the
+best baseline (by macro-F1), with the day-block bootstrap interval of the
+production row's lead drawn around its marker. Left: macro-F1 (the
 goal's first half); right: under-allocation rate (the failures a row would cause).
 Drawn with matplotlib's object API on the Agg canvas (no display, no pyplot).
 
@@ -19,8 +20,11 @@ from typing import Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-#: Marker per model-row suffix.
-_MARKERS = {"": "o", "_safe": "v", "_anchored": "D"}
+#: Marker and colour per model row: what the hook writes, and the model alone.
+_STYLES = {
+    "model:production": ("o", "tab:blue", "production (what the hook writes)"),
+    "model:xgboost": ("x", "tab:orange", "model alone"),
+}
 
 
 def _rows(documents: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], Any]]:
@@ -44,15 +48,6 @@ def draw(documents: list[dict[str, Any]], path: Path) -> Path:
     fig = Figure(figsize=(11, 0.55 * len(rows) + 1.5))
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, 2, sharey=True)
-    kinds = sorted(
-        {
-            n.split(":")[1].split("_")[0]
-            for _, s, _ in rows
-            for n in s
-            if n.startswith("model:")
-        }
-    )
-    colours = dict(zip(kinds, ("tab:blue", "tab:orange", "tab:green"), strict=False))
     for ax, metric, title in zip(
         axes,
         ("macro_f1", "under_allocation"),
@@ -63,18 +58,9 @@ def draw(documents: list[dict[str, Any]], path: Path) -> Path:
             baselines = [n for n in scores if n.startswith("baseline:")]
             best = max(baselines, key=lambda n: scores[n]["macro_f1"])
             ax.barh(y, scores[best][metric], color="lightgrey", height=0.6)
-            for name, s in scores.items():
-                if not name.startswith("model:"):
-                    continue
-                kind, _, suffix = name[6:].partition("_")
-                suffix = f"_{suffix}" if suffix else ""
-                ax.plot(
-                    s[metric],
-                    y,
-                    _MARKERS.get(suffix, "x"),
-                    color=colours.get(kind, "black"),
-                    markersize=6,
-                )
+            for name, (marker, colour, _) in _STYLES.items():
+                if name in scores:
+                    ax.plot(scores[name][metric], y, marker, color=colour, ms=6)
             if metric == "macro_f1" and lead is not None:
                 base = scores[lead["baseline"]]["macro_f1"]
                 ax.plot(
@@ -84,13 +70,11 @@ def draw(documents: list[dict[str, Any]], path: Path) -> Path:
         ax.grid(axis="x", alpha=0.3)
     axes[0].set_yticks(range(len(rows)), [label for label, _, _ in rows], fontsize=8)
     axes[0].invert_yaxis()
-    handles = [axes[0].plot([], [], m, color="grey")[0] for m in _MARKERS.values()] + [
-        axes[0].plot([], [], "s", color=c)[0] for c in colours.values()
-    ]
-    labels = ["arg-max", "safe", "anchored"] + [f"model: {k}" for k in colours]
+    handles = [axes[0].plot([], [], m, color=c)[0] for m, c, _ in _STYLES.values()]
+    labels = [label for _, _, label in _STYLES.values()]
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)
     fig.suptitle(
-        "Real job logs, test part: model rows (markers) vs the best baseline by "
+        "Real job logs, test part: the production predictor vs the best baseline by "
         "macro-F1 (grey bar); black line: 90 % day-bootstrap interval of the lead",
         fontsize=9,
     )
