@@ -354,6 +354,7 @@ def train(
         )
         bundle.record_start = str(frame["creationdate"].iloc[val].min())
         split_info["combination"] = bundle.combination.to_dict()
+        bundle.info["combination"] = split_info["combination"]
     return TrainingResult(
         bundle=bundle,
         kinds=kinds,

@@ -278,3 +278,29 @@ def test_xgboost_path_does_not_import_tensorflow():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert out.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize(
+    ("weights", "match"),
+    [
+        pytest.param(lambda n: np.ones(n - 1), "hold 200 positive finite", id="short"),
+        pytest.param(lambda n: np.zeros(n), "hold 200 positive finite", id="zero"),
+        pytest.param(
+            lambda n: np.r_[np.nan, np.ones(n - 1)], "positive finite", id="nan"
+        ),
+    ],
+)
+def test_bad_sample_weights_are_refused(make, seed, weights, match):
+    X, y = _data(seed)
+    with pytest.raises(ValueError, match=match):
+        make(4).fit(X, y, sample_weight=weights(len(y)))
+
+
+def test_sample_weights_change_what_is_learned(seed):
+    """Weighing the newest half only (a time decay taken to its limit) moves the
+    model, so the weights really reach the trees."""
+    X, y = _data(seed, n=400)
+    plain = KINDS["xgboost"](4).fit(X, y)
+    newest = np.r_[np.full(200, 1e-3), np.ones(200)]
+    weighted = KINDS["xgboost"](4).fit(X, y, sample_weight=newest)
+    assert not np.allclose(plain.predict_proba(X), weighted.predict_proba(X))

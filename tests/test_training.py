@@ -140,3 +140,13 @@ def test_bad_training_sets_get_clear_errors(labelled_history, mutate, match):
     config = TrainingConfig(model_kinds=("xgboost",), xgboost={"n_estimators": 5})
     with pytest.raises(ValueError, match=match):
         train(LabelledHistory(frame), load_bins(), config)
+
+
+def test_time_decay_weights_halve_every_half_life():
+    from pipelines.train import time_decay_weights
+
+    created = pd.Series(pd.to_datetime(["2025-01-01", "2025-03-02", "2025-05-31"]))
+    np.testing.assert_allclose(time_decay_weights(created, 150.0), [0.5, 0.5**0.6, 1])
+    assert time_decay_weights(created, None) is None
+    with pytest.raises(ValueError, match="'half_life_days' field must be positive"):
+        time_decay_weights(created, 0.0)

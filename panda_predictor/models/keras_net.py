@@ -195,14 +195,14 @@ class KerasResourceClassifier(ResourceClassifier):
         ``sample_weight`` (one per row) multiplies the class weights.
         """
         X, labels, X_val, labels_val = self._validate_fit(X, y, X_val, y_val)
+        row_weights = self._row_weights(sample_weight, len(labels))
         keras.utils.set_random_seed(self.random_state)
         if X_val is None:
             n_val = int(len(X) * self.validation_fraction)
             if n_val >= 1 and len(X) - n_val >= 1:
                 X, X_val = X.iloc[:-n_val], X.iloc[-n_val:]
                 labels, labels_val = labels[:-n_val], labels[-n_val:]
-                if sample_weight is not None:
-                    sample_weight = np.asarray(sample_weight)[:-n_val]
+                row_weights = row_weights[:-n_val]
         weights = self._class_weights(labels)
         self._learn_scaling(X)
         self.model_ = self._build()
@@ -230,9 +230,7 @@ class KerasResourceClassifier(ResourceClassifier):
         history = self.model_.fit(
             self._inputs(X),
             target(labels),
-            sample_weight=(
-                weights[labels] * self._row_weights(sample_weight, len(labels))
-            ).astype(np.float32),
+            sample_weight=(weights[labels] * row_weights).astype(np.float32),
             validation_data=validation,
             epochs=self.epochs,
             batch_size=self.batch_size,
