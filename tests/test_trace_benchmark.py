@@ -192,7 +192,7 @@ def test_ingest_command_writes_parquet(tmp_path, trace):
 @pytest.mark.parametrize(
     ("args", "match"),
     [
-        ([], "exactly one of --swf FILE or --all DIR"),
+        ([], "exactly one of --log FILE or --all DIR"),
         (["--swf", "/nonexistent.swf"], "must exist"),
     ],
     ids=["no-input", "missing-file"],

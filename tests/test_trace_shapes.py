@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from pipelines.trace.walk_forward import WalkForwardConfig
@@ -73,3 +75,26 @@ def test_a_weekly_cadence_retrains_more_often(tmp_path, seed):
     path = write_trace(tmp_path / "cadence.swf", seed)
     result = run_benchmark(path, WalkForwardConfig(n_estimators=10, cadence="week"))
     assert len(result.split["test_periods"]) >= 3
+
+
+def test_an_htcondor_history_is_benchmarked_end_to_end(tmp_path, seed):
+    """condor_history -json output runs through the same predictor as SWF."""
+    from click.testing import CliRunner
+
+    from panda_predictor.cli.benchmark import benchmark
+    from panda_predictor.settings import load_settings
+    from tests.test_ingest_htcondor import make_ads, write
+
+    path = write(tmp_path / "history.json", make_ads(seed, n=600))
+    out = tmp_path / "result.json"
+    result = CliRunner().invoke(
+        benchmark,
+        ["--log", str(path), "--json", str(out), "--no-mlflow", "--n-estimators", "10"],
+        obj=load_settings(home=tmp_path / "home"),
+    )
+    assert result.exit_code == 0, result.output
+    assert (
+        "model:production" in result.output and "### replay: walltime" in result.output
+    )
+    doc = json.loads(out.read_text())
+    assert {"walltime", "cputime", "ramcount"} <= set(doc["targets"])

@@ -16,11 +16,12 @@ logger = logging.getLogger(__name__)
 
 @click.command("benchmark")
 @click.option(
+    "--log",
     "--swf",
     "swf_file",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="One SWF file to benchmark.",
+    help="One job log to benchmark: SWF or condor_history -json (plain or gzip).",
 )
 @click.option(
     "--all",
@@ -123,7 +124,7 @@ def benchmark(
     Examples:
       panda-predictor benchmark --swf ../shared/data/traces/KTH-SP2-1996-2.1-cln.swf.gz
       panda-predictor benchmark --all ../shared/data/traces --json all.json
-      panda-predictor benchmark --swf history.json   # condor_history -json output
+      panda-predictor benchmark --log history.json   # condor_history -json output
       panda-predictor benchmark --swf FILE --dev --cadence week   # no test part seen
     """
     import json
@@ -133,7 +134,7 @@ def benchmark(
     from pipelines.trace_benchmark import log_to_mlflow, run_benchmark, write_outputs
 
     if (swf_file is None) == (all_dir is None):
-        raise click.UsageError("Give exactly one of --swf FILE or --all DIR.")
+        raise click.UsageError("Give exactly one of --log FILE or --all DIR.")
     if swf_file is not None:
         files = [swf_file]
     else:
