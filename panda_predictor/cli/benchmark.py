@@ -122,10 +122,10 @@ def benchmark(
 
     \b
     Examples:
-      panda-predictor benchmark --swf ../shared/data/traces/KTH-SP2-1996-2.1-cln.swf.gz
+      panda-predictor benchmark --log ../shared/data/traces/KTH-SP2-1996-2.1-cln.swf.gz
       panda-predictor benchmark --all ../shared/data/traces --json all.json
       panda-predictor benchmark --log history.json   # condor_history -json output
-      panda-predictor benchmark --swf FILE --dev --cadence week   # no test part seen
+      panda-predictor benchmark --log FILE --dev --cadence week   # no test part seen
     """
     import json
 
