@@ -27,6 +27,7 @@ from panda_predictor.core.experts import (
     RECORD_KEYS,
     CombinationParams,
     RecordScores,
+    TrackRecord,
     expert_classes,
     follow,
     record_scores,
@@ -90,10 +91,12 @@ def tune_combination(
             target: record_scores(
                 keys[params.key],
                 created,
-                experts[target, params.margin],
-                y_val[target],
-                keys[params.key],
-                known_at,
+                TrackRecord(
+                    experts[target, params.margin],
+                    y_val[target],
+                    keys[params.key],
+                    known_at,
+                ),
                 params,
             )
             for target in models

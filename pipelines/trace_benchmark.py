@@ -144,8 +144,8 @@ def run_benchmark(
         if lead is not None:
             result.margins[target] = lead.to_dict()
             sections.append(f"- {lead.describe()}")
-        sections += _production_lines(run)
         result.production[target] = _production_summary(run)
+        sections += _production_lines(result.production[target])
         sections.append("")
         best = best_model(per_name)
         if best is not None and target in RESOURCE:
@@ -191,11 +191,10 @@ def _describe(combination: dict[str, Any]) -> str:
     )
 
 
-def _production_lines(run: TargetRun) -> list[str]:
-    """Return the report lines on the production decision (see the summary)."""
-    summary = _production_summary(run)
+def _production_lines(summary: dict[str, Any]) -> list[str]:
+    """Return the report lines of a :func:`_production_summary`."""
     followed = ", ".join(f"{n} {v:.0%}" for n, v in summary["followed"].items())
-    chosen = {period: _describe(c) for period, c in run.combination.items()}
+    chosen = {p: _describe(c) for p, c in summary["combination"].items()}
     return [
         f"- production decision: {summary['coverage']:.1%} of the tasks skip their "
         "scouts (applied); the rest keep them",

@@ -9,6 +9,7 @@ import pytest
 from panda_predictor.core.experts import (
     EXPERTS,
     CombinationParams,
+    TrackRecord,
     combine,
     combine_at_snapshot,
     expert_classes,
@@ -35,19 +36,30 @@ def record(user: str, n: int, model_right: bool, start: float = 0.0):
         for _ in range(n)
     ]
     known = hours(*(start + i for i in range(n)))
-    return np.array(rows), np.ones(n, dtype=int), np.array([user] * n), known
+    return TrackRecord(
+        np.array(rows), np.ones(n, dtype=int), np.array([user] * n), known
+    )
+
+
+def _joined(a: TrackRecord, b: TrackRecord) -> TrackRecord:
+    return TrackRecord(
+        *(
+            np.concatenate([getattr(a, f), getattr(b, f)])
+            for f in ("classes", "truth", "keys", "known_at")
+        )
+    )
 
 
 def test_each_key_follows_its_own_best_expert():
     a = record("alice", 4, model_right=True)
     b = record("bob", 4, model_right=False)
-    rec = [np.concatenate(parts) for parts in zip(a, b, strict=True)]
+    rec = _joined(a, b)
     queries = np.array([classes(2, 3), classes(2, 3)])
     out = combine(
         queries,
         np.array(["alice", "bob"], dtype=object),
         hours(10, 10),
-        *rec,
+        rec,
         CombinationParams(decay=0.8, min_record=2),
     )
     assert [EXPERTS[i] for i in out.leader] == ["model", "last2"]
@@ -59,9 +71,9 @@ def test_only_records_known_before_the_task_count():
     """The leakage rule: a label known at or after creation is not yet a record."""
     rec = record("alice", 4, model_right=False, start=5.0)  # known at 5..8 h
     query = np.array([classes(2, 3)])
-    before = combine(query, np.array(["alice"], object), hours(5), *rec,
+    before = combine(query, np.array(["alice"], object), hours(5), rec,
                      CombinationParams(min_record=1))  # fmt: skip
-    after = combine(query, np.array(["alice"], object), hours(8.5), *rec,
+    after = combine(query, np.array(["alice"], object), hours(8.5), rec,
                     CombinationParams(min_record=1))  # fmt: skip
     # At 5 h nothing is known yet (5 h itself is not "before"): follow the model.
     assert EXPERTS[before.leader[0]] == "model" and before.confidence[0] == 0.0
@@ -71,11 +83,11 @@ def test_only_records_known_before_the_task_count():
 def test_a_thin_key_is_judged_by_everyones_record():
     many = record("alice", 6, model_right=False)
     few = record("bob", 1, model_right=True, start=6.0)
-    rec = [np.concatenate(parts) for parts in zip(many, few, strict=True)]
+    rec = _joined(many, few)
     query = np.array([classes(2, 3)])
-    thin = combine(query, np.array(["bob"], object), hours(20), *rec,
+    thin = combine(query, np.array(["bob"], object), hours(20), rec,
                    CombinationParams(min_record=3))  # fmt: skip
-    own = combine(query, np.array(["bob"], object), hours(20), *rec,
+    own = combine(query, np.array(["bob"], object), hours(20), rec,
                   CombinationParams(min_record=1))  # fmt: skip
     assert EXPERTS[thin.leader[0]] == "last2"  # everyone's record: last2 is better
     assert EXPERTS[own.leader[0]] == "model"  # bob's own record: the model
@@ -84,7 +96,7 @@ def test_a_thin_key_is_judged_by_everyones_record():
 def test_an_abstaining_expert_is_never_followed():
     rec = record("alice", 3, model_right=False)
     query = np.array([classes(2, -1)])  # last2 has no value for this task
-    out = combine(query, np.array(["alice"], object), hours(10), *rec,
+    out = combine(query, np.array(["alice"], object), hours(10), rec,
                   CombinationParams(min_record=1))  # fmt: skip
     assert EXPERTS[out.leader[0]] == "model" and out.classes[0] == 2
 
@@ -101,10 +113,9 @@ def test_snapshot_gives_the_combination_at_its_time(seed, balanced):
     queries = rng.integers(0, 4, size=(50, len(EXPERTS)))
     q_keys = rng.choice(np.array(["a", "b", "c", "d"], dtype=object), size=50)
     at = hours(60)[0]
-    direct = combine(
-        queries, q_keys, np.full(50, at), rec_classes, truth, keys, known, params
-    )
-    snap = snapshot(rec_classes, truth, keys, known, params, pd.Timestamp(at))
+    record = TrackRecord(rec_classes, truth, keys, known)
+    direct = combine(queries, q_keys, np.full(50, at), record, params)
+    snap = snapshot(record, params, pd.Timestamp(at))
     served = combine_at_snapshot(queries, q_keys, snap, params)
     np.testing.assert_array_equal(served.classes, direct.classes)
     np.testing.assert_allclose(served.confidence, direct.confidence)
@@ -160,14 +171,16 @@ def test_balanced_record_follows_the_expert_right_on_the_rare_class():
     # tie: the model), per-class recall 0.5 against 0.875.
     rows = [classes(0, 1)] * 2 + [classes(0, 0)] * 6 + [classes(1, 3)] * 2
     truth = np.array([0] * 8 + [3] * 2)
-    rec = (np.array(rows), truth, np.array(["alice"] * 10), hours(*range(10)))
+    rec = TrackRecord(
+        np.array(rows), truth, np.array(["alice"] * 10), hours(*range(10))
+    )
     query = np.array([classes(0, 3)])
     answers = {
         balanced: combine(
             query,
             np.array(["alice"], object),
             hours(20),
-            *rec,
+            rec,
             CombinationParams(decay=1.0, min_record=1, balanced=balanced),
         )  # fmt: skip
         for balanced in (False, True)

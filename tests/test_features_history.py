@@ -302,3 +302,39 @@ def test_training_path_is_vectorised_on_200k_rows(seed: int) -> None:
     assert got.shape == (200_000, len(history_feature_names()))
     assert got.index.equals(tasks.index)
     assert got["hist_user_ramcount_log1p_count"].max() > np.log1p(100)
+
+
+def test_recency_rule_statistics_against_hand_computed_values():
+    """p75, p95 and the largest used/requested ratio, as the rules read them.
+
+    One user's jobs (labels known in the order j0, j2, j3, j1, ...): a job counts
+    only once its label was known strictly before the submission.
+    """
+    submit = [0, 5, 20, 50, 100, 101]
+    known = [10, 100, 30, 60, 200, 300]
+    value = [10.0, 40.0, 6.0, 1.0, 1.0, 1.0]
+    request = [20.0, 50.0, 30.0, 100.0, 100.0, 10.0]
+    seconds = lambda xs: [T0 + pd.Timedelta(seconds=x) for x in xs]  # noqa: E731
+    frame = pd.DataFrame(
+        {
+            "jeditaskid": range(6),
+            "username": "u",
+            "creationdate": seconds(submit),
+            "labels_known_at": seconds(known),
+            "walltime": value,
+            "requested_walltime": request,
+        }
+    )
+    got = history_features_at_creation(frame, frame, ("user",), ("walltime",))
+    at = got.iloc[3]  # j0 and j2 known, j1 not yet (t=100)
+    assert at["hist_user_walltime_log1p_count"] == pytest.approx(np.log1p(2))
+    assert at["hist_user_walltime_last"] == 6.0
+    assert at["hist_user_walltime_mean2"] == 8.0
+    assert at["hist_user_walltime_max_ratio5"] == 0.5
+    assert at["hist_user_walltime_p75"] == pytest.approx(9.0)
+    assert at["hist_user_walltime_p95"] == pytest.approx(9.8)
+    assert np.isnan(got.iloc[0]["hist_user_walltime_last"])
+    # j1 is known at 100: not history at submit 100 (strict), history at 101
+    assert got.iloc[4]["hist_user_walltime_log1p_count"] == pytest.approx(np.log1p(3))
+    assert got.iloc[4]["hist_user_walltime_last"] == 1.0
+    assert got.iloc[5]["hist_user_walltime_last"] == 40.0

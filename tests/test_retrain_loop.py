@@ -93,7 +93,11 @@ def world(drift_home, tmp_path):
 
 
 def _audit(settings, since, until, predictor=None):
-    """Predict the tasks created in [since, until) and audit them (as the hook does)."""
+    """Predict the tasks created in [since, until) and audit them, like the hook.
+
+    With the recent-history index rather than the hook's labelled frame, so the
+    model alone answers: the loop below is about the model's drift and retraining.
+    """
     engine = make_engine(settings)
     try:
         tasks = read_created_tasks(engine, settings, since, until)

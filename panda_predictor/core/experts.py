@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from scipy.signal import lfilter
 
-from panda_predictor.core.history import REQUEST_PREFIX
+from panda_predictor.core.history import REQUEST_PREFIX, latest_before
 
 #: The experts, in tie-break order (the model wins a tie).
 EXPERTS: tuple[str, ...] = ("model", "last2", "key_p75", "key_p95", "ratio")
@@ -213,25 +213,53 @@ def _as_of(
     n = codes.size
     scores = np.full((n, len(EXPERTS)), np.nan)
     counts = np.zeros(n)
-    valid = codes >= 0
-    if not valid.any() or len(record) == 0:
+    if len(record) == 0:
         return scores, counts
-    left = pd.DataFrame(
-        {"pos": np.flatnonzero(valid), "code": codes[valid], "_known_at": times[valid]}
-    ).sort_values("_known_at", kind="stable")
-    merged = pd.merge_asof(
-        left,
-        record.sort_values("_known_at", kind="stable"),
-        on="_known_at",
-        by="code",
-        allow_exact_matches=False,
-        direction="backward",
-    )
-    found = merged["_n"].notna().to_numpy()
-    rows = merged["pos"].to_numpy()[found]
-    scores[rows] = merged.loc[found, list(EXPERTS)].to_numpy()
-    counts[rows] = merged.loc[found, "_n"].to_numpy()
+    columns = [*EXPERTS, "_n"]
+    rows, values = latest_before(codes, times, record, columns, "_n")
+    scores[rows], counts[rows] = values[:, :-1], values[:, -1]
     return scores, counts
+
+
+@dataclass(frozen=True)
+class TrackRecord:
+    """Finished tasks of one target: what each expert said at their submission.
+
+    ``classes`` (m, E) from :func:`expert_classes`; ``truth`` the true class (-1:
+    unknown, skipped); ``keys`` their record keys (None: no key); ``known_at`` when
+    their labels became known.
+    """
+
+    classes: np.ndarray
+    truth: np.ndarray
+    keys: np.ndarray
+    known_at: np.ndarray
+
+    def finished(self, before: np.datetime64 | None = None) -> _Finished:
+        """Return the tasks with a known truth (known strictly ``before``), oldest
+        label first, with each expert's correctness."""
+        times = np.asarray(self.known_at, dtype="datetime64[ns]")
+        keep = self.truth >= 0
+        if before is not None:
+            keep &= times < before
+        order = np.argsort(times[keep], kind="stable")
+        truth = self.truth[keep][order]
+        return _Finished(
+            correct=self.classes[keep][order] == truth[:, None],
+            truth=truth,
+            keys=np.asarray(self.keys, dtype=object)[keep][order],
+            known_at=times[keep][order],
+        )
+
+
+@dataclass(frozen=True)
+class _Finished:
+    """A track record's finished tasks in label order (see TrackRecord.finished)."""
+
+    correct: np.ndarray
+    truth: np.ndarray
+    keys: np.ndarray
+    known_at: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -247,30 +275,18 @@ def combine(
     query_classes: np.ndarray,
     query_keys: np.ndarray,
     query_times: np.ndarray,
-    record_classes: np.ndarray,
-    record_truth: np.ndarray,
-    record_keys: np.ndarray,
-    record_known_at: np.ndarray,
+    record: TrackRecord,
     params: CombinationParams,
 ) -> Combined:
     """Follow, per task, the expert with the best recent record of its key.
 
     Parameters: ``query_classes`` (n, E) from :func:`expert_classes`;
     ``query_keys`` (n,) key strings or None; ``query_times`` (n,) creation times
-    (datetime64); the ``record_*`` arrays describe finished tasks: what each expert
-    said at submission, the true class (-1: unknown, skipped), their keys and when
-    their labels became known. Returns the followed class and the leader's
-    weighted accuracy, the confidence (0 when nothing has been recorded yet).
+    (datetime64); ``record`` the finished tasks. Returns the followed class and
+    the leader's weighted accuracy, the confidence (0 when nothing has been
+    recorded yet).
     """
-    scores = record_scores(
-        query_keys,
-        query_times,
-        record_classes,
-        record_truth,
-        record_keys,
-        record_known_at,
-        params,
-    )
+    scores = record_scores(query_keys, query_times, record, params)
     return follow(query_classes, scores, params)
 
 
@@ -286,10 +302,7 @@ class RecordScores:
 def record_scores(
     query_keys: np.ndarray,
     query_times: np.ndarray,
-    record_classes: np.ndarray,
-    record_truth: np.ndarray,
-    record_keys: np.ndarray,
-    record_known_at: np.ndarray,
+    record: TrackRecord,
     params: CombinationParams,
 ) -> RecordScores:
     """Return each task's records as of its creation (see :func:`combine`).
@@ -297,30 +310,25 @@ def record_scores(
     Does not depend on ``params.min_record`` (only :func:`follow` does), so a
     caller trying several can compute this once.
     """
-    known = record_truth >= 0
-    correct = record_classes[known] == record_truth[known, None]
-    r_keys = np.asarray(record_keys, dtype=object)[known]
-    r_times = np.asarray(record_known_at, dtype="datetime64[ns]")[known]
-    r_truth = record_truth[known]
-    order = np.argsort(r_times, kind="stable")
-    correct, r_keys, r_times = correct[order], r_keys[order], r_times[order]
-    r_truth = r_truth[order]
-    codes, uniques = pd.factorize(
-        pd.concat([pd.Series(r_keys), pd.Series(query_keys, dtype=object)])
+    done = record.finished()
+    codes, _ = pd.factorize(
+        pd.concat([pd.Series(done.keys), pd.Series(query_keys, dtype=object)])
     )
-    rec_codes, q_codes = codes[: len(r_keys)], codes[len(r_keys) :]
+    rec_codes, q_codes = codes[: len(done.keys)], codes[len(done.keys) :]
     times = np.asarray(query_times, dtype="datetime64[ns]")
     everyone = np.where(np.isnat(times), -1, 0)
     key_parts, count_parts, all_parts = [], [], []
-    for part in _class_parts(r_truth, params.balanced):
+    for part in _class_parts(done.truth, params.balanced):
         per_key = _ew_record(
-            rec_codes[part], r_times[part], correct[part], params.decay
+            rec_codes[part], done.known_at[part], done.correct[part], params.decay
         )
         scores, counts = _as_of(per_key, q_codes, times)
         key_parts.append(scores)
         count_parts.append(counts)
         zeros = np.zeros(int(part.sum()), dtype=np.int64)
-        overall = _ew_record(zeros, r_times[part], correct[part], GLOBAL_DECAY)
+        overall = _ew_record(
+            zeros, done.known_at[part], done.correct[part], GLOBAL_DECAY
+        )
         all_parts.append(_as_of(overall, everyone, times)[0])
     key_scores = _mean_of_parts(key_parts)
     key_counts = np.sum(count_parts, axis=0)
@@ -363,28 +371,17 @@ class ExpertSnapshot:
 
 
 def snapshot(
-    record_classes: np.ndarray,
-    record_truth: np.ndarray,
-    record_keys: np.ndarray,
-    record_known_at: np.ndarray,
-    params: CombinationParams,
-    as_of: Any,
+    record: TrackRecord, params: CombinationParams, as_of: Any
 ) -> ExpertSnapshot:
     """Return the records of every key over the tasks known strictly before as_of."""
     cutoff = np.datetime64(pd.Timestamp(as_of), "ns")
-    times = np.asarray(record_known_at, dtype="datetime64[ns]")
-    known = (record_truth >= 0) & (times < cutoff)
-    correct = record_classes[known] == record_truth[known, None]
-    r_keys = pd.Series(np.asarray(record_keys, dtype=object)[known])
-    r_times = times[known]
-    r_truth = record_truth[known]
-    order = np.argsort(r_times, kind="stable")
-    correct, r_keys, r_times = correct[order], r_keys.iloc[order], r_times[order]
-    r_truth = r_truth[order]
-    codes, uniques = pd.factorize(r_keys)
+    done = record.finished(before=cutoff)
+    codes, uniques = pd.factorize(pd.Series(done.keys))
     score_parts, count_parts, overall_parts = [], [], []
-    for part in _class_parts(r_truth, params.balanced):
-        per_key = _ew_record(codes[part], r_times[part], correct[part], params.decay)
+    for part in _class_parts(done.truth, params.balanced):
+        per_key = _ew_record(
+            codes[part], done.known_at[part], done.correct[part], params.decay
+        )
         latest = per_key[per_key["code"] >= 0].drop_duplicates("code", keep="last")
         rows = latest["code"].to_numpy()
         scores = np.full((len(uniques), len(EXPERTS)), np.nan)
@@ -394,7 +391,7 @@ def snapshot(
         score_parts.append(scores)
         count_parts.append(counts)
         zeros = np.zeros(int(part.sum()), np.int64)
-        every = _ew_record(zeros, r_times[part], correct[part], GLOBAL_DECAY)
+        every = _ew_record(zeros, done.known_at[part], done.correct[part], GLOBAL_DECAY)
         overall_parts.append(
             every[list(EXPERTS)].to_numpy()[-1]
             if len(every)

@@ -264,6 +264,38 @@ def _running_stats(
     return frame.drop(columns="_ratio")
 
 
+def latest_before(
+    codes: np.ndarray,
+    times: np.ndarray,
+    running: pd.DataFrame,
+    columns: Sequence[str],
+    found_by: str,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return, per query, the last ``running`` row of its key strictly before it.
+
+    The leakage rule in one place: ``codes`` and ``times`` are the queries' key
+    codes (-1: none) and as-of times (NaT: none); ``running`` holds ``code``,
+    ``_known_at`` (in time order) and the ``columns``; ``found_by`` is a column
+    that is never NaN on a row. Returns the positions of the queries that found a
+    row, and those rows' ``columns``.
+    """
+    valid = (codes >= 0) & ~np.isnat(times)
+    left = pd.DataFrame(
+        {"pos": np.flatnonzero(valid), "code": codes[valid], "_known_at": times[valid]}
+    ).sort_values("_known_at", kind="stable")
+    merged = pd.merge_asof(
+        left,
+        running,
+        on="_known_at",
+        by="code",
+        allow_exact_matches=False,
+        direction="backward",
+    )
+    found = merged[found_by].notna().to_numpy()
+    rows = merged["pos"].to_numpy()[found]
+    return rows, merged.loc[found, list(columns)].to_numpy()
+
+
 def history_features_at_creation(
     tasks: pd.DataFrame,
     history: pd.DataFrame,
@@ -288,11 +320,7 @@ def history_features_at_creation(
         task_key = group_key(tasks, columns).reset_index(drop=True)
         codes, _ = pd.factorize(pd.concat([group_key(hist, columns), task_key]))
         hist_codes, task_codes = codes[: len(hist)], codes[len(hist) :]
-        valid = has_time & (task_codes >= 0)
-        left = pd.DataFrame(
-            {"pos": np.flatnonzero(valid), "code": task_codes[valid]}
-        ).assign(_known_at=created.to_numpy()[valid])
-        left = left.sort_values("_known_at", kind="stable")
+        task_times = created.to_numpy()
         for target in targets:
             names = [f"hist_{group}_{target}_{s}" for s in HISTORY_STATS]
             block = np.full((n, len(HISTORY_STATS)), np.nan)
@@ -304,17 +332,10 @@ def history_features_at_creation(
                     _target_values(hist, target),
                     _request_values(hist, target),
                 )
-                merged = pd.merge_asof(
-                    left,
-                    stats,
-                    on="_known_at",
-                    by="code",
-                    allow_exact_matches=False,
-                    direction="backward",
+                rows, values = latest_before(
+                    task_codes, task_times, stats, HISTORY_STATS, "log1p_count"
                 )
-                found = merged["log1p_count"].notna().to_numpy()
-                rows = merged["pos"].to_numpy()[found]
-                block[rows] = merged.loc[found, list(HISTORY_STATS)].to_numpy()
+                block[rows] = values
             for i, name in enumerate(names):
                 out[name] = block[:, i]
     return pd.DataFrame(out, index=tasks.index)

@@ -18,7 +18,6 @@ Two forms of the same history:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,6 +27,7 @@ from panda_predictor.core.experts import (
     EXPERTS,
     Combined,
     ExpertSnapshot,
+    TrackRecord,
     combine_at_snapshot,
     expert_classes,
     rule_values,
@@ -47,16 +47,6 @@ from panda_predictor.core.task_features import REQUEST_COLUMNS
 
 if TYPE_CHECKING:
     from panda_predictor.serving.bundle import Bundle
-
-
-@dataclass(frozen=True)
-class TrackRecord:
-    """Finished tasks of one target: experts' classes, truth, keys, label times."""
-
-    classes: np.ndarray
-    truth: np.ndarray
-    keys: np.ndarray
-    known_at: np.ndarray
 
 
 def _task_frame(history: pd.DataFrame) -> pd.DataFrame:
@@ -139,10 +129,7 @@ def combine(
             expert_classes(model_class, rules, bins.assign),
             keys,
             times,
-            record.classes,
-            record.truth,
-            record.keys,
-            record.known_at,
+            record,
             params,
         )
     return out
@@ -170,10 +157,8 @@ class ServingHistory:
             assert params is not None
             self._snapshots = {
                 key: {
-                    target: snapshot(
-                        r.classes, r.truth, r.keys, r.known_at, params, self.as_of
-                    )
-                    for target, r in track_records(bundle, self.frame).items()
+                    target: snapshot(record, params, self.as_of)
+                    for target, record in track_records(bundle, self.frame).items()
                 }
             }
         return self._snapshots[key]

@@ -49,6 +49,8 @@ REQUEST_OF: dict[str, str] = {
     "cputime": "req_time_s",
     "ramcount": "req_memory_mb",
 }
+#: Margin of the percentile baselines (the field's rule: 75th/95th + 10 %).
+BASELINE_MARGIN = 0.10
 #: The row of the tables that is what the hook writes.
 PRODUCTION = "model:production"
 #: Fewest labelled tasks a retraining needs (below: the period is not predicted).
@@ -162,20 +164,15 @@ def baseline_values(
     ``fallback`` (the training median), so every task gets a prediction.
     """
     request = jobs[REQUEST_OF[target]].to_numpy(dtype=float)
-    default = np.where(np.isfinite(request), request, fallback)
-    rules = rule_values(X, target, margin=0.10)
-    out: dict[str, np.ndarray] = {}
-    if np.isfinite(request).any():
-        out["baseline:request"] = bl.request_baseline(request, fallback)
-    out["baseline:user_last2_mean"] = np.where(
-        np.isfinite(rules["last2"]), rules["last2"], default
-    )
-    if np.isfinite(request).any():
-        ratio = np.where(np.isfinite(rules["ratio"]), rules["ratio"], default)
-        out["baseline:user_max5_ratio"] = ratio
-    for name in ("key_p75", "key_p95"):
-        values = rules[name]
-        out[f"baseline:{name}"] = np.where(np.isfinite(values), values, default)
+    default = bl.request_baseline(request, fallback)
+    rules = rule_values(X, target, margin=BASELINE_MARGIN)
+    has_request = bool(np.isfinite(request).any())
+    names = {"last2": "user_last2_mean", "key_p75": "key_p75", "key_p95": "key_p95"}
+    if has_request:
+        names["ratio"] = "user_max5_ratio"
+    out = {"baseline:request": default} if has_request else {}
+    for rule, name in names.items():
+        out[f"baseline:{name}"] = bl.with_fallback(rules[rule], default)
     return out
 
 
