@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy.engine import Connection, Engine
 
-from panda_predictor.core.prediction import TaskPrediction
+from panda_predictor.core.task_prediction import TaskPrediction
 from panda_predictor.db.engine import make_engine, translate_errors
 from panda_predictor.db.reader import find_eligible_tasks, read_task_features
 from panda_predictor.db.writer import WriteResult, write_predictions

@@ -17,9 +17,9 @@ from panda_predictor.errors import UserInputError
 from panda_predictor.hook import HookReport, run_hook_once
 from panda_predictor.settings import Settings
 from pipelines.load_history import load_history
-from pipelines.run_training import RunSummary, run_training
 from pipelines.simulation import SimulationConfig, simulate_history
 from pipelines.train import TrainingConfig
+from pipelines.train_and_register import RunSummary, train_and_register
 
 #: Small enough to run in a few minutes on 2 cores, big enough to learn something.
 DEMO_TRAINING = TrainingConfig(
@@ -86,7 +86,7 @@ def run_demo(
     rows = load_history(engine, settings, simulate_history(config, progress=progress))
     engine.dispose()
     say("[3/4] labels from the scout formulas, training XGBoost and Keras per target")
-    training = run_training(settings, DEMO_TRAINING, progress=progress)
+    training = train_and_register(settings, DEMO_TRAINING, progress=progress)
     say("[4/4] submit hook over the newly defined tasks")
     hook = run_hook_once(settings)
     tasks = _task_info(settings, [p.jeditaskid for p in hook.predictions])

@@ -20,7 +20,6 @@ import pandas as pd
 
 from panda_predictor.bins_file import bins_from_settings
 from panda_predictor.core.bins import BinSet
-from panda_predictor.core.decision import CoverageCurve, coverage_accuracy_curve
 from panda_predictor.core.evaluation import (
     MultiTargetEvaluation,
     all_correct,
@@ -31,13 +30,14 @@ from panda_predictor.core.splits import (
     time_ordered_split,
     walk_forward_months,
 )
+from panda_predictor.core.tail_rule import CoverageCurve, coverage_accuracy_curve
 from panda_predictor.db.engine import make_engine
 from panda_predictor.errors import UserInputError
 from panda_predictor.serving.loader import load_champion
 from panda_predictor.settings import Settings
 from pipelines.dataset import LabelledHistory, read_labelled_history
-from pipelines.report import write_report
 from pipelines.train import TrainingConfig, class_labels, train
+from pipelines.training_report import write_report
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,7 @@
 """Monthly retraining: a month-aligned history window, gated promotion, idempotent.
 
-Wraps :func:`pipelines.run_training.run_training` (which trains, evaluates the
+Wraps :func:`pipelines.train_and_register.train_and_register` (which
+trains, evaluates the
 challenger and the current champion on the same newest held-out tasks, registers
 and gates). This module adds what a timer-driven run needs:
 
@@ -242,8 +243,8 @@ def run_retrain(
     """
     from panda_predictor.db.engine import make_engine
     from pipelines.dataset import read_labelled_history
-    from pipelines.html_report import write_retrain_summary
-    from pipelines.run_training import run_training
+    from pipelines.monitoring_report import write_retrain_summary
+    from pipelines.train_and_register import train_and_register
 
     now = now or datetime.now(UTC).replace(tzinfo=None)
     since, until = month_window(now, config.window_months)
@@ -279,7 +280,7 @@ def run_retrain(
     report_dir = (
         report_dir or settings.home / "reports" / f"retrain-{until:%Y%m}-{stamp}"
     )
-    summary = run_training(
+    summary = train_and_register(
         settings,
         config.training,
         progress=progress,

@@ -1,7 +1,7 @@
 """The retraining decision log: one JSON line per run in ``<home>/retrain/``.
 
-:mod:`pipelines.retrain` appends to it and :mod:`pipelines.html_report` shows its last
-lines. It lives apart from both so that the report reads the log without importing
+:mod:`pipelines.retrain` appends to it and :mod:`pipelines.monitoring_report` shows its
+last lines. It lives apart from both so that the report reads the log without importing
 the retraining run (which itself imports the report to write its summary page).
 """
 

@@ -1,10 +1,11 @@
 """Train both model kinds for the four targets, tune tail rules, evaluate, bundle.
 
 Pure function of the labelled history, the bins and a config (no database, no
-MLflow): :func:`train` returns everything the runner (:mod:`pipelines.run_training`)
-logs, reports and registers. Splits are time-ordered by default: train on the oldest
-tasks, validate (early stopping, tail thresholds, choice of model kind) on the next,
-test on the newest, which is what production sees.
+MLflow): :func:`train` returns everything the runner
+(:mod:`pipelines.train_and_register`) logs, reports and registers. Splits are
+time-ordered by default: train on the oldest tasks, validate (early stopping, tail
+thresholds, choice of model kind) on the next, test on the newest, which is what
+production sees.
 """
 
 from __future__ import annotations
@@ -19,12 +20,6 @@ import numpy as np
 import pandas as pd
 
 from panda_predictor.core.bins import BinSet
-from panda_predictor.core.decision import (
-    CoverageCurve,
-    TailDecisionRule,
-    confidence,
-    coverage_accuracy_curve,
-)
 from panda_predictor.core.evaluation import (
     MultiTargetEvaluation,
     all_correct,
@@ -33,8 +28,14 @@ from panda_predictor.core.evaluation import (
 )
 from panda_predictor.core.features import FeaturePipeline
 from panda_predictor.core.history import split_transhome
-from panda_predictor.core.policy import NO_TRANSFORMATION
+from panda_predictor.core.scout_policy import NO_TRANSFORMATION
 from panda_predictor.core.splits import TimeSplit, stratified_split, time_ordered_split
+from panda_predictor.core.tail_rule import (
+    CoverageCurve,
+    TailDecisionRule,
+    confidence,
+    coverage_accuracy_curve,
+)
 from panda_predictor.core.targets import TARGET_NAMES
 from panda_predictor.models import ResourceClassifier, model_class
 from panda_predictor.serving.bundle import Bundle

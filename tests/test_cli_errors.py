@@ -154,14 +154,18 @@ def test_a_broken_bundle_folder_is_one_line(env, tmp_path):
 @pytest.mark.parametrize(
     ("module", "name", "args"),
     [
-        pytest.param("pipelines.html_report", "render_report", ["report"], id="report"),
+        pytest.param(
+            "pipelines.monitoring_report", "render_report", ["report"], id="report"
+        ),
         pytest.param(
             "panda_predictor.taskdef",
             "parse_task_definitions",
             ["predict", "{task}"],
             id="predict",
         ),
-        pytest.param("pipelines.run_training", "run_training", ["train"], id="train"),
+        pytest.param(
+            "pipelines.train_and_register", "train_and_register", ["train"], id="train"
+        ),
     ],
 )
 def test_an_internal_value_error_keeps_its_traceback(

@@ -13,7 +13,7 @@ from test_db_support import (
     task_row,
 )
 
-from panda_predictor.core.prediction import TargetPrediction
+from panda_predictor.core.task_prediction import TargetPrediction
 from panda_predictor.db.writer import MOVED_BY_JEDI, panda_value, write_predictions
 
 

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from panda_predictor.core.prediction import TaskPrediction
+from panda_predictor.core.task_prediction import TaskPrediction
 from panda_predictor.plugins.prediction_client import (
     HttpClient,
     InProcessClient,
@@ -306,7 +306,7 @@ def serve():
 
 
 def test_http_client_against_the_real_service(serve, predictor, defined_maps, tmp_path):
-    from panda_predictor.service.app import create_app
+    from panda_predictor.http_api.app import create_app
 
     app = create_app(load_settings(home=tmp_path), predictor_loader=lambda: predictor)
     client = HttpClient(serve(app), timeout=5.0)
@@ -328,7 +328,7 @@ def test_http_client_against_the_real_service(serve, predictor, defined_maps, tm
 
 
 def test_http_client_maps_service_errors(serve, tmp_path):
-    from panda_predictor.service.app import create_app
+    from panda_predictor.http_api.app import create_app
 
     def no_model():
         raise FileNotFoundError("no champion")

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from panda_predictor.core.prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
 from panda_predictor.metrics import FALLBACKS, TASKS
 from panda_predictor.plugins.prediction_client import PredictionUnavailable
 from panda_predictor.settings import load_settings

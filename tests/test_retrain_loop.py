@@ -228,7 +228,7 @@ def test_running_twice_in_a_month_registers_nothing(world):
 
 
 def test_a_run_killed_midway_leaves_the_registry_consistent(world, monkeypatch):
-    import pipelines.run_training as runner
+    import pipelines.train_and_register as runner
 
     def die(*args, **kwargs):
         raise KeyboardInterrupt("killed before the gate")

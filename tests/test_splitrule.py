@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from panda_predictor.core.prediction import TargetPrediction, TaskPrediction
 from panda_predictor.core.splitrule import (
     format_split_rule,
     has_scout_rule,
     parse_split_rule,
     remove_scout_rule,
 )
+from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import click
 
 from panda_predictor.cli.errors import user_errors
 from panda_predictor.cli.inputs import predictor_for, read_definitions_file
-from panda_predictor.core.prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
 from panda_predictor.errors import UserInputError
 from panda_predictor.settings import Settings
 

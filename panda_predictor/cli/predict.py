@@ -88,7 +88,7 @@ def predict(
     """
     from panda_predictor.cli.errors import user_errors
     from panda_predictor.cli.inputs import predictor_for, read_definitions_file
-    from panda_predictor.service.results import predict_tasks
+    from panda_predictor.http_api.results import predict_tasks
     from panda_predictor.taskdef import parse_task_definitions, task_records
 
     with user_errors():

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 
 import pandas as pd
 
-from panda_predictor.core.prediction import TaskPrediction
+from panda_predictor.core.task_prediction import TaskPrediction
 
 SHORT = {"ramcount": "RAM", "cputime": "CPU", "iointensity": "IO", "walltime": "WALL"}
 

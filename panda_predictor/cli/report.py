@@ -27,7 +27,7 @@ def report(settings: Settings, out_dir: str | None) -> None:
     retraining decisions. Open index.html in any browser; no server needed.
     """
     from panda_predictor.cli.errors import user_errors
-    from pipelines.html_report import render_report
+    from pipelines.monitoring_report import render_report
 
     with user_errors():
         path = render_report(settings, Path(out_dir) if out_dir else None)

@@ -74,7 +74,7 @@ def serve(
 
     from panda_predictor.cli.errors import user_errors
     from panda_predictor.cli.inputs import predictor_for
-    from panda_predictor.service import create_app
+    from panda_predictor.http_api import create_app
 
     loader = None
     if bundle_dir:

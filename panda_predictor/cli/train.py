@@ -49,11 +49,11 @@ def train(
     """
     from panda_predictor.cli.errors import user_errors
     from panda_predictor.cli.inputs import training_config_from
-    from pipelines.run_training import metrics_table, run_training
+    from pipelines.train_and_register import metrics_table, train_and_register
 
     with user_errors():
         config = training_config_from(settings, params_file, kinds, split)
-        summary = run_training(
+        summary = train_and_register(
             settings,
             config,
             progress=not no_progress,

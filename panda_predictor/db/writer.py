@@ -21,9 +21,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from panda_predictor.core.prediction import TargetPrediction, TaskPrediction
 from panda_predictor.core.splitrule import has_scout_rule, remove_scout_rule
 from panda_predictor.core.targets import TARGETS
+from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
 from panda_predictor.db.engine import (
     DatabaseError,
     describe_error,

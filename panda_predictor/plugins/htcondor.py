@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 
-from panda_predictor.core.prediction import TaskPrediction
+from panda_predictor.core.task_prediction import TaskPrediction
 from panda_predictor.errors import UserInputError
 
 #: Submit command -> job ClassAd attribute, for the transform.

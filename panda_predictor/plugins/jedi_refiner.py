@@ -29,7 +29,7 @@ from typing import Any
 
 from pandajedi.jedirefine.GenTaskRefiner import GenTaskRefiner
 
-from panda_predictor.core.prediction import TaskPrediction
+from panda_predictor.core.task_prediction import TaskPrediction
 from panda_predictor.hook import kill_switch_on
 from panda_predictor.metrics import FALLBACKS, TASKS
 from panda_predictor.plugins.prediction_client import (

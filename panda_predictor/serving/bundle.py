@@ -23,10 +23,10 @@ from typing import Any
 import yaml
 
 from panda_predictor.core.bins import BinSet
-from panda_predictor.core.decision import TailDecisionRule
 from panda_predictor.core.experts import CombinationParams
 from panda_predictor.core.features import FeaturePipeline
-from panda_predictor.core.policy import DecisionPolicy
+from panda_predictor.core.scout_policy import DecisionPolicy
+from panda_predictor.core.tail_rule import TailDecisionRule
 from panda_predictor.models import ResourceClassifier, load_classifier
 
 BUNDLE_FORMAT = 1

@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from panda_predictor.core.decision import confidence
 from panda_predictor.core.experts import EXPERTS
 from panda_predictor.core.features import TASK_COLUMNS
 from panda_predictor.core.history import (
@@ -38,13 +37,14 @@ from panda_predictor.core.history import (
     split_transhome_value,
     text_value,
 )
-from panda_predictor.core.policy import (
+from panda_predictor.core.scout_policy import (
     NO_TRANSFORMATION,
     TaskDecision,
     in_training_domain,
 )
-from panda_predictor.core.prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.tail_rule import confidence
 from panda_predictor.core.task_features import REQUEST_COLUMNS
+from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
 from panda_predictor.serving.bundle import Bundle
 from panda_predictor.serving.combination import (
     ServingHistory,
@@ -138,7 +138,8 @@ class Predictor:
     def in_domain(self, tasks: pd.DataFrame) -> np.ndarray:
         """Return, per task, whether its transformation or framework was seen.
 
-        The vectorised form of :func:`~panda_predictor.core.policy.in_training_domain`
+        The vectorised form of
+        :func:`~panda_predictor.core.scout_policy.in_training_domain`
         (a NULL transformation or framework is never known).
         """
         frameworks, _ = split_transhome(tasks["transhome"])
@@ -251,8 +252,8 @@ class Predictor:
         (drift checks, replays, offline scoring) that read columns anyway. Columns:
         ``jeditaskid``, ``decision``, ``reason_kind``, ``weakest_target``,
         ``weakest_confidence`` (see
-        :meth:`~panda_predictor.core.policy.DecisionPolicy.decide_table`), then per
-        target ``<target>_class``, ``<target>_value`` (the value written, in the
+        :meth:`~panda_predictor.core.scout_policy.DecisionPolicy.decide_table`), then
+        per target ``<target>_class``, ``<target>_value`` (the value written, in the
         bin's unit) and ``<target>_confidence``.
         """
         if tasks.empty:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from panda_predictor.service import MAX_BODY_BYTES, create_app
+from panda_predictor.http_api import MAX_BODY_BYTES, create_app
 from panda_predictor.serving.bundle import load_bundle
 from panda_predictor.serving.predictor import Predictor
 from panda_predictor.settings import load_settings

@@ -12,10 +12,10 @@ from collections.abc import Callable
 
 from flask import Flask
 
-from panda_predictor.service import health, metrics, models, predictions, tasks
-from panda_predictor.service.errors import register_error_handlers
-from panda_predictor.service.history import HistoryRefresher
-from panda_predictor.service.state import ServiceState
+from panda_predictor.http_api import health, metrics, models, predictions, tasks
+from panda_predictor.http_api.errors import register_error_handlers
+from panda_predictor.http_api.history import HistoryRefresher
+from panda_predictor.http_api.state import ServiceState
 from panda_predictor.serving.predictor import Predictor
 from panda_predictor.settings import Settings, get_settings
 
@@ -47,7 +47,7 @@ def create_app(
     """
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     settings = settings or get_settings()
-    app = Flask("panda_predictor.service")
+    app = Flask("panda_predictor.http_api")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.json.sort_keys = False  # type: ignore[attr-defined]
     state = ServiceState(

@@ -15,11 +15,11 @@ from flask.typing import ResponseReturnValue
 from werkzeug.datastructures import WWWAuthenticate
 from werkzeug.exceptions import Conflict, NotFound, Unauthorized
 
-from panda_predictor.service.errors import ServiceUnavailable
-from panda_predictor.service.predictions import state
-from panda_predictor.service.results import prediction_dict
-from panda_predictor.service.schemas import HookOut
-from panda_predictor.service.state import ModelUnavailable
+from panda_predictor.http_api.errors import ServiceUnavailable
+from panda_predictor.http_api.predictions import state
+from panda_predictor.http_api.results import prediction_dict
+from panda_predictor.http_api.schemas import HookOut
+from panda_predictor.http_api.state import ModelUnavailable
 
 bp = Blueprint("tasks", __name__)
 

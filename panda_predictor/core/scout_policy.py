@@ -1,7 +1,7 @@
 """The applied / kept_scouts policy: skip the scouts only when every target is sure.
 
 :class:`DecisionPolicy` keeps the scouts when any target's confidence (see
-:func:`panda_predictor.core.decision.confidence`) is below the threshold, or when
+:func:`panda_predictor.core.tail_rule.confidence`) is below the threshold, or when
 the task lies outside what the models were trained on (both its transformation and
 its framework unseen). Two outputs of the same rule:
 

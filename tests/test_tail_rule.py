@@ -9,7 +9,8 @@ import warnings
 import numpy as np
 import pytest
 
-from panda_predictor.core.decision import (
+from panda_predictor.core.scout_policy import DecisionPolicy
+from panda_predictor.core.tail_rule import (
     DEFAULT_FALLBACK_THRESHOLD,
     NotFittedError,
     TailDecisionRule,
@@ -17,7 +18,6 @@ from panda_predictor.core.decision import (
     coverage_accuracy_curve,
     cumulative_from_top,
 )
-from panda_predictor.core.policy import DecisionPolicy
 
 
 def tail_missed_by_argmax(rng: np.random.Generator, n: int = 600):

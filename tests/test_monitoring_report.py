@@ -12,7 +12,7 @@ import pandas as pd
 from click.testing import CliRunner
 
 from panda_predictor.core.feedback import weekly_summary
-from pipelines.html_report import write_monitoring_report, write_retrain_summary
+from pipelines.monitoring_report import write_monitoring_report, write_retrain_summary
 from pipelines.retrain import RetrainOutcome
 
 VOID = {"meta", "img", "br", "hr", "link", "input"}

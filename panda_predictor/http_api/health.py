@@ -5,8 +5,8 @@ from __future__ import annotations
 from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
 
-from panda_predictor.service.predictions import state
-from panda_predictor.service.state import ModelUnavailable
+from panda_predictor.http_api.predictions import state
+from panda_predictor.http_api.state import ModelUnavailable
 
 bp = Blueprint("health", __name__)
 

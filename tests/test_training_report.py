@@ -8,10 +8,10 @@ import sys
 import numpy as np
 import pytest
 
-from panda_predictor.core.decision import TailDecisionRule, coverage_accuracy_curve
 from panda_predictor.core.evaluation import all_correct, evaluate_targets
+from panda_predictor.core.tail_rule import TailDecisionRule, coverage_accuracy_curve
 from panda_predictor.core.targets import TARGET_NAMES
-from pipelines.report import write_report
+from pipelines.training_report import write_report
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

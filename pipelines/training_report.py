@@ -3,9 +3,9 @@
 The training pipeline calls it once per run, with every model scored on the same
 test set::
 
-    from panda_predictor.core.decision import coverage_accuracy_curve
+    from panda_predictor.core.tail_rule import coverage_accuracy_curve
     from panda_predictor.core.evaluation import all_correct, evaluate_targets
-    from pipelines.report import write_report
+    from pipelines.training_report import write_report
 
     evaluations = {
         "xgboost": evaluate_targets(y_test, pred_xgb, n_classes, class_names),
@@ -33,8 +33,8 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from panda_predictor.core.decision import CoverageCurve
 from panda_predictor.core.evaluation import MultiTargetEvaluation, TargetEvaluation
+from panda_predictor.core.tail_rule import CoverageCurve
 
 IMG_DIR = "img"
 

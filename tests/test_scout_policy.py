@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from panda_predictor.core.policy import (
+from panda_predictor.core.scout_policy import (
     APPLIED,
     CONFIDENT,
     KEPT_SCOUTS,

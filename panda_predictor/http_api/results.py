@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from panda_predictor.core.prediction import TaskPrediction
-from panda_predictor.service.explain import FeatureContribution, explain
+from panda_predictor.core.task_prediction import TaskPrediction
+from panda_predictor.http_api.explain import FeatureContribution, explain
 from panda_predictor.serving.combination import ServingHistory
 from panda_predictor.serving.predictor import Predictor
 

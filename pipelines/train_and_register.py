@@ -39,8 +39,8 @@ from panda_predictor.serving.predictor import Predictor
 from panda_predictor.settings import Settings
 from pipelines.dataset import LabelledHistory, read_labelled_history
 from pipelines.drift import REFERENCE_FILE, build_reference
-from pipelines.report import write_report
 from pipelines.train import TrainingConfig, TrainingResult, gate_metrics, train
+from pipelines.training_report import write_report
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ def _report(result: TrainingResult, out_dir: Path, extra: dict[str, Any]) -> Pat
     )
 
 
-def run_training(
+def train_and_register(
     settings: Settings,
     config: TrainingConfig | None = None,
     progress: bool = True,

@@ -8,9 +8,9 @@ from typing import Any
 from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
 
-from panda_predictor.service.errors import ServiceUnavailable
-from panda_predictor.service.predictions import state
-from panda_predictor.service.state import ModelUnavailable
+from panda_predictor.http_api.errors import ServiceUnavailable
+from panda_predictor.http_api.predictions import state
+from panda_predictor.http_api.state import ModelUnavailable
 
 bp = Blueprint("models", __name__)
 

@@ -6,7 +6,7 @@ import pytest
 import sqlalchemy as sa
 
 from panda_predictor.db.engine import get_panda_tables, make_engine
-from panda_predictor.service import create_app
+from panda_predictor.http_api import create_app
 from panda_predictor.serving.bundle import load_bundle
 from panda_predictor.serving.predictor import Predictor
 from panda_predictor.settings import load_settings

@@ -1,7 +1,7 @@
 """``POST /v1/predictions``: predict task definitions; no database access.
 
 History features (what similar tasks needed recently) are NaN unless the service
-keeps a recent-history index (see :mod:`panda_predictor.service.history`).
+keeps a recent-history index (see :mod:`panda_predictor.http_api.history`).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from flask import Blueprint, current_app, jsonify, request
 from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import BadRequest
 
-from panda_predictor.service.errors import ServiceUnavailable
-from panda_predictor.service.metrics import DECISIONS
-from panda_predictor.service.results import predict_tasks, reason_kind
-from panda_predictor.service.schemas import PredictionsOut, parse_prediction_request
-from panda_predictor.service.state import ModelUnavailable, ServiceState
+from panda_predictor.http_api.errors import ServiceUnavailable
+from panda_predictor.http_api.metrics import DECISIONS
+from panda_predictor.http_api.results import predict_tasks, reason_kind
+from panda_predictor.http_api.schemas import PredictionsOut, parse_prediction_request
+from panda_predictor.http_api.state import ModelUnavailable, ServiceState
 from panda_predictor.taskdef import task_records
 
 bp = Blueprint("predictions", __name__)
