@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -125,7 +126,8 @@ def run_benchmark(
         f"## {title}",
         "",
         *(f"- {x}" for x in report.lines()),
-        f"- split: {json.dumps(result.split)}",
+        f"- split: {json.dumps(_without(result.split, 'self_tuning'))}",
+        *_self_tuning_lines(wf.split.get("self_tuning", {})),
         "",
     ]
     if not scores:
@@ -166,6 +168,37 @@ def run_benchmark(
     return result
 
 
+def _without(mapping: dict[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in mapping.items() if k != key}
+
+
+def _self_tuning_lines(choices: dict[str, dict[str, Any]]) -> list[str]:
+    """Return the report lines saying what each retraining chose for itself.
+
+    ``choices`` maps each period (its first day) to its retraining's choice: the
+    days until the next retraining and each target's half-life (None: all
+    history weighs the same); see :mod:`pipelines.self_tuning`.
+    """
+    if not choices:
+        return []
+    cadences = Counter(c["retrain_every_days"] for c in choices.values())
+    per_target: dict[str, Counter] = {}
+    for choice in choices.values():
+        for target, days in choice["half_life_days"].items():
+            label = "all" if days is None else f"{days:g} d"
+            per_target.setdefault(target, Counter())[label] += 1
+    lives = "; ".join(
+        f"{t} " + ", ".join(f"{h} x{n}" for h, n in sorted(c.items()))
+        for t, c in per_target.items()
+    )
+    every = ", ".join(f"{d} d x{n}" for d, n in sorted(cadences.items()))
+    return [
+        f"- self-tuning: {len(choices)} retrainings; days to the next one chosen: "
+        f"{every}",
+        f"- self-tuning: half-life of the training weights chosen: {lives}",
+    ]
+
+
 def _production_summary(run: TargetRun) -> dict[str, Any]:
     """Return what the production decision did: coverage, experts followed, tails."""
     applied = run.applied[PRODUCTION]
@@ -176,6 +209,32 @@ def _production_summary(run: TargetRun) -> dict[str, Any]:
         "coverage": float(applied.mean()) if applied.size else 0.0,
         "followed": {n: float(c / total) for n, c in zip(EXPERTS, counts, strict=True)},
         "combination": run.combination,
+        "tails": tail_misses(run),
+    }
+
+
+def tail_misses(run: TargetRun) -> dict[str, float]:
+    """Return why the production decision missed top-class tasks, and what it cost.
+
+    A top-class task predicted lower is a *miss*. It is the model's own miss when
+    the model alone put it lower too, else the combination's (it followed a rule
+    out of the model's top class). Only a miss that was applied is *written low*
+    (its jobs start with too little); the others kept their scouts.
+    """
+    top = run.bins.n_classes - 1
+    is_top = run.y_true == top
+    n_top = int(is_top.sum())
+    if n_top == 0:
+        return {"top_tasks": 0}
+    missed = is_top & (run.predicted[PRODUCTION] < top)
+    model_missed = missed & (run.predicted["model:xgboost"] < top)
+    written = missed & run.applied[PRODUCTION]
+    return {
+        "top_tasks": n_top,
+        "missed": float(missed.sum() / n_top),
+        "missed_by_model": float(model_missed.sum() / n_top),
+        "missed_by_combination": float((missed & ~model_missed).sum() / n_top),
+        "written_low": float(written.sum() / n_top),
     }
 
 
@@ -200,6 +259,20 @@ def _production_lines(summary: dict[str, Any]) -> list[str]:
         "scouts (applied); the rest keep them",
         f"- experts followed: {followed}",
         f"- combination chosen per period: {json.dumps(chosen)}",
+        *_tail_lines(summary["tails"]),
+    ]
+
+
+def _tail_lines(tails: dict[str, float]) -> list[str]:
+    """Return the report line stating why top-class tasks were missed."""
+    if not tails.get("top_tasks"):
+        return ["- tails: no top-class task in the test part"]
+    return [
+        f"- tails: {tails['missed']:.1%} of the {tails['top_tasks']} top-class tasks "
+        f"were predicted lower ({tails['missed_by_model']:.1%} by the model itself, "
+        f"{tails['missed_by_combination']:.1%} by the combination following a rule "
+        f"out of the model's top class); {tails['written_low']:.1%} were written "
+        "low, the rest kept their scouts"
     ]
 
 

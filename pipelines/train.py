@@ -41,8 +41,17 @@ from panda_predictor.models import ResourceClassifier, model_class
 from panda_predictor.serving.bundle import Bundle
 from pipelines.combination import tune_combination
 from pipelines.dataset import LabelledHistory
+from pipelines.self_tuning import (
+    HALF_LIFE_CANDIDATES,
+    CadenceChoice,
+    choose_cadence,
+    choose_half_life,
+)
 
 log = logging.getLogger(__name__)
+
+#: The ``half_life_days`` value that lets each retraining choose its own.
+AUTO = "auto"
 
 
 @dataclass(frozen=True)
@@ -58,7 +67,9 @@ class TrainingConfig:
     tail_min_precision: float = 0.5
     confidence_threshold: float = 0.6
     seed: int = 0
-    half_life_days: float | None = None
+    #: Days over which a task's weight halves; None: no decay; "auto": chosen per
+    #: target among :data:`pipelines.self_tuning.HALF_LIFE_CANDIDATES`.
+    half_life_days: float | str | None = "auto"
     combine_rules: bool = True
     xgboost: Mapping[str, Any] = field(default_factory=dict)
     keras: Mapping[str, Any] = field(default_factory=dict)
@@ -82,6 +93,8 @@ class KindResult:
     test_conf: dict[str, np.ndarray]
     fit_seconds: float
     evaluation: MultiTargetEvaluation | None = None
+    half_life_days: dict[str, float | None] = field(default_factory=dict)
+    half_life_scores: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -200,6 +213,47 @@ def time_decay_weights(
     return np.power(0.5, age_days / half_life_days)
 
 
+def _fit_target(
+    kind: str,
+    target: str,
+    X: pd.DataFrame,
+    labels: np.ndarray,
+    parts: tuple[np.ndarray, np.ndarray, np.ndarray],
+    bins: BinSet,
+    config: TrainingConfig,
+    weights: np.ndarray | None,
+) -> tuple[ResourceClassifier, TailDecisionRule, float]:
+    """Fit one target's model and tail rule; return them and the validation macro-F1."""
+    train, val, _ = parts
+    tr = train[labels[train] >= 0]
+    va = val[labels[val] >= 0]
+    if len(np.unique(labels[tr])) < 2:
+        raise ValueError(
+            f"The training labels of {target} must hold at least two classes "
+            f"({len(tr)} labelled training tasks). Got "
+            f"only {np.unique(labels[tr]).tolist()} instead."
+        )
+    factory: Callable[..., ResourceClassifier] = model_class(kind)
+    model = factory(n_classes=bins[target].n_classes, **config.params_for(kind))
+    log.info("fitting %s for %s on %d tasks", kind, target, len(tr))
+    model.fit(
+        X.iloc[tr],
+        labels[tr],
+        X_val=X.iloc[va],
+        y_val=labels[va],
+        sample_weight=None if weights is None else weights[tr],
+    )
+    rule = TailDecisionRule(
+        recall_target=config.recall_target, min_precision=config.tail_min_precision
+    )
+    proba_val = model.predict_proba(X.iloc[va])
+    rule.fit(proba_val, labels[va])
+    val_f1 = evaluate_target(
+        labels[va], rule.predict(proba_val), bins[target].n_classes, target
+    ).macro_f1
+    return model, rule, val_f1
+
+
 def _fit_kind(
     kind: str,
     X: pd.DataFrame,
@@ -207,46 +261,81 @@ def _fit_kind(
     parts: tuple[np.ndarray, np.ndarray, np.ndarray],
     bins: BinSet,
     config: TrainingConfig,
-    weights: np.ndarray | None = None,
+    half_lives: Mapping[str, tuple[float | None, ...]],
+    created: pd.Series,
 ) -> KindResult:
-    train, val, test = parts
+    """Fit every target with kind ``kind``, trying each of its half-lives.
+
+    A target with several candidate half-lives keeps the one with the best
+    validation macro-F1 (:func:`pipelines.self_tuning.choose_half_life`).
+    """
+    test = parts[2]
     started = time.perf_counter()
     result = KindResult(kind, {}, {}, {}, {}, {}, 0.0)
     for target, labels in y.items():
-        tr = train[labels[train] >= 0]
-        va = val[labels[val] >= 0]
-        if len(np.unique(labels[tr])) < 2:
-            raise ValueError(
-                f"The training labels of {target} must hold at least two classes "
-                f"({len(tr)} labelled training tasks). Got "
-                f"only {np.unique(labels[tr]).tolist()} instead."
+        fits = {
+            h: _fit_target(
+                kind,
+                target,
+                X,
+                labels,
+                parts,
+                bins,
+                config,
+                time_decay_weights(created, h),
             )
-        factory: Callable[..., ResourceClassifier] = model_class(kind)
-        model = factory(n_classes=bins[target].n_classes, **config.params_for(kind))
-        log.info("fitting %s for %s on %d tasks", kind, target, len(tr))
-        model.fit(
-            X.iloc[tr],
-            labels[tr],
-            X_val=X.iloc[va],
-            y_val=labels[va],
-            sample_weight=None if weights is None else weights[tr],
-        )
-        rule = TailDecisionRule(
-            recall_target=config.recall_target, min_precision=config.tail_min_precision
-        )
-        rule.fit(model.predict_proba(X.iloc[va]), labels[va])
-        val_pred = rule.predict(model.predict_proba(X.iloc[va]))
+            for h in half_lives[target]
+        }
+        chosen = choose_half_life({h: fit[2] for h, fit in fits.items()})
+        model, rule, val_f1 = fits[chosen]
         proba_test = model.predict_proba(X.iloc[test])
         pred = rule.predict(proba_test)
         result.models[target] = model
         result.rules[target] = rule
-        result.val_macro_f1[target] = evaluate_target(
-            labels[va], val_pred, bins[target].n_classes, target
-        ).macro_f1
+        result.val_macro_f1[target] = val_f1
+        result.half_life_days[target] = chosen
+        result.half_life_scores[target] = {
+            str(h): round(fit[2], 4) for h, fit in fits.items()
+        }
         result.test_pred[target] = pred
         result.test_conf[target] = confidence(proba_test, pred)
     result.fit_seconds = time.perf_counter() - started
     return result
+
+
+def _candidate_half_lives(config: TrainingConfig) -> tuple[float | None, ...]:
+    """Return the half-lives to try: the configured one, or the candidates."""
+    if config.half_life_days == AUTO:
+        return HALF_LIFE_CANDIDATES
+    if isinstance(config.half_life_days, str):
+        raise ValueError(
+            f"The 'half_life_days' field must be a number of days, None or "
+            f"{AUTO!r}. Got {config.half_life_days!r} instead."
+        )
+    return (config.half_life_days,)
+
+
+def _fit_kinds(
+    X: pd.DataFrame,
+    y: dict[str, np.ndarray],
+    parts: tuple[np.ndarray, np.ndarray, np.ndarray],
+    bins: BinSet,
+    config: TrainingConfig,
+    created: pd.Series,
+) -> dict[str, KindResult]:
+    """Fit every kind; the half-lives are chosen with the first kind, then reused.
+
+    Trying every half-life costs one fit per candidate, which XGBoost pays in
+    seconds and a network in minutes, so the later kinds take the first kind's
+    choice per target.
+    """
+    candidates = _candidate_half_lives(config)
+    kinds: dict[str, KindResult] = {}
+    half_lives = {t: candidates for t in y}
+    for kind in config.model_kinds:
+        kinds[kind] = _fit_kind(kind, X, y, parts, bins, config, half_lives, created)
+        half_lives = {t: (h,) for t, h in kinds[kind].half_life_days.items()}
+    return kinds
 
 
 def _best_kind(kinds: dict[str, KindResult], target: str) -> str:
@@ -270,6 +359,38 @@ def _evaluate(
 def _coverage(conf: dict[str, np.ndarray], y_test, pred) -> CoverageCurve:
     weakest = np.min(np.vstack([conf[t] for t in y_test]), axis=0)
     return coverage_accuracy_curve(weakest, all_correct(y_test, pred))
+
+
+def _cadence(
+    kinds: dict[str, KindResult],
+    served_kinds: dict[str, str],
+    X: pd.DataFrame,
+    y: dict[str, np.ndarray],
+    parts: tuple[np.ndarray, np.ndarray, np.ndarray],
+    created: pd.Series,
+) -> CadenceChoice:
+    """Choose the next retraining's cadence from the served models' ageing.
+
+    Each validation task's share of labelled targets predicted right is set
+    against its age after the newest training task; the arrival rate is the
+    training window's tasks per day.
+    """
+    train, val, _ = parts
+    times = pd.to_datetime(created).to_numpy(dtype="datetime64[ns]")
+    day = np.timedelta64(1, "D")
+    age = (times[val] - times[train].max()) / day
+    right = np.zeros(len(val))
+    known = np.zeros(len(val))
+    for target, labels in y.items():
+        kind = kinds[served_kinds[target]]
+        proba = kind.models[target].predict_proba(X.iloc[val])
+        pred = kind.rules[target].predict(proba)
+        has = labels[val] >= 0
+        right += has & (pred == labels[val])
+        known += has
+    keep = known > 0
+    span = max((times.max() - times.min()) / day, 1.0)
+    return choose_cadence(age[keep], right[keep] / known[keep], len(times) / span)
 
 
 def train(
@@ -301,15 +422,12 @@ def train(
     )
     X = pipeline.transform(tasks, history.history)
     fit_parts = (parts.train, parts.val, test_all)
-    weights = time_decay_weights(frame["creationdate"], config.half_life_days)
-    kinds = {
-        kind: _fit_kind(kind, X, y, fit_parts, bins, config, weights)
-        for kind in config.model_kinds
-    }
+    kinds = _fit_kinds(X, y, fit_parts, bins, config, frame["creationdate"])
     y_test = {t: y[t][test_all] for t in y}
     for res in kinds.values():
         res.evaluation = _evaluate(y_test, res.test_pred, bins)
     served_kinds = {t: _best_kind(kinds, t) for t in y}
+    cadence = _cadence(kinds, served_kinds, X, y, fit_parts, frame["creationdate"])
     served_pred = {t: kinds[served_kinds[t]].test_pred[t] for t in y}
     served_conf = {t: kinds[served_kinds[t]].test_conf[t] for t in y}
     served = _evaluate(y_test, served_pred, bins)
@@ -328,6 +446,9 @@ def train(
         "train_period": f"{times.iloc[parts.train].min()} .. "
         f"{times.iloc[parts.train].max()}",
         "test_period": f"{times.iloc[test_all].min()} .. {times.iloc[test_all].max()}",
+        "half_life_days": {t: kinds[served_kinds[t]].half_life_days[t] for t in y},
+        "retrain_every_days": cadence.days,
+        "cadence": cadence.to_dict(),
     }
     bundle = Bundle(
         features=pipeline,

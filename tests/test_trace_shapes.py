@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from pipelines.trace.walk_forward import WalkForwardConfig
@@ -65,9 +66,12 @@ def test_a_test_part_crossing_a_month_boundary_retrains_per_month(tmp_path, seed
     # 480 jobs 6 h apart on average (about 120 days): the newest 40 % span about
     # 48 days, so they cross at least one month boundary.
     path = write_trace(tmp_path / "months.swf", seed)
-    result = run_benchmark(path, WalkForwardConfig(n_estimators=10, test_fraction=0.4))
+    config = WalkForwardConfig(n_estimators=10, test_fraction=0.4, cadence="month")
+    result = run_benchmark(path, config)
     periods = result.split["test_periods"]
     assert len(periods) >= 2 and periods == sorted(periods)
+    months = {p[:7] for p in periods}
+    assert len(months) == len(periods)  # one retraining per calendar month
     assert result.scores["walltime"]["model:production"]["n_test"] > 150
 
 
@@ -75,6 +79,23 @@ def test_a_weekly_cadence_retrains_more_often(tmp_path, seed):
     path = write_trace(tmp_path / "cadence.swf", seed)
     result = run_benchmark(path, WalkForwardConfig(n_estimators=10, cadence="week"))
     assert len(result.split["test_periods"]) >= 3
+
+
+def test_the_auto_cadence_retrains_after_the_days_each_retraining_chose(
+    tmp_path, seed
+):
+    path = write_trace(tmp_path / "auto.swf", seed)
+    result = run_benchmark(path, WalkForwardConfig(n_estimators=10, test_fraction=0.4))
+    choices = result.split["self_tuning"]
+    starts = [np.datetime64(p) for p in result.split["test_periods"]]
+    assert choices, "no retraining recorded its choice"
+    for start, following in zip(starts, starts[1:], strict=False):
+        chosen = choices[str(start)]["retrain_every_days"]
+        assert (following - start) >= np.timedelta64(chosen, "D")
+    for choice in choices.values():
+        assert choice["retrain_every_days"] in (7, 30, 91)
+        assert set(choice["half_life_days"]) == {"walltime", "cputime", "ramcount"}
+    assert "self-tuning" in result.report
 
 
 def test_an_htcondor_history_is_benchmarked_end_to_end(tmp_path, seed):

@@ -9,9 +9,24 @@ import click
 
 from panda_predictor.cli.errors import user_errors
 from panda_predictor.settings import Settings
-from pipelines.trace.walk_forward import CADENCES
+from pipelines.trace.walk_forward import AUTO_CADENCE, CADENCES
 
 logger = logging.getLogger(__name__)
+
+
+def _half_life(value: str) -> float | str | None:
+    """Return the --half-life value: days, None ('none') or 'auto'."""
+    if value.lower() in ("auto", "none"):
+        return None if value.lower() == "none" else "auto"
+    try:
+        days = float(value)
+    except ValueError:
+        days = float("nan")
+    if not days > 0:
+        raise click.BadParameter(
+            f"must be a positive number of days, 'none' or 'auto'. Got {value!r}."
+        )
+    return days
 
 
 @click.command("benchmark")
@@ -39,11 +54,12 @@ logger = logging.getLogger(__name__)
 )
 @click.option(
     "--cadence",
-    type=click.Choice(list(CADENCES)),
-    default="month",
+    type=click.Choice([AUTO_CADENCE, *CADENCES]),
+    default=AUTO_CADENCE,
     show_default=True,
-    help="Retrain before each test period of this length (month: the production "
-    "pipeline's cadence).",
+    help="When to retrain: auto (each retraining chooses the days until the next "
+    "from how fast its models age on its own validation tasks; see "
+    "docs/evaluation.md), or before each calendar month, week or day.",
 )
 @click.option(
     "--max-periods",
@@ -69,8 +85,18 @@ logger = logging.getLogger(__name__)
     type=click.IntRange(min=100),
     default=100_000,
     show_default=True,
-    help="Newest finished tasks each retraining uses at most (older ones weigh "
-    "little anyway: the weights halve every 90 days).",
+    help="Newest finished tasks each retraining uses at most (a bound on its "
+    "cost; within it, the time-decay weights of --half-life decide).",
+)
+@click.option(
+    "--half-life",
+    "half_life",
+    default="auto",
+    show_default=True,
+    callback=lambda _ctx, _param, value: _half_life(value),
+    help="Days over which a finished task's training weight halves: a number, "
+    "'none' (all history weighs the same) or 'auto' (each retraining chooses per "
+    "target on its own validation tasks).",
 )
 @click.option(
     "--n-estimators",
@@ -105,6 +131,7 @@ def benchmark(
     dev: bool,
     max_jobs: int | None,
     max_train_rows: int,
+    half_life: float | str | None,
     n_estimators: int,
     json_path: Path | None,
     out_dir: Path | None,
@@ -151,6 +178,7 @@ def benchmark(
         max_train_rows=max_train_rows,
         max_periods=max_periods,
         cadence=cadence,
+        half_life_days=half_life,
         n_estimators=n_estimators,
         confidence_threshold=settings.confidence_threshold,
         recall_target=settings.tail_recall_target,

@@ -41,8 +41,12 @@ logger = logging.getLogger(__name__)
 
 #: Classes per trace target (quantile bins of the training part).
 TRACE_N_CLASSES = {"walltime": 5, "cputime": 4, "ramcount": 4}
-#: Retraining cadences of the walk forward and their pandas period codes.
+#: Fixed retraining cadences of the walk forward and their pandas period codes;
+#: ``"auto"`` retrains after the number of days each retraining chose.
 CADENCES = {"month": "M", "week": "W", "day": "D"}
+AUTO_CADENCE = "auto"
+#: Days until the next retraining where a period had too little history to train.
+UNTRAINED_RETRY_DAYS = 7
 #: The request column of the job frame a target's use is compared with.
 REQUEST_OF: dict[str, str] = {
     "walltime": "req_time_s",
@@ -64,8 +68,8 @@ class WalkForwardConfig:
     test_fraction: float = 0.2
     max_train_rows: int | None = 100_000
     max_periods: int | None = None
-    cadence: str = "month"
-    half_life_days: float | None = 90.0
+    cadence: str = "auto"
+    half_life_days: float | str | None = "auto"
     n_estimators: int = 150
     learning_rate: float = 0.15
     early_stopping_rounds: int = 10
@@ -127,14 +131,29 @@ def development_part(frame: pd.DataFrame, test_fraction: float) -> pd.DataFrame:
     return frame.iloc[np.sort(split.train)].reset_index(drop=True)
 
 
-def period_labels(submit_time: pd.Series, cadence: str) -> np.ndarray:
-    """Return each job's retraining period (``"1997-06"`` for months, see CADENCES)."""
-    if cadence not in CADENCES:
+def check_cadence(cadence: str) -> str:
+    """Return ``cadence`` if it is ``"auto"`` or one of :data:`CADENCES`."""
+    if cadence != AUTO_CADENCE and cadence not in CADENCES:
         raise UserInputError(
-            f"The 'cadence' field must be one of {sorted(CADENCES)}. "
+            f"The 'cadence' field must be one of {sorted(CADENCES) + [AUTO_CADENCE]}. "
             f"Got {cadence!r} instead."
         )
-    return submit_time.dt.to_period(CADENCES[cadence]).astype(str).to_numpy()
+    return cadence
+
+
+def period_end(
+    start: np.datetime64, cadence: str, chosen_days: int | None
+) -> np.datetime64:
+    """Return when the period starting at ``start`` ends (the next retraining).
+
+    A fixed cadence ends at the next calendar month, week or day; ``"auto"`` ends
+    ``chosen_days`` after ``start``, the cadence its retraining chose.
+    """
+    if cadence == AUTO_CADENCE:
+        days = chosen_days if chosen_days is not None else UNTRAINED_RETRY_DAYS
+        return start + np.timedelta64(int(days * 86400), "s")
+    period = pd.Timestamp(start).to_period(CADENCES[check_cadence(cadence)])
+    return np.datetime64((period + 1).start_time.to_datetime64(), "ns")
 
 
 def fit_trace_bins(values: dict[str, np.ndarray]) -> tuple[BinSet, list[str]]:
@@ -194,6 +213,75 @@ def _window(
     return window, TimeSplit(order[:-n_val], order[-n_val:], order[-n_val:])
 
 
+def _retrain(
+    window: pd.DataFrame,
+    parts: TimeSplit,
+    bins: BinSet,
+    config: WalkForwardConfig,
+    period: str,
+):
+    """Run the production training on the tasks known before ``period``."""
+    try:
+        return train(LabelledHistory(window), bins, config.training_config(), parts)
+    except ValueError as exc:
+        raise UserInputError(
+            f"The retraining before period {period} ({len(window)} finished "
+            f"tasks) must succeed. Got: {exc}"
+        ) from exc
+
+
+def _predict_period(
+    result,
+    tasks: pd.DataFrame,
+    jobs: pd.DataFrame,
+    in_period: np.ndarray,
+    created: np.ndarray,
+    window: pd.DataFrame,
+    targets: list[str],
+    runs: dict[str, TargetRun],
+    baseline_parts: dict[str, list[tuple[np.ndarray, dict[str, np.ndarray]]]],
+    period: str,
+) -> None:
+    """Predict one period's tasks as the hook would, and score the baselines too."""
+    predictor = Predictor(result.bundle, "trace", period)
+    history = tasks[created < created[in_period].max() + np.timedelta64(1, "ns")]
+    period_tasks = tasks.iloc[in_period]
+    classified = predictor.classified(period_tasks, history)
+    table = predictor.table_of(period_tasks, classified)
+    X = classified.features
+    applied_all = (table["decision"] == "applied").to_numpy()
+    for target in targets:
+        run = runs[target]
+        here = np.isin(run.rows, in_period)
+        pick = np.searchsorted(in_period, run.rows[here])
+        run.predicted[PRODUCTION][here] = table[f"{target}_class"].to_numpy()[pick]
+        run.confidence[PRODUCTION][here] = table[f"{target}_confidence"].to_numpy()[
+            pick
+        ]
+        run.applied[PRODUCTION][here] = applied_all[pick]
+        run.predicted["model:xgboost"][here] = classified.model_chosen[target][pick]
+        run.confidence["model:xgboost"][here] = classified.proba[target][pick].max(
+            axis=1
+        )
+        run.applied["model:xgboost"][here] = applied_all[pick]
+        followed = table.get(f"{target}_expert")
+        if followed is not None:
+            names = followed.to_numpy()[pick]
+            run.followed[here] = [EXPERTS.index(n) for n in names]
+        combo = result.bundle.combination
+        run.combination[period] = combo.to_dict() if combo else {}
+        median = float(np.nanmedian(window[target].to_numpy(dtype=float)))
+        jobs_here = jobs.iloc[run.rows[here]]
+        baseline_parts[target].append(
+            (
+                here,
+                baseline_values(
+                    jobs_here, X.iloc[pick].reset_index(drop=True), target, median
+                ),
+            )
+        )
+
+
 def run_walk_forward(
     jobs: pd.DataFrame, targets: list[str], config: WalkForwardConfig
 ) -> WalkForwardResult:
@@ -205,15 +293,13 @@ def run_walk_forward(
     bins, notes = fit_trace_bins(
         {t: tasks[t].to_numpy(dtype=float)[train_part] for t in targets}
     )
-    test_period = period_labels(jobs["submit_time"].iloc[test_part], config.cadence)
-    periods = list(dict.fromkeys(test_period))
-    if config.max_periods is not None:
-        periods = periods[: config.max_periods]
+    check_cadence(config.cadence)
+    created = tasks["creationdate"].to_numpy(dtype="datetime64[ns]")
+    test_part = test_part[np.argsort(created[test_part], kind="stable")]
     runs = {}
     for target in targets:
         values = tasks[target].to_numpy(dtype=float)
-        rows = test_part[np.isin(test_period, periods)]
-        rows = rows[np.isfinite(values[rows])]
+        rows = np.sort(test_part[np.isfinite(values[test_part])])
         tb = bins[target]
         run = TargetRun(target, tb, rows, tb.assign(values[rows]), values[rows])
         for name in (PRODUCTION, "model:xgboost"):
@@ -222,15 +308,22 @@ def run_walk_forward(
             run.applied[name] = np.zeros(rows.size, dtype=bool)
         run.followed = np.full(rows.size, -1)
         runs[target] = run
-    created = tasks["creationdate"].to_numpy(dtype="datetime64[ns]")
     baseline_parts: dict[str, list[tuple[np.ndarray, dict[str, np.ndarray]]]] = {
         t: [] for t in targets
     }
     skipped: list[str] = []
-    for period in periods:
-        in_period = test_part[test_period == period]
-        boundary = created[in_period].min()
+    periods: list[str] = []
+    choices: dict[str, dict[str, Any]] = {}
+    test_created = created[test_part]
+    first = 0
+    while first < test_part.size:
+        if config.max_periods is not None and len(periods) >= config.max_periods:
+            break
+        boundary = test_created[first]
+        period = str(pd.Timestamp(boundary).date())
+        periods.append(period)
         window, parts = _window(tasks, boundary, config)
+        result = None
         if len(window) < MIN_TRAIN_TASKS:
             skipped.append(period)
             logger.warning(
@@ -240,60 +333,43 @@ def run_walk_forward(
                 len(window),
                 MIN_TRAIN_TASKS,
             )
+        else:
+            result = _retrain(window, parts, bins, config, period)
+        chosen = None if result is None else result.split_info["retrain_every_days"]
+        end = period_end(boundary, config.cadence, chosen)
+        last = int(np.searchsorted(test_created, end, side="left"))
+        last = max(last, first + 1)
+        in_period = np.sort(test_part[first:last])
+        first = last
+        if result is None:
             continue
         started = time.perf_counter()
-        try:
-            result = train(
-                LabelledHistory(window), bins, config.training_config(), parts
-            )
-        except ValueError as exc:
-            raise UserInputError(
-                f"The retraining before period {period} ({len(window)} finished "
-                f"tasks) must succeed. Got: {exc}"
-            ) from exc
-        predictor = Predictor(result.bundle, "trace", period)
-        history = tasks[created < created[in_period].max() + np.timedelta64(1, "ns")]
-        period_tasks = tasks.iloc[in_period]
-        classified = predictor.classified(period_tasks, history)
-        table = predictor.table_of(period_tasks, classified)
-        X = classified.features
-        for target in targets:
-            run = runs[target]
-            here = np.isin(run.rows, in_period)
-            pick = np.searchsorted(in_period, run.rows[here])
-            run.predicted[PRODUCTION][here] = table[f"{target}_class"].to_numpy()[pick]
-            run.confidence[PRODUCTION][here] = table[f"{target}_confidence"].to_numpy()[
-                pick
-            ]
-            applied = (table["decision"] == "applied").to_numpy()[pick]
-            run.applied[PRODUCTION][here] = applied
-            model_only = classified.model_chosen[target][pick]
-            run.predicted["model:xgboost"][here] = model_only
-            proba = classified.proba[target][pick]
-            run.confidence["model:xgboost"][here] = proba.max(axis=1)
-            run.applied["model:xgboost"][here] = applied
-            followed = table.get(f"{target}_expert")
-            if followed is not None:
-                names = followed.to_numpy()[pick]
-                run.followed[here] = [EXPERTS.index(n) for n in names]
-            combo = result.bundle.combination
-            run.combination[period] = combo.to_dict() if combo else {}
-            median = float(np.nanmedian(window[target].to_numpy(dtype=float)))
-            jobs_here = jobs.iloc[run.rows[here]]
-            baseline_parts[target].append(
-                (
-                    here,
-                    baseline_values(
-                        jobs_here, X.iloc[pick].reset_index(drop=True), target, median
-                    ),
-                )
-            )
+        choices[period] = {
+            "tasks": int(in_period.size),
+            "trained_on": int(len(window)),
+            "retrain_every_days": chosen,
+            "half_life_days": result.split_info["half_life_days"],
+        }
+        _predict_period(
+            result,
+            tasks,
+            jobs,
+            in_period,
+            created,
+            window,
+            targets,
+            runs,
+            baseline_parts,
+            period,
+        )
         logger.info(
-            "trace %s: trained on %d tasks and predicted %d in %.1f s",
+            "trace %s: trained on %d tasks and predicted %d in %.1f s; next "
+            "retraining in %s days",
             period,
             len(window),
             in_period.size,
             time.perf_counter() - started,
+            chosen,
         )
     for target in targets:
         _fill_baselines(runs[target], baseline_parts[target], tasks, train_part)
@@ -306,6 +382,7 @@ def run_walk_forward(
         "n_test": int(test_part.size),
         "cadence": config.cadence,
         "test_periods": periods,
+        "self_tuning": choices,
         "periods_without_model": skipped,
         "train_end": str(jobs["submit_time"].iloc[train_part].max()),
         "test_start": str(jobs["submit_time"].iloc[test_part].min()),
