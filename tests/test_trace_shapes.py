@@ -81,9 +81,7 @@ def test_a_weekly_cadence_retrains_more_often(tmp_path, seed):
     assert len(result.split["test_periods"]) >= 3
 
 
-def test_the_auto_cadence_retrains_after_the_days_each_retraining_chose(
-    tmp_path, seed
-):
+def test_the_auto_cadence_retrains_after_the_days_each_retraining_chose(tmp_path, seed):
     path = write_trace(tmp_path / "auto.swf", seed)
     result = run_benchmark(path, WalkForwardConfig(n_estimators=10, test_fraction=0.4))
     choices = result.split["self_tuning"]
