@@ -76,13 +76,15 @@ def invoked_path(words: list[str]) -> tuple[str, ...]:
     for param in command.params:
         if isinstance(param, click.Argument) and param.required:
             value = opts.get(param.name)  # click's "unset" sentinel when missing
-            given = isinstance(value, str) or (isinstance(value, (list, tuple)) and value)
+            given = isinstance(value, str) or (
+                isinstance(value, (list, tuple)) and value
+            )
             assert given, f"{path}: argument {param.name} missing"
     return path
 
 
 def invocations(line: str) -> list[list[str]]:
-    """Return the argument lists of each ``panda-predictor ...`` call on a shell line."""
+    """Return the argument lists of the ``panda-predictor ...`` calls on a line."""
     words = shlex.split(line, comments=True)
     calls = []
     for start, word in enumerate(words):

@@ -52,7 +52,10 @@ def test_both_kinds_train_and_beat_the_majority_class(both_kinds):
             assert ev.n_samples == truth.size
             majority = majority_baseline(truth, ev.n_classes, target)
             assert ev.macro_f1 > majority.macro_f1, (
-                kind, target, ev.macro_f1, majority.macro_f1,
+                kind,
+                target,
+                ev.macro_f1,
+                majority.macro_f1,
             )
 
 
