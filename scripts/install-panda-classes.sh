@@ -3,11 +3,17 @@
 # TaskRefiner) into the project venv, with a minimal configuration, so the JEDI
 # refiner plugin is tested against the real parent class.
 #
-# Idempotent: a second run only re-checks the import. Usage:
+# Idempotent: a second run only re-checks the pinned versions and the import
+# (another installed version is replaced by the pinned one). Usage:
 #   scripts/install-panda-classes.sh            # uses $PANDA_PREDICTOR_VENV or .venv
 # Afterwards source the environment it prints (or let the test fixture do it):
 #   PANDA_HOME=<venv>/panda-home, PYTHONPATH += pandacommon and pandaserver folders.
 set -euo pipefail
+# Pinned: the plugin subclasses PanDA's TaskRefiner and is tested against exactly
+# these releases; a newer panda-server may change the refiner's hooks. Bump both
+# here (and re-run tests/test_plugin_jedi_refiner.py) to move on.
+PANDA_SERVER_VERSION="1.0.4"
+PANDA_COMMON_VERSION="0.1.11"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${PANDA_PREDICTOR_VENV:-$ROOT/.venv}"
 PY="$VENV/bin/python"
@@ -19,11 +25,19 @@ if [ "$(id -u)" -eq 0 ]; then
   getent passwd atlpan >/dev/null 2>&1 || useradd -r -g zp atlpan
 fi
 
-if ! "$PY" -c "import pandaserver, pandacommon" >/dev/null 2>&1; then
-  echo "==> installing panda-server and panda-common into $VENV" >&2
+installed_versions() {
+  "$PY" -c 'from importlib.metadata import version as v
+import pandaserver, pandacommon
+print(v("panda-server"), v("panda-common"))' 2>/dev/null || true
+}
+
+if [ "$(installed_versions)" != "$PANDA_SERVER_VERSION $PANDA_COMMON_VERSION" ]; then
+  echo "==> installing panda-server $PANDA_SERVER_VERSION and panda-common" \
+    "$PANDA_COMMON_VERSION into $VENV" >&2
   # The full dependency list wants mod_wsgi and workflow packages: install the
   # classes without them, then only the light dependencies the refiner path imports.
-  "$PY" -m pip install --quiet --no-deps panda-server panda-common
+  "$PY" -m pip install --quiet --no-deps "panda-server==$PANDA_SERVER_VERSION" \
+    "panda-common==$PANDA_COMMON_VERSION"
   "$PY" -m pip install --quiet pytz requests pyyaml packaging psutil numpy \
     panda-client-light stomp-py pyjwt werkzeug python-daemon
 fi

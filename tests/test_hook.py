@@ -70,8 +70,12 @@ def test_hook_writes_applied_tasks_and_audits_every_task(history_db, predictor):
     report = hook.run_once()
     assert report.failure is None
     assert sorted(report.applied + report.kept_scouts) == ids
+    # The model is confident on some of the new tasks: their scouts are skipped.
+    assert len(report.applied) >= 1, report.predictions
     audits = audit_rows(hook.engine, history_db)
     assert sorted(audits) == ids
+    decisions = [audits[task_id]["decision"] for task_id in ids]
+    assert decisions.count("applied") == len(report.applied)
     for task_id in ids:
         row = task_row(hook.engine, history_db, task_id)
         audit = audits[task_id]

@@ -81,6 +81,74 @@ def test_post_runs_the_hook_once_and_get_reads_the_audit_row(loaded_db, predicto
         app.extensions["panda_predictor"].close()
 
 
+@pytest.fixture
+def many_new_tasks_db(settings, seed):
+    """Return settings of a database like ``loaded_db`` with 30 newly defined tasks."""
+    from panda_predictor.db.migrations import init_database
+    from pipelines.load_history import load_history
+    from pipelines.simulation import SimulationConfig, simulate_history
+
+    engine = make_engine(settings)
+    init_database(engine, settings, with_panda_tables=True)
+    config = SimulationConfig(n_tasks=40, n_defined=30, seed=seed)
+    load_history(engine, settings, simulate_history(config, progress=False))
+    engine.dispose()
+    return settings.model_copy(update={"api_token": TOKEN})
+
+
+def _waiting_for_scouts(settings) -> list[int]:
+    """Return the tasks the hook may handle: defined or ready, US= in SPLITRULE."""
+    engine = make_engine(settings)
+    tasks = get_panda_tables(settings, engine).jedi_tasks
+    with engine.connect() as conn:
+        ids = conn.execute(
+            sa.select(tasks.c.jeditaskid)
+            .where(
+                tasks.c.status.in_(["defined", "ready"]),
+                tasks.c.splitrule.like("%US=%"),
+            )
+            .order_by(tasks.c.jeditaskid)
+        )
+        found = list(ids.scalars())
+    engine.dispose()
+    return found
+
+
+def test_posting_every_waiting_task_applies_at_least_one(many_new_tasks_db, predictor):
+    """The write path really writes: over 30+ tasks waiting for scouts the model is
+    confident on at least one, whose scouts are then skipped in JEDI_TASKS; the
+    others keep their scout rule untouched."""
+    from panda_predictor.core.splitrule import has_scout_rule
+    from tests.test_db_support import task_row
+
+    loaded_db = many_new_tasks_db
+    ids = _waiting_for_scouts(loaded_db)
+    assert len(ids) >= 30
+    app, client = _client(loaded_db, predictor)
+    try:
+        outcomes = {}
+        for task_id in ids:
+            response = client.post(f"/v1/tasks/{task_id}/prediction", headers=AUTH)
+            assert response.status_code == 200, response.get_json()
+            outcomes[task_id] = response.get_json()["outcome"]
+        assert set(outcomes.values()) <= {"applied", "kept_scouts"}, outcomes
+        applied = [t for t, outcome in outcomes.items() if outcome == "applied"]
+        assert len(applied) >= 1, outcomes
+        engine = make_engine(loaded_db)
+        try:
+            for task_id, outcome in outcomes.items():
+                row = task_row(engine, loaded_db, task_id)
+                audit = client.get(f"/v1/tasks/{task_id}/prediction").get_json()
+                assert audit["audit"]["decision"] == outcome
+                assert has_scout_rule(row["splitrule"]) == (outcome != "applied")
+                if outcome == "applied":
+                    assert row["ramcount"] == audit["audit"]["ramcount_value"]
+        finally:
+            engine.dispose()
+    finally:
+        app.extensions["panda_predictor"].close()
+
+
 def test_post_for_an_unknown_task_is_404(loaded_db, predictor):
     app, client = _client(loaded_db, predictor)
     response = client.post("/v1/tasks/999999999/prediction", headers=AUTH)

@@ -61,6 +61,12 @@ def main(ctx: click.Context, config_file: str | None, verbose: bool) -> None:
 
     Settings come from defaults, a YAML config file and PANDA_PREDICTOR_* environment
     variables; see docs/operations.md.
+
+    \b
+    Examples:
+      panda-predictor demo --tasks 3000 --defined 12
+      panda-predictor --config /etc/panda-predictor.yaml hook --once
+      panda-predictor hook --help
     """
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

@@ -40,6 +40,11 @@ def db() -> None:
     The database is PANDA_PREDICTOR_DB_URL (default: SQLite under
     PANDA_PREDICTOR_HOME); PanDA's tables are in PANDA_PREDICTOR_DB_SCHEMA, the
     plugin's in PANDA_PREDICTOR_PLUGIN_SCHEMA. See docs/database.md.
+
+    \b
+    Examples:
+      panda-predictor db init --with-panda-tables
+      panda-predictor db upgrade && panda-predictor db check
     """
 
 
@@ -58,6 +63,11 @@ def init(ctx: click.Context, with_panda_tables: bool) -> None:
     column the plugin reads or writes, and creates nothing if not. Needs the right
     to create tables (and, on PostgreSQL, a missing schema) in the plugin schema and
     to read PanDA's table descriptions.
+
+    \b
+    Examples:
+      panda-predictor db init                      # next to PanDA's own tables
+      panda-predictor db init --with-panda-tables  # a development database
     """
     from panda_predictor.db.migrations import init_database
 
@@ -76,6 +86,10 @@ def upgrade(ctx: click.Context) -> None:
 
     Each patch runs in one transaction (PostgreSQL, SQLite) and bumps its row in
     pp_schema_version. Needs the right to create and alter the plugin's tables.
+
+    \b
+    Example (after installing a new release):
+      panda-predictor db upgrade && panda-predictor db check
     """
     from panda_predictor.db.migrations import upgrade_database
 
@@ -92,6 +106,10 @@ def check(ctx: click.Context) -> None:
 
     Exits non-zero, naming each problem, if anything is off. Needs only read access
     (SELECT on pp_schema_version and PanDA's table descriptions).
+
+    \b
+    Example:
+      panda-predictor --config /etc/panda-predictor.yaml db check
     """
     from panda_predictor.db.engine import DatabaseError
     from panda_predictor.db.migrations import (

@@ -45,6 +45,11 @@ def demo(
     Uses the embedded default under the 'home' folder (./var): a SQLite PanDA
     database, a local MLflow store (sqlite:///var/mlflow.db) and the model cache.
     Takes a few minutes on 2 cores. The history is SIMULATED (docs/simulation.md).
+
+    \b
+    Examples:
+      panda-predictor demo
+      panda-predictor demo --tasks 3000 --defined 12 --seed 1 --no-progress
     """
     from panda_predictor.cli.errors import user_errors
     from panda_predictor.cli.render import predictions_table

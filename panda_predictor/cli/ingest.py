@@ -19,7 +19,12 @@ _OUT = click.option(
 
 @click.group("ingest")
 def ingest() -> None:
-    """Read outside job logs into the plugin's task and history schema."""
+    """Read outside job logs into the plugin's task and history schema.
+
+    \b
+    Example:
+      panda-predictor ingest log ../shared/data/traces/LCG-2005-1.swf.gz
+    """
 
 
 def _ingest(settings: Settings, file: Path, out: Path | None) -> None:

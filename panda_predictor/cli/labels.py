@@ -39,7 +39,13 @@ def labels(
     chunk_size: int,
     no_progress: bool,
 ) -> None:
-    """Compute each task's labels from its scout jobs, as PanDA does, and store them."""
+    """Compute each task's labels from its scout jobs, as PanDA does, and store them.
+
+    \b
+    Examples:
+      panda-predictor labels
+      panda-predictor labels --out var/labels.parquet --fit-bins var/bins.yaml
+    """
     from panda_predictor.cli.errors import user_errors
     from pipelines.build_labels import run
 

@@ -25,6 +25,10 @@ def report(settings: Settings, out_dir: str | None) -> None:
     'panda-predictor feedback'), PSI per feature of the last drift check, the share
     of tasks decided without scouts, the champion's confusion matrices and the last
     retraining decisions. Open index.html in any browser; no server needed.
+
+    \b
+    Example:
+      panda-predictor feedback && panda-predictor report --out var/reports/monitoring
     """
     from panda_predictor.cli.errors import user_errors
     from pipelines.monitoring_report import render_report

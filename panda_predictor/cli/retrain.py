@@ -53,6 +53,11 @@ def retrain(
     registers nothing; a run that dies leaves the champion untouched.
 
     \b
+    Examples:
+      panda-predictor retrain --if-drift --window-months 6
+      panda-predictor retrain --now 2026-07-01 --no-progress
+
+    \b
     Monthly, from cron (02:30 on the 1st):
       30 2 1 * * panda-predictor retrain --no-progress >> /var/log/pp-retrain.log 2>&1
     """
