@@ -85,14 +85,15 @@ def test_loads_from_registry_and_refreshes_when_champion_changes(
 def test_falls_back_to_cache_when_registry_fails(
     reg_settings, tmp_path, monkeypatch, caplog, broken_uri
 ):
-    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
-    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "1")
     (tmp_path / "not-a-database.db").write_text("this is not SQLite\n" * 10)
     publish(reg_settings, tmp_path / "b1", "one")
     cached = load_champion_bundle_dir(reg_settings)
 
     broken = load_settings(
-        home=reg_settings.home, mlflow_tracking_uri=broken_uri.format(tmp=tmp_path)
+        home=reg_settings.home,
+        mlflow_tracking_uri=broken_uri.format(tmp=tmp_path),
+        registry_max_retries=0,
+        registry_timeout_seconds=1,
     )
     with caplog.at_level(logging.WARNING, logger="model_registry.cache"):
         got = load_champion_bundle_dir(broken)
@@ -110,7 +111,7 @@ def test_no_champion_anywhere_is_a_clear_error(reg_settings, tmp_path):
         home=reg_settings.home, mlflow_tracking_uri=f"sqlite:///{tmp_path}/junk.db"
     )
     with pytest.raises(
-        NoChampionError, match="failed .*DatabaseError.* cache .* is empty"
+        NoChampionError, match="failed .*DatabaseError.* cache .* holds no intact copy"
     ):
         load_champion_bundle_dir(broken)
 
