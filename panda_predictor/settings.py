@@ -102,12 +102,19 @@ class Settings(BaseSettings):
         description="Promote a new model whose champion cannot be scored on the "
         "same test data (other features or bins); default: make it challenger.",
     )
-    gate_tail_recall_slack: float = Field(
+    gate_tail_recall_shortfall: float = Field(
         0.05,
         ge=0.0,
         le=1.0,
         description="How far below tail_recall_target a new model's test tail "
         "recall may be (beyond the test set's noise) and still be promoted.",
+    )
+    gate_floor_noise_factor: float = Field(
+        1.0,
+        ge=-1.0,
+        description="Lead over the floors (majority class, best recency rule) a new "
+        "model needs, in noise half-widths: 1 a lead chance does not explain, 0 any "
+        "lead, -1 only not clearly below (test sets too small to tell).",
     )
     bins_file: Path | None = Field(
         None,
