@@ -13,7 +13,8 @@ pipeline (:mod:`pipelines.gate_evidence`) and handed over as :class:`GateEvidenc
 A challenger is promoted only if, for every metric the rules name:
 
 * it is not worse than the champion by more than the tolerance plus the noise;
-* on ``mean_accuracy`` it beats every floor by more than the noise;
+* as it serves (``served.mean_accuracy``: model, tail rules and the combination
+  with the recency rules) it beats every floor by more than the noise;
 * each ``<target>.tail_recall`` reaches the target, less the allowed shortfall and
   the noise.
 
@@ -50,8 +51,11 @@ logger = logging.getLogger(__name__)
 HIGHER = "higher"
 LOWER = "lower"
 GATE_TAG_PREFIX = "gate."
+#: The mean accuracy of the bundle as it serves (model, tail rules and the
+#: combination with the recency rules): what PanDA would get.
+SERVED_ACCURACY = "served.mean_accuracy"
 #: Metrics a challenger must win on against every floor.
-FLOOR_METRICS = ("mean_accuracy",)
+FLOOR_METRICS = (SERVED_ACCURACY,)
 #: Reference name of the challenger's own noise (for the tail recall target).
 SELF = "challenger"
 #: MLflow refuses longer tag values.
@@ -118,6 +122,7 @@ class GateThresholds:
         """Return ``(metric pattern, better direction, tolerance)`` triples."""
         return (
             ("mean_accuracy", HIGHER, self.max_accuracy_drop),
+            (SERVED_ACCURACY, HIGHER, self.max_accuracy_drop),
             ("*.tail_recall", HIGHER, self.max_tail_recall_drop),
             ("*.under_allocation", LOWER, self.max_under_allocation_rise),
         )

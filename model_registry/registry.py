@@ -101,7 +101,8 @@ def require_existing_store(settings: Settings) -> None:
         exists, kind = path.is_dir(), "folder"
     if not exists:
         raise StoreNotFoundError(
-            f"The MLflow store {uri!r} must be an existing {kind}. Got no such "
+            f"No champion model: the MLflow store {uri!r} must be an existing "
+            f"{kind}. Got no such "
             f"{kind} {str(path)!r} instead. Fix the setting mlflow_tracking_uri "
             "(PANDA_PREDICTOR_MLFLOW_TRACKING_URI or MLFLOW_TRACKING_URI), or run "
             "'panda-predictor train' to create the store."

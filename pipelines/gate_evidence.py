@@ -3,8 +3,10 @@
 The challenger, the current champion and two floors are scored on the SAME test
 tasks of the new training run. Both bundles are scored as models: features, the
 four classifiers and their tail rules, without the combination with the recency
-rules (the bundle's own ``metric.*`` tags describe the same; the combination is
-tuned per bundle and judged by the benchmark, docs/evaluation.md). The floors:
+rules (the bundle's own ``metric.*`` tags describe the same). The floors are
+beaten or not by the challenger *as it serves* (``served.mean_accuracy``: with its
+combination, what PanDA would get): the question they answer is whether the product
+does better than the rule a site could run without it. The floors:
 
 * ``majority``: the most frequent class of each target among the test tasks (an
   upper bound of any constant-class rule, so a hard floor to beat);
@@ -29,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from model_registry.gate import CHAMPION, SELF, GateEvidence
+from model_registry.gate import CHAMPION, SELF, SERVED_ACCURACY, GateEvidence
 from panda_predictor.core.baselines import majority_class
 from panda_predictor.core.bins import BinSet
 from panda_predictor.core.evaluation import evaluate_targets
@@ -228,6 +230,8 @@ def gate_evidence(
     try:
         new = Predictor(result.bundle, settings.model_name, "new")
         challenger = model_classes(new, result, history)
+        _, chosen, _ = new.classify(result.test_tasks, history.history)
+        served = {t: np.asarray(chosen[t]) for t in y_test}
         majority = majority_classes(y_test)
         features = new.features(result.test_tasks, history.history)
         recency, rules = best_recency_classes(features, y_test, bins, majority)
@@ -238,14 +242,30 @@ def gate_evidence(
             unscored=f"the new model or its floors could not be scored ({_say(exc)})",
         )
     challenger_metrics = metrics_of(y_test, challenger, bins)
+    challenger_metrics[SERVED_ACCURACY] = metrics_of(y_test, served, bins)[
+        "mean_accuracy"
+    ]
     log.info("Best recency rule per target on the test tasks: %s", rules)
     champion, incomparable, unscored = _champion_classes(settings, result, history)
     boot = DayBootstrap(result.test_tasks["creationdate"].dt.floor("D"))
     parts = _metric_parts(y_test, challenger, bins)
+    served_parts = {
+        SERVED_ACCURACY: _metric_parts(y_test, served, bins)["mean_accuracy"]
+    }
     floors = {MAJORITY: majority, BEST_RECENCY: recency}
     noise = {SELF: noise_between(boot, parts, None)}
+    floor_metrics = {}
     for name, classes in floors.items():
-        noise[name] = noise_between(boot, parts, _metric_parts(y_test, classes, bins))
+        floor_parts = _metric_parts(y_test, classes, bins)
+        noise[name] = noise_between(boot, parts, floor_parts)
+        noise[name].update(
+            noise_between(
+                boot, served_parts, {SERVED_ACCURACY: floor_parts["mean_accuracy"]}
+            )
+        )
+        floor_metrics[name] = metrics_of(y_test, classes, bins)
+        # A floor serves as it predicts: no model, no combination.
+        floor_metrics[name][SERVED_ACCURACY] = floor_metrics[name]["mean_accuracy"]
     champion_metrics = None
     if champion is not None:
         champion_metrics = metrics_of(y_test, champion, bins)
@@ -255,7 +275,7 @@ def gate_evidence(
     return GateEvidence(
         challenger=challenger_metrics,
         champion=champion_metrics,
-        floors={name: metrics_of(y_test, c, bins) for name, c in floors.items()},
+        floors=floor_metrics,
         noise=noise,
         tail_recall_target=tail_recall_target,
         unscored=unscored,

@@ -32,16 +32,18 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:The ``noload`` loader strategy is deprecated:DeprecationWarning"
 )
 
+SERVED = "served.mean_accuracy"
 GOOD = {
     "mean_accuracy": 0.80,
+    SERVED: 0.82,
     "ramcount.tail_recall": 0.95,
     "ramcount.under_allocation": 0.03,
     "cputime.tail_recall": 0.93,
 }
-#: Floors the GOOD model beats clearly.
+#: Floors the GOOD bundle, as it serves, beats clearly.
 FLOORS = {
-    "majority": {"mean_accuracy": 0.55, "ramcount.tail_recall": 0.0},
-    "best_recency": {"mean_accuracy": 0.70},
+    "majority": {SERVED: 0.55, "mean_accuracy": 0.55, "ramcount.tail_recall": 0.0},
+    "best_recency": {SERVED: 0.70, "mean_accuracy": 0.70},
 }
 NO_TARGET = None
 
@@ -135,20 +137,38 @@ def test_a_drop_within_the_test_sets_noise_is_not_held_against_it(noise, passed)
 def test_the_challenger_must_beat_every_floor_beyond_noise(
     accuracy, noise, passed, binding
 ):
-    challenger = {**GOOD, "mean_accuracy": accuracy}
-    noises = {name: {"mean_accuracy": noise} for name in FLOORS}
-    got = verdict_of(
-        judge(evidence(challenger, None, noise=noises), GateThresholds()),
-        "mean_accuracy",
-    )
+    challenger = {**GOOD, SERVED: accuracy}
+    noises = {name: {SERVED: noise} for name in FLOORS}
+    verdicts = judge(evidence(challenger, None, noise=noises), GateThresholds())
+    got = verdict_of(verdicts, SERVED)
     assert (got.passed_floor, got.floor_name) == (passed, binding)
-    assert got.floor == FLOORS[binding]["mean_accuracy"]
+    assert got.floor == FLOORS[binding][SERVED]
     assert got.passed_champion is None  # no champion to compare with
+    # The model alone is compared with the champion only, never with the floors.
+    assert verdict_of(verdicts, "mean_accuracy").floor_name is None
+
+
+@pytest.mark.parametrize(
+    ("factor", "passed"),
+    [(1.0, False), (0.0, True), (-1.0, True)],
+    ids=["beyond-noise", "any-lead", "not-clearly-below"],
+)
+def test_floor_noise_factor_sets_the_lead_needed(factor, passed):
+    challenger = {**GOOD, SERVED: 0.71}  # 0.01 ahead of best_recency
+    noises = {name: {SERVED: 0.02} for name in FLOORS}
+    got = verdict_of(
+        judge(
+            evidence(challenger, None, noise=noises),
+            GateThresholds(floor_noise_factor=factor),
+        ),
+        SERVED,
+    )
+    assert got.passed_floor is passed
 
 
 def test_no_floor_measured_fails():
     got = verdict_of(
-        judge(evidence(champion=None, floors={}), GateThresholds()), "mean_accuracy"
+        judge(evidence(champion=None, floors={}), GateThresholds()), SERVED
     )
     assert (got.passed_floor, got.floor_name) == (False, "none measured")
 
@@ -182,16 +202,12 @@ def test_tail_recall_must_keep_its_target(recall, noise, passed):
 
 
 def test_verdict_line_names_champion_challenger_floor_tolerance_and_noise():
-    noise = {
-        "champion": {"mean_accuracy": 0.01},
-        "best_recency": {"mean_accuracy": 0.02},
-    }
-    line = verdict_of(
-        judge(evidence(noise=noise), GateThresholds()), "mean_accuracy"
-    ).describe()
+    noise = {"champion": {SERVED: 0.01}, "best_recency": {SERVED: 0.02}}
+    line = verdict_of(judge(evidence(noise=noise), GateThresholds()), SERVED).describe()
     assert line == (
-        "mean_accuracy: ok challenger=0.8000 champion=0.8000 (ok; tolerance 0.0050 "
-        "+ noise 0.0100) floor best_recency=0.7000 (ok; noise 0.0200) higher is better"
+        "served.mean_accuracy: ok challenger=0.8200 champion=0.8200 (ok; tolerance "
+        "0.0050 + noise 0.0100) floor best_recency=0.7000 (ok; noise 0.0200) higher "
+        "is better"
     )
 
 
@@ -234,7 +250,7 @@ def test_the_first_model_needs_something_to_beat(reg_settings, tmp_path):
     v1 = register(reg_settings, tmp_path, "one")
     nothing = promote_if_not_worse(reg_settings, v1, evidence(champion=None, floors={}))
     assert (nothing.promoted, nothing.alias) == (False, "challenger")
-    assert "below its floor on mean_accuracy" in nothing.reason
+    assert "below its floor on served.mean_accuracy" in nothing.reason
     assert champion_version(reg_settings) is None
 
     v2 = register(reg_settings, tmp_path, "two")
@@ -268,7 +284,7 @@ def test_promotes_the_better_and_keeps_the_worse_as_challenger(reg_settings, tmp
     assert tags["gate.ramcount.tail_recall"].startswith(
         "ramcount.tail_recall: FAILED challenger=0.9000 champion=0.9500 (worse;"
     )
-    assert "floor best_recency=0.7000" in tags["gate.mean_accuracy"]
+    assert "floor best_recency=0.7000" in tags["gate.served.mean_accuracy"]
     assert json.loads(tags["gate.thresholds"])["max_tail_recall_drop"] == 0.01
 
     # Promoting the challenger by hand moves the alias off it.
@@ -298,7 +314,7 @@ def test_an_incomparable_challenger_is_not_promoted_by_default(reg_settings, tmp
 
     # Even when asked, an incomparable challenger must beat its floors.
     v3 = register(reg_settings, tmp_path, "three")
-    weak = {**GOOD, "mean_accuracy": 0.6}
+    weak = {**GOOD, SERVED: 0.6}
     refused = promote_if_not_worse(
         reg_settings,
         v3,

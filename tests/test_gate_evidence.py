@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from model_registry.gate import GateThresholds, promote_if_not_worse
+from model_registry.gate import SERVED_ACCURACY, GateThresholds, promote_if_not_worse
 from model_registry.registry import register_bundle, set_alias
 from panda_predictor.bins_file import load_bins
 from panda_predictor.core.bins import BinSet
@@ -130,7 +130,6 @@ def test_evidence_without_champion_has_floors_and_noise(
     assert got.champion is None and got.unscored is None and got.incomparable is None
     assert set(got.floors) == {MAJORITY, BEST_RECENCY}
     assert set(got.noise) == {"challenger", MAJORITY, BEST_RECENCY}
-    assert 0 < got.noise[BEST_RECENCY]["mean_accuracy"] < 0.2
     majority = got.floors[MAJORITY]
     for target in TARGETS:
         # Majority is one constant class: its accuracy is that class's test share.
@@ -138,9 +137,14 @@ def test_evidence_without_champion_has_floors_and_noise(
             small_run.y_test[target]
         )
         assert majority[f"{target}.accuracy"] == pytest.approx(share)
-    # The challenger is scored as a model, as its registered metrics describe it.
-    assert got.challenger == pytest.approx(small_run.bundle.metrics)
-    assert got.challenger["mean_accuracy"] > majority["mean_accuracy"]
+    # The challenger is scored as a model, as its registered metrics describe it,
+    # and as it serves (with its combination), which is what the floors judge.
+    model = {k: v for k, v in got.challenger.items() if k != SERVED_ACCURACY}
+    assert model == pytest.approx(small_run.bundle.metrics)
+    assert got.challenger[SERVED_ACCURACY] > majority[SERVED_ACCURACY]
+    for floor in (MAJORITY, BEST_RECENCY):
+        assert got.floors[floor][SERVED_ACCURACY] == got.floors[floor]["mean_accuracy"]
+        assert 0 < got.noise[floor][SERVED_ACCURACY] < 0.2
     assert got.tail_recall_target == 0.95
 
 
@@ -149,7 +153,8 @@ def test_the_same_bundle_as_champion_ties_with_zero_noise(
 ):
     publish(reg_settings, small_run.bundle, tmp_path / "bundle")
     got = gate_evidence(reg_settings, small_run, labelled_history, 0.95)
-    assert got.champion == pytest.approx(got.challenger)
+    model = {k: v for k, v in got.challenger.items() if k != SERVED_ACCURACY}
+    assert got.champion == pytest.approx(model)
     assert set(got.noise["champion"].values()) <= {0.0, float("inf")}
 
 

@@ -303,3 +303,21 @@ def test_damaged_registry_copy_is_not_cached(reg_settings, tmp_path):
     assert sorted(os.listdir(reg_settings.cache_dir())) == sorted(
         [".lock", "current.json", cached.path.name]
     )
+
+
+def test_hook_command_names_the_missing_store_and_fails_open(tmp_path):
+    from click.testing import CliRunner
+
+    from panda_predictor.cli import main
+
+    store = tmp_path / "mlflwo.db"
+    env = {
+        "PANDA_PREDICTOR_HOME": str(tmp_path),
+        "MLFLOW_TRACKING_URI": f"sqlite:///{store}",
+    }
+    result = CliRunner().invoke(main, ["hook", "--once"], env=env)
+    assert result.exit_code == 3, result.output  # failed open: no task touched
+    assert f"no such SQLite file {str(store)!r}" in result.output
+    assert "mlflow_tracking_uri" in result.output
+    assert "Traceback" not in result.output
+    assert not store.exists()
