@@ -276,7 +276,11 @@ def load_champion_bundle_dir(settings: Settings) -> ChampionBundle:
     :func:`model_registry.tracking.registry_http_environment`), so a registry that
     is down costs one timeout, not MLflow's minutes of retries.
     """
-    errors = registry_errors()
+    # A damaged download is the registry's fault too: the intact cached copy serves.
+    errors: tuple[type[BaseException], ...] = (
+        *registry_errors(),
+        CorruptDownloadError,
+    )
     try:
         info = champion_version(settings)
         if info is None:
@@ -296,7 +300,7 @@ def load_champion_bundle_dir(settings: Settings) -> ChampionBundle:
         return ChampionBundle(path, info.version, FROM_REGISTRY)
     except NoChampionError:
         raise
-    except (*errors, CorruptDownloadError) as exc:
+    except errors as exc:
         FAULTS.labels(REGISTRY_DOWN).inc()
         reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         cached = _intact(read_cached(settings), settings)

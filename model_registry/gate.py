@@ -413,6 +413,11 @@ def promote_if_not_worse(
         it passes its floors; by default it becomes ``challenger`` for a person to
         decide (``panda-predictor`` ... ``set_alias``).
     """
+    if not isinstance(evidence, GateEvidence):
+        raise TypeError(
+            "The 'evidence' argument must be a GateEvidence (metrics, floors and "
+            f"noise of one test set). Got {type(evidence).__name__} instead."
+        )
     limits = thresholds or GateThresholds()
     current = champion_version(settings)
     against = current.version if current else None

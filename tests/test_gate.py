@@ -339,3 +339,8 @@ def test_a_model_that_could_not_be_scored_promotes_nothing(reg_settings, tmp_pat
     assert got.reason == f"not promoted: {failure}"
     assert alias_version(reg_settings, "champion") == v1
     assert get_version(reg_settings, v2).tags["gate.reason"] == got.reason
+
+
+def test_plain_metrics_are_refused_as_evidence(reg_settings):
+    with pytest.raises(TypeError, match="must be a GateEvidence.*Got dict instead"):
+        promote_if_not_worse(reg_settings, 1, GOOD)

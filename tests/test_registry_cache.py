@@ -11,7 +11,6 @@ import pytest
 
 from model_registry import cache
 from model_registry.cache import load_champion_bundle_dir, read_cached, store_version
-from model_registry.gate import promote_if_not_worse
 from model_registry.registry import NoChampionError, register_bundle, set_alias
 from panda_predictor.settings import load_settings
 
@@ -64,7 +63,7 @@ def test_loads_from_registry_and_refreshes_when_champion_changes(
     v2 = register_bundle(
         reg_settings, make_bundle(tmp_path / "b2", "two"), None, METRICS
     )
-    promote_if_not_worse(reg_settings, v2.version, METRICS, METRICS)
+    set_alias(reg_settings, v2.version, "champion")
     second = load_champion_bundle_dir(reg_settings)
     assert (second.version, second.source) == (2, "registry")
     assert markers_of(second.path) == {"two"}
