@@ -9,12 +9,19 @@ is imported lazily, on first use.
 """
 
 from model_registry.cache import ChampionBundle, load_champion_bundle_dir
-from model_registry.gate import GateDecision, GateThresholds, promote_if_not_worse
+from model_registry.gate import (
+    GateDecision,
+    GateEvidence,
+    GateThresholds,
+    MetricVerdict,
+    promote_if_not_worse,
+)
 from model_registry.registry import (
     BundleError,
     ModelVersionInfo,
     NoChampionError,
     RegistryError,
+    StoreNotFoundError,
     champion_version,
     download_champion,
     register_bundle,
@@ -26,10 +33,13 @@ __all__ = [
     "BundleError",
     "ChampionBundle",
     "GateDecision",
+    "GateEvidence",
     "GateThresholds",
+    "MetricVerdict",
     "ModelVersionInfo",
     "NoChampionError",
     "RegistryError",
+    "StoreNotFoundError",
     "champion_version",
     "configure_mlflow",
     "download_champion",

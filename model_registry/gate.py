@@ -1,12 +1,27 @@
-"""Promote a new bundle to champion only if it is not worse than the current one.
+"""Promote a new bundle to champion only if it beats the floors and is not worse.
 
-Both metric sets must come from the SAME test data: the training pipeline evaluates
-the current champion on the new test split and passes both dicts here. Metric names
-are flat strings (``mean_accuracy``, ``ramcount.tail_recall``,
-``ramcount.under_allocation``). Each rule of :class:`GateThresholds` names a pattern
-of metric names, whether higher or lower is better, and how much worse the challenger
-may be; the challenger becomes ``champion`` only if every rule holds for every
-matching metric the champion has, else it becomes ``challenger``.
+Everything the gate judges comes from ONE test set, measured by the training
+pipeline (:mod:`pipelines.gate_evidence`) and handed over as :class:`GateEvidence`:
+
+* the challenger's metrics, and the current champion's on the same tasks;
+* the *floors*: what the majority class and the best recency rule score there;
+* the *noise*: half the width of a 90 % paired bootstrap interval of each
+  difference (resampling test days), so a lead or a drop that chance alone explains
+  counts for nothing;
+* the tail recall target the decision rules were tuned for.
+
+A challenger is promoted only if, for every metric the rules name:
+
+* it is not worse than the champion by more than the tolerance plus the noise;
+* as it serves (``served.mean_accuracy``: model, tail rules and the combination
+  with the recency rules) it beats every floor by more than the noise;
+* each ``<target>.tail_recall`` reaches the target, less the allowed shortfall and
+  the noise.
+
+Nothing is promoted when a model could not be scored, when no floor was measured,
+or, unless asked for, when the champion cannot be compared (other bins). Metric
+names are flat strings (``mean_accuracy``, ``ramcount.tail_recall``,
+``ramcount.under_allocation``).
 """
 
 from __future__ import annotations
@@ -15,9 +30,9 @@ import json
 import logging
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from model_registry.registry import (
     CHALLENGER,
@@ -36,64 +51,181 @@ logger = logging.getLogger(__name__)
 HIGHER = "higher"
 LOWER = "lower"
 GATE_TAG_PREFIX = "gate."
+#: The mean accuracy of the bundle as it serves (model, tail rules and the
+#: combination with the recency rules): what PanDA would get.
+SERVED_ACCURACY = "served.mean_accuracy"
+#: Metrics a challenger must win on against every floor.
+FLOOR_METRICS = (SERVED_ACCURACY,)
+#: Reference name of the challenger's own noise (for the tail recall target).
+SELF = "challenger"
+#: MLflow refuses longer tag values.
+_MAX_TAG = 5000
 
 
 @dataclass(frozen=True)
 class GateThresholds:
     """How much worse than the champion a challenger may be and still replace it.
 
+    Each tolerance is added to the test set's noise for that metric: a difference
+    within both is not held against the challenger.
+
     Attributes
     ----------
     max_accuracy_drop:
-        ``mean_accuracy`` (mean over targets of per-class accuracy) may fall by at
-        most this much.
+        ``mean_accuracy`` (mean over targets of each target's accuracy) may fall by
+        at most this much.
     max_tail_recall_drop:
         Each ``<target>.tail_recall`` (recall on the largest class, which protects
         against jobs killed for too little memory or time) may fall by at most this.
     max_under_allocation_rise:
         Each ``<target>.under_allocation`` (share of tasks predicted below their true
         class) may rise by at most this.
+    max_tail_recall_shortfall:
+        How far below the tail recall target (beyond the noise) each
+        ``<target>.tail_recall`` may be. The rules reach the target on validation
+        data; the test set is later in time and usually a little below.
+    floor_noise_factor:
+        The lead over each floor must exceed this many noise half-widths: 1 (a
+        lead chance does not explain), 0 (any lead), down to -1 (only "not clearly
+        below": for test sets too small to tell a model from the rules).
     """
 
     max_accuracy_drop: float = 0.005
     max_tail_recall_drop: float = 0.01
     max_under_allocation_rise: float = 0.005
+    max_tail_recall_shortfall: float = 0.05
+    floor_noise_factor: float = 1.0
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
-            if not isinstance(value, int | float) or not value >= 0:
+            lowest = -1.0 if name == "floor_noise_factor" else 0.0
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not value >= lowest
+                or not math.isfinite(value)
+            ):
                 raise ValueError(
-                    f"The '{name}' threshold must be a number >= 0. Got {value!r} "
-                    "instead."
+                    f"The '{name}' threshold must be a finite number >= {lowest:g}. "
+                    f"Got {value!r} instead."
                 )
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> GateThresholds:
+        """Return the default tolerances with the floors' settings applied."""
+        return cls(
+            max_tail_recall_shortfall=settings.gate_tail_recall_shortfall,
+            floor_noise_factor=settings.gate_floor_noise_factor,
+        )
 
     def rules(self) -> tuple[tuple[str, str, float], ...]:
         """Return ``(metric pattern, better direction, tolerance)`` triples."""
         return (
             ("mean_accuracy", HIGHER, self.max_accuracy_drop),
+            (SERVED_ACCURACY, HIGHER, self.max_accuracy_drop),
             ("*.tail_recall", HIGHER, self.max_tail_recall_drop),
             ("*.under_allocation", LOWER, self.max_under_allocation_rise),
         )
 
 
 @dataclass(frozen=True)
-class Comparison:
-    """One metric of challenger against champion under one rule."""
+class GateEvidence:
+    """What the training pipeline measured on one test set, for the gate to judge.
+
+    Attributes
+    ----------
+    challenger:
+        The new bundle's test metrics.
+    champion:
+        The current champion's metrics on the same test tasks; ``None`` when there
+        is no champion or it cannot be compared (see ``incomparable``).
+    floors:
+        Per floor (``majority``, ``best_recency``) its metrics on the same tasks.
+    noise:
+        Per reference (``champion``, a floor name, or ``challenger`` for the
+        challenger's own figures) and metric: half the width of the 90 % paired
+        bootstrap interval of the difference (of the figure itself for
+        ``challenger``).
+    tail_recall_target:
+        Recall the largest class of each target must keep; ``None``: not checked.
+    unscored:
+        Why a model could not be scored on the test set: nothing is promoted.
+    incomparable:
+        Why the champion cannot be compared (e.g. other bins).
+    """
+
+    challenger: Mapping[str, float]
+    champion: Mapping[str, float] | None = None
+    floors: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    noise: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    tail_recall_target: float | None = None
+    unscored: str | None = None
+    incomparable: str | None = None
+
+    def noise_of(self, reference: str, metric: str) -> float:
+        """Return the noise of ``metric`` against ``reference`` (0 if unmeasured)."""
+        value = self.noise.get(reference, {}).get(metric)
+        # inf is kept: it means the test set cannot judge the metric at all.
+        return 0.0 if value is None or math.isnan(value) else float(value)
+
+
+@dataclass(frozen=True)
+class MetricVerdict:
+    """One metric: the challenger against the champion, its floor, and the noise.
+
+    ``passed_champion`` / ``passed_floor`` are ``None`` when that check does not
+    apply to the metric (no champion, or a metric without a floor).
+    """
 
     metric: str
-    champion: float
-    challenger: float | None
     better: str
+    challenger: float | None
+    champion: float | None
     tolerance: float
-    passed: bool
+    champion_noise: float
+    passed_champion: bool | None
+    floor: float | None = None
+    floor_name: str | None = None
+    floor_noise: float = 0.0
+    passed_floor: bool | None = None
+
+    @property
+    def passed(self) -> bool:
+        """Return whether no applicable check failed."""
+        return self.passed_champion is not False and self.passed_floor is not False
 
     @property
     def worsening(self) -> float | None:
-        """Return how much worse the challenger is (negative: better)."""
-        if self.challenger is None:
+        """Return how much worse than the champion (negative: better)."""
+        if self.challenger is None or self.champion is None:
             return None
         diff = self.challenger - self.champion
         return -diff if self.better == HIGHER else diff
+
+    def describe(self) -> str:
+        """Return one line: verdict, challenger, champion, floor, tolerance, noise."""
+        parts = [
+            f"{self.metric}: {'ok' if self.passed else 'FAILED'}",
+            f"challenger={_fmt(self.challenger)}",
+        ]
+        if self.champion is not None:
+            parts.append(
+                f"champion={_fmt(self.champion)} "
+                f"({'ok' if self.passed_champion else 'worse'}; "
+                f"tolerance {self.tolerance:.4f} + noise {self.champion_noise:.4f})"
+            )
+        if self.floor_name is not None:
+            parts.append(
+                f"floor {self.floor_name}={_fmt(self.floor)} "
+                f"({'ok' if self.passed_floor else 'not beaten'}; "
+                f"noise {self.floor_noise:.4f})"
+            )
+        parts.append(f"{self.better} is better")
+        return " ".join(parts)
+
+
+def _fmt(value: float | None) -> str:
+    return "none" if value is None else f"{value:.4f}"
 
 
 @dataclass(frozen=True)
@@ -105,43 +237,115 @@ class GateDecision:
     promoted: bool
     champion_version: int | None
     reason: str
-    comparisons: tuple[Comparison, ...] = ()
+    verdicts: tuple[MetricVerdict, ...] = ()
+
+    def describe(self) -> list[str]:
+        """Return the decision and one line per metric (for the CLI and logs)."""
+        head = f"version {self.version} -> {self.alias}: {self.reason}"
+        return [head, *(f"  {v.describe()}" for v in self.verdicts)]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the decision as a JSON-ready dict."""
+        return asdict(self)
 
 
-def compare(
-    challenger_metrics: Mapping[str, float],
-    champion_metrics: Mapping[str, float],
-    thresholds: GateThresholds,
-) -> tuple[Comparison, ...]:
-    """Return every rule check of the challenger against the champion.
+def _finite(value: Any) -> float | None:
+    if value is None:
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _floor_check(
+    metric: str, challenger: float | None, evidence: GateEvidence, factor: float
+) -> tuple[float | None, str | None, float, bool | None]:
+    """Return the binding floor of ``metric``: value, name, noise and whether beaten.
+
+    Every floor must be beaten by more than ``factor`` times its noise; the one with
+    the least room (lead minus that) is reported.
+    """
+    if metric in FLOOR_METRICS:
+        worst: tuple[float, float, str, float] | None = None
+        for name, metrics in sorted(evidence.floors.items()):
+            value = _finite(metrics.get(metric))
+            if value is None:
+                continue
+            noise = evidence.noise_of(name, metric)
+            if challenger is None:
+                room = -math.inf
+            elif math.isinf(noise):
+                room = -math.inf  # a floor the test set cannot tell apart
+            else:
+                room = challenger - value - factor * noise
+            if worst is None or room < worst[0]:
+                worst = (room, value, name, noise)
+        if worst is None:
+            return None, "none measured", 0.0, False
+        room, value, name, noise = worst
+        return value, name, noise, challenger is not None and room > 0
+    return None, None, 0.0, None
+
+
+def judge(
+    evidence: GateEvidence, thresholds: GateThresholds
+) -> tuple[MetricVerdict, ...]:
+    """Return one verdict per gated metric of the challenger (and the champion).
 
     A metric the champion has but the challenger lacks (or has as NaN) fails: the
-    gate cannot show it is not worse. A metric the champion lacks is not checked.
+    gate cannot show it is not worse. A metric the champion lacks is checked only
+    against its floor.
     """
-    results = []
-    for metric in sorted(champion_metrics):
+    names = set(evidence.challenger) | set(evidence.champion or {})
+    verdicts = []
+    for metric in sorted(names):
         for pattern, better, tolerance in thresholds.rules():
             if not fnmatchcase(metric, pattern):
                 continue
-            champ = float(champion_metrics[metric])
-            if math.isnan(champ):
-                continue
-            raw = challenger_metrics.get(metric)
-            chall = None if raw is None or math.isnan(float(raw)) else float(raw)
-            if chall is None:
-                passed = False
-            elif better == HIGHER:
-                passed = chall >= champ - tolerance
-            else:
-                passed = chall <= champ + tolerance
-            results.append(Comparison(metric, champ, chall, better, tolerance, passed))
-    return tuple(results)
+            chall = _finite(evidence.challenger.get(metric))
+            champ = _finite((evidence.champion or {}).get(metric))
+            champion_noise = evidence.noise_of(CHAMPION, metric)
+            passed_champion = None
+            if champ is not None:
+                if chall is None:
+                    passed_champion = False
+                else:
+                    worse = champ - chall if better == HIGHER else chall - champ
+                    passed_champion = worse <= tolerance + champion_noise + 1e-12
+            floor, floor_name, floor_noise, passed_floor = _floor_check(
+                metric, chall, evidence, thresholds.floor_noise_factor
+            )
+            target = evidence.tail_recall_target
+            if metric.endswith(".tail_recall") and target is not None:
+                floor = max(0.0, target - thresholds.max_tail_recall_shortfall)
+                floor_name = f"target {target:g} - shortfall"
+                floor_noise = evidence.noise_of(SELF, metric)
+                passed_floor = chall is not None and chall >= floor - floor_noise
+            verdicts.append(
+                MetricVerdict(
+                    metric,
+                    better,
+                    chall,
+                    champ,
+                    tolerance,
+                    champion_noise,
+                    passed_champion,
+                    floor,
+                    floor_name,
+                    floor_noise,
+                    passed_floor,
+                )
+            )
+    return tuple(verdicts)
+
+
+def _tag_value(text: str) -> str:
+    return text if len(text) <= _MAX_TAG else text[: _MAX_TAG - 3] + "..."
 
 
 def _record(
     settings: Settings, decision: GateDecision, thresholds: GateThresholds
 ) -> None:
-    """Store the decision and each comparison as tags on the challenger's version."""
+    """Store the decision and each metric's verdict as tags on the version."""
     client = mlflow_client(settings)
     name, version = settings.model_name, str(decision.version)
     tags = {
@@ -150,28 +354,49 @@ def _record(
         "against_version": str(decision.champion_version or ""),
         "thresholds": json.dumps(asdict(thresholds), sort_keys=True),
     }
-    for c in decision.comparisons:
-        tags[f"{c.metric}"] = (
-            f"{'ok' if c.passed else 'WORSE'} challenger={c.challenger!r} "
-            f"champion={c.champion!r} better={c.better} tolerance={c.tolerance!r}"
-        )
+    for v in decision.verdicts:
+        tags[v.metric] = v.describe()
     for key, value in tags.items():
-        client.set_model_version_tag(name, version, f"{GATE_TAG_PREFIX}{key}", value)
+        client.set_model_version_tag(
+            name, version, f"{GATE_TAG_PREFIX}{key}", _tag_value(value)
+        )
+
+
+def _reason(
+    verdicts: tuple[MetricVerdict, ...], compared: bool, has_champion: bool
+) -> str:
+    worse = [v.metric for v in verdicts if v.passed_champion is False]
+    below = [v.metric for v in verdicts if v.passed_floor is False]
+    problems = []
+    if worse:
+        problems.append("worse than champion on " + ", ".join(worse))
+    if below:
+        problems.append("below its floor on " + ", ".join(below))
+    if problems:
+        return "; ".join(problems)
+    floors = sum(v.passed_floor is True for v in verdicts)
+    if compared:
+        return (
+            f"not worse than champion on "
+            f"{sum(v.passed_champion is True for v in verdicts)} metrics, "
+            f"above the floor on {floors}"
+        )
+    first = "first model" if not has_champion else "champion not compared"
+    return f"{first}: above the floor on {floors} metrics"
 
 
 def promote_if_not_worse(
     settings: Settings,
     challenger_version: int,
-    challenger_metrics: Mapping[str, float],
-    champion_metrics: Mapping[str, float] | None,
+    evidence: GateEvidence,
     thresholds: GateThresholds | None = None,
     *,
-    promote_incomparable: bool = True,
+    promote_incomparable: bool = False,
 ) -> GateDecision:
-    """Make ``challenger_version`` champion if it is not worse, else challenger.
+    """Make ``challenger_version`` champion if it passes the gate, else challenger.
 
-    The first model ever registered becomes champion. On promotion the old champion
-    gets the ``previous`` alias (rollback: ``set_alias(settings, v, "champion")``).
+    On promotion the old champion gets the ``previous`` alias (rollback:
+    ``set_alias(settings, v, "champion")``).
 
     Parameters
     ----------
@@ -179,60 +404,60 @@ def promote_if_not_worse(
         Settings naming the store and ``model_name``.
     challenger_version:
         Registered version of the new bundle.
-    challenger_metrics:
-        The new bundle's test metrics.
-    champion_metrics:
-        The current champion's metrics on the same test data; ``None`` when there is
-        no champion or it cannot score this data (other features or bins).
+    evidence:
+        Metrics, floors and noise measured on one test set.
     thresholds:
         Allowed worsening; defaults to :class:`GateThresholds()`.
     promote_incomparable:
-        What to do when a champion exists but ``champion_metrics`` is ``None``:
-        promote the challenger (default: new features or bins replace the old
-        ones) or make it ``challenger`` for a person to decide.
+        Promote a challenger whose champion cannot be compared (other bins) if
+        it passes its floors; by default it becomes ``challenger`` for a person to
+        decide (``panda-predictor`` ... ``set_alias``).
     """
+    if not isinstance(evidence, GateEvidence):
+        raise TypeError(
+            "The 'evidence' argument must be a GateEvidence (metrics, floors and "
+            f"noise of one test set). Got {type(evidence).__name__} instead."
+        )
     limits = thresholds or GateThresholds()
     current = champion_version(settings)
-    if current is None:
+    against = current.version if current else None
+    if current is not None and current.version == challenger_version:
         decision = GateDecision(
-            challenger_version, CHAMPION, True, None, "first model: no champion yet"
+            challenger_version, CHAMPION, True, against, "already champion"
         )
-    elif current.version == challenger_version:
-        decision = GateDecision(
-            challenger_version, CHAMPION, True, current.version, "already champion"
+        return _apply(settings, decision, limits, against)
+    if evidence.unscored:
+        reason = f"not promoted: {evidence.unscored}"
+        logger.warning(
+            "Gate: %s version %s %s", settings.model_name, challenger_version, reason
         )
-    else:
-        if champion_metrics is None:
-            alias = CHAMPION if promote_incomparable else CHALLENGER
-            reason = (
-                f"champion (version {current.version}) could not be scored on the "
-                f"same test data; incomparable, made {alias} without comparison"
-            )
-            logger.warning(
-                "Gate: %s version %s: %s",
-                settings.model_name,
-                challenger_version,
-                reason,
-            )
-            decision = GateDecision(
-                challenger_version, alias, alias == CHAMPION, current.version, reason
-            )
-            return _apply(settings, decision, limits, current.version)
-        comparisons = compare(challenger_metrics, champion_metrics, limits)
-        failed = [c.metric for c in comparisons if not c.passed]
-        if failed:
-            reason = "worse than champion on " + ", ".join(failed)
+        decision = GateDecision(challenger_version, CHALLENGER, False, against, reason)
+        return _apply(settings, decision, limits, against)
+    verdicts = judge(evidence, limits)
+    compared = current is not None and evidence.champion is not None
+    reason = _reason(verdicts, compared, current is not None)
+    promoted = all(v.passed for v in verdicts) and bool(verdicts)
+    if not verdicts:
+        reason = "no gated metric measured"
+    if promoted and current is not None and evidence.champion is None:
+        why = evidence.incomparable or "the champion was not scored on this test set"
+        if promote_incomparable:
+            reason = f"incomparable ({why}), promoted as asked; {reason}"
         else:
-            reason = f"not worse than champion on {len(comparisons)} metrics"
-        decision = GateDecision(
-            challenger_version,
-            CHALLENGER if failed else CHAMPION,
-            not failed,
-            current.version,
-            reason,
-            comparisons,
-        )
-    return _apply(settings, decision, limits, current.version if current else None)
+            promoted = False
+            reason = (
+                f"incomparable ({why}): not promoted by default; {reason}. Compare "
+                "by hand and move the alias if wanted."
+            )
+    decision = GateDecision(
+        challenger_version,
+        CHAMPION if promoted else CHALLENGER,
+        promoted,
+        against,
+        reason,
+        verdicts,
+    )
+    return _apply(settings, decision, limits, against)
 
 
 def _apply(
@@ -250,11 +475,6 @@ def _apply(
     ):
         set_alias(settings, current_version, PREVIOUS)
     set_alias(settings, decision.version, decision.alias)
-    logger.info(
-        "Gate: %s version %s -> %s (%s)",
-        settings.model_name,
-        decision.version,
-        decision.alias,
-        decision.reason,
-    )
+    for line in decision.describe():
+        logger.info("Gate: %s %s", settings.model_name, line)
     return decision

@@ -21,7 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
 
+from model_registry.checksum import DIGEST_TAG, folder_checksums, tree_digest
 from model_registry.tracking import ensure_experiment, mlflow_client
 
 if TYPE_CHECKING:
@@ -53,8 +55,64 @@ class NoChampionError(RegistryError):
     """No version of the model carries the ``champion`` alias (and no cached copy)."""
 
 
+class StoreNotFoundError(NoChampionError):
+    """The configured local MLflow store (SQLite file or folder) does not exist.
+
+    A reader must not let MLflow create an empty store at a mistyped path and then
+    report "no champion": the message names the path and the setting instead.
+    """
+
+
 class BundleError(ValueError):
     """A bundle folder or its manifest is not what the registry needs."""
+
+
+def local_store_path(uri: str) -> Path | None:
+    """Return the file (SQLite) or folder (file store) a local store URI names.
+
+    ``None`` for a server (``http``, ``databricks``, ...) or an in-memory SQLite.
+    """
+    parsed = urlparse(uri)
+    if parsed.scheme == "sqlite":
+        # sqlite:///relative/path or sqlite:////absolute/path, as SQLAlchemy reads it.
+        path = uri[len("sqlite:///") :] if uri.startswith("sqlite:///") else ""
+        path = path.split("?", 1)[0]
+        return Path(path) if path and path != ":memory:" else None
+    if parsed.scheme == "file":
+        return Path(unquote(parsed.path))
+    if parsed.scheme == "":
+        return Path(uri)
+    return None
+
+
+def require_existing_store(settings: Settings) -> None:
+    """Raise :class:`StoreNotFoundError` if the configured local store is missing.
+
+    Only readers call this (the hooks, the service, evaluation): training creates
+    the store on its first run, as it should.
+    """
+    uri = settings.tracking_uri()
+    path = local_store_path(uri)
+    if path is None:
+        return
+    if urlparse(uri).scheme == "sqlite":
+        exists, kind = path.is_file(), "SQLite file"
+    else:
+        exists, kind = path.is_dir(), "folder"
+    if not exists:
+        raise StoreNotFoundError(
+            f"No champion model: the MLflow store {uri!r} must be an existing "
+            f"{kind}. Got no such "
+            f"{kind} {str(path)!r} instead. Fix the setting mlflow_tracking_uri "
+            "(PANDA_PREDICTOR_MLFLOW_TRACKING_URI or MLFLOW_TRACKING_URI), or run "
+            "'panda-predictor train' to create the store."
+        )
+
+
+def _reader_client(settings: Settings) -> Any:
+    """Return a client for reading, after checking the local store exists."""
+    require_existing_store(settings)
+    return mlflow_client(settings)
 
 
 def registry_errors() -> tuple[type[BaseException], ...]:
@@ -220,6 +278,7 @@ def register_bundle(
     tags = {
         SCHEMA_HASH_TAG: manifest[SCHEMA_HASH_TAG],
         BINS_VERSION_TAG: manifest[BINS_VERSION_TAG],
+        DIGEST_TAG: tree_digest(folder_checksums(bundle_dir)),
         **_metric_tags(metrics),
     }
     client = mlflow_client(settings)
@@ -253,7 +312,7 @@ def register_bundle(
 def get_version(settings: Settings, version: int) -> ModelVersionInfo:
     """Return one version of the model."""
     return _to_info(
-        mlflow_client(settings).get_model_version(settings.model_name, str(version))
+        _reader_client(settings).get_model_version(settings.model_name, str(version))
     )
 
 
@@ -285,7 +344,7 @@ def version_by_alias(settings: Settings, alias: str) -> ModelVersionInfo | None:
     """
     from mlflow.exceptions import MlflowException
 
-    client = mlflow_client(settings)
+    client = _reader_client(settings)
     try:
         mv = client.get_model_version_by_alias(settings.model_name, alias)
     except MlflowException as exc:
@@ -316,7 +375,7 @@ def download_version(settings: Settings, version: int, dest: Path | str) -> Path
             "instead."
         )
     target.parent.mkdir(parents=True, exist_ok=True)
-    client = mlflow_client(settings)
+    client = _reader_client(settings)
     # MLflow resolves a ``models:/`` URI with the process-wide registry URI whatever
     # we pass, so resolve the version's source with our own client instead.
     source = client.get_model_version_download_uri(settings.model_name, str(version))

@@ -39,10 +39,32 @@ _MAX_NAME_LENGTH = 250
 _MAX_PARAM_LENGTH = 6000
 
 
-def _quiet_mlflow_environment() -> None:
-    """Turn off MLflow's telemetry and progress bars unless the user chose otherwise."""
+def registry_http_environment(settings: Settings) -> dict[str, str]:
+    """Return the MLflow HTTP variables that bound one registry call, from settings.
+
+    MLflow's defaults (120 s timeout, 7 retries, back-off factor 2) let one call to a
+    registry that is down take minutes, so every hook pass would stall before the
+    cached champion is used. The product sets its own bounds instead: one call takes
+    at most ``timeout * (retries + 1)`` plus the back-off. No jitter: the bound must
+    hold on every call.
+    """
+    return {
+        "MLFLOW_HTTP_REQUEST_TIMEOUT": str(settings.registry_timeout_seconds),
+        "MLFLOW_HTTP_REQUEST_MAX_RETRIES": str(settings.registry_max_retries),
+        "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": str(settings.registry_backoff_factor),
+        "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0",
+    }
+
+
+def _prepare_mlflow_environment(settings: Settings) -> None:
+    """Set the registry call bounds; turn off telemetry and progress bars.
+
+    MLflow reads these variables on every request, so setting them before each
+    client is built is enough (and a changed setting takes effect at once).
+    """
     os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    os.environ.update(registry_http_environment(settings))
 
 
 def is_local_store(uri: str) -> bool:
@@ -56,7 +78,7 @@ def mlflow_client(settings: Settings) -> MlflowClient:
     The client carries its own URIs, so code using it does not depend on MLflow's
     process-wide state (several stores can be used side by side, as tests do).
     """
-    _quiet_mlflow_environment()
+    _prepare_mlflow_environment(settings)
     from mlflow import MlflowClient
 
     uri = settings.tracking_uri()
@@ -104,7 +126,7 @@ def configure_mlflow(settings: Settings, experiment: str = TRAINING_EXPERIMENT) 
     experiment:
         Experiment to activate.
     """
-    _quiet_mlflow_environment()
+    _prepare_mlflow_environment(settings)
     import mlflow
 
     uri = settings.tracking_uri()

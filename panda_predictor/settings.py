@@ -79,6 +79,43 @@ class Settings(BaseSettings):
         description="Local copy of the champion models, used when the registry is "
         "unreachable; default: <home>/model-cache.",
     )
+    registry_timeout_seconds: int = Field(
+        2,
+        ge=1,
+        description="Seconds MLflow waits for one HTTP answer of the registry "
+        "(MLFLOW_HTTP_REQUEST_TIMEOUT); MLflow's own default is 120.",
+    )
+    registry_max_retries: int = Field(
+        1,
+        ge=0,
+        description="Retries of a failed registry HTTP request "
+        "(MLFLOW_HTTP_REQUEST_MAX_RETRIES); MLflow's own default is 7.",
+    )
+    registry_backoff_factor: int = Field(
+        0,
+        ge=0,
+        description="Seconds of exponential back-off between registry retries "
+        "(MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR); MLflow's own default is 2.",
+    )
+    gate_promote_incomparable: bool = Field(
+        False,
+        description="Promote a new model whose champion cannot be scored on the "
+        "same test data (other features or bins); default: make it challenger.",
+    )
+    gate_tail_recall_shortfall: float = Field(
+        0.05,
+        ge=0.0,
+        le=1.0,
+        description="How far below tail_recall_target a new model's test tail "
+        "recall may be (beyond the test set's noise) and still be promoted.",
+    )
+    gate_floor_noise_factor: float = Field(
+        1.0,
+        ge=-1.0,
+        description="Lead over the floors (majority class, best recency rule) a new "
+        "model needs, in noise half-widths: 1 a lead chance does not explain, 0 any "
+        "lead, -1 only not clearly below (test sets too small to tell).",
+    )
     bins_file: Path | None = Field(
         None,
         description="YAML file with the class edges per target; default: the "

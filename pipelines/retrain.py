@@ -105,6 +105,8 @@ class RetrainOutcome:
     champion_metrics: dict[str, float] | None = None
     report: Path | None = None
     run_id: str | None = None
+    #: The gate's line per metric: challenger, champion, floor, tolerance, noise.
+    verdicts: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready record (the decision log line)."""
@@ -309,6 +311,7 @@ def run_retrain(
         summary.champion_metrics,
         report_dir,
         summary.run_id,
+        tuple(v.describe() for v in gate.verdicts),
     )
     from model_registry.tracking import mlflow_client
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import tempfile
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,12 @@ from typing import Any
 import mlflow
 import pandas as pd
 
-from model_registry.gate import GateDecision, GateThresholds, promote_if_not_worse
+from model_registry.gate import (
+    GateDecision,
+    GateEvidence,
+    GateThresholds,
+    promote_if_not_worse,
+)
 from model_registry.registry import ModelVersionInfo, register_bundle
 from model_registry.tracking import (
     log_feature_schema,
@@ -31,14 +36,12 @@ from model_registry.tracking import (
 )
 from panda_predictor.bins_file import bins_from_settings
 from panda_predictor.core.bins import BinSet
-from panda_predictor.core.evaluation import evaluate_targets
 from panda_predictor.db.engine import make_engine
 from panda_predictor.serving.bundle import save_bundle
-from panda_predictor.serving.loader import try_load_champion
-from panda_predictor.serving.predictor import Predictor
 from panda_predictor.settings import Settings
 from pipelines.dataset import LabelledHistory, read_labelled_history
 from pipelines.drift import REFERENCE_FILE, build_reference
+from pipelines.gate_evidence import gate_evidence
 from pipelines.train import TrainingConfig, TrainingResult, gate_metrics, train
 from pipelines.training_report import write_report
 
@@ -56,36 +59,7 @@ class RunSummary:
     metrics: dict[str, float]
     served_kinds: dict[str, str]
     champion_metrics: dict[str, float] | None = None
-
-
-def champion_metrics_on(
-    settings: Settings, result: TrainingResult, history: LabelledHistory
-) -> dict[str, float] | None:
-    """Score the current champion on the new run's test tasks (None: no champion)."""
-    champion = try_load_champion(settings)
-    if champion is None:
-        return None
-    # The gate compares models: the champion's model alone, as the challenger's
-    # metrics are its model alone (the combination with the rules is tuned per
-    # bundle and judged by the benchmark, docs/evaluation.md).
-    alone = Predictor(
-        replace(champion.bundle, combination=None),
-        champion.model_name,
-        champion.model_version,
-    )
-    try:
-        _, chosen, _ = alone.classify(result.test_tasks, history.history)
-    except ValueError as exc:
-        # A champion whose features or bins no longer fit the data cannot be
-        # compared; the challenger is then judged against nothing and wins.
-        log.warning("The champion cannot score the new test data: %s", exc)
-        return None
-    evaluation = evaluate_targets(
-        result.y_test,
-        {t: chosen[t] for t in result.y_test},
-        n_classes={t: champion.bundle.bins[t].n_classes for t in result.y_test},
-    )
-    return gate_metrics(evaluation)
+    evidence: GateEvidence | None = None
 
 
 def _report(result: TrainingResult, out_dir: Path, extra: dict[str, Any]) -> Path:
@@ -143,7 +117,11 @@ def train_and_register(
     history:
         Already read labelled history (skips reading the database).
     gate_thresholds:
-        How much worse than the champion the new bundle may be (default: the gate's).
+        How much worse than the champion the new bundle may be (default: the
+        gate's). The gate also requires beating the floors (majority class, best
+        recency rule) and the tail recall target ``config.recall_target``; an
+        incomparable champion is replaced only if
+        ``settings.gate_promote_incomparable``.
     """
     bins = bins or bins_from_settings(settings)
     if history is None:
@@ -175,7 +153,8 @@ def train_and_register(
         mlflow.log_dict(bins.to_dict(), "config/bins.yaml")
         report = _report(result, report_dir, {"mlflow run": run.info.run_id})
         log_report_dir(report_dir)
-        champion_metrics = champion_metrics_on(settings, result, history)
+        # Scored before registering: the new version must not be its own champion.
+        evidence = gate_evidence(settings, result, history, config.recall_target)
         with tempfile.TemporaryDirectory() as tmp:
             bundle_dir = save_bundle(result.bundle, Path(tmp) / "bundle")
             (bundle_dir / REFERENCE_FILE).write_text(
@@ -196,16 +175,17 @@ def train_and_register(
         gate = promote_if_not_worse(
             settings,
             version.version,
-            result.bundle.metrics,
-            champion_metrics,
-            gate_thresholds,
+            evidence,
+            gate_thresholds or GateThresholds.from_settings(settings),
+            promote_incomparable=settings.gate_promote_incomparable,
         )
     (report_dir / "gate.json").write_text(
         json.dumps(
             {
                 "version": version.version,
-                "decision": str(gate),
-                "champion_metrics": champion_metrics,
+                "decision": gate.to_dict(),
+                "verdicts": gate.describe(),
+                "evidence": asdict(evidence),
             },
             default=str,
             indent=1,
@@ -218,7 +198,8 @@ def train_and_register(
         report,
         result.bundle.metrics,
         result.served_kinds,
-        champion_metrics,
+        dict(evidence.champion) if evidence.champion is not None else None,
+        evidence,
     )
 
 

@@ -9,19 +9,11 @@ import mlflow.artifacts
 import pytest
 
 from model_registry import tracking
-from model_registry.gate import (
-    HIGHER,
-    LOWER,
-    GateThresholds,
-    compare,
-    promote_if_not_worse,
-)
 from model_registry.registry import (
     BundleError,
     NoChampionError,
     champion_version,
     download_champion,
-    get_version,
     read_manifest,
     register_bundle,
     set_alias,
@@ -205,105 +197,3 @@ def test_register_refuses_bad_metrics(reg_settings, tmp_path, metrics, match):
 def test_set_alias_refuses_unknown_alias(reg_settings):
     with pytest.raises(ValueError, match="The 'alias' argument must be one of"):
         set_alias(reg_settings, 1, "production")
-
-
-# --- the gate ---------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("change", "passed"),
-    [
-        ({"mean_accuracy": 0.796}, True),
-        ({"mean_accuracy": 0.79}, False),
-        ({"ramcount.tail_recall": 0.941}, True),
-        ({"ramcount.tail_recall": 0.93}, False),
-        ({"ramcount.under_allocation": 0.034}, True),
-        ({"ramcount.under_allocation": 0.04}, False),
-        ({"cputime.tail_recall": None}, False),
-        ({"cputime.tail_recall": float("nan")}, False),
-    ],
-    ids=[
-        "accuracy-small-drop",
-        "accuracy-big-drop",
-        "recall-small-drop",
-        "recall-big-drop",
-        "under-small-rise",
-        "under-big-rise",
-        "metric-missing",
-        "metric-nan",
-    ],
-)
-def test_compare(change, passed):
-    challenger = {**GOOD, **change}
-    challenger = {k: v for k, v in challenger.items() if v is not None}
-    result = compare(challenger, GOOD, GateThresholds())
-    assert {c.metric for c in result} == set(GOOD)
-    assert all(c.passed for c in result) is passed
-    changed = next(c for c in result if c.metric in change)
-    assert changed.better == (LOWER if "under" in changed.metric else HIGHER)
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "match"),
-    [
-        ({"max_accuracy_drop": -0.1}, "'max_accuracy_drop'"),
-        ({"max_tail_recall_drop": "x"}, "'max_tail_recall_drop'"),
-    ],
-    ids=["negative", "not-a-number"],
-)
-def test_thresholds_refuse_bad_values(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        GateThresholds(**kwargs)
-
-
-def test_gate_promotes_better_and_refuses_worse(reg_settings, tmp_path):
-    client = client_of(reg_settings)
-    name = reg_settings.model_name
-
-    v1 = register_bundle(reg_settings, make_bundle(tmp_path / "b1", "one"), None, GOOD)
-    first = promote_if_not_worse(reg_settings, v1.version, GOOD, None)
-    assert (first.promoted, first.alias) == (True, "champion")
-    assert str(client.get_model_version_by_alias(name, "champion").version) == "1"
-
-    better = {**GOOD, "mean_accuracy": 0.85}
-    v2 = register_bundle(
-        reg_settings, make_bundle(tmp_path / "b2", "two"), None, better
-    )
-    held = promote_if_not_worse(
-        reg_settings, v2.version, better, None, promote_incomparable=False
-    )
-    assert (held.promoted, held.alias) == (False, "challenger")
-    assert "could not be scored on the same test data" in held.reason
-    assert str(client.get_model_version_by_alias(name, "champion").version) == "1"
-    second = promote_if_not_worse(reg_settings, v2.version, better, GOOD)
-    assert (second.promoted, second.champion_version) == (True, 1)
-    assert str(client.get_model_version_by_alias(name, "champion").version) == "2"
-    assert str(client.get_model_version_by_alias(name, "previous").version) == "1"
-
-    worse = {**better, "ramcount.tail_recall": 0.90}
-    v3 = register_bundle(
-        reg_settings, make_bundle(tmp_path / "b3", "three"), None, worse
-    )
-    third = promote_if_not_worse(reg_settings, v3.version, worse, better)
-    assert (third.promoted, third.alias) == (False, "challenger")
-    assert third.reason == "worse than champion on ramcount.tail_recall"
-    assert str(client.get_model_version_by_alias(name, "champion").version) == "2"
-    assert str(client.get_model_version_by_alias(name, "challenger").version) == "3"
-
-    tags = get_version(reg_settings, 3).tags
-    assert tags["gate.decision"] == "challenger"
-    assert tags["gate.against_version"] == "2"
-    assert tags["gate.ramcount.tail_recall"].startswith("WORSE challenger=0.9")
-    assert tags["gate.mean_accuracy"].startswith("ok ")
-    assert json.loads(tags["gate.thresholds"])["max_tail_recall_drop"] == 0.01
-
-    # Incomparable (e.g. new bins): promoted by default, without comparison.
-    v4 = register_bundle(reg_settings, make_bundle(tmp_path / "b4", "four"), None, GOOD)
-    fourth = promote_if_not_worse(reg_settings, v4.version, GOOD, None)
-    assert (fourth.promoted, fourth.champion_version) == (True, 2)
-    assert get_version(reg_settings, 4).tags["gate.decision"] == "champion"
-    assert str(client.get_model_version_by_alias(name, "previous").version) == "2"
-
-    # Promoting the challenger by hand moves the alias off it.
-    set_alias(reg_settings, 3, "champion")
-    assert set(get_version(reg_settings, 3).aliases) == {"champion"}

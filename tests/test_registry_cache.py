@@ -11,7 +11,6 @@ import pytest
 
 from model_registry import cache
 from model_registry.cache import load_champion_bundle_dir, read_cached, store_version
-from model_registry.gate import promote_if_not_worse
 from model_registry.registry import NoChampionError, register_bundle, set_alias
 from panda_predictor.settings import load_settings
 
@@ -64,7 +63,7 @@ def test_loads_from_registry_and_refreshes_when_champion_changes(
     v2 = register_bundle(
         reg_settings, make_bundle(tmp_path / "b2", "two"), None, METRICS
     )
-    promote_if_not_worse(reg_settings, v2.version, METRICS, METRICS)
+    set_alias(reg_settings, v2.version, "champion")
     second = load_champion_bundle_dir(reg_settings)
     assert (second.version, second.source) == (2, "registry")
     assert markers_of(second.path) == {"two"}
@@ -85,14 +84,15 @@ def test_loads_from_registry_and_refreshes_when_champion_changes(
 def test_falls_back_to_cache_when_registry_fails(
     reg_settings, tmp_path, monkeypatch, caplog, broken_uri
 ):
-    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
-    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "1")
     (tmp_path / "not-a-database.db").write_text("this is not SQLite\n" * 10)
     publish(reg_settings, tmp_path / "b1", "one")
     cached = load_champion_bundle_dir(reg_settings)
 
     broken = load_settings(
-        home=reg_settings.home, mlflow_tracking_uri=broken_uri.format(tmp=tmp_path)
+        home=reg_settings.home,
+        mlflow_tracking_uri=broken_uri.format(tmp=tmp_path),
+        registry_max_retries=0,
+        registry_timeout_seconds=1,
     )
     with caplog.at_level(logging.WARNING, logger="model_registry.cache"):
         got = load_champion_bundle_dir(broken)
@@ -110,7 +110,7 @@ def test_no_champion_anywhere_is_a_clear_error(reg_settings, tmp_path):
         home=reg_settings.home, mlflow_tracking_uri=f"sqlite:///{tmp_path}/junk.db"
     )
     with pytest.raises(
-        NoChampionError, match="failed .*DatabaseError.* cache .* is empty"
+        NoChampionError, match="failed .*DatabaseError.* cache .* holds no intact copy"
     ):
         load_champion_bundle_dir(broken)
 

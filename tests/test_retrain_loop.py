@@ -53,11 +53,20 @@ FAST = TrainingConfig(
     tail_min_precision=0.2,
     xgboost={"n_estimators": 80, "max_depth": 6, "n_jobs": 1},
 )
+#: On this world's ~220 test tasks the model is within the noise of the best recency
+#: rule (0.670 against 0.687 mean accuracy, noise 0.028, measured): the test set
+#: cannot tell them apart, so the loop's gate asks only "not clearly below the
+#: floors" (floor_noise_factor=-1). The default floor (a lead beyond the noise) is
+#: tested in test_gate.py and test_gate_evidence.py.
+SMALL_WORLD = GateThresholds(floor_noise_factor=-1.0)
 #: A ~200-task test set moves the other targets' rates by several points between two
 #: fits (its top walltime class has 17 tasks: two misses cost 0.12 of recall); a
 #: gate tolerance at that noise level lets the ramcount fix through.
 NOISY = GateThresholds(
-    max_accuracy_drop=0.05, max_tail_recall_drop=0.15, max_under_allocation_rise=0.1
+    max_accuracy_drop=0.05,
+    max_tail_recall_drop=0.15,
+    max_under_allocation_rise=0.1,
+    floor_noise_factor=-1.0,
 )
 BEFORE_CHANGE = datetime(2025, 7, 15)  # window 2024-07 .. 2025-07
 AFTER_CHANGE = datetime(2025, 12, 15)  # window 2024-12 .. 2025-12
@@ -79,8 +88,10 @@ def drift_home(tmp_path_factory):
     config = SimulationConfig(n_tasks=3000, seed=11, drift_event=DRIFT)
     load_history(engine, settings, simulate_history(config, progress=False))
     engine.dispose()
-    first = run_retrain(settings, RetrainConfig(training=FAST), now=BEFORE_CHANGE)
-    assert first.status == PROMOTED
+    first = run_retrain(
+        settings, RetrainConfig(training=FAST, gate=SMALL_WORLD), now=BEFORE_CHANGE
+    )
+    assert first.status == PROMOTED, first.reason
     return home
 
 
@@ -222,7 +233,11 @@ def test_a_worse_challenger_is_refused(world):
 
 
 def test_running_twice_in_a_month_registers_nothing(world):
-    again = run_retrain(world, RetrainConfig(training=FAST), now=datetime(2025, 7, 28))
+    again = run_retrain(
+        world,
+        RetrainConfig(training=FAST, gate=SMALL_WORLD),
+        now=datetime(2025, 7, 28),
+    )
     assert again.status == SKIPPED_DUPLICATE and again.version == 1
     assert [d["status"] for d in read_decisions(world)] == [PROMOTED, SKIPPED_DUPLICATE]
 
