@@ -7,25 +7,17 @@ mapper are stand-ins answering the few calls ``extractCommon`` makes.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import importlib
-import os
-import subprocess
-import sys
 import warnings
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from panda_classes import ensure_panda_classes
 
 from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
 from panda_predictor.metrics import FALLBACKS, TASKS
 from panda_predictor.plugins.prediction_client import PredictionUnavailable
 from panda_predictor.settings import load_settings
-
-ROOT = Path(__file__).resolve().parents[1]
-INSTALL = ROOT / "scripts" / "install-panda-classes.sh"
 
 
 def _import_refiners():
@@ -41,23 +33,7 @@ def _import_refiners():
 @pytest.fixture(scope="session")
 def panda_classes():
     """Return (GenTaskRefiner, jedi_refiner module), installing PanDA's classes once."""
-    os.environ.setdefault("PANDA_HOME", str(Path(sys.prefix) / "panda-home"))
-    config = Path(os.environ["PANDA_HOME"]) / "etc" / "panda" / "panda_jedi.cfg"
-    with contextlib.suppress(ImportError):
-        import pandajedi  # noqa: F401
-    if "pandajedi" not in sys.modules or not config.is_file():
-        env = dict(os.environ, PANDA_PREDICTOR_VENV=sys.prefix)
-        subprocess.run(
-            ["bash", str(INSTALL)], check=True, env=env, stdout=subprocess.DEVNULL
-        )
-        importlib.invalidate_caches()
-    # PanDA imports some of its modules by short names (PYTHONPATH in production);
-    # appended last, so nothing of the standard library or ours is shadowed.
-    import pandacommon
-
-    short_names = str(Path(pandacommon.__file__).parent)
-    if short_names not in sys.path:
-        sys.path.append(short_names)
+    ensure_panda_classes()
     return _import_refiners()
 
 

@@ -21,7 +21,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from panda_predictor.core.splitrule import has_scout_rule, remove_scout_rule
+from panda_predictor.core.splitrule import (
+    SplitRuleEditError,
+    has_scout_rule,
+    remove_scout_rule,
+)
 from panda_predictor.core.targets import TARGETS
 from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
 from panda_predictor.db.engine import (
@@ -155,7 +159,10 @@ def _apply_to_task(
         return "task not found in JEDI_TASKS"
     if row.status not in ELIGIBLE_STATUSES or not has_scout_rule(row.splitrule):
         return f"moved by JEDI: status={row.status}, splitrule={row.splitrule}"
-    values: dict[str, Any] = {"splitrule": remove_scout_rule(row.splitrule)}
+    try:
+        values: dict[str, Any] = {"splitrule": remove_scout_rule(row.splitrule)}
+    except SplitRuleEditError as exc:
+        return str(exc)
     for name, target in prediction.targets.items():
         spec = TARGETS[name]
         values[spec.value_column], values[spec.unit_column] = panda_value(
