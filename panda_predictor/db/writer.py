@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import socket
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from panda_predictor.core.splitrule import (
 )
 from panda_predictor.core.targets import TARGETS
 from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.units import prediction_to_panda
 from panda_predictor.db.engine import (
     DatabaseError,
     describe_error,
@@ -42,10 +42,6 @@ log = logging.getLogger(__name__)
 
 #: Audit decision of a task JEDI moved on before the write-back (nothing written).
 MOVED_BY_JEDI = "moved_by_jedi"
-#: Below this many HS06sPerEvent PanDA stores cputime x1000 in mHS06sPerEvent.
-MILLI_CPUTIME_BELOW = 10
-
-
 @dataclass
 class WriteResult:
     """Task ids per outcome of one :func:`write_predictions` call."""
@@ -66,22 +62,12 @@ def panda_value(
 ) -> tuple[int, str]:
     """Return the value and unit PanDA stores for a target prediction.
 
-    cputime below 10 HS06sPerEvent becomes x1000 mHS06sPerEvent, as JEDI stores it (a
-    value of 0 falls back to the class's upper edge so the task never gets 0);
-    ``fixed_units`` turns MBPerCore and (m)HS06sPerEvent into their ``...Fixed`` form
-    so later job measurements do not overwrite the prediction.
+    The one conversion of :func:`panda_predictor.core.units.prediction_to_panda`
+    (the float class value rounded up once; cputime below 10 HS06sPerEvent x1000
+    in mHS06sPerEvent); ``fixed_units`` writes the ``...Fixed`` units so later job
+    measurements do not overwrite the prediction.
     """
-    value, unit = int(prediction.value), prediction.unit
-    if (
-        prediction.target == "cputime"
-        and unit == "HS06sPerEvent"
-        and value < MILLI_CPUTIME_BELOW
-    ):
-        exact = value if value > 0 else (prediction.upper or 0.0)
-        value, unit = math.ceil(exact * 1000), "mHS06sPerEvent"
-    if fixed_units and unit in ("MBPerCore", "HS06sPerEvent", "mHS06sPerEvent"):
-        unit += "Fixed"
-    return value, unit
+    return prediction_to_panda(prediction, fixed_units)
 
 
 def _proba_json(probabilities: tuple[float, ...]) -> str:

@@ -247,7 +247,7 @@ def _target_from_json(name: str, data: Mapping[str, Any]) -> TargetPrediction:
         class_label=str(data.get("class_label", data.get("label", ""))),
         lower=data.get("lower"),
         upper=data.get("upper"),
-        value=int(data["value"]),
+        value=float(data["value"]),
         unit=str(data["unit"]),
         confidence=float(data["confidence"]),
         probabilities=tuple(float(p) for p in probabilities),
