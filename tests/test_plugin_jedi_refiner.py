@@ -216,15 +216,20 @@ def test_fixed_units_and_milli_cputime(panda_classes, tmp_path):
     assert (spec.cpuTime, spec.cpuTimeUnit) == (4000, "mHS06sPerEventFixed")
 
 
-def test_values_of_the_definition_win(panda_classes, settings):
+def test_requester_values_follow_pandas_scout_rules(panda_classes, settings):
+    """Preset values are replaced as the scouts would; a larger walltime stays.
+
+    The full table of cases, shared with the database hook, is in
+    tests/test_requested_values.py.
+    """
     _, module = panda_classes
-    task_map = param_map(ramCount=4000, ramUnit="MBPerCore", walltime=7)
+    task_map = param_map(ramCount=4000, ramUnit="MBPerCore", walltime=70)
     refiner = refine(
         module.PredictingTaskRefiner, task_map, FakeClient(prediction()), settings
     )
     spec = refiner.taskSpec
-    assert (spec.ramCount, spec.cpuTime) == (4000, 25)
-    assert (spec.walltime, spec.walltimeUnit) == (7, None)
+    assert (spec.ramCount, spec.ramUnit, spec.cpuTime) == (3000, "MBPerCore", 25)
+    assert (spec.walltime, spec.walltimeUnit) == (70, None)
     assert "US=" not in spec.splitRule
 
 

@@ -20,6 +20,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from panda_predictor.core.requested_values import (
+    COLUMN_KEYS,
+    plan_write,
+    requested_values,
+)
 from panda_predictor.core.splitrule import (
     SplitRuleEditError,
     has_scout_rule,
@@ -120,6 +125,14 @@ def _audit_row(
     return row
 
 
+def _preset_column_names() -> list[str]:
+    """Return the JEDI_TASKS columns holding the requester's values and units."""
+    names: list[str] = []
+    for value, units in COLUMN_KEYS.values():
+        names += [value, *((units,) if isinstance(units, str) else units)]
+    return names
+
+
 def _apply_to_task(
     conn: Connection,
     tasks: sa.Table,
@@ -132,7 +145,8 @@ def _apply_to_task(
     Returns None when written, else why not (the task's current state).
     """
     task_id = prediction.jeditaskid
-    current = sa.select(tasks.c.status, tasks.c.splitrule).where(
+    preset_columns = [tasks.c[name] for name in _preset_column_names()]
+    current = sa.select(tasks.c.status, tasks.c.splitrule, *preset_columns).where(
         tasks.c.jeditaskid == sa.bindparam("task_id")
     )
     if lock:
@@ -149,11 +163,14 @@ def _apply_to_task(
         values: dict[str, Any] = {"splitrule": remove_scout_rule(row.splitrule)}
     except SplitRuleEditError as exc:
         return str(exc)
-    for name, target in prediction.targets.items():
+    # The requester's values stay where PanDA's scouts would keep them.
+    requested = requested_values(row._mapping, COLUMN_KEYS)
+    plan = plan_write(prediction, requested, fixed_units)
+    if plan.far is not None:
+        return plan.far
+    for name, stored in plan.values.items():
         spec = TARGETS[name]
-        values[spec.value_column], values[spec.unit_column] = panda_value(
-            target, fixed_units
-        )
+        values[spec.value_column], values[spec.unit_column] = stored
     _check_length(tasks, "splitrule", values["splitrule"], task_id)
     update = (
         sa.update(tasks)
