@@ -140,9 +140,10 @@ def test_glued_scout_rule_keeps_the_scouts(db, settings):
 
     assert result.moved_by_jedi == [1]
     assert task_row(db, settings, 1) == before
-    assert "'splitRule' field must hold the scout rule" in audit_rows(db, settings)[1][
-        "reason"
-    ]
+    assert (
+        "'splitRule' field must hold the scout rule"
+        in audit_rows(db, settings)[1]["reason"]
+    )
 
 
 def test_writing_twice_skips_audited_tasks(db, settings):

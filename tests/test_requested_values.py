@@ -72,7 +72,11 @@ CASES = {
         {},
         WRITTEN,
     ),
-    "cputime-far-from-preset": ({"cpuTime": 10, "cpuTimeUnit": "HS06sPerEvent"}, {}, FAR),
+    "cputime-far-from-preset": (
+        {"cpuTime": 10, "cpuTimeUnit": "HS06sPerEvent"},
+        {},
+        FAR,
+    ),
     "milli-cputime-far-from-preset": (
         {"cpuTime": 5000, "cpuTimeUnit": "mHS06sPerEvent"},
         {},
@@ -112,9 +116,7 @@ def predicted(overrides, task_id=4242):
 
 @pytest.mark.parametrize(("requested", "overrides", "expected"), CASE_PARAMS)
 def test_pure_rule(requested, overrides, expected):
-    plan = plan_write(
-        predicted(overrides), requested_values(requested, REQUESTED_KEYS)
-    )
+    plan = plan_write(predicted(overrides), requested_values(requested, REQUESTED_KEYS))
     if expected == FAR:
         assert plan.far is not None and plan.far.startswith(FAR_FROM_REQUEST)
         return

@@ -92,9 +92,7 @@ def fractional_predictor(trained_bundle_dir) -> Predictor:
     cputime = bundle.bins["cputime"]
     values = tuple(2.3 + 0.1 * i for i in range(cputime.n_classes))
     fractional = dataclasses.replace(cputime, values=values)
-    bins = BinSet(
-        bundle.bins.version, {**bundle.bins.targets, "cputime": fractional}
-    )
+    bins = BinSet(bundle.bins.version, {**bundle.bins.targets, "cputime": fractional})
     return Predictor(dataclasses.replace(bundle, bins=bins), "panda-predictor", "1")
 
 

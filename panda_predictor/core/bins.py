@@ -20,6 +20,7 @@ import numpy as np
 
 from panda_predictor.core.targets import TARGETS, get_target
 from panda_predictor.core.units import to_panda
+
 #: Class index given to a missing (NaN) value by :meth:`TargetBins.assign`.
 UNKNOWN_CLASS = -1
 #: Classes per target when fitting from history.

@@ -64,11 +64,7 @@ class Requested:
     @property
     def given(self) -> bool:
         """Return whether the requester gave a usable (positive, finite) value."""
-        return (
-            self.value is not None
-            and math.isfinite(self.value)
-            and self.value > 0
-        )
+        return self.value is not None and math.isfinite(self.value) and self.value > 0
 
 
 @dataclass(frozen=True)
@@ -102,7 +98,7 @@ def requested_values(
     for target, (value_key, unit_keys) in keys.items():
         names = (unit_keys,) if isinstance(unit_keys, str) else unit_keys
         unit = next((source[k] for k in names if _present(source.get(k))), None)
-        raw = source.get(value_key)
+        raw: Any = source.get(value_key)
         value = float(raw) if _present(raw) else None
         if target == "cputime" and value is not None and not unit:
             unit = CPUTIME_UNIT  # PanDA's default for a cpuTime without unit

@@ -49,7 +49,7 @@ def input_problem(task: Mapping[str, Any]) -> str | None:
         A JEDI_TASKS row with its input-dataset counts (lower-case names); NULL
         (None or NaN) is "unknown" and allowed, as at refine time.
     """
-    corecount = task.get("corecount")
+    corecount: Any = task.get("corecount")
     if _known(corecount):
         if not _integer(corecount) or float(corecount) <= 0:
             return (
@@ -62,7 +62,7 @@ def input_problem(task: Mapping[str, Any]) -> str | None:
                 f"Got {_shown(corecount)} instead."
             )
     for name in COUNT_FIELDS:
-        value = task.get(name)
+        value: Any = task.get(name)
         if _known(value) and (not _integer(value) or float(value) < 0):
             return (
                 f"The '{name}' field must be a non-negative integer. "

@@ -47,6 +47,8 @@ log = logging.getLogger(__name__)
 
 #: Audit decision of a task JEDI moved on before the write-back (nothing written).
 MOVED_BY_JEDI = "moved_by_jedi"
+
+
 @dataclass
 class WriteResult:
     """Task ids per outcome of one :func:`write_predictions` call."""
@@ -164,7 +166,7 @@ def _apply_to_task(
     except SplitRuleEditError as exc:
         return str(exc)
     # The requester's values stay where PanDA's scouts would keep them.
-    requested = requested_values(row._mapping, COLUMN_KEYS)
+    requested = requested_values(dict(row._mapping), COLUMN_KEYS)
     plan = plan_write(prediction, requested, fixed_units)
     if plan.far is not None:
         return plan.far
