@@ -57,7 +57,11 @@ def predict_checked(
     present = [c for c in CHECKED_FIELDS if c in tasks.columns]
     problems = [input_problem(row) for row in tasks[present].to_dict("records")]
     valid = np.array([p is None for p in problems], dtype=bool)
-    predicted = iter(predictor.predict(tasks[valid], history) if valid.any() else [])
+    predicted = iter(
+        predictor.predict(tasks[valid].reset_index(drop=True), history)
+        if valid.any()
+        else []
+    )
     columns = [c for keys in COLUMN_KEYS.values() for c in _names(keys)]
     presets = tasks.reindex(columns=columns).to_dict("records")
     out = []
