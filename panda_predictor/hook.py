@@ -30,6 +30,7 @@ from panda_predictor.db.reader import find_eligible_tasks, read_task_features
 from panda_predictor.db.writer import WriteResult, write_predictions
 from panda_predictor.metrics import FALLBACKS, TASKS
 from panda_predictor.serving.predictor import Predictor
+from panda_predictor.serving.task_rules import predict_checked
 from panda_predictor.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -140,8 +141,9 @@ class SubmitHook:
             if legacy:
                 return _legacy(ids)
             assert predictor is not None
-            return predictor.predict(
-                read_task_features(conn, self.settings, ids), history
+            # Invalid rows and requests PanDA would exhaust keep their scouts.
+            return predict_checked(
+                predictor, read_task_features(conn, self.settings, ids), history
             )
 
         batch = self.settings.hook_batch_size

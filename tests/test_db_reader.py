@@ -70,13 +70,15 @@ def test_read_task_features_reads_in_chunks_of_ids(db, settings):
 
 def test_find_eligible_tasks(db, settings):
     add_task(db, settings, 1, status="defined", splitrule="US=2")
-    add_task(db, settings, 2, status="ready", splitrule="TI=1,US=3,MF=2")
+    add_task(db, settings, 2, status="ready", splitrule="PC=1, US=2")
     add_task(db, settings, 3, status="running", splitrule="US=2")
     add_task(db, settings, 4, status="defined", splitrule="TI=1")
     add_task(db, settings, 5, status="defined", splitrule="XUS=1")
     add_task(db, settings, 6, status="ready", splitrule=None)
     add_task(db, settings, 7, status="defined", splitrule="US=2")
     add_task(db, settings, 8, status="defined", splitrule="US=2")
+    add_task(db, settings, 9, status="ready", splitrule="US=,PC=1")
+    add_task(db, settings, 10, status="ready", splitrule="TI=1,US=3,MF=2")
     write_predictions(db, settings, [make_prediction(7, "kept_scouts")])
 
     with db.begin() as conn:

@@ -97,7 +97,7 @@ def make_prediction(
     task_id: int,
     decision: str = "applied",
     reason: str = "confident",
-    cputime: int = 25,
+    cputime: float = 25,
     **fields,
 ) -> TaskPrediction:
     """Return a prediction of all four targets for ``task_id``."""

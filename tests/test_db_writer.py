@@ -95,6 +95,8 @@ def test_kept_scouts_changes_no_task(db, settings):
     [
         pytest.param("scouting", "TI=1,US=2", id="status-moved"),
         pytest.param("ready", "TI=1", id="scouts-already-gone"),
+        pytest.param("ready", "US=,PC=1", id="US-without-digits"),
+        pytest.param("ready", "US=3,US=2", id="first-US-is-3"),
     ],
 )
 def test_task_moved_by_jedi_is_left_untouched(db, settings, status, splitrule):
@@ -112,6 +114,36 @@ def test_task_moved_by_jedi_is_left_untouched(db, settings, status, splitrule):
     )
     assert audit[1]["written_at"] is None
     assert audit[2]["decision"] == "applied"
+
+
+@pytest.mark.parametrize(
+    ("splitrule", "written"),
+    [
+        pytest.param("US=2,PC=1,PC=3", "PC=1,PC=3", id="duplicates-kept"),
+        pytest.param("PC=1, US=2", "PC=1", id="space-before-US"),
+        pytest.param("NE=10 ,US=2,MF=3", "NE=10 ,MF=3", id="other-bytes-kept"),
+    ],
+)
+def test_only_the_scout_rule_is_removed(db, settings, splitrule, written):
+    add_task(db, settings, 1, splitrule=splitrule)
+
+    assert write_predictions(db, settings, [make_prediction(1)]).applied == [1]
+
+    assert task_row(db, settings, 1)["splitrule"] == written
+
+
+def test_glued_scout_rule_keeps_the_scouts(db, settings):
+    add_task(db, settings, 1, splitrule="PC=1,XUS=2")
+    before = task_row(db, settings, 1)
+
+    result = write_predictions(db, settings, [make_prediction(1)])
+
+    assert result.moved_by_jedi == [1]
+    assert task_row(db, settings, 1) == before
+    assert (
+        "'splitRule' field must hold the scout rule"
+        in audit_rows(db, settings)[1]["reason"]
+    )
 
 
 def test_writing_twice_skips_audited_tasks(db, settings):

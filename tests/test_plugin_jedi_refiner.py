@@ -7,25 +7,17 @@ mapper are stand-ins answering the few calls ``extractCommon`` makes.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import importlib
-import os
-import subprocess
-import sys
 import warnings
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from panda_classes import ensure_panda_classes
 
 from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
 from panda_predictor.metrics import FALLBACKS, TASKS
 from panda_predictor.plugins.prediction_client import PredictionUnavailable
 from panda_predictor.settings import load_settings
-
-ROOT = Path(__file__).resolve().parents[1]
-INSTALL = ROOT / "scripts" / "install-panda-classes.sh"
 
 
 def _import_refiners():
@@ -41,23 +33,7 @@ def _import_refiners():
 @pytest.fixture(scope="session")
 def panda_classes():
     """Return (GenTaskRefiner, jedi_refiner module), installing PanDA's classes once."""
-    os.environ.setdefault("PANDA_HOME", str(Path(sys.prefix) / "panda-home"))
-    config = Path(os.environ["PANDA_HOME"]) / "etc" / "panda" / "panda_jedi.cfg"
-    with contextlib.suppress(ImportError):
-        import pandajedi  # noqa: F401
-    if "pandajedi" not in sys.modules or not config.is_file():
-        env = dict(os.environ, PANDA_PREDICTOR_VENV=sys.prefix)
-        subprocess.run(
-            ["bash", str(INSTALL)], check=True, env=env, stdout=subprocess.DEVNULL
-        )
-        importlib.invalidate_caches()
-    # PanDA imports some of its modules by short names (PYTHONPATH in production);
-    # appended last, so nothing of the standard library or ours is shadowed.
-    import pandacommon
-
-    short_names = str(Path(pandacommon.__file__).parent)
-    if short_names not in sys.path:
-        sys.path.append(short_names)
+    ensure_panda_classes()
     return _import_refiners()
 
 
@@ -240,15 +216,20 @@ def test_fixed_units_and_milli_cputime(panda_classes, tmp_path):
     assert (spec.cpuTime, spec.cpuTimeUnit) == (4000, "mHS06sPerEventFixed")
 
 
-def test_values_of_the_definition_win(panda_classes, settings):
+def test_requester_values_follow_pandas_scout_rules(panda_classes, settings):
+    """Preset values are replaced as the scouts would; a larger walltime stays.
+
+    The full table of cases, shared with the database hook, is in
+    tests/test_requested_values.py.
+    """
     _, module = panda_classes
-    task_map = param_map(ramCount=4000, ramUnit="MBPerCore", walltime=7)
+    task_map = param_map(ramCount=4000, ramUnit="MBPerCore", walltime=70)
     refiner = refine(
         module.PredictingTaskRefiner, task_map, FakeClient(prediction()), settings
     )
     spec = refiner.taskSpec
-    assert (spec.ramCount, spec.cpuTime) == (4000, 25)
-    assert (spec.walltime, spec.walltimeUnit) == (7, None)
+    assert (spec.ramCount, spec.ramUnit, spec.cpuTime) == (3000, "MBPerCore", 25)
+    assert (spec.walltime, spec.walltimeUnit) == (70, None)
     assert "US=" not in spec.splitRule
 
 

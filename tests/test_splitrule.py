@@ -5,10 +5,13 @@ from __future__ import annotations
 import pytest
 
 from panda_predictor.core.splitrule import (
+    SCOUT_KEY,
+    SplitRuleEditError,
     format_split_rule,
     has_scout_rule,
     parse_split_rule,
     remove_scout_rule,
+    rule_value,
 )
 from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
 
@@ -18,6 +21,7 @@ from panda_predictor.core.task_prediction import TargetPrediction, TaskPredictio
     [
         pytest.param("TI=1,US=2,MF=3", {"TI": "1", "US": "2", "MF": "3"}, id="three"),
         pytest.param(" US=3 ,", {"US": "3"}, id="spaces-trailing-comma"),
+        pytest.param("US=2,PC=1,PC=3", {"US": "2", "PC": "1"}, id="first-wins"),
         pytest.param("", {}, id="empty"),
         pytest.param(None, {}, id="none"),
     ],
@@ -31,18 +35,75 @@ def test_format_round_trips():
     assert format_split_rule(parse_split_rule("TI=1,US=2,MF=3")) == "TI=1,US=2,MF=3"
 
 
-@pytest.mark.parametrize(
-    ("rule", "has", "removed"),
-    [
-        pytest.param("TI=1,US=2,MF=3", True, "TI=1,MF=3", id="middle"),
-        pytest.param("US=3", True, None, id="only-rule"),
-        pytest.param("TI=1,XUS=2", False, "TI=1,XUS=2", id="similar-key"),
-        pytest.param(None, False, None, id="none"),
-    ],
-)
+#: (SPLITRULE, scouts scheduled as PanDA reads it, the rule after removal).
+SCOUT_CASES = [
+    pytest.param("TI=1,US=2,MF=3", True, "TI=1,MF=3", id="middle"),
+    pytest.param("US=2", True, None, id="only-rule"),
+    pytest.param("US=2,PC=1,PC=3", True, "PC=1,PC=3", id="duplicate-kept"),
+    pytest.param("PC=1, US=2", True, "PC=1", id="space-before-US"),
+    pytest.param("PC=1 ,US=2 ,MF=3", True, "PC=1 ,MF=3", id="spaces-kept"),
+    pytest.param("US=,PC=1", False, "US=,PC=1", id="US-without-digits"),
+    pytest.param("PC=1,US=", False, "PC=1,US=", id="US-empty-at-end"),
+    pytest.param("US=3,MF=1", False, "MF=1", id="requirements-updated"),
+    pytest.param("US=1", False, None, id="no-scouts"),
+    pytest.param("US=3,US=2", False, None, id="first-US-counts"),
+    pytest.param("US=23", False, None, id="other-number"),
+    pytest.param("TI=1,XUS=1", False, "TI=1,XUS=1", id="similar-key"),
+    pytest.param("NE=10,,US=2", True, "NE=10,", id="empty-item-kept"),
+    pytest.param(None, False, None, id="none"),
+]
+
+
+@pytest.mark.parametrize(("rule", "has", "removed"), SCOUT_CASES)
 def test_scout_rule(rule, has, removed):
     assert has_scout_rule(rule) is has
     assert remove_scout_rule(rule) == removed
+
+
+@pytest.fixture(scope="module")
+def jedi_task_spec():
+    from panda_classes import jedi_task_spec_class
+
+    return jedi_task_spec_class()
+
+
+@pytest.mark.parametrize(("rule", "has", "removed"), SCOUT_CASES)
+def test_scout_rule_is_read_as_panda_reads_it(jedi_task_spec, rule, has, removed):
+    """PanDA's own JediTaskSpec agrees before and after the edit, on every rule."""
+    before, after = jedi_task_spec(), jedi_task_spec()
+    before.splitRule, after.splitRule = rule, remove_scout_rule(rule)
+
+    assert before.useScout() is has_scout_rule(rule) is has
+    assert after.useScout() is False
+    for name, token in jedi_task_spec.splitRuleToken.items():
+        if token == SCOUT_KEY:
+            continue
+        # Every other rule reads the same, and the same as PanDA reads it.
+        assert before.check_split_rule(name) == after.check_split_rule(name), name
+        assert rule_value(rule, token) == rule_value(after.splitRule, token)
+    assert before.getNumEventsPerJob() == after.getNumEventsPerJob()
+    assert before.getMaxNumFilesPerJob() == after.getMaxNumFilesPerJob()
+
+
+@pytest.mark.parametrize(
+    ("rule", "key", "expected"),
+    [
+        pytest.param("US=2,PC=1,PC=3", "PC", "1", id="first"),
+        pytest.param("NE=,NE=5", "NE", "5", id="first-with-digits"),
+        pytest.param("MF=x", "MF", None, id="no-digits"),
+    ],
+)
+def test_rule_value_matches_panda(jedi_task_spec, rule, key, expected):
+    spec = jedi_task_spec()
+    spec.splitRule = rule
+    assert rule_value(rule, key) == expected
+    if key == "NE":
+        assert spec.getNumEventsPerJob() == int(expected)
+
+
+def test_glued_scout_rule_is_not_removed():
+    with pytest.raises(SplitRuleEditError, match=r"'splitRule' field .*Got 'XUS=2'"):
+        remove_scout_rule("XUS=2")
 
 
 @pytest.mark.parametrize(

@@ -18,11 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from panda_predictor.core.labels import DEFAULT_LABEL_PARAMS, MILLI_CPUTIME_UNIT
 from panda_predictor.core.targets import TARGETS, get_target
+from panda_predictor.core.units import to_panda
 
-#: Below this many HS06sPerEvent PanDA stores cputime x1000 in mHS06sPerEvent.
-MILLI_THRESHOLD = DEFAULT_LABEL_PARAMS.milli_threshold
 #: Class index given to a missing (NaN) value by :meth:`TargetBins.assign`.
 UNKNOWN_CLASS = -1
 #: Classes per target when fitting from history.
@@ -132,17 +130,13 @@ class TargetBins:
         """Return the value (in :attr:`unit`) that class ``cls`` writes back."""
         return self.values[self._check(cls)]
 
-    def panda_value_of(self, cls: int) -> tuple[int, str]:
+    def panda_value_of(self, cls: int, fixed: bool = False) -> tuple[int, str]:
         """Return class ``cls``'s value as PanDA stores it: ``(int value, unit)``.
 
-        The value is rounded up (a request must not fall short); a cputime below
-        10 HS06sPerEvent is written x1000 in mHS06sPerEvent, as JEDI does, so small
-        values keep their precision.
+        The one conversion of :func:`panda_predictor.core.units.to_panda`: rounded
+        up, a cputime below 10 HS06sPerEvent written x1000 in mHS06sPerEvent.
         """
-        value = self.value_of(cls)
-        if self.unit == "HS06sPerEvent" and value < MILLI_THRESHOLD:
-            return math.ceil(round(value * 1000.0, 6)), MILLI_CPUTIME_UNIT
-        return math.ceil(round(value, 6)), self.unit
+        return to_panda(self.value_of(cls), self.unit, fixed)
 
     def to_dict(self) -> dict[str, Any]:
         """Return a plain mapping (YAML/JSON-ready) that :meth:`from_dict` reads."""

@@ -26,9 +26,8 @@ import numpy as np
 import pandas as pd
 
 from panda_predictor.core.targets import TARGET_NAMES, TARGETS
+from panda_predictor.core.units import MILLI_CPUTIME_UNIT, cputime_to_panda
 
-#: PanDA's unit for cputime values that were multiplied by 1000.
-MILLI_CPUTIME_UNIT = "mHS06sPerEvent"
 #: Unit written with each label (cputime switches to MILLI_CPUTIME_UNIT below 10).
 LABEL_UNITS = {name: target.unit for name, target in TARGETS.items()}
 # fmt: off
@@ -139,8 +138,7 @@ def finalize_labels(
     out["ramcount"], out["ramcount_value"] = ram, ram
 
     cpu = np.asarray(cpu_per_event, float) * params.cpu_margin
-    milli = cpu < params.milli_threshold
-    cpu_value = np.where(milli, np.ceil(cpu * 1000.0), np.ceil(cpu))
+    cpu_value, milli = cputime_to_panda(cpu, params.milli_threshold)
     out["cputime"] = np.where(milli, cpu_value / 1000.0, cpu_value)
     out["cputime_value"] = cpu_value
 

@@ -32,7 +32,8 @@ class TargetPrediction:
     lower, upper:
         Bin edges of the class in ``unit`` (``None`` for an open end).
     value:
-        The value to hand to PanDA, in ``unit`` (usually the class's upper edge).
+        The class's value in ``unit``, a float as fitted; it is rounded once, when
+        converted to PanDA's stored form (:mod:`panda_predictor.core.units`).
     unit:
         PanDA's unit of the target (``MBPerCore``, ``HS06sPerEvent``, ...).
     confidence:
@@ -46,7 +47,7 @@ class TargetPrediction:
     class_label: str
     lower: float | None
     upper: float | None
-    value: int
+    value: float
     unit: str
     confidence: float
     probabilities: tuple[float, ...]

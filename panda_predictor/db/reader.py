@@ -153,7 +153,8 @@ def find_eligible_tasks(
     """Return ids of tasks still waiting for scouts that the plugin has not handled.
 
     A task is eligible when its status is ``defined`` or ``ready``, its SPLITRULE
-    holds a ``US=`` rule and it has no row in ``pp_prediction_audit``.
+    holds ``US=2`` (JEDI will run scouts; the exact rule, the first ``US=<digits>``,
+    is checked by the writer) and it has no row in ``pp_prediction_audit``.
 
     Parameters
     ----------
@@ -178,8 +179,9 @@ def find_eligible_tasks(
     dialect = dialect_of(conn)
     conditions: list[Any] = [
         t.c.status.in_(ELIGIBLE_STATUSES),
-        # SPLITRULE is "KEY=value,..."; the US rule opens it or follows a comma.
-        sa.or_(t.c.splitrule.like("US=%"), t.c.splitrule.like("%,US=%")),
+        # Necessary for PanDA's reading (first US=<digits> is 2, core.splitrule);
+        # the writer checks the exact rule on the locked row.
+        t.c.splitrule.like("%US=2%"),
         ~sa.exists().where(audit.c.jeditaskid == t.c.jeditaskid),
     ]
     if task_ids is not None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import socket
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -21,9 +20,19 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from panda_predictor.core.splitrule import has_scout_rule, remove_scout_rule
+from panda_predictor.core.requested_values import (
+    COLUMN_KEYS,
+    plan_write,
+    requested_values,
+)
+from panda_predictor.core.splitrule import (
+    SplitRuleEditError,
+    has_scout_rule,
+    remove_scout_rule,
+)
 from panda_predictor.core.targets import TARGETS
 from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.units import prediction_to_panda
 from panda_predictor.db.engine import (
     DatabaseError,
     describe_error,
@@ -38,8 +47,6 @@ log = logging.getLogger(__name__)
 
 #: Audit decision of a task JEDI moved on before the write-back (nothing written).
 MOVED_BY_JEDI = "moved_by_jedi"
-#: Below this many HS06sPerEvent PanDA stores cputime x1000 in mHS06sPerEvent.
-MILLI_CPUTIME_BELOW = 10
 
 
 @dataclass
@@ -62,22 +69,12 @@ def panda_value(
 ) -> tuple[int, str]:
     """Return the value and unit PanDA stores for a target prediction.
 
-    cputime below 10 HS06sPerEvent becomes x1000 mHS06sPerEvent, as JEDI stores it (a
-    value of 0 falls back to the class's upper edge so the task never gets 0);
-    ``fixed_units`` turns MBPerCore and (m)HS06sPerEvent into their ``...Fixed`` form
-    so later job measurements do not overwrite the prediction.
+    The one conversion of :func:`panda_predictor.core.units.prediction_to_panda`
+    (the float class value rounded up once; cputime below 10 HS06sPerEvent x1000
+    in mHS06sPerEvent); ``fixed_units`` writes the ``...Fixed`` units so later job
+    measurements do not overwrite the prediction.
     """
-    value, unit = int(prediction.value), prediction.unit
-    if (
-        prediction.target == "cputime"
-        and unit == "HS06sPerEvent"
-        and value < MILLI_CPUTIME_BELOW
-    ):
-        exact = value if value > 0 else (prediction.upper or 0.0)
-        value, unit = math.ceil(exact * 1000), "mHS06sPerEvent"
-    if fixed_units and unit in ("MBPerCore", "HS06sPerEvent", "mHS06sPerEvent"):
-        unit += "Fixed"
-    return value, unit
+    return prediction_to_panda(prediction, fixed_units)
 
 
 def _proba_json(probabilities: tuple[float, ...]) -> str:
@@ -130,6 +127,14 @@ def _audit_row(
     return row
 
 
+def _preset_column_names() -> list[str]:
+    """Return the JEDI_TASKS columns holding the requester's values and units."""
+    names: list[str] = []
+    for value, units in COLUMN_KEYS.values():
+        names += [value, *((units,) if isinstance(units, str) else units)]
+    return names
+
+
 def _apply_to_task(
     conn: Connection,
     tasks: sa.Table,
@@ -142,7 +147,8 @@ def _apply_to_task(
     Returns None when written, else why not (the task's current state).
     """
     task_id = prediction.jeditaskid
-    current = sa.select(tasks.c.status, tasks.c.splitrule).where(
+    preset_columns = [tasks.c[name] for name in _preset_column_names()]
+    current = sa.select(tasks.c.status, tasks.c.splitrule, *preset_columns).where(
         tasks.c.jeditaskid == sa.bindparam("task_id")
     )
     if lock:
@@ -155,12 +161,18 @@ def _apply_to_task(
         return "task not found in JEDI_TASKS"
     if row.status not in ELIGIBLE_STATUSES or not has_scout_rule(row.splitrule):
         return f"moved by JEDI: status={row.status}, splitrule={row.splitrule}"
-    values: dict[str, Any] = {"splitrule": remove_scout_rule(row.splitrule)}
-    for name, target in prediction.targets.items():
+    try:
+        values: dict[str, Any] = {"splitrule": remove_scout_rule(row.splitrule)}
+    except SplitRuleEditError as exc:
+        return str(exc)
+    # The requester's values stay where PanDA's scouts would keep them.
+    requested = requested_values(dict(row._mapping), COLUMN_KEYS)
+    plan = plan_write(prediction, requested, fixed_units)
+    if plan.far is not None:
+        return plan.far
+    for name, stored in plan.values.items():
         spec = TARGETS[name]
-        values[spec.value_column], values[spec.unit_column] = panda_value(
-            target, fixed_units
-        )
+        values[spec.value_column], values[spec.unit_column] = stored
     _check_length(tasks, "splitrule", values["splitrule"], task_id)
     update = (
         sa.update(tasks)

@@ -56,7 +56,7 @@ class TargetOut(_Out):
     lower: float | None
     upper: float | None
     unit: str
-    value: int
+    value: float  # the class value in ``unit``, rounded only when written to PanDA
     confidence: float
     probabilities: list[float]
     top_features: list[FeatureOut]

@@ -26,6 +26,12 @@ from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 
 from panda_predictor.core.task_prediction import TaskPrediction
+from panda_predictor.core.units import (
+    CPUTIME_UNIT,
+    FIXED_SUFFIX,
+    MILLI_CPUTIME_UNIT,
+    from_panda,
+)
 from panda_predictor.errors import UserInputError
 
 #: Submit command -> job ClassAd attribute, for the transform.
@@ -134,16 +140,16 @@ def _cputime_per_event(prediction: TaskPrediction) -> float | None:
     target = prediction.targets.get("cputime")
     if target is None:
         return None
-    unit = target.unit.removesuffix("Fixed")
-    if unit == "mHS06sPerEvent":
-        return target.value / 1000.0
-    if unit != "HS06sPerEvent":
+    value, unit = from_panda(target.value, target.unit)
+    if target.unit.removesuffix(FIXED_SUFFIX) == MILLI_CPUTIME_UNIT:
+        return value
+    if unit != CPUTIME_UNIT:
         raise ValueError(
             f"The 'cputime' unit must be HS06sPerEvent or mHS06sPerEvent. "
             f"Got {target.unit!r} instead."
         )
     # A 0 class value means "below the first edge": use the edge, never no limit.
-    return float(target.value or target.upper or 0.0)
+    return float(value or target.upper or 0.0)
 
 
 def submit_attributes(

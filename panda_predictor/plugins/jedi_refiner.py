@@ -11,7 +11,11 @@ the task from the map (in-process champion or the HTTP service, see
 puts ``ramCount``/``ramUnit``, ``cpuTime``/``cpuTimeUnit``,
 ``ioIntensity``/``ioIntensityUnit`` and ``skipScout`` into the map (so the parent
 writes no ``US=`` split rule), and after the parent it sets the task spec's
-``walltime``/``walltimeUnit``. Values the task definition already gives win.
+``walltime``/``walltimeUnit``. The requester's own values are treated as PanDA's
+scouts treat them (:mod:`panda_predictor.core.requested_values`, the same rule as
+the database hook): a ``...Fixed`` unit is never overwritten, a larger walltime
+stays, other preset values are replaced, and a prediction far from them keeps the
+scouts.
 
 It fails open: on ``kept_scouts``, the kill switch, or any error of ours the map is
 left exactly as it came, the reason is logged with ``jediTaskID=`` and counted in
@@ -29,16 +33,20 @@ from typing import Any
 
 from pandajedi.jedirefine.GenTaskRefiner import GenTaskRefiner
 
-from panda_predictor.core.task_prediction import TaskPrediction
+from panda_predictor.core.requested_values import (
+    WritePlan,
+    plan_write,
+    requested_values,
+)
 from panda_predictor.hook import kill_switch_on
 from panda_predictor.metrics import FALLBACKS, TASKS
 from panda_predictor.plugins.prediction_client import (
+    PARAM_MAP_KEYS,
+    REQUESTED_KEYS,
     PredictionClient,
     PredictionUnavailable,
     client_from_environment,
     definition_from_param_map,
-    param_map_fields,
-    walltime_of,
 )
 from panda_predictor.settings import Settings, load_settings
 
@@ -135,17 +143,19 @@ class PredictingTaskRefiner(GenTaskRefiner):
             prediction = client.predict(
                 definition_from_param_map(jedi_task_id, task_param_map)
             )
-            if prediction.decision != "applied":
+            requested = requested_values(task_param_map, REQUESTED_KEYS)
+            plan = plan_write(prediction, requested, settings.fixed_units)
+            if prediction.decision != "applied" or plan.far is not None:
                 TASKS.labels(HOOK, "kept_scouts").inc()
                 log.info(
                     "jediTaskID=%s decision=kept_scouts reason=%s model=%s/%s",
                     jedi_task_id,
-                    prediction.reason,
+                    plan.far or prediction.reason,
                     prediction.model_name,
                     prediction.model_version,
                 )
                 return None
-            walltime = self._fill(task_param_map, prediction, settings.fixed_units)
+            walltime = self._fill(task_param_map, plan)
         except Exception as exc:  # noqa: BLE001  the fail-open boundary
             reason = (
                 exc.reason
@@ -176,29 +186,20 @@ class PredictingTaskRefiner(GenTaskRefiner):
 
     @staticmethod
     def _fill(
-        task_param_map: MutableMapping[str, Any],
-        prediction: TaskPrediction,
-        fixed_units: bool,
+        task_param_map: MutableMapping[str, Any], plan: WritePlan
     ) -> tuple[int, str] | None:
-        fields = param_map_fields(prediction, fixed_units)
-        skip = fields.pop("skipScout")
-        # A value (or unit) the task definition gives is the requester's choice.
-        pairs = [
-            ("ramCount", "ramUnit"),
-            ("cpuTime", "cpuTimeUnit"),
-            ("ioIntensity", "ioIntensityUnit"),
-        ]
-        for value_key, unit_key in pairs:
-            if value_key not in fields:
-                continue
-            if value_key in task_param_map or unit_key in task_param_map:
-                continue
-            task_param_map[value_key] = fields[value_key]
-            task_param_map[unit_key] = fields[unit_key]
-        task_param_map["skipScout"] = skip
-        if "walltime" in task_param_map or "walltimeUnit" in task_param_map:
-            return None
-        return walltime_of(prediction)
+        """Put the planned values into the map; return the walltime to set after.
+
+        The plan already kept the requester's values PanDA's scouts keep (``...Fixed``
+        units, a larger walltime), the same rule the database hook's writer follows.
+        """
+        for target, (value_key, unit_key) in PARAM_MAP_KEYS.items():
+            if target in plan.values:
+                task_param_map[value_key], task_param_map[unit_key] = plan.values[
+                    target
+                ]
+        task_param_map["skipScout"] = True
+        return plan.values.get("walltime")
 
 
 __all__ = ["HOOK", "PredictingTaskRefiner", "reset_shared_client"]

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.units import prediction_to_panda
 from panda_predictor.db.writer import panda_value
 from panda_predictor.settings import Settings
 
@@ -52,6 +53,14 @@ PARAM_MAP_KEYS: dict[str, tuple[str, str]] = {
     "ramcount": ("ramCount", "ramUnit"),
     "cputime": ("cpuTime", "cpuTimeUnit"),
     "iointensity": ("ioIntensity", "ioIntensityUnit"),
+}
+#: Where a task parameter map holds the requester's value and unit of each target
+#: (PanDA's TaskRefinerBase reads ``ramUnit`` before ``ramCountUnit``).
+REQUESTED_KEYS: dict[str, tuple[str, str | tuple[str, ...]]] = {
+    "ramcount": ("ramCount", ("ramUnit", "ramCountUnit")),
+    "cputime": ("cpuTime", "cpuTimeUnit"),
+    "iointensity": ("ioIntensity", "ioIntensityUnit"),
+    "walltime": ("walltime", "walltimeUnit"),
 }
 #: Counts that describe the input once JEDI has filled JEDI_DATASETS; in a parameter
 #: map the same names are user limits, so they are not used as features.
@@ -155,7 +164,7 @@ def walltime_of(prediction: TaskPrediction) -> tuple[int, str] | None:
     target = prediction.targets.get("walltime")
     if target is None:
         return None
-    return int(target.value), target.unit
+    return prediction_to_panda(target)
 
 
 class InProcessClient:
@@ -247,7 +256,7 @@ def _target_from_json(name: str, data: Mapping[str, Any]) -> TargetPrediction:
         class_label=str(data.get("class_label", data.get("label", ""))),
         lower=data.get("lower"),
         upper=data.get("upper"),
-        value=int(data["value"]),
+        value=float(data["value"]),
         unit=str(data["unit"]),
         confidence=float(data["confidence"]),
         probabilities=tuple(float(p) for p in probabilities),
@@ -410,6 +419,7 @@ __all__ = [
     "HttpClient",
     "InProcessClient",
     "PARAM_MAP_KEYS",
+    "REQUESTED_KEYS",
     "PredictionClient",
     "PredictionUnavailable",
     "client_from_environment",

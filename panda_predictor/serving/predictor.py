@@ -45,6 +45,7 @@ from panda_predictor.core.scout_policy import (
 from panda_predictor.core.tail_rule import confidence
 from panda_predictor.core.task_features import REQUEST_COLUMNS
 from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.units import from_panda
 from panda_predictor.serving.bundle import Bundle
 from panda_predictor.serving.combination import (
     ServingHistory,
@@ -271,7 +272,14 @@ class Predictor:
         columns: dict[str, Any] = {"jeditaskid": tasks["jeditaskid"].to_numpy()}
         columns.update(decided)
         for t in chosen:
-            values = np.array([row[3] for row in self._classes(t)])
+            bins = self.bundle.bins[t]
+            # The value written, read back in the bin's unit (rounded as PanDA does).
+            values = np.array(
+                [
+                    from_panda(*bins.panda_value_of(cls))[0]
+                    for cls in range(bins.n_classes)
+                ]
+            )
             columns[f"{t}_class"] = chosen[t]
             columns[f"{t}_value"] = values[chosen[t]]
             columns[f"{t}_confidence"] = conf[t]
@@ -427,15 +435,20 @@ class Predictor:
 
     def _classes(
         self, target: str
-    ) -> list[tuple[str, float | None, float | None, int, str]]:
-        """Return (label, lower, upper, value, unit) of each class (computed once)."""
+    ) -> list[tuple[str, float | None, float | None, float, str]]:
+        """Return (label, lower, upper, value, unit) of each class (computed once).
+
+        The value is the bin's float value: it is rounded once, by the writer's
+        conversion to PanDA's stored form (:mod:`panda_predictor.core.units`), so
+        2.3 HS06sPerEvent is written as 2300 mHS06sPerEvent, never as 3000.
+        """
         cache = self._class_cache
         if target not in cache:
             bins = self.bundle.bins[target]
             rows = []
             for cls in range(bins.n_classes):
                 low, high = bins.range_of(cls)
-                value = int(math.ceil(bins.value_of(cls)))
+                value = float(bins.value_of(cls))
                 rows.append(
                     (bins.labels[cls], _bound(low), _bound(high), value, bins.unit)
                 )

@@ -11,6 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from panda_predictor.core.units import (
+    CPUTIME_UNIT,
+    MILLI_CPUTIME_UNIT,
+    cputime_to_panda,
+)
 from pipelines.simulation.catalog import NULL
 
 _BASE_WALLTIME = 600
@@ -68,8 +73,8 @@ def fill_requirements(tasks: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
 
     out = tasks.copy()
     ids = out["jeditaskid"]
-    milli = cpu < 10
-    cpu_value = np.ceil(np.where(milli, cpu * 1000, cpu))
+    # PanDA's stored form (x1000 in mHS06sPerEvent below 10): the core's conversion.
+    cpu_value, milli = cputime_to_panda(cpu.to_numpy())
     values = {
         "ramcount": (ram, "ramunit", "MBPerCore"),
         "iointensity": (io, "iointensityunit", "kBPerS"),
@@ -87,7 +92,7 @@ def fill_requirements(tasks: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
     mapped = ids.map(cpu_series)
     out["cputime"] = pd.array(mapped.round(), dtype="Int64")
     unit = ids.map(
-        pd.Series(np.where(milli, "mHS06sPerEvent", "HS06sPerEvent"), cpu.index)
+        pd.Series(np.where(milli, MILLI_CPUTIME_UNIT, CPUTIME_UNIT), cpu.index)
     )
     out["cputimeunit"] = np.where(mapped.notna(), unit, NULL)
     return out
