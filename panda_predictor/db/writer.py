@@ -1,9 +1,16 @@
 """Write predictions back into JEDI_TASKS and record every decision in the audit table.
 
-All predictions of one call go in one transaction. A task's resource columns are
+All predictions of one call go in one short transaction: the caller predicts first,
+outside any lock, and only then writes, so JEDI_TASKS rows are locked for the few
+statements of the write (see docs/performance.md). A task's resource columns are
 changed only if JEDI has not moved it on in the meantime (still ``defined``/``ready``
-with its SPLITRULE unchanged and holding ``US=``); the conditional UPDATE makes that
-check and the write one atomic step, so the plugin never races JobGenerator.
+with its SPLITRULE unchanged and holding ``US=``) and does not hold it
+(``LOCKEDBY`` is NULL); the conditional UPDATE makes that check and the write one
+atomic step, so the plugin never races JobGenerator. A task JEDI holds is left
+without an audit row, so a later pass tries it again.
+
+A task whose prediction or write fails gets an audit row with decision ``error``
+(:func:`write_error_audits`) and its JEDI row is never touched.
 """
 
 from __future__ import annotations
@@ -12,7 +19,8 @@ import json
 import logging
 import math
 import socket
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -30,6 +38,7 @@ from panda_predictor.db.engine import (
     dialect_of,
     get_panda_tables,
     get_plugin_tables,
+    translate_errors,
 )
 from panda_predictor.db.reader import ELIGIBLE_STATUSES
 from panda_predictor.settings import Settings
@@ -38,6 +47,10 @@ log = logging.getLogger(__name__)
 
 #: Audit decision of a task JEDI moved on before the write-back (nothing written).
 MOVED_BY_JEDI = "moved_by_jedi"
+#: Audit decision of a task the plugin could not predict or write (nothing written).
+ERROR = "error"
+#: Start of the refusal of a task JEDI holds (``LOCKEDBY`` set): not audited.
+LOCKED_BY_JEDI = "locked by JEDI"
 #: Below this many HS06sPerEvent PanDA stores cputime x1000 in mHS06sPerEvent.
 MILLI_CPUTIME_BELOW = 10
 
@@ -50,6 +63,7 @@ class WriteResult:
     kept_scouts: list[int] = field(default_factory=list)
     moved_by_jedi: list[int] = field(default_factory=list)
     already_audited: list[int] = field(default_factory=list)
+    locked_by_jedi: list[int] = field(default_factory=list)
 
     @property
     def audited(self) -> int:
@@ -142,7 +156,7 @@ def _apply_to_task(
     Returns None when written, else why not (the task's current state).
     """
     task_id = prediction.jeditaskid
-    current = sa.select(tasks.c.status, tasks.c.splitrule).where(
+    current = sa.select(tasks.c.status, tasks.c.splitrule, tasks.c.lockedby).where(
         tasks.c.jeditaskid == sa.bindparam("task_id")
     )
     if lock:
@@ -153,6 +167,8 @@ def _apply_to_task(
     ).first()
     if row is None:
         return "task not found in JEDI_TASKS"
+    if row.lockedby is not None:
+        return f"{LOCKED_BY_JEDI}: lockedby={row.lockedby}"
     if row.status not in ELIGIBLE_STATUSES or not has_scout_rule(row.splitrule):
         return f"moved by JEDI: status={row.status}, splitrule={row.splitrule}"
     values: dict[str, Any] = {"splitrule": remove_scout_rule(row.splitrule)}
@@ -169,6 +185,7 @@ def _apply_to_task(
             tasks.c.status.in_(ELIGIBLE_STATUSES),
             # Unchanged since read: JEDI did not touch the rule in between.
             tasks.c.splitrule == row.splitrule,
+            tasks.c.lockedby.is_(None),
         )
         .values(**values)
         .prefix_with("/* writer.write_predictions */", dialect="*")
@@ -237,13 +254,127 @@ def write_predictions(
             conn.close()
     log.info(
         "Wrote predictions: %d applied, %d kept scouts, %d moved by JEDI, "
-        "%d already audited",
+        "%d already audited, %d locked by JEDI",
         len(result.applied),
         len(result.kept_scouts),
         len(result.moved_by_jedi),
         len(result.already_audited),
+        len(result.locked_by_jedi),
     )
     return result
+
+
+@dataclass(frozen=True)
+class TaskFailure:
+    """A task the plugin could not predict or write, and why (for its audit row)."""
+
+    jeditaskid: int
+    reason: str
+    model_name: str = "-"
+    model_version: str = "-"
+
+
+def write_error_audits(
+    engine: Engine | Connection, settings: Settings, failures: Iterable[TaskFailure]
+) -> list[int]:
+    """Audit each failed task with decision ``error``; return the ids audited.
+
+    Only the audit table is written (the task's JEDI row stays as it is, so its
+    scouts run), in one transaction; a task that already has an audit row keeps it.
+    The reason is cut to the column's length rather than lose the row.
+    """
+    audit = get_plugin_tables(settings, engine).audit
+    limit = audit.c.reason.type.length or 400
+    now = datetime.now(UTC).replace(tzinfo=None)
+    host = socket.gethostname()[:128]
+    failures = list(failures)
+    if not failures:
+        return []
+    seen_query = sa.select(audit.c.jeditaskid).where(
+        audit.c.jeditaskid.in_([f.jeditaskid for f in failures])
+    )
+    with translate_errors(engine), _transaction(engine) as conn:
+        seen = set(
+            conn.execute(_tag(seen_query, "writer.write_error_audits")).scalars()
+        )
+        rows = [
+            {
+                "jeditaskid": f.jeditaskid,
+                "model_name": f.model_name[:128],
+                "model_version": f.model_version[:64],
+                "decision": ERROR,
+                "reason": f.reason[:limit],
+                "predicted_at": now,
+                "written_at": None,
+                "host": host,
+            }
+            for f in failures
+            if f.jeditaskid not in seen
+        ]
+        if rows:
+            conn.execute(_tag(sa.insert(audit), "writer.write_error_audits"), rows)
+    for row in rows:
+        log.warning(
+            "jediTaskID=%d audited as error, left untouched (scouts run): %s",
+            row["jeditaskid"],
+            row["reason"],
+        )
+    return [row["jeditaskid"] for row in rows]
+
+
+def write_audit(
+    engine: Engine | Connection,
+    settings: Settings,
+    prediction: TaskPrediction,
+    written: bool,
+    fixed_units: bool = False,
+) -> bool:
+    """Audit one decision taken elsewhere (the JEDI refiner); return False if known.
+
+    Nothing in JEDI_TASKS is written: the refiner puts the values into the task
+    parameter map itself, so ``written`` says whether it did (``written_at``).
+    """
+    audit = get_plugin_tables(settings, engine).audit
+    now = datetime.now(UTC).replace(tzinfo=None)
+    row = _audit_row(
+        prediction,
+        prediction.decision,
+        prediction.reason,
+        now if written else None,
+        fixed_units,
+        socket.gethostname()[:128],
+        now,
+    )
+    for name in ("model_name", "model_version", "reason", "host"):
+        _check_length(audit, name, row[name], prediction.jeditaskid)
+    seen_query = sa.select(audit.c.jeditaskid).where(
+        audit.c.jeditaskid == sa.bindparam("task_id")
+    )
+    with translate_errors(engine), _transaction(engine) as conn:
+        if conn.execute(
+            _tag(seen_query, "writer.write_audit"), {"task_id": prediction.jeditaskid}
+        ).first():
+            return False
+        conn.execute(_tag(sa.insert(audit), "writer.write_audit"), row)
+    return True
+
+
+def _tag(statement: Any, name: str) -> Any:
+    return statement.prefix_with(f"/* {name} */", dialect="*")
+
+
+@contextmanager
+def _transaction(bind: Engine | Connection) -> Iterator[Connection]:
+    """Open a transaction on an engine, or a savepoint on a connection in one."""
+    if isinstance(bind, Engine):
+        with bind.begin() as conn:
+            yield conn
+    elif bind.in_transaction():
+        with bind.begin_nested():
+            yield bind
+    else:
+        with bind.begin():
+            yield bind
 
 
 def _write_one(
@@ -282,6 +413,11 @@ def _write_one(
             written_at = now
             result.applied.append(task_id)
             log.info("jediTaskID=%d predictions written, scouts skipped", task_id)
+        elif refused.startswith(LOCKED_BY_JEDI):
+            # JEDI is working on the task right now; a later pass tries again.
+            result.locked_by_jedi.append(task_id)
+            log.info("jediTaskID=%d left for a later pass: %s", task_id, refused)
+            return
         else:
             decision, reason = MOVED_BY_JEDI, refused
             result.moved_by_jedi.append(task_id)
