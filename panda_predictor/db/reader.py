@@ -327,14 +327,17 @@ def find_changed_tasks(
     window: list[Any] = []
     if created_since is not None:
         window.append(t.c.creationdate >= created_since)
-    touched = sa.select(t.c.jeditaskid).where(t.c.modificationtime >= since, *window)
+    touched = _tag(
+        sa.select(t.c.jeditaskid).where(t.c.modificationtime >= since, *window),
+        "reader.find_changed_tasks",
+    )
     finished = sa.select(t.c.jeditaskid).where(
         t.c.jeditaskid.in_(
             sa.select(j.c.jeditaskid).where(j.c.endtime >= since).distinct()
         ),
         *window,
     )
-    query = _tag(sa.union(touched, finished), "reader.find_changed_tasks")
+    query = sa.union(touched, finished)
     with translate_errors(bind), _connection(bind) as conn:
         return sorted(int(task_id) for task_id in conn.execute(query).scalars())
 
