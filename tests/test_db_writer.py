@@ -166,11 +166,14 @@ def test_database_failure_rolls_back_and_names_the_task(db, settings):
 
     add_task(db, settings, 1)
     add_task(db, settings, 2)
-    # The audit's NOT NULL model_name makes the database itself refuse task 2.
+    # The audit's NOT NULL model_name makes the database itself refuse task 2. The
+    # audit rows go in one statement, so the error names the batch's range (the
+    # hook then halves the batch to find the task).
     predictions = [make_prediction(1), replace(make_prediction(2), model_name=None)]
 
     with pytest.raises(
-        DatabaseError, match=r"jediTaskID=2 failed, nothing was written"
+        DatabaseError,
+        match=r"the audit rows of jediTaskID=1\.\.2 failed, nothing was written",
     ):
         write_predictions(db, settings, predictions)
 

@@ -150,21 +150,15 @@ def _apply_to_task(
     prediction: TaskPrediction,
     fixed_units: bool,
     lock: bool,
+    row: Any = None,
 ) -> str | None:
     """Write the predicted resources into JEDI_TASKS if JEDI has not moved the task.
 
+    ``row`` is the task's status, SPLITRULE and LOCKEDBY as read (row-locked where
+    ``lock``) earlier in this transaction; None when the task was not found.
     Returns None when written, else why not (the task's current state).
     """
     task_id = prediction.jeditaskid
-    current = sa.select(tasks.c.status, tasks.c.splitrule, tasks.c.lockedby).where(
-        tasks.c.jeditaskid == sa.bindparam("task_id")
-    )
-    if lock:
-        current = current.with_for_update()
-    row = conn.execute(
-        current.prefix_with("/* writer.write_predictions */", dialect="*"),
-        {"task_id": task_id},
-    ).first()
     if row is None:
         return "task not found in JEDI_TASKS"
     if row.lockedby is not None:
@@ -230,24 +224,26 @@ def write_predictions(
     else:
         conn = engine.connect()
         transaction = conn.begin()
-    task_id: int | None = None
+    at = _Position()
     try:
         with transaction:
-            for prediction in predictions:
-                task_id = prediction.jeditaskid
-                _write_one(
-                    conn, tasks, audit, prediction, fixed_units, lock, host, result
-                )
+            _write_batch(
+                conn,
+                tasks,
+                audit,
+                list(predictions),
+                (fixed_units, lock, host),
+                result,
+                at,
+            )
     except SQLAlchemyError as exc:
         error = describe_error(exc, conn)
         raise DatabaseError(
-            f"Writing the prediction of jediTaskID={task_id} failed, nothing was "
-            f"written: {error}"
+            f"Writing the prediction of {at} failed, nothing was written: {error}"
         ) from exc
     except (ValueError, KeyError) as exc:
         raise ValueError(
-            f"Writing the prediction of jediTaskID={task_id} failed, nothing was "
-            f"written: {exc}"
+            f"Writing the prediction of {at} failed, nothing was written: {exc}"
         ) from exc
     finally:
         if not isinstance(engine, Connection):
@@ -377,57 +373,135 @@ def _transaction(bind: Engine | Connection) -> Iterator[Connection]:
             yield bind
 
 
-def _write_one(
+class _Position:
+    """Which task (or statement) of the batch is being written, for error messages."""
+
+    def __init__(self) -> None:
+        self.text = "the batch"
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _write_batch(
     conn: Connection,
     tasks: sa.Table,
     audit: sa.Table,
+    predictions: list[TaskPrediction],
+    options: tuple[bool, bool, str],
+    result: WriteResult,
+    at: _Position,
+) -> None:
+    """Handle a batch inside the transaction of :func:`write_predictions`.
+
+    Set-based so the row locks are short: one query finds the tasks already
+    audited, one reads (and on PostgreSQL/Oracle locks, in id order) every task to
+    be written, then a conditional UPDATE per applied task and one multi-row audit
+    INSERT. ``options`` is ``(fixed_units, lock, host)``.
+    """
+    fixed_units, lock, host = options
+    for prediction in predictions:
+        at.text = f"jediTaskID={prediction.jeditaskid}"
+        for name in prediction.targets:
+            if name not in TARGETS:
+                raise ValueError(
+                    f"The target must be one of {list(TARGETS)}. Got {name!r} instead."
+                )
+    at.text = "the batch"
+    seen = _audited(conn, audit, [p.jeditaskid for p in predictions])
+    applied_ids = sorted(
+        {p.jeditaskid for p in predictions if p.decision == "applied"} - seen
+    )
+    current = _current_rows(conn, tasks, applied_ids, lock)
+    now = datetime.now(UTC).replace(tzinfo=None)
+    rows: list[dict[str, Any]] = []
+    for prediction in predictions:
+        task_id = prediction.jeditaskid
+        at.text = f"jediTaskID={task_id}"
+        if task_id in seen:
+            log.info("jediTaskID=%d already audited, skipped", task_id)
+            result.already_audited.append(task_id)
+            continue
+        seen.add(task_id)  # a task twice in one batch is written once
+        outcome = _decide(conn, tasks, prediction, fixed_units, lock, current, result)
+        if outcome is None:
+            continue
+        decision, reason, written = outcome
+        row = _audit_row(
+            prediction, decision, reason, now if written else None, fixed_units,
+            host, now,
+        )
+        for name in ("model_name", "model_version", "reason", "host"):
+            _check_length(audit, name, row[name], task_id)
+        rows.append(row)
+    if rows:
+        first, last = rows[0]["jeditaskid"], rows[-1]["jeditaskid"]
+        at.text = f"the audit rows of jediTaskID={first}..{last}"
+        conn.execute(_tag(sa.insert(audit), "writer.write_predictions"), rows)
+
+
+def _audited(conn: Connection, audit: sa.Table, ids: list[int]) -> set[int]:
+    """Return which of ``ids`` already have an audit row."""
+    seen: set[int] = set()
+    for chunk in _id_chunks(ids):
+        query = sa.select(audit.c.jeditaskid).where(audit.c.jeditaskid.in_(chunk))
+        seen.update(conn.execute(_tag(query, "writer.write_predictions")).scalars())
+    return seen
+
+
+def _current_rows(
+    conn: Connection, tasks: sa.Table, ids: list[int], lock: bool
+) -> dict[int, Any]:
+    """Read (and lock, in id order so two writers never deadlock) tasks to write."""
+    current: dict[int, Any] = {}
+    for chunk in _id_chunks(ids):
+        query = (
+            sa.select(
+                tasks.c.jeditaskid, tasks.c.status, tasks.c.splitrule, tasks.c.lockedby
+            )
+            .where(tasks.c.jeditaskid.in_(chunk))
+            .order_by(tasks.c.jeditaskid)
+        )
+        if lock:
+            query = query.with_for_update()
+        for row in conn.execute(_tag(query, "writer.write_predictions")):
+            current[int(row.jeditaskid)] = row
+    return current
+
+
+def _decide(
+    conn: Connection,
+    tasks: sa.Table,
     prediction: TaskPrediction,
     fixed_units: bool,
     lock: bool,
-    host: str,
+    current: dict[int, Any],
     result: WriteResult,
-) -> None:
-    """Handle one task inside the transaction of :func:`write_predictions`."""
+) -> tuple[str, str, bool] | None:
+    """Write one task if applied; return (decision, reason, written) for its audit
+    row, or None when it gets none (JEDI holds it: a later pass tries again)."""
     task_id = prediction.jeditaskid
-    seen = sa.select(audit.c.jeditaskid).where(
-        audit.c.jeditaskid == sa.bindparam("task_id")
-    )
-    if conn.execute(
-        seen.prefix_with("/* writer.write_predictions */", dialect="*"),
-        {"task_id": task_id},
-    ).first():
-        log.info("jediTaskID=%d already audited, skipped", task_id)
-        result.already_audited.append(task_id)
-        return
-    for name in prediction.targets:
-        if name not in TARGETS:
-            raise ValueError(
-                f"The target must be one of {list(TARGETS)}. Got {name!r} instead."
-            )
-    now = datetime.now(UTC).replace(tzinfo=None)
-    decision: str = prediction.decision
-    reason, written_at = prediction.reason, None
-    if decision == "applied":
-        refused = _apply_to_task(conn, tasks, prediction, fixed_units, lock)
-        if refused is None:
-            written_at = now
-            result.applied.append(task_id)
-            log.info("jediTaskID=%d predictions written, scouts skipped", task_id)
-        elif refused.startswith(LOCKED_BY_JEDI):
-            # JEDI is working on the task right now; a later pass tries again.
-            result.locked_by_jedi.append(task_id)
-            log.info("jediTaskID=%d left for a later pass: %s", task_id, refused)
-            return
-        else:
-            decision, reason = MOVED_BY_JEDI, refused
-            result.moved_by_jedi.append(task_id)
-            log.info("jediTaskID=%d left unchanged: %s", task_id, refused)
-    else:
+    if prediction.decision != "applied":
         result.kept_scouts.append(task_id)
-        log.info("jediTaskID=%d keeps its scouts: %s", task_id, reason)
-    row = _audit_row(prediction, decision, reason, written_at, fixed_units, host, now)
-    for name in ("model_name", "model_version", "reason", "host"):
-        _check_length(audit, name, row[name], task_id)
-    conn.execute(
-        sa.insert(audit).prefix_with("/* writer.write_predictions */", dialect="*"), row
+        log.info("jediTaskID=%d keeps its scouts: %s", task_id, prediction.reason)
+        return prediction.decision, prediction.reason, False
+    refused = _apply_to_task(
+        conn, tasks, prediction, fixed_units, lock, current.get(task_id)
     )
+    if refused is None:
+        result.applied.append(task_id)
+        log.info("jediTaskID=%d predictions written, scouts skipped", task_id)
+        return prediction.decision, prediction.reason, True
+    if refused.startswith(LOCKED_BY_JEDI):
+        result.locked_by_jedi.append(task_id)
+        log.info("jediTaskID=%d left for a later pass: %s", task_id, refused)
+        return None
+    result.moved_by_jedi.append(task_id)
+    log.info("jediTaskID=%d left unchanged: %s", task_id, refused)
+    return MOVED_BY_JEDI, refused, False
+
+
+def _id_chunks(ids: list[int], size: int = 1000) -> Iterator[list[int]]:
+    # Oracle accepts at most 1000 values in an IN list.
+    for start in range(0, len(ids), size):
+        yield ids[start : start + size]
