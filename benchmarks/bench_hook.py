@@ -95,9 +95,9 @@ def main() -> None:
     from panda_predictor.bins_file import load_bins
     from panda_predictor.db.engine import make_engine
     from panda_predictor.db.migrations import init_database
+    from panda_predictor.db.reader import find_changed_tasks
     from panda_predictor.hook import SubmitHook
     from panda_predictor.serving.predictor import Predictor
-    from panda_predictor.db.reader import find_changed_tasks
     from panda_predictor.serving.recent import IncrementalHistory, read_recent_history
     from panda_predictor.settings import load_settings
     from pipelines.dataset import read_labelled_history

@@ -188,9 +188,7 @@ def test_kill_switch_writes_no_value_and_audits_each_task(db, settings, tmp_path
     before = {task_id: task_row(db, settings, task_id) for task_id in ids}
     report = make_hook(settings, FakePredictor(), db).run_once()
     assert report.failure is None and sorted(report.kept_scouts) == ids
-    assert {a["decision"] for a in audit_rows(db, settings).values()} == {
-        "kept_scouts"
-    }
+    assert {a["decision"] for a in audit_rows(db, settings).values()} == {"kept_scouts"}
     assert all(task_row(db, settings, t) == before[t] for t in ids)
 
 

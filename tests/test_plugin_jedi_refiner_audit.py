@@ -8,16 +8,19 @@ import pytest
 from panda_predictor.db.engine import make_engine
 from panda_predictor.hook import LEGACY_REASON, SubmitHook
 from panda_predictor.metrics import FALLBACKS
+from tests import test_plugin_jedi_refiner as refiner_tests
 from tests.test_db_support import audit_rows
-from tests.test_plugin_jedi_refiner import (  # noqa: F401  (session fixture)
+from tests.test_plugin_jedi_refiner import (
     FakeClient,
     _Boom,
     counter,
-    panda_classes,
     param_map,
     prediction,
     refine,
 )
+
+#: PanDA's classes, installed once per session (the refiner tests' fixture).
+panda_classes = refiner_tests.panda_classes
 
 TASK_ID = 4242
 

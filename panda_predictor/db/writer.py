@@ -280,7 +280,7 @@ def write_error_audits(
     The reason is cut to the column's length rather than lose the row.
     """
     audit = get_plugin_tables(settings, engine).audit
-    limit = audit.c.reason.type.length or 400
+    limit = getattr(audit.c.reason.type, "length", None) or 400
     now = datetime.now(UTC).replace(tzinfo=None)
     host = socket.gethostname()[:128]
     failures = list(failures)
@@ -293,7 +293,7 @@ def write_error_audits(
         seen = set(
             conn.execute(_tag(seen_query, "writer.write_error_audits")).scalars()
         )
-        rows = [
+        rows: list[dict[str, Any]] = [
             {
                 "jeditaskid": f.jeditaskid,
                 "model_name": f.model_name[:128],
@@ -428,8 +428,13 @@ def _write_batch(
             continue
         decision, reason, written = outcome
         row = _audit_row(
-            prediction, decision, reason, now if written else None, fixed_units,
-            host, now,
+            prediction,
+            decision,
+            reason,
+            now if written else None,
+            fixed_units,
+            host,
+            now,
         )
         for name in ("model_name", "model_version", "reason", "host"):
             _check_length(audit, name, row[name], task_id)

@@ -160,7 +160,9 @@ class IncrementalHistory:
             self.last_changed = changed
             if changed:
                 fresh = self._labelled(
-                    iter_task_history(self.bind, self.settings, changed, self.chunk_size)
+                    iter_task_history(
+                        self.bind, self.settings, changed, self.chunk_size
+                    )
                 )
                 kept = self._rows[~self._rows["jeditaskid"].isin(changed)]
                 parts = [part for part in (kept, fresh) if len(part)]
