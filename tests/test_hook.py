@@ -195,7 +195,9 @@ def test_missing_champion_fails_open(history_db):
 def test_idle_pass_loads_no_model_and_reads_no_history(history_db, predictor):
     """With no eligible task a pass is one query: no model, no history read."""
     calls = []
-    first = make_hook(history_db, predictor).run_once()
+    writer = make_hook(history_db, predictor)
+    first = writer.run_once()
+    writer.engine.dispose()
     assert first.written == N_DEFINED
 
     def counted(name, value):
