@@ -1,16 +1,32 @@
 """The database submit hook: predict tasks waiting for scouts and write back.
 
-One pass finds tasks that are ``defined`` or ``ready``, still scheduled for scouts
-(``US=`` in SPLITRULE) and not yet audited, predicts them with the champion model and,
-in one transaction per batch, writes the values (and removes the scout rule) where
-the decision is ``applied``, plus an audit row for every task. Rows are locked with
-``FOR UPDATE SKIP LOCKED`` where the database has it, so several hooks can run.
+One pass pages through the tasks that are ``defined`` or ``ready``, still scheduled
+for scouts (``US=`` in SPLITRULE), not held by JEDI (``LOCKEDBY`` NULL) and not yet
+audited, in JEDITASKID order, ``hook_batch_size`` at a time. For each batch it reads
+and predicts *without any lock*, then writes in one short transaction: the values
+(and the scout rule removed) where the decision is ``applied``, with a conditional
+update that re-checks status, SPLITRULE and LOCKEDBY, plus an audit row for every
+task. So JEDI_TASKS rows are locked only for the write, never while the model runs.
+
+Per-task isolation: when a batch fails to predict or to write because of one task's
+data, the batch is split in halves until the failing task is found; that task is
+audited with decision ``error`` and its reason, its JEDI row is left untouched
+(scouts run) and the rest of the batch proceeds. A task audited ``error`` is never
+picked again (operators re-queue it by deleting its audit row, see
+docs/operations.md). When *every* task of a batch of two or more fails, the cause is
+not a task (a broken model, a changed schema): nothing is audited and the pass fails
+open. Losing the database (connection or server gone) is never blamed on a task.
 
 The hook fails open: a missing model, an unreachable registry or database, or any
 other failure leaves the tasks exactly as they were (scouts run), is logged with the
 task ids and counted in ``panda_predictor_fallbacks_total``; it never raises into the
 caller. The kill switch (``mode: legacy`` or the ``kill_switch_file``) predicts
 nothing and audits each task as ``kept_scouts``.
+
+The model and the history are loaded only when a pass finds an eligible task, and
+the history is kept between passes and refreshed incrementally
+(:class:`~panda_predictor.serving.recent.IncrementalHistory`), so an idle pass costs
+one indexed query.
 """
 
 from __future__ import annotations
@@ -18,16 +34,25 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
-from sqlalchemy.engine import Connection, Engine
+import pandas as pd
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from panda_predictor.core.task_prediction import TaskPrediction
+from panda_predictor.db.claims import TaskClaims
 from panda_predictor.db.engine import make_engine, translate_errors
 from panda_predictor.db.reader import find_eligible_tasks, read_task_features
-from panda_predictor.db.writer import WriteResult, write_predictions
+from panda_predictor.db.writer import (
+    TaskFailure,
+    WriteResult,
+    write_error_audits,
+    write_predictions,
+)
 from panda_predictor.metrics import FALLBACKS, TASKS
 from panda_predictor.serving.predictor import Predictor
 from panda_predictor.serving.task_rules import predict_checked
@@ -36,8 +61,8 @@ from panda_predictor.settings import Settings
 log = logging.getLogger(__name__)
 
 LEGACY_REASON = "legacy mode (kill switch): scouts run"
-#: A dry run lists at most this many eligible tasks.
-DRY_RUN_LIMIT = 1_000_000
+#: Label of this hook in the panda_predictor_* metrics.
+HOOK = "db"
 
 
 @dataclass
@@ -48,13 +73,20 @@ class HookReport:
     applied: list[int] = field(default_factory=list)
     kept_scouts: list[int] = field(default_factory=list)
     moved_by_jedi: list[int] = field(default_factory=list)
+    errors: list[int] = field(default_factory=list)
+    locked_by_jedi: list[int] = field(default_factory=list)
     failure: str | None = None
     dry_run: bool = False
 
     @property
     def written(self) -> int:
         """Return how many tasks got an audit row in this pass."""
-        return len(self.applied) + len(self.kept_scouts) + len(self.moved_by_jedi)
+        return (
+            len(self.applied)
+            + len(self.kept_scouts)
+            + len(self.moved_by_jedi)
+            + len(self.errors)
+        )
 
 
 def kill_switch_on(settings: Settings) -> bool:
@@ -70,6 +102,116 @@ def _legacy(task_ids: Iterable[int]) -> list[TaskPrediction]:
         TaskPrediction(int(t), "legacy", "-", "kept_scouts", LEGACY_REASON, {}, now)
         for t in task_ids
     ]
+
+
+def lost_database(exc: BaseException) -> bool:
+    """Return whether ``exc`` means the database went away (not one task's fault).
+
+    A lost connection, a stopped server or a busy SQLite file fail every task alike;
+    blaming the task that happened to be written would audit healthy tasks as
+    ``error`` forever.
+    """
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, OperationalError | InterfaceError):
+            return True
+        if getattr(cause, "connection_invalidated", False):
+            return True
+        cause = cause.__cause__
+    return False
+
+
+class SystemicFailure(RuntimeError):
+    """Every task of a batch failed alike: the cause is not a task (fail open)."""
+
+
+def isolate(
+    items: list[Any],
+    attempt: Callable[[list[Any]], Any],
+    task_id_of: Callable[[Any], int],
+) -> tuple[list[Any], list[tuple[int, BaseException]]]:
+    """Run ``attempt`` on ``items``, halving on failure until the failing items remain.
+
+    Returns the results of the successful parts and ``(task id, error)`` of each item
+    that failed alone. A lost database propagates at once. If every item of two or
+    more fails, :class:`SystemicFailure` is raised instead: halving cannot blame a
+    task then. Costs at most ``2 log2(n)`` extra attempts per failing item.
+    """
+    results: list[Any] = []
+    failures: list[tuple[int, BaseException]] = []
+
+    def run(part: list[Any]) -> None:
+        try:
+            results.append(attempt(part))
+        except Exception as exc:
+            if lost_database(exc):
+                raise
+            if len(part) == 1:
+                failures.append((task_id_of(part[0]), exc))
+                return
+            middle = len(part) // 2
+            run(part[:middle])
+            run(part[middle:])
+
+    run(items)
+    if len(items) > 1 and len(failures) == len(items):
+        first = failures[0][1]
+        raise SystemicFailure(
+            f"all {len(items)} tasks of the batch failed alike, none is blamed: "
+            f"{type(first).__name__}: {first}"
+        ) from first
+    return results, failures
+
+
+def _reason(stage: str, exc: BaseException) -> str:
+    return f"{stage} failed: {type(exc).__name__}: {exc}"
+
+
+class _PassServing:
+    """The model and history of one pass, loaded at the first batch that needs them.
+
+    An idle pass (no eligible task) so never loads a model or reads history.
+    """
+
+    def __init__(self, legacy: bool, predictor_factory, history_factory) -> None:
+        self._legacy = legacy
+        self._predictor_factory = predictor_factory
+        self._history_factory = history_factory
+        self._loaded = False
+        self._predictor: Any = None
+        self._history: Any = None
+
+    def predict(
+        self, ids: list[int], tasks: pd.DataFrame | None
+    ) -> tuple[list[TaskPrediction], list[TaskFailure]]:
+        """Predict a batch, isolating a task whose prediction fails."""
+        if self._legacy or tasks is None:
+            return _legacy(ids), []
+        if not self._loaded:
+            self._predictor = self._predictor_factory()
+            self._history = self._history_factory()
+            self._loaded = True
+        predictor, history = self._predictor, self._history
+        task_ids = [int(task_id) for task_id in tasks["jeditaskid"]]
+
+        def attempt(part: list[int]) -> list[TaskPrediction]:
+            # Invalid rows and requests PanDA would exhaust keep their scouts.
+            if len(part) == len(tasks):
+                return predict_checked(predictor, tasks, history)
+            return predict_checked(
+                predictor, tasks.iloc[part].reset_index(drop=True), history
+            )
+
+        results, failed = isolate(
+            list(range(len(tasks))), attempt, lambda row: task_ids[row]
+        )
+        name = getattr(predictor, "model_name", "-")
+        version = str(getattr(predictor, "model_version", "-"))
+        failures = [
+            TaskFailure(task_id, _reason("prediction", exc), name, version)
+            for task_id, exc in failed
+        ]
+        return [p for part in results for p in part], failures
 
 
 class SubmitHook:
@@ -98,6 +240,7 @@ class SubmitHook:
         self.engine = engine or make_engine(settings)
         self._predictor_factory = predictor_factory or self._champion
         self._history_factory = history_factory or self._recent_history
+        self._history: Any = None
         self._stop = threading.Event()
 
     def _champion(self) -> Predictor:
@@ -106,10 +249,13 @@ class SubmitHook:
         return load_champion(self.settings)
 
     def _recent_history(self):
-        """Return the labelled history frame: features and expert track records."""
-        from panda_predictor.serving.recent import read_history_frame
+        """Return the labelled history frame, refreshed with what changed since the
+        previous pass (kept in this hook between passes)."""
+        from panda_predictor.serving.recent import IncrementalHistory
 
-        return read_history_frame(self.engine, self.settings)
+        if self._history is None:
+            self._history = IncrementalHistory(self.engine, self.settings)
+        return self._history.frame()
 
     def run_once(
         self, task_ids: Sequence[int] | None = None, dry_run: bool = False
@@ -121,7 +267,7 @@ class SubmitHook:
                 self._run(report, task_ids, dry_run)
         except Exception as exc:  # noqa: BLE001  the fail-open boundary
             report.failure = f"{type(exc).__name__}: {exc}"
-            FALLBACKS.labels("db", type(exc).__name__).inc()
+            FALLBACKS.labels(HOOK, type(exc).__name__).inc()
             log.error(
                 "hook pass failed open, tasks left untouched (scouts run): %s",
                 report.failure,
@@ -132,62 +278,90 @@ class SubmitHook:
         self, report: HookReport, task_ids: Sequence[int] | None, dry_run: bool
     ) -> None:
         legacy = kill_switch_on(self.settings)
-        predictor = history = None
-        if not legacy:
-            predictor = self._predictor_factory()
-            history = self._history_factory()
+        serving = _PassServing(legacy, self._predictor_factory, self._history_factory)
+        batch = self.settings.hook_batch_size
+        after: int | None = None
+        # Keyset paging: a task left behind (JEDI holds it, a failed write, another
+        # hook's claim) is met again only in the next pass, and never stalls the
+        # tasks after it.
+        with TaskClaims(self.engine) as claims:
+            while not self._stop.is_set():
+                with self.engine.connect() as conn:
+                    found = find_eligible_tasks(
+                        conn, self.settings, batch, task_ids=task_ids, after_id=after
+                    )
+                    if not found:
+                        return
+                    after = found[-1]
+                    ids = found if dry_run else claims.claim(found)
+                    if not ids:
+                        continue
+                    tasks = (
+                        None if legacy else read_task_features(conn, self.settings, ids)
+                    )
+                predictions, failures = serving.predict(ids, tasks)
+                report.predictions += predictions
+                if dry_run:
+                    continue
+                result, write_failures = self._write(predictions)
+                failures += write_failures
+                errors = write_error_audits(self.engine, self.settings, failures)
+                self._record(report, predictions, result, errors)
+                claims.release()
 
-        def predict(conn: Connection, ids: list[int]) -> list[TaskPrediction]:
-            if legacy:
-                return _legacy(ids)
-            assert predictor is not None
-            # Invalid rows and requests PanDA would exhaust keep their scouts.
-            return predict_checked(
-                predictor, read_task_features(conn, self.settings, ids), history
+    def _write(
+        self, predictions: list[TaskPrediction]
+    ) -> tuple[WriteResult, list[TaskFailure]]:
+        """Write a batch in one short transaction, isolating a task that fails."""
+
+        def attempt(part: list[TaskPrediction]) -> WriteResult:
+            return write_predictions(
+                self.engine, self.settings, part, self.settings.fixed_units
             )
 
-        batch = self.settings.hook_batch_size
-        if dry_run:
-            # Nothing is written, so the eligible set does not shrink: list it once.
-            with self.engine.connect() as conn:
-                ids = find_eligible_tasks(
-                    conn, self.settings, DRY_RUN_LIMIT, task_ids=task_ids
-                )
-                for start in range(0, len(ids), batch):
-                    report.predictions += predict(conn, ids[start : start + batch])
-            return
-        # Every handled task gets an audit row and so leaves the eligible set.
-        while not self._stop.is_set():
-            with self.engine.connect() as conn, conn.begin():
-                ids = find_eligible_tasks(
-                    conn, self.settings, batch, task_ids=task_ids, lock=True
-                )
-                if not ids:
-                    return
-                predictions = predict(conn, ids)
-                result = write_predictions(
-                    conn, self.settings, predictions, self.settings.fixed_units
-                )
-            report.predictions += predictions
-            self._record(report, predictions, result)
+        results, failed = isolate(predictions, attempt, lambda p: p.jeditaskid)
+        merged = WriteResult()
+        for result in results:
+            for name in merged.__dataclass_fields__:
+                getattr(merged, name).extend(getattr(result, name))
+        by_id = {p.jeditaskid: p for p in predictions}
+        failures = [
+            TaskFailure(
+                task_id,
+                _reason("write", exc),
+                by_id[task_id].model_name,
+                by_id[task_id].model_version,
+            )
+            for task_id, exc in failed
+        ]
+        return merged, failures
 
     @staticmethod
     def _record(
-        report: HookReport, predictions: list[TaskPrediction], result: WriteResult
+        report: HookReport,
+        predictions: list[TaskPrediction],
+        result: WriteResult,
+        errors: list[int],
     ) -> None:
         """Add one committed batch to the report, the metrics and the log."""
-        for decision in ("applied", "kept_scouts", "moved_by_jedi"):
+        for decision in ("applied", "kept_scouts", "moved_by_jedi", "locked_by_jedi"):
             ids = getattr(result, decision)
             getattr(report, decision).extend(ids)
             if ids:
-                TASKS.labels("db", decision).inc(len(ids))
+                TASKS.labels(HOOK, decision).inc(len(ids))
+        report.errors.extend(errors)
+        if errors:
+            TASKS.labels(HOOK, "error").inc(len(errors))
+            FALLBACKS.labels(HOOK, "task_error").inc(len(errors))
+        done = set(result.applied + result.kept_scouts + result.moved_by_jedi)
         for p in predictions:
-            log.info(
-                "jediTaskID=%d decision=%s reason=%s",
-                p.jeditaskid,
-                p.decision,
-                p.reason,
-            )
+            if p.jeditaskid in done:
+                log.info(
+                    "jediTaskID=%d decision=%s reason=%s",
+                    p.jeditaskid,
+                    p.decision,
+                    p.reason,
+                )
 
     def watch(self, poll_seconds: float | None = None) -> int:
         """Run passes until SIGTERM/SIGINT or :meth:`stop`; return the passes run."""
@@ -203,11 +377,13 @@ class SubmitHook:
                 passes += 1
                 if report.written:
                     log.info(
-                        "pass %d: %d applied, %d kept scouts, %d moved by JEDI",
+                        "pass %d: %d applied, %d kept scouts, %d moved by JEDI, "
+                        "%d errors",
                         passes,
                         len(report.applied),
                         len(report.kept_scouts),
                         len(report.moved_by_jedi),
+                        len(report.errors),
                     )
                 self._stop.wait(interval)
         finally:
@@ -228,7 +404,7 @@ def run_hook_once(
     try:
         hook = SubmitHook(settings)
     except Exception as exc:  # noqa: BLE001  the fail-open boundary
-        FALLBACKS.labels("db", type(exc).__name__).inc()
+        FALLBACKS.labels(HOOK, type(exc).__name__).inc()
         log.error("hook could not start, tasks left untouched: %s", exc)
         return HookReport(failure=f"{type(exc).__name__}: {exc}", dry_run=dry_run)
     try:
@@ -237,4 +413,11 @@ def run_hook_once(
         hook.engine.dispose()
 
 
-__all__ = ["HookReport", "SubmitHook", "kill_switch_on", "run_hook_once"]
+__all__ = [
+    "HookReport",
+    "SubmitHook",
+    "isolate",
+    "kill_switch_on",
+    "lost_database",
+    "run_hook_once",
+]

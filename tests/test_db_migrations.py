@@ -27,6 +27,8 @@ from panda_predictor.db.tables import panda_tables
 #: version of a test patch added on top of it.
 PLUGIN = expected_version("sqlite", "plugin")
 NEXT = PLUGIN + 1
+#: The PanDA (test-table) series' current version.
+PANDA = expected_version("sqlite", "panda")
 
 
 def _has_table(bind, name, schema):
@@ -54,10 +56,10 @@ def test_init_with_panda_tables_twice(engine, settings):
     assert schema_version(engine, settings) is None
     first = init_database(engine, settings, with_panda_tables=True)
     second = init_database(engine, settings, with_panda_tables=True)
-    assert first == second == {"plugin": PLUGIN, "panda": 1}
+    assert first == second == {"plugin": PLUGIN, "panda": PANDA}
     for name in ("jedi_tasks", "jedi_datasets", "jobsarchived4", "pp_prediction_audit"):
         assert _has_table(engine, name, schema)
-    assert schema_version(engine, settings, "panda") == 1
+    assert schema_version(engine, settings, "panda") == PANDA
     assert require_current_schema(engine, settings) == PLUGIN
     assert check_panda_columns(engine, settings) == []
 
@@ -138,7 +140,7 @@ def test_upgrade_from_an_older_version(db, settings, tmp_path):
         require_current_schema(db, settings, sql_root=root)
     assert upgrade_database(db, settings, sql_root=root) == {
         "plugin": (PLUGIN, NEXT),
-        "panda": (1, 1),
+        "panda": (PANDA, PANDA),
     }
     assert require_current_schema(db, settings, sql_root=root) == NEXT
     assert _has_table(db, "pp_test_outcome", settings.plugin_schema_for(dialect))
@@ -173,7 +175,7 @@ def test_upgrade_needs_init_first(engine, settings):
 def test_patch_series_are_parallel_and_tagged(dialect):
     for series in ("plugin", "panda"):
         patches = list_patches(dialect, series)
-        expected = PLUGIN if series == "plugin" else 1
+        expected = PLUGIN if series == "plugin" else PANDA
         assert [p.version for p in patches] == list(range(1, expected + 1))
         for patch in patches:
             tag = f"/* {patch.path.relative_to(SQL_ROOT.parent).as_posix()} */"

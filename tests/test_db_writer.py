@@ -198,11 +198,14 @@ def test_database_failure_rolls_back_and_names_the_task(db, settings):
 
     add_task(db, settings, 1)
     add_task(db, settings, 2)
-    # The audit's NOT NULL model_name makes the database itself refuse task 2.
+    # The audit's NOT NULL model_name makes the database itself refuse task 2. The
+    # audit rows go in one statement, so the error names the batch's range (the
+    # hook then halves the batch to find the task).
     predictions = [make_prediction(1), replace(make_prediction(2), model_name=None)]
 
     with pytest.raises(
-        DatabaseError, match=r"jediTaskID=2 failed, nothing was written"
+        DatabaseError,
+        match=r"the audit rows of jediTaskID=1\.\.2 failed, nothing was written",
     ):
         write_predictions(db, settings, predictions)
 
@@ -220,3 +223,32 @@ def test_write_inside_the_callers_transaction(db, settings):
         result = write_predictions(conn, settings, [make_prediction(i) for i in ids])
     assert result.applied == [1, 2]
     assert set(audit_rows(db, settings)) == {1, 2}
+
+
+def test_task_jedi_holds_is_neither_written_nor_audited(db, settings):
+    add_task(db, settings, 1, lockedby="JobGenerator-aipanda-1")
+    add_task(db, settings, 2)
+    before = task_row(db, settings, 1)
+    result = write_predictions(db, settings, [make_prediction(1), make_prediction(2)])
+    assert (result.locked_by_jedi, result.applied) == ([1], [2])
+    assert set(audit_rows(db, settings)) == {2}
+    assert task_row(db, settings, 1) == before
+
+
+def test_error_audits_leave_jedi_untouched_and_keep_an_existing_row(db, settings):
+    from panda_predictor.db.writer import TaskFailure, write_error_audits
+
+    add_task(db, settings, 1)
+    add_task(db, settings, 2)
+    write_predictions(db, settings, [make_prediction(2, "kept_scouts")])
+    before = task_row(db, settings, 1)
+    audited = write_error_audits(
+        db,
+        settings,
+        [TaskFailure(1, "write failed: " + "x" * 600), TaskFailure(2, "late")],
+    )
+    assert audited == [1]
+    rows = audit_rows(db, settings)
+    assert rows[1]["decision"] == "error" and len(rows[1]["reason"]) == 400
+    assert rows[2]["decision"] == "kept_scouts"
+    assert task_row(db, settings, 1) == before

@@ -187,12 +187,39 @@ def test_unreachable_database_fails_open(tmp_path, predictor):
     assert report.written == 0
 
 
-def test_missing_champion_fails_open(tmp_path):
-    from panda_predictor.settings import load_settings
-
-    settings = load_settings(home=tmp_path)  # empty SQLite, empty MLflow store
-    report = run_hook_once(settings)
+def test_missing_champion_fails_open(history_db):
+    # Eligible tasks, an empty MLflow store: the model is needed and missing.
+    report = run_hook_once(history_db)
     assert report.failure and "No champion model" in report.failure
+    engine = make_engine(history_db)
+    assert audit_rows(engine, history_db) == {}
+    engine.dispose()
+
+
+def test_idle_pass_loads_no_model_and_reads_no_history(history_db, predictor):
+    """With no eligible task a pass is one query: no model, no history read."""
+    calls = []
+    writer = make_hook(history_db, predictor)
+    first = writer.run_once()
+    writer.engine.dispose()
+    assert first.written == N_DEFINED
+
+    def counted(name, value):
+        def factory():
+            calls.append(name)
+            return value
+
+        return factory
+
+    hook = SubmitHook(
+        history_db,
+        predictor_factory=counted("model", predictor),
+        history_factory=counted("history", None),
+    )
+    report = hook.run_once()
+    assert report.failure is None and report.written == 0
+    assert calls == []
+    hook.engine.dispose()
 
 
 class SlowPredictor:
@@ -243,9 +270,14 @@ def test_two_hooks_at_once_never_write_a_task_twice(
 
 
 @pytest.mark.postgres
-def test_database_stopped_mid_run_leaves_nothing_half_written(
-    pg_schema, predictor, tmp_path, seed
+@pytest.mark.parametrize("moment", ["predict", "write"])
+def test_backend_killed_mid_run_leaves_nothing_half_written(
+    pg_schema, predictor, tmp_path, seed, moment
 ):
+    """The server drops the hook's connections while it predicts the second batch, or
+    inside the second batch's write transaction (after its first UPDATE): the first
+    batch stays written, every other task is fully written or untouched, none is
+    blamed (audited ``error``), and a kill inside the write fails the pass open."""
     from panda_predictor.settings import load_settings
     from tests.conftest import POSTGRES_URL
 
@@ -262,34 +294,53 @@ def test_database_stopped_mid_run_leaves_nothing_half_written(
     config = SimulationConfig(n_tasks=200, n_defined=N_DEFINED, seed=seed)
     load_history(engine, settings, simulate_history(config, progress=False))
     engine.dispose()
-    calls = {"n": 0}
 
-    class Killer:
+    def kill() -> None:
+        with admin.connect() as conn:
+            conn.execute(
+                sa.text(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = :app"
+                ),
+                {"app": app},
+            )
+
+    calls = {"predict": 0, "update": 0}
+
+    class KillingPredictor:
         def predict(self, tasks, history=None):
-            calls["n"] += 1
-            if calls["n"] == 2:  # the first batch is committed, kill the second
-                with admin.connect() as conn:
-                    conn.execute(
-                        sa.text(
-                            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                            "WHERE application_name = :app"
-                        ),
-                        {"app": app},
-                    )
+            calls["predict"] += 1
+            if moment == "predict" and calls["predict"] == 2:
+                kill()
             return predictor.predict(tasks, history)
 
-    hook = make_hook(settings, Killer())
+    hook = make_hook(settings, KillingPredictor())
+    if moment == "write":
+
+        @sa.event.listens_for(hook.engine, "after_cursor_execute")
+        def kill_in_second_write(conn, cursor, statement, *args):
+            if "writer.write_predictions" in statement and "UPDATE" in statement:
+                calls["update"] += 1
+                if calls["predict"] == 2 and calls["update"] >= 1:
+                    kill()
+
     report = hook.run_once()
-    assert report.failure is not None
     check = make_engine(settings.model_copy(update={"db_url": POSTGRES_URL}))
     audits = audit_rows(check, settings)
-    assert 0 < len(audits) <= 4
+    assert all(a["decision"] != "error" for a in audits.values())
+    if moment == "write":
+        assert report.failure is not None and "DatabaseError" in report.failure
+        assert len(audits) == 4  # the first batch only
+    else:  # the write reconnects: a killed backend between transactions is harmless
+        assert report.failure is None
+    assert sorted(report.applied + report.kept_scouts) == sorted(audits)
     for task_id in defined_ids(settings):
         row = task_row(check, settings, task_id)
         if task_id not in audits:
             assert has_scout_rule(row["splitrule"]) and row["ramcount"] is None
         elif audits[task_id]["decision"] == "applied":
             assert row["ramcount"] == audits[task_id]["ramcount_value"]
+            assert not has_scout_rule(row["splitrule"])
     check.dispose()
     hook.engine.dispose()
     admin.dispose()

@@ -149,12 +149,16 @@ def find_eligible_tasks(
     limit: int,
     task_ids: Iterable[int] | None = None,
     lock: bool = False,
+    after_id: int | None = None,
 ) -> list[int]:
     """Return ids of tasks still waiting for scouts that the plugin has not handled.
 
     A task is eligible when its status is ``defined`` or ``ready``, its SPLITRULE
     holds ``US=2`` (JEDI will run scouts; the exact rule, the first ``US=<digits>``,
-    is checked by the writer) and it has no row in ``pp_prediction_audit``.
+    is checked by the writer), JEDI does not hold it (``LOCKEDBY`` is NULL) and it
+    has no row in ``pp_prediction_audit``. A pass pages with ``after_id`` so a task
+    it could not finish (JEDI took it meanwhile, a failed write) is not met again in
+    the same pass and never holds back the tasks after it.
 
     Parameters
     ----------
@@ -167,8 +171,11 @@ def find_eligible_tasks(
     task_ids:
         Only consider these tasks (default: all).
     lock:
-        Lock the returned rows with ``FOR UPDATE SKIP LOCKED`` (PostgreSQL, Oracle) so
-        parallel hooks never take the same task; SQLite locks the whole file anyway.
+        Lock the returned rows with ``FOR UPDATE SKIP LOCKED`` (PostgreSQL, Oracle)
+        until the caller's transaction ends. The hook does not: it predicts outside
+        any lock and writes with a conditional update (see ``db.writer``).
+    after_id:
+        Only tasks with a larger JEDITASKID (keyset paging within one pass).
     """
     if limit <= 0:
         raise ValueError(
@@ -182,8 +189,11 @@ def find_eligible_tasks(
         # Necessary for PanDA's reading (first US=<digits> is 2, core.splitrule);
         # the writer checks the exact rule on the locked row.
         t.c.splitrule.like("%US=2%"),
+        t.c.lockedby.is_(None),
         ~sa.exists().where(audit.c.jeditaskid == t.c.jeditaskid),
     ]
+    if after_id is not None:
+        conditions.append(t.c.jeditaskid > int(after_id))
     if task_ids is not None:
         ids = sorted({int(task_id) for task_id in task_ids})
         if not ids:
@@ -288,3 +298,79 @@ def iter_history(
         )
         yield tasks, jobs
         last_id = high
+
+
+def find_changed_tasks(
+    bind: Engine | Connection,
+    settings: Settings,
+    since: datetime,
+    created_since: datetime | None = None,
+) -> list[int]:
+    """Return ids of tasks whose history row may have changed since ``since``.
+
+    A task changed when JEDI touched it (``MODIFICATIONTIME``, which JEDI sets on
+    every update of the task) or one of its jobs finished (``ENDTIME`` in
+    JOBSARCHIVED4: new scout measurements, hence new labels). Both columns are
+    indexed, so an idle pass reads two index ranges instead of the whole history.
+
+    Parameters
+    ----------
+    bind:
+        Where to read.
+    settings:
+        Settings naming the PanDA schema.
+    since:
+        Changes at or after this time count.
+    created_since:
+        Only tasks created at or after this time (the history window).
+    """
+    tables = get_panda_tables(settings, bind)
+    t, j = tables.jedi_tasks, tables.jobsarchived4
+    window: list[Any] = []
+    if created_since is not None:
+        window.append(t.c.creationdate >= created_since)
+    touched = _tag(
+        sa.select(t.c.jeditaskid).where(t.c.modificationtime >= since, *window),
+        "reader.find_changed_tasks",
+    )
+    finished = sa.select(t.c.jeditaskid).where(
+        t.c.jeditaskid.in_(
+            sa.select(j.c.jeditaskid).where(j.c.endtime >= since).distinct()
+        ),
+        *window,
+    )
+    query = sa.union(touched, finished)
+    with translate_errors(bind), _connection(bind) as conn:
+        return sorted(int(task_id) for task_id in conn.execute(query).scalars())
+
+
+def iter_task_history(
+    bind: Engine | Connection,
+    settings: Settings,
+    task_ids: Iterable[int],
+    chunk_size: int = 500,
+) -> Iterator[tuple[pd.DataFrame, pd.DataFrame]]:
+    """Yield ``(tasks, jobs)`` frames as :func:`iter_history` does, for given tasks.
+
+    The incremental history read uses it to re-read only the tasks that changed;
+    the frames have the same columns and types as those of :func:`iter_history`.
+    """
+    ids = sorted({int(task_id) for task_id in task_ids})
+    tables = get_panda_tables(settings, bind)
+    t, j = tables.jedi_tasks, tables.jobsarchived4
+    task_keys = [*t.c.keys(), *AGGREGATE_COLUMNS]
+    for chunk in _chunks(ids, min(chunk_size, _IN_LIST_LIMIT)):
+        with translate_errors(bind), _connection(bind) as conn:
+            tasks_query = _task_query(
+                tables, lambda col, c=chunk: col.in_(c), "reader.iter_task_history"
+            )
+            tasks = _frame(conn.execute(tasks_query).all(), task_keys, t)
+            jobs_query = _tag(
+                sa.select(*j.c)
+                .where(j.c.jeditaskid.in_(chunk))
+                .order_by(j.c.jeditaskid, j.c.pandaid),
+                "reader.iter_task_history",
+            )
+            result = conn.execute(jobs_query)
+            jobs = _frame(result.all(), list(result.keys()), j)
+        yield tasks, jobs

@@ -88,6 +88,10 @@ def panda_tables(schema: str | None) -> PandaTables:
         Column("framework", String(50)),
         Column("diskio", Integer),
         Column("memory_leak_core", BigInteger),
+        # JEDI's own lock: the agent working on the task; the hook leaves such a
+        # task alone until JEDI lets go of it.
+        Column("lockedby", String(40)),
+        Column("lockedtime", DateTime),
     )
     jedi_datasets = Table(
         "jedi_datasets",

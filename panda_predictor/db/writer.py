@@ -1,9 +1,16 @@
 """Write predictions back into JEDI_TASKS and record every decision in the audit table.
 
-All predictions of one call go in one transaction. A task's resource columns are
+All predictions of one call go in one short transaction: the caller predicts first,
+outside any lock, and only then writes, so JEDI_TASKS rows are locked for the few
+statements of the write (see docs/performance.md). A task's resource columns are
 changed only if JEDI has not moved it on in the meantime (still ``defined``/``ready``
-with its SPLITRULE unchanged and holding ``US=``); the conditional UPDATE makes that
-check and the write one atomic step, so the plugin never races JobGenerator.
+with its SPLITRULE unchanged and holding ``US=``) and does not hold it
+(``LOCKEDBY`` is NULL); the conditional UPDATE makes that check and the write one
+atomic step, so the plugin never races JobGenerator. A task JEDI holds is left
+without an audit row, so a later pass tries it again.
+
+A task whose prediction or write fails gets an audit row with decision ``error``
+(:func:`write_error_audits`) and its JEDI row is never touched.
 """
 
 from __future__ import annotations
@@ -11,7 +18,8 @@ from __future__ import annotations
 import json
 import logging
 import socket
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -39,6 +47,7 @@ from panda_predictor.db.engine import (
     dialect_of,
     get_panda_tables,
     get_plugin_tables,
+    translate_errors,
 )
 from panda_predictor.db.reader import ELIGIBLE_STATUSES
 from panda_predictor.settings import Settings
@@ -47,6 +56,10 @@ log = logging.getLogger(__name__)
 
 #: Audit decision of a task JEDI moved on before the write-back (nothing written).
 MOVED_BY_JEDI = "moved_by_jedi"
+#: Audit decision of a task the plugin could not predict or write (nothing written).
+ERROR = "error"
+#: Start of the refusal of a task JEDI holds (``LOCKEDBY`` set): not audited.
+LOCKED_BY_JEDI = "locked by JEDI"
 
 
 @dataclass
@@ -57,6 +70,7 @@ class WriteResult:
     kept_scouts: list[int] = field(default_factory=list)
     moved_by_jedi: list[int] = field(default_factory=list)
     already_audited: list[int] = field(default_factory=list)
+    locked_by_jedi: list[int] = field(default_factory=list)
 
     @property
     def audited(self) -> int:
@@ -141,24 +155,19 @@ def _apply_to_task(
     prediction: TaskPrediction,
     fixed_units: bool,
     lock: bool,
+    row: Any = None,
 ) -> str | None:
     """Write the predicted resources into JEDI_TASKS if JEDI has not moved the task.
 
+    ``row`` is the task's status, SPLITRULE and LOCKEDBY as read (row-locked where
+    ``lock``) earlier in this transaction; None when the task was not found.
     Returns None when written, else why not (the task's current state).
     """
     task_id = prediction.jeditaskid
-    preset_columns = [tasks.c[name] for name in _preset_column_names()]
-    current = sa.select(tasks.c.status, tasks.c.splitrule, *preset_columns).where(
-        tasks.c.jeditaskid == sa.bindparam("task_id")
-    )
-    if lock:
-        current = current.with_for_update()
-    row = conn.execute(
-        current.prefix_with("/* writer.write_predictions */", dialect="*"),
-        {"task_id": task_id},
-    ).first()
     if row is None:
         return "task not found in JEDI_TASKS"
+    if row.lockedby is not None:
+        return f"{LOCKED_BY_JEDI}: lockedby={row.lockedby}"
     if row.status not in ELIGIBLE_STATUSES or not has_scout_rule(row.splitrule):
         return f"moved by JEDI: status={row.status}, splitrule={row.splitrule}"
     try:
@@ -181,6 +190,7 @@ def _apply_to_task(
             tasks.c.status.in_(ELIGIBLE_STATUSES),
             # Unchanged since read: JEDI did not touch the rule in between.
             tasks.c.splitrule == row.splitrule,
+            tasks.c.lockedby.is_(None),
         )
         .values(**values)
         .prefix_with("/* writer.write_predictions */", dialect="*")
@@ -225,85 +235,293 @@ def write_predictions(
     else:
         conn = engine.connect()
         transaction = conn.begin()
-    task_id: int | None = None
+    at = _Position()
     try:
         with transaction:
-            for prediction in predictions:
-                task_id = prediction.jeditaskid
-                _write_one(
-                    conn, tasks, audit, prediction, fixed_units, lock, host, result
-                )
+            _write_batch(
+                conn,
+                tasks,
+                audit,
+                list(predictions),
+                (fixed_units, lock, host),
+                result,
+                at,
+            )
     except SQLAlchemyError as exc:
         error = describe_error(exc, conn)
         raise DatabaseError(
-            f"Writing the prediction of jediTaskID={task_id} failed, nothing was "
-            f"written: {error}"
+            f"Writing the prediction of {at} failed, nothing was written: {error}"
         ) from exc
     except (ValueError, KeyError) as exc:
         raise ValueError(
-            f"Writing the prediction of jediTaskID={task_id} failed, nothing was "
-            f"written: {exc}"
+            f"Writing the prediction of {at} failed, nothing was written: {exc}"
         ) from exc
     finally:
         if not isinstance(engine, Connection):
             conn.close()
     log.info(
         "Wrote predictions: %d applied, %d kept scouts, %d moved by JEDI, "
-        "%d already audited",
+        "%d already audited, %d locked by JEDI",
         len(result.applied),
         len(result.kept_scouts),
         len(result.moved_by_jedi),
         len(result.already_audited),
+        len(result.locked_by_jedi),
     )
     return result
 
 
-def _write_one(
+@dataclass(frozen=True)
+class TaskFailure:
+    """A task the plugin could not predict or write, and why (for its audit row)."""
+
+    jeditaskid: int
+    reason: str
+    model_name: str = "-"
+    model_version: str = "-"
+
+
+def write_error_audits(
+    engine: Engine | Connection, settings: Settings, failures: Iterable[TaskFailure]
+) -> list[int]:
+    """Audit each failed task with decision ``error``; return the ids audited.
+
+    Only the audit table is written (the task's JEDI row stays as it is, so its
+    scouts run), in one transaction; a task that already has an audit row keeps it.
+    The reason is cut to the column's length rather than lose the row.
+    """
+    audit = get_plugin_tables(settings, engine).audit
+    limit = getattr(audit.c.reason.type, "length", None) or 400
+    now = datetime.now(UTC).replace(tzinfo=None)
+    host = socket.gethostname()[:128]
+    failures = list(failures)
+    if not failures:
+        return []
+    seen_query = sa.select(audit.c.jeditaskid).where(
+        audit.c.jeditaskid.in_([f.jeditaskid for f in failures])
+    )
+    with translate_errors(engine), _transaction(engine) as conn:
+        seen = set(
+            conn.execute(_tag(seen_query, "writer.write_error_audits")).scalars()
+        )
+        rows: list[dict[str, Any]] = [
+            {
+                "jeditaskid": f.jeditaskid,
+                "model_name": f.model_name[:128],
+                "model_version": f.model_version[:64],
+                "decision": ERROR,
+                "reason": f.reason[:limit],
+                "predicted_at": now,
+                "written_at": None,
+                "host": host,
+            }
+            for f in failures
+            if f.jeditaskid not in seen
+        ]
+        if rows:
+            conn.execute(_tag(sa.insert(audit), "writer.write_error_audits"), rows)
+    for row in rows:
+        log.warning(
+            "jediTaskID=%d audited as error, left untouched (scouts run): %s",
+            row["jeditaskid"],
+            row["reason"],
+        )
+    return [row["jeditaskid"] for row in rows]
+
+
+def write_audit(
+    engine: Engine | Connection,
+    settings: Settings,
+    prediction: TaskPrediction,
+    written: bool,
+    fixed_units: bool = False,
+) -> bool:
+    """Audit one decision taken elsewhere (the JEDI refiner); return False if known.
+
+    Nothing in JEDI_TASKS is written: the refiner puts the values into the task
+    parameter map itself, so ``written`` says whether it did (``written_at``).
+    """
+    audit = get_plugin_tables(settings, engine).audit
+    now = datetime.now(UTC).replace(tzinfo=None)
+    row = _audit_row(
+        prediction,
+        prediction.decision,
+        prediction.reason,
+        now if written else None,
+        fixed_units,
+        socket.gethostname()[:128],
+        now,
+    )
+    for name in ("model_name", "model_version", "reason", "host"):
+        _check_length(audit, name, row[name], prediction.jeditaskid)
+    seen_query = sa.select(audit.c.jeditaskid).where(
+        audit.c.jeditaskid == sa.bindparam("task_id")
+    )
+    with translate_errors(engine), _transaction(engine) as conn:
+        if conn.execute(
+            _tag(seen_query, "writer.write_audit"), {"task_id": prediction.jeditaskid}
+        ).first():
+            return False
+        conn.execute(_tag(sa.insert(audit), "writer.write_audit"), row)
+    return True
+
+
+def _tag(statement: Any, name: str) -> Any:
+    return statement.prefix_with(f"/* {name} */", dialect="*")
+
+
+@contextmanager
+def _transaction(bind: Engine | Connection) -> Iterator[Connection]:
+    """Open a transaction on an engine, or a savepoint on a connection in one."""
+    if isinstance(bind, Engine):
+        with bind.begin() as conn:
+            yield conn
+    elif bind.in_transaction():
+        with bind.begin_nested():
+            yield bind
+    else:
+        with bind.begin():
+            yield bind
+
+
+class _Position:
+    """Which task (or statement) of the batch is being written, for error messages."""
+
+    def __init__(self) -> None:
+        self.text = "the batch"
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _write_batch(
     conn: Connection,
     tasks: sa.Table,
     audit: sa.Table,
+    predictions: list[TaskPrediction],
+    options: tuple[bool, bool, str],
+    result: WriteResult,
+    at: _Position,
+) -> None:
+    """Handle a batch inside the transaction of :func:`write_predictions`.
+
+    Set-based so the row locks are short: one query finds the tasks already
+    audited, one reads (and on PostgreSQL/Oracle locks, in id order) every task to
+    be written, then a conditional UPDATE per applied task and one multi-row audit
+    INSERT. ``options`` is ``(fixed_units, lock, host)``.
+    """
+    fixed_units, lock, host = options
+    for prediction in predictions:
+        at.text = f"jediTaskID={prediction.jeditaskid}"
+        for name in prediction.targets:
+            if name not in TARGETS:
+                raise ValueError(
+                    f"The target must be one of {list(TARGETS)}. Got {name!r} instead."
+                )
+    at.text = "the batch"
+    seen = _audited(conn, audit, [p.jeditaskid for p in predictions])
+    applied_ids = sorted(
+        {p.jeditaskid for p in predictions if p.decision == "applied"} - seen
+    )
+    current = _current_rows(conn, tasks, applied_ids, lock)
+    now = datetime.now(UTC).replace(tzinfo=None)
+    rows: list[dict[str, Any]] = []
+    for prediction in predictions:
+        task_id = prediction.jeditaskid
+        at.text = f"jediTaskID={task_id}"
+        if task_id in seen:
+            log.info("jediTaskID=%d already audited, skipped", task_id)
+            result.already_audited.append(task_id)
+            continue
+        seen.add(task_id)  # a task twice in one batch is written once
+        outcome = _decide(conn, tasks, prediction, fixed_units, lock, current, result)
+        if outcome is None:
+            continue
+        decision, reason, written = outcome
+        row = _audit_row(
+            prediction,
+            decision,
+            reason,
+            now if written else None,
+            fixed_units,
+            host,
+            now,
+        )
+        for name in ("model_name", "model_version", "reason", "host"):
+            _check_length(audit, name, row[name], task_id)
+        rows.append(row)
+    if rows:
+        first, last = rows[0]["jeditaskid"], rows[-1]["jeditaskid"]
+        at.text = f"the audit rows of jediTaskID={first}..{last}"
+        conn.execute(_tag(sa.insert(audit), "writer.write_predictions"), rows)
+
+
+def _audited(conn: Connection, audit: sa.Table, ids: list[int]) -> set[int]:
+    """Return which of ``ids`` already have an audit row."""
+    seen: set[int] = set()
+    for chunk in _id_chunks(ids):
+        query = sa.select(audit.c.jeditaskid).where(audit.c.jeditaskid.in_(chunk))
+        seen.update(conn.execute(_tag(query, "writer.write_predictions")).scalars())
+    return seen
+
+
+def _current_rows(
+    conn: Connection, tasks: sa.Table, ids: list[int], lock: bool
+) -> dict[int, Any]:
+    """Read (and lock, in id order so two writers never deadlock) tasks to write."""
+    current: dict[int, Any] = {}
+    for chunk in _id_chunks(ids):
+        query = (
+            sa.select(
+                tasks.c.jeditaskid,
+                tasks.c.status,
+                tasks.c.splitrule,
+                tasks.c.lockedby,
+                *(tasks.c[name] for name in _preset_column_names()),
+            )
+            .where(tasks.c.jeditaskid.in_(chunk))
+            .order_by(tasks.c.jeditaskid)
+        )
+        if lock:
+            query = query.with_for_update()
+        for row in conn.execute(_tag(query, "writer.write_predictions")):
+            current[int(row.jeditaskid)] = row
+    return current
+
+
+def _decide(
+    conn: Connection,
+    tasks: sa.Table,
     prediction: TaskPrediction,
     fixed_units: bool,
     lock: bool,
-    host: str,
+    current: dict[int, Any],
     result: WriteResult,
-) -> None:
-    """Handle one task inside the transaction of :func:`write_predictions`."""
+) -> tuple[str, str, bool] | None:
+    """Write one task if applied; return (decision, reason, written) for its audit
+    row, or None when it gets none (JEDI holds it: a later pass tries again)."""
     task_id = prediction.jeditaskid
-    seen = sa.select(audit.c.jeditaskid).where(
-        audit.c.jeditaskid == sa.bindparam("task_id")
-    )
-    if conn.execute(
-        seen.prefix_with("/* writer.write_predictions */", dialect="*"),
-        {"task_id": task_id},
-    ).first():
-        log.info("jediTaskID=%d already audited, skipped", task_id)
-        result.already_audited.append(task_id)
-        return
-    for name in prediction.targets:
-        if name not in TARGETS:
-            raise ValueError(
-                f"The target must be one of {list(TARGETS)}. Got {name!r} instead."
-            )
-    now = datetime.now(UTC).replace(tzinfo=None)
-    decision: str = prediction.decision
-    reason, written_at = prediction.reason, None
-    if decision == "applied":
-        refused = _apply_to_task(conn, tasks, prediction, fixed_units, lock)
-        if refused is None:
-            written_at = now
-            result.applied.append(task_id)
-            log.info("jediTaskID=%d predictions written, scouts skipped", task_id)
-        else:
-            decision, reason = MOVED_BY_JEDI, refused
-            result.moved_by_jedi.append(task_id)
-            log.info("jediTaskID=%d left unchanged: %s", task_id, refused)
-    else:
+    if prediction.decision != "applied":
         result.kept_scouts.append(task_id)
-        log.info("jediTaskID=%d keeps its scouts: %s", task_id, reason)
-    row = _audit_row(prediction, decision, reason, written_at, fixed_units, host, now)
-    for name in ("model_name", "model_version", "reason", "host"):
-        _check_length(audit, name, row[name], task_id)
-    conn.execute(
-        sa.insert(audit).prefix_with("/* writer.write_predictions */", dialect="*"), row
+        log.info("jediTaskID=%d keeps its scouts: %s", task_id, prediction.reason)
+        return prediction.decision, prediction.reason, False
+    refused = _apply_to_task(
+        conn, tasks, prediction, fixed_units, lock, current.get(task_id)
     )
+    if refused is None:
+        result.applied.append(task_id)
+        log.info("jediTaskID=%d predictions written, scouts skipped", task_id)
+        return prediction.decision, prediction.reason, True
+    if refused.startswith(LOCKED_BY_JEDI):
+        result.locked_by_jedi.append(task_id)
+        log.info("jediTaskID=%d left for a later pass: %s", task_id, refused)
+        return None
+    result.moved_by_jedi.append(task_id)
+    log.info("jediTaskID=%d left unchanged: %s", task_id, refused)
+    return MOVED_BY_JEDI, refused, False
+
+
+def _id_chunks(ids: list[int], size: int = 1000) -> Iterator[list[int]]:
+    # Oracle accepts at most 1000 values in an IN list.
+    for start in range(0, len(ids), size):
+        yield ids[start : start + size]

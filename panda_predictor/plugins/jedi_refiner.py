@@ -21,14 +21,24 @@ It fails open: on ``kept_scouts``, the kill switch, or any error of ours the map
 left exactly as it came, the reason is logged with ``jediTaskID=`` and counted in
 ``panda_predictor_fallbacks_total{hook="jedi"}``, and the parent refines the task as
 if the plugin were not there. The parent's own exceptions propagate unchanged.
+
+Every decision is audited like the hook's, in ``pp_prediction_audit`` of the
+database in the settings (``db_url``): ``applied`` (values put into the map),
+``kept_scouts`` (also under the kill switch) or ``error`` (the prediction failed), so
+feedback and drift see the tasks this path predicted, and the database hook never
+predicts them a second time. A task whose definition already skips scouts is not
+predicted and not audited. An audit that cannot be written is logged with
+``jediTaskID=`` and counted (``reason="audit_failed"``); it never stops JEDI.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import threading
 from collections.abc import MutableMapping
+from dataclasses import replace
 from typing import Any
 
 from pandajedi.jedirefine.GenTaskRefiner import GenTaskRefiner
@@ -38,7 +48,10 @@ from panda_predictor.core.requested_values import (
     plan_write,
     requested_values,
 )
-from panda_predictor.hook import kill_switch_on
+from panda_predictor.core.task_prediction import TaskPrediction
+from panda_predictor.db.engine import make_engine
+from panda_predictor.db.writer import TaskFailure, write_audit, write_error_audits
+from panda_predictor.hook import LEGACY_REASON, kill_switch_on
 from panda_predictor.metrics import FALLBACKS, TASKS
 from panda_predictor.plugins.prediction_client import (
     PARAM_MAP_KEYS,
@@ -73,7 +86,19 @@ def _shared_settings_and_client() -> tuple[Settings, PredictionClient]:
 def reset_shared_client() -> None:
     """Forget the process-wide settings and client (tests, or after a config change)."""
     with _shared_lock:
+        engine = _shared.get("audit_engine")
         _shared.clear()
+    if engine is not None:
+        engine.dispose()
+
+
+def _shared_audit_engine(settings: Settings) -> Any:
+    # One engine (and connection pool) per process for the audit rows.
+    with _shared_lock:
+        if _shared.get("audit_url") != settings.db_url:
+            _shared["audit_engine"] = make_engine(settings)
+            _shared["audit_url"] = settings.db_url
+        return _shared["audit_engine"]
 
 
 class PredictingTaskRefiner(GenTaskRefiner):
@@ -89,6 +114,9 @@ class PredictingTaskRefiner(GenTaskRefiner):
     settings:
         panda-predictor settings (kill switch, fixed units); default: loaded from
         the environment and ``PANDA_PREDICTOR_CONFIG`` once per process.
+    audit_bind:
+        Engine or connection of the database holding ``pp_prediction_audit``;
+        default: one engine per process from ``settings.db_url``.
     """
 
     def __init__(
@@ -97,10 +125,12 @@ class PredictingTaskRefiner(GenTaskRefiner):
         ddmIF: Any,
         client: PredictionClient | None = None,
         settings: Settings | None = None,
+        audit_bind: Any = None,
     ) -> None:
         GenTaskRefiner.__init__(self, taskBufferIF, ddmIF)
         self._client = client
         self._settings = settings
+        self._audit_bind = audit_bind
 
     def _configuration(self) -> tuple[Settings, PredictionClient]:
         if self._client is not None and self._settings is not None:
@@ -131,6 +161,7 @@ class PredictingTaskRefiner(GenTaskRefiner):
         Never raises: any failure restores the map and returns None (scouts run).
         """
         original = copy.deepcopy(dict(task_param_map))
+        settings: Settings | None = None
         try:
             if "skipScout" in task_param_map:
                 log.info(
@@ -139,13 +170,20 @@ class PredictingTaskRefiner(GenTaskRefiner):
                 return None
             settings, client = self._configuration()
             if kill_switch_on(settings):
+                self._audit(settings, jedi_task_id, _legacy(jedi_task_id), False)
                 raise PredictionUnavailable("kill switch on (legacy mode)", "legacy")
             prediction = client.predict(
                 definition_from_param_map(jedi_task_id, task_param_map)
             )
             requested = requested_values(task_param_map, REQUESTED_KEYS)
             plan = plan_write(prediction, requested, settings.fixed_units)
-            if prediction.decision != "applied" or plan.far is not None:
+            if plan.far is not None:
+                # PanDA would exhaust such a task: it keeps its scouts, audited so.
+                prediction = replace(
+                    prediction, decision="kept_scouts", reason=plan.far
+                )
+            if prediction.decision != "applied":
+                self._audit(settings, jedi_task_id, prediction, False)
                 TASKS.labels(HOOK, "kept_scouts").inc()
                 log.info(
                     "jediTaskID=%s decision=kept_scouts reason=%s model=%s/%s",
@@ -165,6 +203,14 @@ class PredictingTaskRefiner(GenTaskRefiner):
             if task_param_map != original:
                 task_param_map.clear()
                 task_param_map.update(original)
+            if settings is not None and reason != "legacy":
+                self._audit(
+                    settings,
+                    jedi_task_id,
+                    None,
+                    False,
+                    f"prediction failed: {type(exc).__name__}: {exc}",
+                )
             FALLBACKS.labels(HOOK, reason).inc()
             log.warning(
                 "jediTaskID=%s prediction failed open, scouts run (reason=%s): %s",
@@ -173,6 +219,7 @@ class PredictingTaskRefiner(GenTaskRefiner):
                 exc,
             )
             return None
+        self._audit(settings, jedi_task_id, prediction, True)
         TASKS.labels(HOOK, "applied").inc()
         log.info(
             "jediTaskID=%s decision=applied reason=%s model=%s/%s values=%s",
@@ -183,6 +230,30 @@ class PredictingTaskRefiner(GenTaskRefiner):
             {k: task_param_map[k] for k in sorted(task_param_map) if k not in original},
         )
         return walltime
+
+    def _audit(
+        self,
+        settings: Settings,
+        jedi_task_id: int,
+        prediction: TaskPrediction | None,
+        written: bool,
+        failure: str = "",
+    ) -> None:
+        """Record the decision in pp_prediction_audit as the hook does; never raises."""
+        try:
+            bind = self._audit_bind or _shared_audit_engine(settings)
+            if prediction is None:
+                write_error_audits(
+                    bind, settings, [TaskFailure(int(jedi_task_id), failure)]
+                )
+            else:
+                prediction = dataclasses.replace(
+                    prediction, jeditaskid=int(jedi_task_id)
+                )
+                write_audit(bind, settings, prediction, written, settings.fixed_units)
+        except Exception as exc:  # noqa: BLE001  auditing never stops JEDI
+            FALLBACKS.labels(HOOK, "audit_failed").inc()
+            log.warning("jediTaskID=%s decision not audited: %s", jedi_task_id, exc)
 
     @staticmethod
     def _fill(
@@ -200,6 +271,12 @@ class PredictingTaskRefiner(GenTaskRefiner):
                 ]
         task_param_map["skipScout"] = True
         return plan.values.get("walltime")
+
+
+def _legacy(jedi_task_id: int) -> TaskPrediction:
+    return TaskPrediction(
+        int(jedi_task_id), "legacy", "-", "kept_scouts", LEGACY_REASON, {}
+    )
 
 
 __all__ = ["HOOK", "PredictingTaskRefiner", "reset_shared_client"]

@@ -1,0 +1,139 @@
+"""The JEDI refiner audits every decision in pp_prediction_audit, as the hook does,
+on SQLite and PostgreSQL; an audit that cannot be written never stops JEDI."""
+
+from __future__ import annotations
+
+import pytest
+
+from panda_predictor.db.engine import make_engine
+from panda_predictor.hook import LEGACY_REASON, SubmitHook
+from panda_predictor.metrics import FALLBACKS
+from tests import test_plugin_jedi_refiner as refiner_tests
+from tests.test_db_support import audit_rows
+from tests.test_plugin_jedi_refiner import (
+    FakeClient,
+    _Boom,
+    counter,
+    param_map,
+    prediction,
+    refine,
+)
+
+#: PanDA's classes, installed once per session (the refiner tests' fixture).
+panda_classes = refiner_tests.panda_classes
+
+TASK_ID = 4242
+
+
+@pytest.mark.parametrize(
+    ("outcome", "decision", "written"),
+    [
+        (prediction("applied"), "applied", True),
+        (prediction("kept_scouts"), "kept_scouts", False),
+        (_Boom("model exploded"), "error", False),
+    ],
+    ids=["applied", "kept_scouts", "error"],
+)
+def test_refiner_audits_its_decision(
+    panda_classes, db, settings, outcome, decision, written
+):
+    _, module = panda_classes
+    refine(
+        module.PredictingTaskRefiner,
+        param_map(),
+        FakeClient(outcome),
+        settings,
+        audit_bind=db,
+        task_id=TASK_ID,
+    )
+    audits = audit_rows(db, settings)
+    assert list(audits) == [TASK_ID]
+    row = audits[TASK_ID]
+    assert row["decision"] == decision
+    assert (row["written_at"] is not None) is written
+    if decision == "error":
+        assert row["reason"] == "prediction failed: _Boom: model exploded"
+    else:
+        assert row["model_version"] == "3"
+        assert row["ramcount_value"] == 3000 and row["ramcount_unit"] == "MBPerCore"
+
+
+def test_refiner_audits_the_kill_switch(panda_classes, db, settings, tmp_path):
+    _, module = panda_classes
+    switch = tmp_path / "legacy"
+    switch.touch()
+    settings = settings.model_copy(update={"kill_switch_file": switch})
+    refine(
+        module.PredictingTaskRefiner,
+        param_map(),
+        FakeClient(prediction()),
+        settings,
+        audit_bind=db,
+        task_id=TASK_ID,
+    )
+    row = audit_rows(db, settings)[TASK_ID]
+    assert (row["decision"], row["reason"]) == ("kept_scouts", LEGACY_REASON)
+
+
+def test_refiner_does_not_audit_a_task_that_already_skips_scouts(
+    panda_classes, db, settings
+):
+    _, module = panda_classes
+    refine(
+        module.PredictingTaskRefiner,
+        param_map(skipScout=True),
+        FakeClient(prediction()),
+        settings,
+        audit_bind=db,
+    )
+    assert audit_rows(db, settings) == {}
+
+
+def test_audit_failure_never_stops_jedi(panda_classes, engine, settings):
+    """No audit table at all: the task is still refined with the prediction."""
+    _, module = panda_classes
+    before = counter(FALLBACKS, "jedi", "audit_failed")
+    task_map = param_map()
+    refiner = refine(
+        module.PredictingTaskRefiner,
+        task_map,
+        FakeClient(prediction()),
+        settings,
+        audit_bind=engine,  # an empty database
+    )
+    assert task_map["skipScout"] is True
+    assert refiner.taskSpec.ramCount == 3000
+    assert counter(FALLBACKS, "jedi", "audit_failed") == before + 1
+
+
+def test_hook_does_not_predict_a_task_the_refiner_kept_on_scouts(
+    panda_classes, db, settings
+):
+    """The refiner's kept_scouts task has US= in JEDI_TASKS; its audit row keeps the
+    database hook from predicting it a second time."""
+    from tests.test_db_support import add_task
+
+    _, module = panda_classes
+    refine(
+        module.PredictingTaskRefiner,
+        param_map(),
+        FakeClient(prediction("kept_scouts")),
+        settings,
+        audit_bind=db,
+        task_id=TASK_ID,
+    )
+    add_task(db, settings, TASK_ID)  # JEDI inserts the refined task
+
+    class NoModel:
+        def predict(self, tasks, history=None):
+            raise AssertionError("the task was already decided by the refiner")
+
+    hook = SubmitHook(
+        settings,
+        engine=make_engine(settings),
+        predictor_factory=NoModel,
+        history_factory=lambda: None,
+    )
+    report = hook.run_once()
+    hook.engine.dispose()
+    assert report.failure is None and report.predictions == []
