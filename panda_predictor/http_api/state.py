@@ -87,6 +87,7 @@ class ServiceState:
         self.history: Any = None
         #: Set on SIGTERM: /readyz says "draining" so no new traffic is sent here.
         self.draining = threading.Event()
+        self.closed = False
 
     def _load_champion(self) -> Predictor:
         from panda_predictor.serving.loader import load_champion_with_source
@@ -263,6 +264,7 @@ class ServiceState:
         if self.history is not None:
             self.history.stop()
         self.reset_engine()
+        self.closed = True
 
 
 class MissingTables(RuntimeError):
