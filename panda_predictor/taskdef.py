@@ -200,7 +200,7 @@ class TaskDefinition(BaseModel):
         None,
         ge=0,
         le=MAX_BIGINT,
-        validation_alias=_alias("nInputDatasets", "n_input_datasets")
+        validation_alias=_alias("nInputDatasets", "n_input_datasets"),
     )
     nfiles_sum: StrictInt | None = Field(
         None,

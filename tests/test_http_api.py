@@ -323,8 +323,9 @@ def test_a_full_queue_sheds_predictions_but_not_probes(client):
     response = client.post("/v1/predictions", json=TASK)
     assert response.status_code == 503
     assert response.headers["Retry-After"] == "1"
-    assert "overloaded: more than 10 requests are waiting" in (
-        response.get_json()["description"]
+    assert (
+        "overloaded: more than 10 requests are waiting"
+        in (response.get_json()["description"])
     )
     assert client.get("/healthz").status_code == 200
     assert client.get("/metrics").status_code == 200

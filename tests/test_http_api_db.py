@@ -145,9 +145,7 @@ def test_readyz_is_503_naming_the_database_when_the_url_is_wrong(tmp_path, predi
             assert secret not in text
 
 
-def test_readyz_names_missing_tables_then_recovers_without_restart(
-    settings, predictor
-):
+def test_readyz_names_missing_tables_then_recovers_without_restart(settings, predictor):
     """An empty database is not 'ok'; once its tables exist, readiness follows."""
     from panda_predictor.db.migrations import init_database
 

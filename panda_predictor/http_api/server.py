@@ -117,7 +117,9 @@ class GracefulServer:
         wasyncore.dispatcher.close(self.server)
 
     def _channels(self) -> list[HTTPChannel]:
-        return [c for c in list(self.server._map.values()) if isinstance(c, HTTPChannel)]
+        return [
+            c for c in list(self.server._map.values()) if isinstance(c, HTTPChannel)
+        ]
 
     def _busy(self) -> int:
         """Return how many requests are received but not yet fully answered.
