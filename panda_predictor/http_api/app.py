@@ -56,6 +56,11 @@ def create_app(
     many requests wait sets its ``waiting`` probe (``panda-predictor serve`` does).
     """
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    # MLflow keeps one engine per store URI for the whole process; pooled SQLite
+    # connections would keep reading a store file that was since replaced (a store
+    # put back after it went missing), so the service would never recover. Without
+    # a pool each registry call opens the file that is there now.
+    os.environ.setdefault("MLFLOW_SQLALCHEMYSTORE_POOLCLASS", "NullPool")
     settings = settings or get_settings()
     app = Flask("panda_predictor.http_api")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
