@@ -80,6 +80,9 @@ class GracefulServer:
         app.wsgi_app.waiting = lambda: len(dispatcher.queue)  # type: ignore[attr-defined]
         self.drained = threading.Event()
         self.cut_requests = 0
+        # waitress warns on every task that finds no idle thread; under load that is
+        # a line per request. The shed counter and the latency histogram say it.
+        logging.getLogger("waitress.queue").setLevel(logging.ERROR)
 
     @property
     def port(self) -> int:
