@@ -155,6 +155,18 @@ class Settings(BaseSettings):
         None,
         description="Bearer token required for write requests to the HTTP service.",
     )
+    http_max_waiting_requests: int = Field(
+        10,
+        gt=0,
+        description="HTTP service: above this many requests waiting for a worker "
+        "thread, new ones get 503 with Retry-After at once (load shedding).",
+    )
+    http_drain_seconds: float = Field(
+        20.0,
+        ge=0,
+        description="HTTP service: on SIGTERM, how long requests already received "
+        "may take to finish before the server stops anyway.",
+    )
     # The drift bounds are DriftThresholds' own, so a bad value fails here, in the
     # settings' one-line error, not later inside a drift check.
     drift_psi_threshold: float = Field(

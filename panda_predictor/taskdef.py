@@ -34,12 +34,23 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from panda_predictor.core.features import TASK_COLUMNS
 from panda_predictor.errors import UserInputError
 
 #: Most tasks one request or file may hold (keeps a single call bounded).
 MAX_TASKS = 1000
+
+#: Largest id or count PanDA can store: its keys and counts are ``bigint``
+#: (JEDI_TASKS.JEDITASKID, JEDI_DATASETS.NFILES/NEVENTS). A larger number is a typo or
+#: an attack, and would overflow SQLite's integers and ``float()`` further on.
+MAX_BIGINT = 2**63 - 1
+
+#: Creation dates accepted (UTC, naive): PanDA's era, well inside what pandas and
+#: ``datetime`` can shift by a time zone (year 1 at +01:00 overflows).
+EARLIEST_CREATION = datetime(1970, 1, 1)
+LATEST_CREATION = datetime(2100, 1, 1)
 
 #: PanDA parameter-map keys that do not feed the models; accepted and ignored.
 IGNORED_PANDA_KEYS: frozenset[str] = frozenset(
@@ -127,10 +138,10 @@ class InputDataset(BaseModel):
         None, validation_alias=_alias("name", "datasetName", "datasetname")
     )
     nfiles: StrictInt | None = Field(
-        None, ge=0, validation_alias=_alias("nFiles", "nfiles")
+        None, ge=0, le=MAX_BIGINT, validation_alias=_alias("nFiles", "nfiles")
     )
     nevents: StrictInt | None = Field(
-        None, ge=0, validation_alias=_alias("nEvents", "nevents")
+        None, ge=0, le=MAX_BIGINT, validation_alias=_alias("nEvents", "nevents")
     )
 
 
@@ -145,7 +156,10 @@ class TaskDefinition(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     jeditaskid: StrictInt | None = Field(
-        None, ge=0, validation_alias=_alias("jediTaskID", "jeditaskid", "taskID")
+        None,
+        ge=0,
+        le=MAX_BIGINT,
+        validation_alias=_alias("jediTaskID", "jeditaskid", "taskID"),
     )
     processingtype: StrictStr | None = Field(
         None, max_length=64, validation_alias=_alias("processingType", "processingtype")
@@ -183,13 +197,22 @@ class TaskDefinition(BaseModel):
         None, max_length=128, validation_alias=_alias("userName", "username")
     )
     n_input_datasets: StrictInt | None = Field(
-        None, ge=0, validation_alias=_alias("nInputDatasets", "n_input_datasets")
+        None,
+        ge=0,
+        le=MAX_BIGINT,
+        validation_alias=_alias("nInputDatasets", "n_input_datasets"),
     )
     nfiles_sum: StrictInt | None = Field(
-        None, ge=0, validation_alias=_alias("nFiles", "nfiles_sum", "nfiles")
+        None,
+        ge=0,
+        le=MAX_BIGINT,
+        validation_alias=_alias("nFiles", "nfiles_sum", "nfiles"),
     )
     nevents_sum: StrictInt | None = Field(
-        None, ge=0, validation_alias=_alias("nEvents", "nevents_sum", "nevents")
+        None,
+        ge=0,
+        le=MAX_BIGINT,
+        validation_alias=_alias("nEvents", "nevents_sum", "nevents"),
     )
     input_datasets: list[InputDataset] | None = Field(
         None, validation_alias=_alias("inDS", "input_datasets")
@@ -208,6 +231,24 @@ class TaskDefinition(BaseModel):
         if isinstance(data, dict):
             return {k: v for k, v in data.items() if k not in IGNORED_PANDA_KEYS}
         return data
+
+    @field_validator("creationdate")
+    @classmethod
+    def _naive_utc_in_range(cls, value: datetime | None) -> datetime | None:
+        """Return the date as naive UTC, refusing dates outside PanDA's era.
+
+        Converting here, once, means no later step can overflow on a time zone.
+        """
+        if value is None:
+            return None
+        try:
+            if value.tzinfo is not None:
+                value = value.astimezone(UTC).replace(tzinfo=None)
+        except OverflowError:
+            value = datetime.min
+        if not EARLIEST_CREATION <= value < LATEST_CREATION:
+            raise PydanticCustomError("datetime_range", "date out of range")
+        return value
 
     @field_validator("input_datasets", mode="before")
     @classmethod
@@ -258,6 +299,10 @@ _EXPECTED = {
     "model_type": "an object",
     "model_attributes_type": "an object",
     "dict_type": "an object",
+    "datetime_range": (
+        f"a date and time from {EARLIEST_CREATION:%Y-%m-%d} to before "
+        f"{LATEST_CREATION:%Y-%m-%d} (UTC)"
+    ),
 }
 
 
@@ -296,6 +341,8 @@ def _error_message(err: dict[str, Any], prefix: str) -> tuple[str, str]:
         shown = "it twice" if duplicate else "an unknown field"
     if isinstance(got, str) and len(got) > 60:
         shown = repr(got[:57] + "...")
+    elif len(shown) > 60:  # a 400-digit number, a huge list: show its start only
+        shown = shown[:57] + "..."
     message = (
         f"The '{field}' field{prefix} must be {_expected(err, loc[-1] if loc else '')}."
         f" Got {shown} instead."

@@ -138,7 +138,7 @@ def test_bad_requests_get_json_errors_naming_the_problem(client, body, status, m
         ("get", "/v1/nothing", 404),
         ("get", "/v1/predictions", 405),
         ("delete", "/v1/models", 405),
-        ("post", "/v1/tasks/abc/prediction", 404),
+        ("get", "/v1/tasks/abc/prediction", 422),
     ],
     ids=["unknown-route", "wrong-method", "delete-models", "non-integer-task-id"],
 )
@@ -180,8 +180,10 @@ def test_model_unavailable_is_503_with_the_reason_and_counted(tmp_path):
     client = app.test_client()
     response = client.post("/v1/predictions", json=TASK)
     assert response.status_code == 503
-    assert "bundle folder is gone" in response.get_json()["description"]
-    assert "keep the scouts" in response.get_json()["description"]
+    assert response.headers["Retry-After"] == "5"
+    description = response.get_json()["description"]
+    assert "Keep the scouts" in description
+    assert "bundle folder is gone" not in description  # logged, not shown
     assert client.get("/v1/models").status_code == 503
     after = REGISTRY.get_sample_value(
         "panda_predictor_fallbacks_total",
@@ -194,10 +196,13 @@ def test_no_champion_in_an_empty_registry_is_503(tmp_path):
     settings = load_settings(
         home=tmp_path, mlflow_tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}"
     )
-    client = create_app(settings).test_client()
-    response = client.post("/v1/predictions", json=TASK)
+    app = create_app(settings)
+    app.extensions["panda_predictor"].wait_for_model(60)
+    response = app.test_client().post("/v1/predictions", json=TASK)
     assert response.status_code == 503
-    assert "No champion" in response.get_json()["description"]
+    description = response.get_json()["description"]
+    assert "No model could be loaded" in description
+    assert str(tmp_path) not in description  # no store path in a public body
 
 
 def test_healthz_is_always_ok(tmp_path):
@@ -221,3 +226,138 @@ def test_metrics_count_requests_latency_and_decisions(client):
     assert "panda_predictor_http_decisions_total{decision=" in text
     assert 'panda_predictor_model_version{model_name="panda-predictor"} 1.0' in text
     assert "# HELP panda_predictor_fallbacks_total" in text
+
+
+def _nested(depth: int) -> str:
+    return '{"jobParameters": ' + "[" * (depth - 1) + "]" * (depth - 1) + "}"
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "match"),
+    [
+        (_nested(1000), 400, "nested at most 32 levels deep. Got deeper nesting"),
+        (_nested(33), 400, "nested at most 32 levels deep"),
+        (
+            json.dumps(dict(TASK, creationDate="0001-01-01T00:00:00+01:00")),
+            422,
+            "'creationDate' field must be a date and time from 1970-01-01",
+        ),
+        (
+            json.dumps(dict(TASK, creationDate="2150-01-01T00:00:00")),
+            422,
+            "before 2100-01-01 (UTC). Got '2150-01-01T00:00:00' instead.",
+        ),
+        (
+            '{"nEvents": 1' + "0" * 400 + "}",
+            422,
+            "'nEvents' field must be at most 9223372036854775807. Got 1000",
+        ),
+        (
+            '{"inDS": [{"name": "a", "nFiles": ' + str(2**63) + "}]}",
+            422,
+            "'inDS.0.nFiles' field must be at most 9223372036854775807",
+        ),
+        ('{"nEvents": 1e400}', 422, "'nEvents' field must be an integer. Got inf"),
+        (
+            json.dumps(dict(TASK, jediTaskID=2**63)),
+            422,
+            "'jediTaskID' field must be at most 9223372036854775807. "
+            "Got 9223372036854775808 instead.",
+        ),
+    ],
+    ids=[
+        "json-1000-deep",
+        "json-33-deep",
+        "creationdate-year-1-with-offset",
+        "creationdate-after-2100",
+        "count-400-digits",
+        "dataset-count-2-63",
+        "count-1e400",
+        "task-id-2-63",
+    ],
+)
+def test_fuzz_findings_are_4xx_naming_the_field(client, body, status, match):
+    response = client.post(
+        "/v1/predictions", data=body, content_type="application/json"
+    )
+    assert response.status_code == status, response.get_json()
+    assert match in response.get_json()["description"]
+
+
+def test_depth_limit_admits_the_deepest_real_definition(client):
+    body = {"tasks": [dict(TASK, inDS=[{"name": "mc23.EVNT", "nFiles": 3}])]}
+    assert client.post("/v1/predictions", json=body).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "task_id",
+    [str(2**63), "0", "-1", "1_000", "٣", "9" * 400],
+    ids=["2-63", "zero", "negative", "underscore", "arabic-digit", "400-digits"],
+)
+@pytest.mark.parametrize("method", ["get", "head", "post"])
+def test_task_ids_outside_pandas_range_are_422(client, method, task_id):
+    response = getattr(client, method)(
+        f"/v1/tasks/{task_id}/prediction",
+        headers={"Authorization": "Bearer s3cret"},
+    )
+    assert response.status_code == 422
+    if method != "head":
+        description = response.get_json()["description"]
+        assert "'jediTaskID' path parameter must be an integer from 1 to " in (
+            description
+        )
+        assert len(description) < 200  # a 400-digit id is not echoed in full
+
+
+def test_made_up_methods_share_one_metric_series(client):
+    for method in ("FOO", "BAR", "X" * 30):
+        assert client.open("/v1/models", method=method).status_code == 405
+    text = client.get("/metrics").get_data(as_text=True)
+    assert 'method="other"' in text
+    assert 'method="FOO"' not in text and 'method="BAR"' not in text
+
+
+def test_a_full_queue_sheds_predictions_but_not_probes(client):
+    shedder = client.application.wsgi_app
+    shedder.waiting = lambda: 11  # one above the default bound of 10
+    response = client.post("/v1/predictions", json=TASK)
+    assert response.status_code == 503
+    assert response.headers["Retry-After"] == "1"
+    assert (
+        "overloaded: more than 10 requests are waiting"
+        in (response.get_json()["description"])
+    )
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/metrics").status_code == 200
+    assert "panda_predictor_http_shed_total" in client.get("/metrics").text
+    shedder.waiting = lambda: 10  # at the bound: admitted
+    assert client.post("/v1/predictions", json=TASK).status_code == 200
+
+
+def test_readyz_says_loading_while_the_model_loads_and_healthz_answers(
+    tmp_path, predictor
+):
+    import threading
+
+    release = threading.Event()
+
+    def slow():
+        release.wait(30)
+        return predictor
+
+    app = create_app(load_settings(home=tmp_path), slow, background_load=True)
+    client = app.test_client()
+    try:
+        ready = client.get("/readyz")
+        assert ready.status_code == 503
+        assert ready.get_json()["checks"]["model"]["status"] == "loading"
+        busy = client.post("/v1/predictions", json=TASK)
+        assert busy.status_code == 503
+        assert "still loading" in busy.get_json()["description"]
+        assert busy.headers["Retry-After"] == "5"
+        assert client.get("/healthz").status_code == 200
+    finally:
+        release.set()
+    app.extensions["panda_predictor"].wait_for_model(30)
+    assert client.post("/v1/predictions", json=TASK).status_code == 200
+    assert client.get("/readyz").get_json()["checks"]["model"]["status"] == "ok"

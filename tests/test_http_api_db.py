@@ -193,20 +193,87 @@ def test_readyz_is_200_with_model_and_database(fresh_sqlite, predictor):
 
 def test_readyz_is_503_naming_the_database_when_the_url_is_wrong(tmp_path, predictor):
     settings = load_settings(
-        home=tmp_path, db_url="postgresql+psycopg://postgres@127.0.0.1:1/nothing"
+        home=tmp_path,
+        db_url="postgresql+psycopg://secretuser@127.0.0.1:1/secretdb",
     )
     app, client = _client(settings, predictor)
     response = client.get("/readyz")
     assert response.status_code == 503
     body = response.get_json()
     assert body["failed"] == ["database"]
-    assert "Cannot reach the database" in body["checks"]["database"]["detail"]
+    assert body["checks"]["database"]["detail"].startswith("unreachable")
     # The predictions endpoint does not need the database.
     assert client.post("/v1/predictions", json={"coreCount": 1}).status_code == 200
-    # A database endpoint says why it cannot answer.
+    # A database endpoint says it cannot answer, but not where the database is.
     read = client.get("/v1/tasks/1/prediction")
     assert read.status_code == 503
-    assert "Cannot reach the database" in read.get_json()["description"]
+    assert read.headers["Retry-After"] == "5"
+    for text in (response.get_data(as_text=True), read.get_data(as_text=True)):
+        for secret in ("secretuser", "secretdb", "127.0.0.1", ":1/", "psycopg"):
+            assert secret not in text
+
+
+def test_readyz_names_missing_tables_then_recovers_without_restart(settings, predictor):
+    """An empty database is not 'ok'; once its tables exist, readiness follows."""
+    from panda_predictor.db.migrations import init_database
+
+    engine = make_engine(settings)
+    with engine.connect():  # an empty database: a SQLite file or a PG schema
+        pass
+    app, client = _client(settings, predictor)
+    try:
+        response = client.get("/readyz")
+        assert response.status_code == 503
+        body = response.get_json()
+        assert body["failed"] == ["database"]
+        assert body["checks"]["database"]["detail"] == (
+            "missing tables: jedi_tasks, jedi_datasets, jobsarchived4, "
+            "pp_prediction_audit, pp_schema_version"
+        )
+        init_database(engine, settings, with_panda_tables=True)
+        response = client.get("/readyz")
+        assert response.status_code == 200, response.get_json()
+        assert response.get_json()["status"] == "ready"
+    finally:
+        engine.dispose()
+        app.extensions["panda_predictor"].close()
+
+
+def test_a_missing_sqlite_file_is_not_recreated_and_is_used_once_back(
+    fresh_sqlite, predictor
+):
+    """Moving the database away gives 503; putting it back serves again."""
+    path = fresh_sqlite.home / "panda.sqlite"
+    task_id = _defined_ids(fresh_sqlite)[0]
+    app, client = _client(fresh_sqlite, predictor)
+    try:
+        assert client.get("/readyz").status_code == 200
+        path.rename(path.with_suffix(".away"))
+        assert client.get("/readyz").status_code == 503
+        assert client.get(f"/v1/tasks/{task_id}/prediction").status_code == 503
+        assert not path.exists()  # not recreated empty
+        path.with_suffix(".away").rename(path)
+        assert client.get("/readyz").status_code == 200
+        assert client.get(f"/v1/tasks/{task_id}/prediction").status_code == 404
+    finally:
+        app.extensions["panda_predictor"].close()
+
+
+def test_a_replaced_sqlite_file_is_reopened(fresh_sqlite, predictor, tmp_path):
+    """An engine on a file since replaced is remade, not left on the old inode."""
+    import sqlite3
+
+    path = fresh_sqlite.home / "panda.sqlite"
+    app, client = _client(fresh_sqlite, predictor)
+    try:
+        assert client.get("/readyz").status_code == 200  # the pool holds the file
+        sqlite3.connect(tmp_path / "empty.sqlite").close()
+        (tmp_path / "empty.sqlite").replace(path)  # a new file at the same path
+        body = client.get("/readyz").get_json()
+        assert body["failed"] == ["database"]
+        assert body["checks"]["database"]["detail"].startswith("missing tables")
+    finally:
+        app.extensions["panda_predictor"].close()
 
 
 def test_readyz_is_503_naming_the_model_when_none_loads(fresh_sqlite):

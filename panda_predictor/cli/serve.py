@@ -1,4 +1,8 @@
-"""``panda-predictor serve``: run the HTTP prediction service under waitress."""
+"""``panda-predictor serve``: run the HTTP prediction service under waitress.
+
+Waitress (pure Python, no build) runs under :class:`GracefulServer`, which adds what
+``waitress.serve`` lacks: load shedding on its queue and a drain on SIGTERM.
+"""
 
 from __future__ import annotations
 
@@ -60,7 +64,10 @@ def serve(
     """Serve predictions over HTTP with waitress (a production WSGI server).
 
     Endpoints: POST /v1/predictions, POST|GET /v1/tasks/<id>/prediction,
-    GET /v1/models, /healthz, /readyz, /metrics. See docs/service.md.
+    GET /v1/models, /healthz, /readyz, /metrics. The model loads in the background
+    (/readyz says "loading"); above http_max_waiting_requests waiting requests new
+    ones get 503 with Retry-After; SIGTERM drains (requests received are answered,
+    at most http_drain_seconds). See docs/service.md.
 
     \b
     Example:
@@ -68,13 +75,12 @@ def serve(
     """
     import os
 
-    import waitress
-
     threads = threads or os.cpu_count() or 2
 
     from panda_predictor.cli.errors import user_errors
     from panda_predictor.cli.inputs import predictor_for
     from panda_predictor.http_api import create_app
+    from panda_predictor.http_api.server import GracefulServer
 
     loader = None
     if bundle_dir:
@@ -82,19 +88,15 @@ def serve(
             predictor = predictor_for(settings, bundle_dir, version="0")
         loader = lambda: predictor  # noqa: E731
     app = create_app(settings, loader, history_refresh_seconds=history_refresh)
-    log.info("serving on http://%s:%d with %d threads", host, port, threads)
-    click.echo(f"Serving on http://{host}:{port} ({threads} threads); Ctrl-C stops.")
-    try:
-        waitress.serve(
-            app,
-            host=host,
-            port=port,
-            threads=threads,
-            ident="panda-predictor",
-            clear_untrusted_proxy_headers=True,
-        )
-    finally:
-        app.extensions["panda_predictor"].close()
+    server = GracefulServer(app, host, port, threads, settings.http_drain_seconds)
+    server.install_signal_handler()
+    log.info("serving on http://%s:%d with %d threads", host, server.port, threads)
+    click.echo(
+        f"Serving on http://{host}:{server.port} ({threads} threads); SIGTERM "
+        "drains and stops."
+    )
+    server.run()
+    click.echo("Stopped.")
 
 
 if __name__ == "__main__":  # python -m panda_predictor.cli.serve (before registration)

@@ -1,8 +1,9 @@
 """The Flask application factory of the prediction service.
 
 One blueprint per resource (predictions, tasks, models, health, metrics), JSON errors
-everywhere, a 1 MiB body limit, and request metrics. The model is loaded lazily on
-the first request that needs it; see docs/service.md.
+everywhere, a 1 MiB body limit, request metrics and load shedding in front of it all.
+The registry champion is loaded in a background thread (``/readyz`` says "loading"
+meanwhile); see docs/service.md.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from flask import Flask
 
 from panda_predictor.http_api import health, metrics, models, predictions, tasks
+from panda_predictor.http_api.admission import LoadShedder
 from panda_predictor.http_api.errors import register_error_handlers
 from panda_predictor.http_api.history import HistoryRefresher
 from panda_predictor.http_api.state import ServiceState
@@ -28,6 +30,7 @@ def create_app(
     predictor_loader: Callable[[], Predictor] | None = None,
     history_refresh_seconds: float = 0.0,
     model_refresh_seconds: float = 300.0,
+    background_load: bool | None = None,
 ) -> Flask:
     """Build the service app.
 
@@ -44,8 +47,20 @@ def create_app(
         history features are NaN).
     model_refresh_seconds:
         How often to re-resolve the champion (a promoted model is picked up).
+    background_load:
+        Load the model in a background thread (True) or before returning (False);
+        default: in the background for the registry champion, which takes seconds,
+        at once for an injected loader (it usually returns a loaded predictor).
+
+    The app's ``wsgi_app`` is a :class:`LoadShedder`; a server that can tell how
+    many requests wait sets its ``waiting`` probe (``panda-predictor serve`` does).
     """
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    # MLflow keeps one engine per store URI for the whole process; pooled SQLite
+    # connections would keep reading a store file that was since replaced (a store
+    # put back after it went missing), so the service would never recover. Without
+    # a pool each registry call opens the file that is there now.
+    os.environ.setdefault("MLFLOW_SQLALCHEMYSTORE_POOLCLASS", "NullPool")
     settings = settings or get_settings()
     app = Flask("panda_predictor.http_api")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
@@ -59,6 +74,15 @@ def create_app(
         )
         state.history.start()
     app.extensions["panda_predictor"] = state
+    if background_load is None:
+        background_load = predictor_loader is None
+    if background_load:
+        state.start_loading()
+    else:
+        state.load_now()
+    app.wsgi_app = LoadShedder(  # type: ignore[method-assign]
+        app.wsgi_app, settings.http_max_waiting_requests
+    )
     for module in (predictions, tasks, models, health, metrics):
         app.register_blueprint(module.bp)
     register_error_handlers(app)

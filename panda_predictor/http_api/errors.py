@@ -4,6 +4,10 @@ Every error the service returns has this body, whether Flask raised it (404 unkn
 route, 405 wrong method, 413 body too large, 400 malformed JSON) or our code did
 (422 invalid task definition, 401/503 for writes, 503 model unavailable). An
 unexpected exception is logged with its traceback and answered 500 with no details.
+
+Bodies never carry infrastructure details (registry URL, cache folder, database
+user, host or name): anyone can call the service, so those go to the log, and the
+body says what happened and what the caller should do.
 """
 
 from __future__ import annotations
@@ -11,17 +15,29 @@ from __future__ import annotations
 import logging
 
 from flask import Flask, Response, jsonify
-from werkzeug.exceptions import HTTPException, InternalServerError, UnprocessableEntity
+from werkzeug.exceptions import (
+    HTTPException,
+    InternalServerError,
+    UnprocessableEntity,
+)
+from werkzeug.exceptions import ServiceUnavailable as _ServiceUnavailable
 
 from panda_predictor.taskdef import TaskDefinitionError
 
 log = logging.getLogger(__name__)
 
 
-class ServiceUnavailable(HTTPException):
-    """503 with a reason (no model, database down, writes disabled)."""
+#: Seconds a caller is asked to wait (``Retry-After``) after a temporary 503.
+RETRY_AFTER_SECONDS = 5
 
-    code = 503
+
+class ServiceUnavailable(_ServiceUnavailable):
+    """503 with a reason (no model, database down, writes disabled, overloaded).
+
+    ``retry_after`` (seconds) adds a ``Retry-After`` header: the condition is
+    temporary (loading, overloaded, database down) and a retry may succeed.
+    """
+
     description = "The service cannot answer right now."
 
 

@@ -1,12 +1,23 @@
-"""``GET /healthz`` (the process answers) and ``GET /readyz`` (it can do its job)."""
+"""``GET /healthz`` (the process answers) and ``GET /readyz`` (it can do its job).
+
+``/readyz`` never loads the model itself: it reports the background load
+("loading") and starts one when the last attempt failed long enough ago. It checks
+that the database answers *and* holds the tables the endpoints use. Its body names
+each check without infrastructure details (URLs, hosts, users, folders): those are
+logged, since anyone can call this endpoint.
+"""
 
 from __future__ import annotations
+
+import logging
 
 from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
 
 from panda_predictor.http_api.predictions import state
-from panda_predictor.http_api.state import ModelUnavailable
+from panda_predictor.http_api.state import MissingTables, ModelUnavailable
+
+log = logging.getLogger(__name__)
 
 bp = Blueprint("health", __name__)
 
@@ -17,32 +28,54 @@ def healthz() -> ResponseReturnValue:
     return jsonify({"status": "ok"})
 
 
-@bp.get("/readyz")
-def readyz() -> ResponseReturnValue:
-    """Return 200 when the model is loaded and the database reachable, else 503.
-
-    The body names each check and, for a failed one, why it failed.
-    """
+def _model_check() -> dict[str, str]:
     service = state()
-    checks: dict[str, dict[str, str]] = {}
     try:
         predictor = service.predictor()
-        checks["model"] = {
-            "status": "ok",
-            "detail": f"{predictor.model_name} version {predictor.model_version}",
-        }
     except ModelUnavailable as exc:
-        checks["model"] = {"status": "failed", "detail": str(exc)}
-    try:
-        service.check_database()
-        checks["database"] = {"status": "ok", "detail": "reachable"}
-    except Exception as exc:  # noqa: BLE001  any failure means "not ready"
-        checks["database"] = {"status": "failed", "detail": str(exc)}
-    ready = all(c["status"] == "ok" for c in checks.values())
-    failed = [name for name, c in checks.items() if c["status"] != "ok"]
-    body = {
-        "status": "ready" if ready else "not ready",
-        "failed": failed,
-        "checks": checks,
+        status = "loading" if exc.loading else "failed"
+        return {"status": status, "detail": str(exc)}
+    return {
+        "status": "ok",
+        "detail": f"{predictor.model_name} version {predictor.model_version} "
+        f"({service.source})",
     }
-    return jsonify(body), 200 if ready else 503
+
+
+def _database_check() -> dict[str, str]:
+    from panda_predictor.db.engine import DatabaseError
+
+    try:
+        state().check_database()
+    except MissingTables as exc:
+        log.error("readiness: %s", exc)
+        return {"status": "failed", "detail": f"missing tables: {', '.join(exc.names)}"}
+    except DatabaseError as exc:
+        log.error("readiness: database unavailable: %s", exc)
+        return {
+            "status": "failed",
+            "detail": "unreachable (the reason is in the service log)",
+        }
+    return {"status": "ok", "detail": "reachable, tables present"}
+
+
+@bp.get("/readyz")
+def readyz() -> ResponseReturnValue:
+    """Return 200 when the model is loaded and the database usable, else 503.
+
+    ``status`` is ``ready``, ``loading`` (the model is being loaded; nothing else
+    failed), ``draining`` (shutting down) or ``not ready``; ``failed`` lists the
+    checks that are not ok.
+    """
+    checks = {"model": _model_check(), "database": _database_check()}
+    failed = [name for name, c in checks.items() if c["status"] != "ok"]
+    if state().draining.is_set():
+        status = "draining"
+    elif not failed:
+        status = "ready"
+    elif failed == ["model"] and checks["model"]["status"] == "loading":
+        status = "loading"
+    else:
+        status = "not ready"
+    body = {"status": status, "failed": failed, "checks": checks}
+    return jsonify(body), 200 if status == "ready" else 503

@@ -3,8 +3,9 @@
 Besides the shared hook metrics (``panda_predictor_tasks_total``,
 ``panda_predictor_fallbacks_total``, ``panda_predictor_model_version``) the service
 counts its requests and their latency per endpoint (the Flask route, not the raw
-path, so label values stay bounded) and status, and the decisions it returned by
-reason kind.
+path), method and status, and the decisions it returned by reason kind. Every label
+takes a bounded set of values: a made-up path is ``unmatched`` and a made-up method
+``other``, so a scanner cannot grow the metrics without bound.
 """
 
 from __future__ import annotations
@@ -31,7 +32,17 @@ DECISIONS = Counter(
     ["decision", "reason"],
 )
 
+#: HTTP methods counted under their own name; any other is counted as ``other``.
+KNOWN_METHODS = frozenset(
+    {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"}
+)
+
 bp = Blueprint("metrics", __name__)
+
+
+def method_label(method: str) -> str:
+    """Return ``method`` if it is a standard HTTP method, else ``other``."""
+    return method if method in KNOWN_METHODS else "other"
 
 
 @bp.get("/metrics")
@@ -52,7 +63,11 @@ def instrument(app: Flask) -> None:
         started = g.get("started")
         if started is not None:
             endpoint = request.url_rule.rule if request.url_rule else "unmatched"
-            labels = (endpoint, request.method, str(response.status_code))
+            labels = (
+                endpoint,
+                method_label(request.method),
+                str(response.status_code),
+            )
             REQUESTS.labels(*labels).inc()
             LATENCY.labels(*labels).observe(time.perf_counter() - started)
         return response

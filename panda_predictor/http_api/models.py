@@ -8,8 +8,7 @@ from typing import Any
 from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
 
-from panda_predictor.http_api.errors import ServiceUnavailable
-from panda_predictor.http_api.predictions import state
+from panda_predictor.http_api.predictions import model_unavailable, state
 from panda_predictor.http_api.state import ModelUnavailable
 
 bp = Blueprint("models", __name__)
@@ -26,7 +25,7 @@ def models() -> ResponseReturnValue:
     try:
         predictor = service.predictor()
     except ModelUnavailable as exc:
-        raise ServiceUnavailable(f"No model is loaded ({exc}).") from None
+        raise model_unavailable(exc, "Try again later.") from None
     bundle = predictor.bundle
     targets: dict[str, Any] = {}
     for name, model in bundle.models.items():

@@ -6,14 +6,13 @@ keeps a recent-history index (see :mod:`panda_predictor.http_api.history`).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from flask import Blueprint, current_app, jsonify, request
 from flask.typing import ResponseReturnValue
-from werkzeug.exceptions import BadRequest
 
-from panda_predictor.http_api.errors import ServiceUnavailable
+from panda_predictor.http_api.errors import RETRY_AFTER_SECONDS, ServiceUnavailable
+from panda_predictor.http_api.input_limits import parse_json_body
 from panda_predictor.http_api.metrics import DECISIONS
 from panda_predictor.http_api.results import predict_tasks, reason_kind
 from panda_predictor.http_api.schemas import PredictionsOut, parse_prediction_request
@@ -24,20 +23,21 @@ bp = Blueprint("predictions", __name__)
 
 
 def json_body() -> Any:
-    """Return the parsed JSON body; 400 naming the position when it is malformed."""
-    data = request.get_data(cache=False)
-    try:
-        return json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest(
-            f"The request body must be JSON (a task definition or a list). Got "
-            f"malformed JSON instead: {exc}."
-        ) from None
+    """Return the parsed JSON body; 400 when it is malformed or nested too deep."""
+    return parse_json_body(request.get_data(cache=False))
 
 
 def state() -> ServiceState:
     """Return the service state of the current app."""
     return current_app.extensions["panda_predictor"]
+
+
+def model_unavailable(exc: ModelUnavailable, advice: str) -> ServiceUnavailable:
+    """Return the 503 for ``exc``: why (safe to show), ``advice``, ``Retry-After``."""
+    return ServiceUnavailable(
+        f"No model can predict right now: {exc} {advice}",
+        retry_after=RETRY_AFTER_SECONDS,
+    )
 
 
 @bp.post("/v1/predictions")
@@ -48,9 +48,7 @@ def create_predictions() -> ResponseReturnValue:
     try:
         predictor = service.predictor()
     except ModelUnavailable as exc:
-        raise ServiceUnavailable(
-            f"No model can predict right now ({exc}); keep the scouts."
-        ) from None
+        raise model_unavailable(exc, "Keep the scouts.") from None
     history = service.history.index if service.history is not None else None
     results = predict_tasks(predictor, task_records(definitions), history)
     for r in results:

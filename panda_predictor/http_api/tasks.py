@@ -9,17 +9,21 @@ disabled (503). ``GET`` reads the task's audit row and needs no token.
 from __future__ import annotations
 
 import hmac
+import logging
 
 from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 from werkzeug.datastructures import WWWAuthenticate
 from werkzeug.exceptions import Conflict, NotFound, Unauthorized
 
-from panda_predictor.http_api.errors import ServiceUnavailable
-from panda_predictor.http_api.predictions import state
+from panda_predictor.http_api.errors import RETRY_AFTER_SECONDS, ServiceUnavailable
+from panda_predictor.http_api.input_limits import parse_task_id
+from panda_predictor.http_api.predictions import model_unavailable, state
 from panda_predictor.http_api.results import prediction_dict
 from panda_predictor.http_api.schemas import HookOut
 from panda_predictor.http_api.state import ModelUnavailable
+
+log = logging.getLogger(__name__)
 
 bp = Blueprint("tasks", __name__)
 
@@ -43,32 +47,37 @@ def _require_token() -> None:
         )
 
 
-def _database_unavailable(exc: Exception) -> ServiceUnavailable:
-    return ServiceUnavailable(f"The database cannot be used: {exc}")
+def _database_unavailable(exc: Exception, task_id: int) -> ServiceUnavailable:
+    """Log why the database failed; return a 503 that does not say where it is."""
+    log.error("jediTaskID=%d: database unavailable: %s", task_id, exc)
+    state().reset_engine()  # reconnect on the next request
+    return ServiceUnavailable(
+        "The database cannot be used right now (the reason is in the service log).",
+        retry_after=RETRY_AFTER_SECONDS,
+    )
 
 
-@bp.post("/v1/tasks/<int:task_id>/prediction")
-def predict_task(task_id: int) -> ResponseReturnValue:
+@bp.post("/v1/tasks/<task_id>/prediction")
+def predict_task(task_id: str) -> ResponseReturnValue:
     """Run the database hook for one task and answer what it wrote."""
     from panda_predictor.db.engine import DatabaseError
     from panda_predictor.db.reader import read_task_features
     from panda_predictor.hook import SubmitHook
 
     _require_token()
+    jeditaskid = parse_task_id(task_id)
     service = state()
     try:
         engine = service.engine()
-        found = read_task_features(engine, service.settings, [task_id])
+        found = read_task_features(engine, service.settings, [jeditaskid])
     except DatabaseError as exc:
-        raise _database_unavailable(exc) from None
+        raise _database_unavailable(exc, jeditaskid) from None
     if found.empty:
-        raise NotFound(f"The task jediTaskID={task_id} is not in JEDI_TASKS.")
+        raise NotFound(f"The task jediTaskID={jeditaskid} is not in JEDI_TASKS.")
     try:
         predictor = service.predictor()
     except ModelUnavailable as exc:
-        raise ServiceUnavailable(
-            f"No model can predict right now ({exc}); the task keeps its scouts."
-        ) from None
+        raise model_unavailable(exc, "The task keeps its scouts.") from None
     history = service.history.index if service.history is not None else None
     hook = SubmitHook(
         service.settings,
@@ -76,27 +85,29 @@ def predict_task(task_id: int) -> ResponseReturnValue:
         predictor_factory=lambda: predictor,
         history_factory=lambda: history,
     )
-    report = hook.run_once(task_ids=[task_id])
+    report = hook.run_once(task_ids=[jeditaskid])
     if report.failure:
+        log.error("jediTaskID=%d: hook failed open: %s", jeditaskid, report.failure)
         raise ServiceUnavailable(
-            f"The hook failed open for jediTaskID={task_id}; the task is untouched "
-            f"and keeps its scouts: {report.failure}"
+            f"The hook failed open for jediTaskID={jeditaskid}; the task is "
+            "untouched and keeps its scouts (the reason is in the service log).",
+            retry_after=RETRY_AFTER_SECONDS,
         )
     if not report.predictions:
         row = found.iloc[0]
         raise Conflict(
-            f"The task jediTaskID={task_id} must be 'defined' or 'ready', scheduled "
+            f"The task jediTaskID={jeditaskid} must be 'defined' or 'ready', scheduled "
             f"for scouts (US= in SPLITRULE) and not predicted before. Got status "
             f"{row['status']!r} and SPLITRULE {row['splitrule']!r} instead (or an "
             "audit row exists: GET this URL)."
         )
     outcome = "not_written"
     for name in ("applied", "kept_scouts", "moved_by_jedi"):
-        if task_id in getattr(report, name):
+        if jeditaskid in getattr(report, name):
             outcome = name
     body = HookOut.model_validate(
         {
-            "jediTaskID": task_id,
+            "jediTaskID": jeditaskid,
             "written": outcome == "applied",
             "outcome": outcome,
             "prediction": prediction_dict(report.predictions[0]),
@@ -105,17 +116,18 @@ def predict_task(task_id: int) -> ResponseReturnValue:
     return jsonify(body.model_dump())
 
 
-@bp.get("/v1/tasks/<int:task_id>/prediction")
-def read_task_prediction(task_id: int) -> ResponseReturnValue:
+@bp.get("/v1/tasks/<task_id>/prediction")
+def read_task_prediction(task_id: str) -> ResponseReturnValue:
     """Return the audit row of a task: what was predicted, decided and written."""
     from panda_predictor.db.audit import read_audit
     from panda_predictor.db.engine import DatabaseError
 
+    jeditaskid = parse_task_id(task_id)
     service = state()
     try:
-        row = read_audit(service.engine(), service.settings, task_id)
+        row = read_audit(service.engine(), service.settings, jeditaskid)
     except DatabaseError as exc:
-        raise _database_unavailable(exc) from None
+        raise _database_unavailable(exc, jeditaskid) from None
     if row is None:
-        raise NotFound(f"No prediction is recorded for jediTaskID={task_id}.")
-    return jsonify({"jediTaskID": task_id, "audit": row})
+        raise NotFound(f"No prediction is recorded for jediTaskID={jeditaskid}.")
+    return jsonify({"jediTaskID": jeditaskid, "audit": row})
