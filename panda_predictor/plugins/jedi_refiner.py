@@ -38,7 +38,6 @@ import dataclasses
 import logging
 import threading
 from collections.abc import MutableMapping
-from dataclasses import replace
 from typing import Any
 
 from pandajedi.jedirefine.GenTaskRefiner import GenTaskRefiner
@@ -179,7 +178,7 @@ class PredictingTaskRefiner(GenTaskRefiner):
             plan = plan_write(prediction, requested, settings.fixed_units)
             if plan.far is not None:
                 # PanDA would exhaust such a task: it keeps its scouts, audited so.
-                prediction = replace(
+                prediction = dataclasses.replace(
                     prediction, decision="kept_scouts", reason=plan.far
                 )
             if prediction.decision != "applied":
