@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -18,6 +19,7 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
+log = logging.getLogger(__name__)
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -246,7 +248,7 @@ def write_monitoring_report(
 
 def render_report(settings: Any, out_dir: Path | None = None) -> Path:
     """Gather feedback, drift, decisions and the champion; write the monitoring page."""
-    from model_registry.registry import champion_version
+    from model_registry.registry import NoChampionError, champion_version
     from panda_predictor.core.feedback import weekly_summary
     from panda_predictor.db.engine import make_engine
     from panda_predictor.db.outcomes import read_outcomes
@@ -257,7 +259,11 @@ def render_report(settings: Any, out_dir: Path | None = None) -> Path:
         outcomes = read_outcomes(engine, settings)
     finally:
         engine.dispose()
-    champion = champion_version(settings)
+    try:
+        champion = champion_version(settings)
+    except NoChampionError as exc:  # no store yet: the page says no champion
+        log.warning("monitoring report without a champion: %s", exc)
+        champion = None
     return write_monitoring_report(
         out_dir or settings.home / "reports" / "monitoring",
         outcomes,

@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -127,7 +127,7 @@ def run_benchmark(
         "",
         *(f"- {x}" for x in report.lines()),
         f"- split: {json.dumps(_without(result.split, 'self_tuning'))}",
-        *_self_tuning_lines(wf.split.get("self_tuning", {})),
+        *_self_tuning_lines(cast(dict, wf.split.get("self_tuning", {}))),
         "",
     ]
     if not scores:

@@ -94,6 +94,14 @@ def test_train_registers_a_champion_then_the_hook_uses_it(
 ):
     runner = CliRunner()
     env = env_for(fresh_sqlite)
+    # This small world's first model is not clearly above the recency floors and
+    # misses the tail target (tests/test_gate.py covers that refusal); here the
+    # gate only asks "not clearly below", so the CLI path to the hook is tested.
+    env = {
+        **env,
+        "PANDA_PREDICTOR_GATE_FLOOR_NOISE_FACTOR": "-1",
+        "PANDA_PREDICTOR_GATE_TAIL_RECALL_SHORTFALL": "1",
+    }
     trained = runner.invoke(
         main, ["train", "--params", str(params_file), "--no-progress"], env=env
     )
@@ -145,11 +153,30 @@ def test_train_on_an_empty_database_says_what_to_do(tmp_path, params_file):
     assert "Traceback" not in result.output
 
 
+def _database_with_one_eligible_task(home) -> None:
+    """Create the SQLite database of ``home`` with one task waiting for scouts.
+
+    The hook loads a model only when a task is eligible, so a pass over an empty
+    database never reaches the registry.
+    """
+    from panda_predictor.db.engine import make_engine
+    from panda_predictor.db.migrations import init_database
+    from panda_predictor.settings import load_settings
+    from tests.test_db_support import add_task
+
+    settings = load_settings(home=home)
+    engine = make_engine(settings)
+    init_database(engine, settings, with_panda_tables=True)
+    add_task(engine, settings, 1001)
+    engine.dispose()
+
+
 def test_hook_without_a_model_fails_open_with_exit_3(tmp_path):
     env = {
         "PANDA_PREDICTOR_HOME": str(tmp_path),
         "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
     }
+    _database_with_one_eligible_task(tmp_path)
     result = CliRunner().invoke(main, ["hook", "--once"], env=env)
     assert result.exit_code == 3
     assert "No champion model" in result.output

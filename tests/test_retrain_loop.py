@@ -48,9 +48,12 @@ DRIFT = DriftEvent(
 #: scenario below is about the loop (feedback sees the new release under-allocated,
 #: drift flags it, retraining fixes it), and a model that rarely predicts the top
 #: ramcount class leaves too little headroom on ~500 tasks to see the jump.
+#: Equal weights for all history (no self-tuned half-life): the world's shift must
+#: hurt the champion trained before it, which a short half-life would soften.
 FAST = TrainingConfig(
     model_kinds=("xgboost",),
     tail_min_precision=0.2,
+    half_life_days=None,
     xgboost={"n_estimators": 80, "max_depth": 6, "n_jobs": 1},
 )
 #: On this world's ~220 test tasks the model is within the noise of the best recency
@@ -220,6 +223,7 @@ def test_feedback_sees_the_under_allocation_and_retraining_fixes_it(world):
 def test_a_worse_challenger_is_refused(world):
     worse = TrainingConfig(
         model_kinds=("xgboost",),
+        half_life_days=None,
         xgboost={"n_estimators": 1, "max_depth": 1, "n_jobs": 1},
     )
     outcome = run_retrain(world, RetrainConfig(training=worse), now=BEFORE_CHANGE)
