@@ -14,7 +14,7 @@ from panda_predictor.core.splitrule import has_scout_rule
 from panda_predictor.db.engine import make_engine
 from panda_predictor.serving import recent
 from pipelines.simulation.config import DEFAULT_END_DATE
-from tests.test_db_support import audit_rows, task_row
+from tests.test_db_support import audit_rows, database_with_one_eligible_task, task_row
 
 #: The summary line of ``hook --once``, e.g. "7 applied, 23 kept scouts, 0 moved ...".
 HOOK_SUMMARY = re.compile(r"(?P<applied>\d+) applied, (?P<kept>\d+) kept scouts")
@@ -153,30 +153,12 @@ def test_train_on_an_empty_database_says_what_to_do(tmp_path, params_file):
     assert "Traceback" not in result.output
 
 
-def _database_with_one_eligible_task(home) -> None:
-    """Create the SQLite database of ``home`` with one task waiting for scouts.
-
-    The hook loads a model only when a task is eligible, so a pass over an empty
-    database never reaches the registry.
-    """
-    from panda_predictor.db.engine import make_engine
-    from panda_predictor.db.migrations import init_database
-    from panda_predictor.settings import load_settings
-    from tests.test_db_support import add_task
-
-    settings = load_settings(home=home)
-    engine = make_engine(settings)
-    init_database(engine, settings, with_panda_tables=True)
-    add_task(engine, settings, 1001)
-    engine.dispose()
-
-
 def test_hook_without_a_model_fails_open_with_exit_3(tmp_path):
     env = {
         "PANDA_PREDICTOR_HOME": str(tmp_path),
         "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
     }
-    _database_with_one_eligible_task(tmp_path)
+    database_with_one_eligible_task(tmp_path)
     result = CliRunner().invoke(main, ["hook", "--once"], env=env)
     assert result.exit_code == 3
     assert "No champion model" in result.output

@@ -140,3 +140,20 @@ def make_prediction(
         targets=targets,
         **fields,
     )
+
+
+def database_with_one_eligible_task(home) -> None:
+    """Create the SQLite database of ``home`` with one task waiting for scouts.
+
+    The hook loads a model only when a task is eligible, so a pass over an empty
+    database never reaches the registry.
+    """
+    from panda_predictor.db.engine import make_engine
+    from panda_predictor.db.migrations import init_database
+    from panda_predictor.settings import load_settings
+
+    settings = load_settings(home=home)
+    engine = make_engine(settings)
+    init_database(engine, settings, with_panda_tables=True)
+    add_task(engine, settings, 1001)
+    engine.dispose()

@@ -20,19 +20,24 @@ def predictor(trained_bundle_dir):
     return Predictor(load_bundle(trained_bundle_dir), "panda-predictor", "1")
 
 
-@pytest.fixture
-def loaded_db(settings, seed):
-    """Return settings (SQLite or PostgreSQL) of a small simulated PanDA database."""
+def _simulated_db(settings, seed: int, n_defined: int):
+    """Fill the database of ``settings`` with a small simulated PanDA history."""
     from panda_predictor.db.migrations import init_database
     from pipelines.load_history import load_history
     from pipelines.simulation import SimulationConfig, simulate_history
 
     engine = make_engine(settings)
     init_database(engine, settings, with_panda_tables=True)
-    config = SimulationConfig(n_tasks=40, n_defined=4, seed=seed)
+    config = SimulationConfig(n_tasks=40, n_defined=n_defined, seed=seed)
     load_history(engine, settings, simulate_history(config, progress=False))
     engine.dispose()
     return settings.model_copy(update={"api_token": TOKEN})
+
+
+@pytest.fixture
+def loaded_db(settings, seed):
+    """Return settings (SQLite or PostgreSQL) of a small simulated PanDA database."""
+    return _simulated_db(settings, seed, n_defined=4)
 
 
 def _defined_ids(settings) -> list[int]:
@@ -84,16 +89,7 @@ def test_post_runs_the_hook_once_and_get_reads_the_audit_row(loaded_db, predicto
 @pytest.fixture
 def many_new_tasks_db(settings, seed):
     """Return settings of a database like ``loaded_db`` with 30 newly defined tasks."""
-    from panda_predictor.db.migrations import init_database
-    from pipelines.load_history import load_history
-    from pipelines.simulation import SimulationConfig, simulate_history
-
-    engine = make_engine(settings)
-    init_database(engine, settings, with_panda_tables=True)
-    config = SimulationConfig(n_tasks=40, n_defined=30, seed=seed)
-    load_history(engine, settings, simulate_history(config, progress=False))
-    engine.dispose()
-    return settings.model_copy(update={"api_token": TOKEN})
+    return _simulated_db(settings, seed, n_defined=30)
 
 
 def _waiting_for_scouts(settings) -> list[int]:

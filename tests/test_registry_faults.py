@@ -29,6 +29,7 @@ from model_registry.registry import (
 )
 from model_registry.tracking import mlflow_client, registry_http_environment
 from panda_predictor.settings import load_settings
+from tests.test_db_support import database_with_one_eligible_task
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:The ``noload`` loader strategy is deprecated:DeprecationWarning"
@@ -305,24 +306,6 @@ def test_damaged_registry_copy_is_not_cached(reg_settings, tmp_path):
     )
 
 
-def _database_with_one_eligible_task(home) -> None:
-    """Create the SQLite database of ``home`` with one task waiting for scouts.
-
-    The hook loads a model only when a task is eligible, so a pass over an empty
-    database never reaches the registry.
-    """
-    from panda_predictor.db.engine import make_engine
-    from panda_predictor.db.migrations import init_database
-    from panda_predictor.settings import load_settings
-    from tests.test_db_support import add_task
-
-    settings = load_settings(home=home)
-    engine = make_engine(settings)
-    init_database(engine, settings, with_panda_tables=True)
-    add_task(engine, settings, 1001)
-    engine.dispose()
-
-
 def test_hook_command_names_the_missing_store_and_fails_open(tmp_path):
     from click.testing import CliRunner
 
@@ -333,7 +316,7 @@ def test_hook_command_names_the_missing_store_and_fails_open(tmp_path):
         "PANDA_PREDICTOR_HOME": str(tmp_path),
         "MLFLOW_TRACKING_URI": f"sqlite:///{store}",
     }
-    _database_with_one_eligible_task(tmp_path)
+    database_with_one_eligible_task(tmp_path)
     result = CliRunner().invoke(main, ["hook", "--once"], env=env)
     assert result.exit_code == 3, result.output  # failed open: no task touched
     assert f"no such SQLite file {str(store)!r}" in result.output
