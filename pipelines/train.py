@@ -95,6 +95,7 @@ class KindResult:
     evaluation: MultiTargetEvaluation | None = None
     half_life_days: dict[str, float | None] = field(default_factory=dict)
     half_life_scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    val_right: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass
@@ -222,8 +223,12 @@ def _fit_target(
     bins: BinSet,
     config: TrainingConfig,
     weights: np.ndarray | None,
-) -> tuple[ResourceClassifier, TailDecisionRule, float]:
-    """Fit one target's model and tail rule; return them and the validation macro-F1."""
+) -> tuple[ResourceClassifier, TailDecisionRule, float, np.ndarray]:
+    """Fit one target's model and tail rule.
+
+    Returns them, the validation macro-F1 and, per validation row, whether the
+    target was predicted right (False where its label is unknown).
+    """
     train, val, _ = parts
     tr = train[labels[train] >= 0]
     va = val[labels[val] >= 0]
@@ -248,10 +253,13 @@ def _fit_target(
     )
     proba_val = model.predict_proba(X.iloc[va])
     rule.fit(proba_val, labels[va])
+    val_pred = rule.predict(proba_val)
     val_f1 = evaluate_target(
-        labels[va], rule.predict(proba_val), bins[target].n_classes, target
+        labels[va], val_pred, bins[target].n_classes, target
     ).macro_f1
-    return model, rule, val_f1
+    right = np.zeros(len(val), dtype=bool)
+    right[labels[val] >= 0] = val_pred == labels[va]
+    return model, rule, val_f1, right
 
 
 def _fit_kind(
@@ -287,12 +295,13 @@ def _fit_kind(
             for h in half_lives[target]
         }
         chosen = choose_half_life({h: fit[2] for h, fit in fits.items()})
-        model, rule, val_f1 = fits[chosen]
+        model, rule, val_f1, val_right = fits[chosen]
         proba_test = model.predict_proba(X.iloc[test])
         pred = rule.predict(proba_test)
         result.models[target] = model
         result.rules[target] = rule
         result.val_macro_f1[target] = val_f1
+        result.val_right[target] = val_right
         result.half_life_days[target] = chosen
         result.half_life_scores[target] = {
             str(h): round(fit[2], 4) for h, fit in fits.items()
@@ -364,7 +373,6 @@ def _coverage(conf: dict[str, np.ndarray], y_test, pred) -> CoverageCurve:
 def _cadence(
     kinds: dict[str, KindResult],
     served_kinds: dict[str, str],
-    X: pd.DataFrame,
     y: dict[str, np.ndarray],
     parts: tuple[np.ndarray, np.ndarray, np.ndarray],
     created: pd.Series,
@@ -382,12 +390,8 @@ def _cadence(
     right = np.zeros(len(val))
     known = np.zeros(len(val))
     for target, labels in y.items():
-        kind = kinds[served_kinds[target]]
-        proba = kind.models[target].predict_proba(X.iloc[val])
-        pred = kind.rules[target].predict(proba)
-        has = labels[val] >= 0
-        right += has & (pred == labels[val])
-        known += has
+        right += kinds[served_kinds[target]].val_right[target]
+        known += labels[val] >= 0
     keep = known > 0
     span = max((times.max() - times.min()) / day, 1.0)
     return choose_cadence(age[keep], right[keep] / known[keep], len(times) / span)
@@ -427,7 +431,7 @@ def train(
     for res in kinds.values():
         res.evaluation = _evaluate(y_test, res.test_pred, bins)
     served_kinds = {t: _best_kind(kinds, t) for t in y}
-    cadence = _cadence(kinds, served_kinds, X, y, fit_parts, frame["creationdate"])
+    cadence = _cadence(kinds, served_kinds, y, fit_parts, frame["creationdate"])
     served_pred = {t: kinds[served_kinds[t]].test_pred[t] for t in y}
     served_conf = {t: kinds[served_kinds[t]].test_conf[t] for t in y}
     served = _evaluate(y_test, served_pred, bins)
