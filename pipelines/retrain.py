@@ -1,12 +1,17 @@
-"""Monthly retraining: a month-aligned history window, gated promotion, idempotent.
+"""Retraining on the deployment's own cadence: gated promotion, idempotent.
 
 Wraps :func:`pipelines.train_and_register.train_and_register` (which
 trains, evaluates the
 challenger and the current champion on the same newest held-out tasks, registers
 and gates). This module adds what a timer-driven run needs:
 
-* the window: the ``window_months`` calendar months before the first day of the
-  current month, so every run in one month sees the same data;
+* when to run: with ``cadence="auto"`` (the default) the run trains only when the
+  newest trained data is as old as the cadence training chose from the deployment's
+  own past (:mod:`pipelines.retrain_cadence`), so a daily timer retrains weekly,
+  monthly or quarterly as the deployment's history asks; otherwise it records
+  ``skipped_not_due``. ``cadence="monthly"`` trains on every run (a monthly timer);
+* the window: ``window_months`` calendar months before the start of today (auto) or
+  of the current month (monthly), so every run of one day (month) sees the same data;
 * a *fingerprint* of window, data, parameters, bins and code version, stored as the
   version tag ``retrain.fingerprint``; a version with the same fingerprint whose run
   completed (tag ``retrain.status=complete``) makes a rerun a no-op, so running twice
@@ -22,6 +27,7 @@ and gates). This module adds what a timer-driven run needs:
 
 from __future__ import annotations
 
+import calendar
 import hashlib
 import json
 import logging
@@ -38,6 +44,7 @@ from panda_predictor.core.features import FEATURE_PIPELINE_VERSION
 from panda_predictor.core.targets import TARGET_NAMES
 from panda_predictor.settings import Settings
 from pipelines.dataset import LabelledHistory
+from pipelines.retrain_cadence import check_due
 from pipelines.retrain_log import append_decision
 from pipelines.train import TrainingConfig
 
@@ -51,6 +58,12 @@ PROMOTED = "promoted"
 REFUSED = "refused"
 SKIPPED_DUPLICATE = "skipped_duplicate"
 SKIPPED_NO_DRIFT = "skipped_no_drift"
+SKIPPED_NOT_DUE = "skipped_not_due"
+
+#: Cadences of ``RetrainConfig.cadence``: the one training chose, or every month.
+AUTO = "auto"
+MONTHLY = "monthly"
+CADENCES = (AUTO, MONTHLY)
 
 
 @dataclass(frozen=True)
@@ -60,11 +73,15 @@ class RetrainConfig:
     Parameters
     ----------
     window_months:
-        Calendar months of history before the current month (default 12).
+        Calendar months of history before the window's end (default 12).
+    cadence:
+        ``"auto"``: train only when the cadence the models chose is due (run the
+        command daily); ``"monthly"``: train on every run, on month-aligned windows.
     refit_bins:
         Refit the class edges on the window's labels instead of the bins file.
     if_drift:
-        Run only when the drift check detects drift.
+        Run only when the drift check detects drift (then whatever the cadence:
+        drift makes a retraining due early).
     drift_days:
         Window of recent tasks the ``if_drift`` check looks at.
     training:
@@ -76,6 +93,7 @@ class RetrainConfig:
     """
 
     window_months: int = 12
+    cadence: str = AUTO
     refit_bins: bool = False
     if_drift: bool = False
     training: TrainingConfig = field(default_factory=TrainingConfig)
@@ -87,6 +105,11 @@ class RetrainConfig:
             raise ValueError(
                 f"The 'window_months' field must be a positive integer. Got "
                 f"{self.window_months!r} instead."
+            )
+        if self.cadence not in CADENCES:
+            raise ValueError(
+                f"The 'cadence' field must be one of {', '.join(CADENCES)}. Got "
+                f"{self.cadence!r} instead."
             )
 
 
@@ -124,6 +147,22 @@ def month_window(now: datetime, months: int) -> tuple[datetime, datetime]:
     until = datetime(now.year, now.month, 1)
     index = until.year * 12 + until.month - 1 - months
     return datetime(index // 12, index % 12 + 1, 1), until
+
+
+def day_window(now: datetime, months: int) -> tuple[datetime, datetime]:
+    """Return ``[since, until)``: ``months`` calendar months before ``now``'s day."""
+    until = datetime(now.year, now.month, now.day)
+    index = until.year * 12 + until.month - 1 - months
+    year, month = index // 12, index % 12 + 1
+    last_day = calendar.monthrange(year, month)[1]
+    return datetime(year, month, min(until.day, last_day)), until
+
+
+def retrain_window(now: datetime, config: RetrainConfig) -> tuple[datetime, datetime]:
+    """Return the history window of a run at ``now`` under ``config``'s cadence."""
+    if config.cadence == MONTHLY:
+        return month_window(now, config.window_months)
+    return day_window(now, config.window_months)
 
 
 def fingerprint(
@@ -228,7 +267,7 @@ def run_retrain(
     report_dir: Path | None = None,
     progress: bool = False,
 ) -> RetrainOutcome:
-    """Retrain on the month-aligned window and promote only if not worse.
+    """Retrain when due on the recent window and promote only if not worse.
 
     Parameters
     ----------
@@ -237,7 +276,8 @@ def run_retrain(
     config:
         Window, bins refit, drift condition and training parameters.
     now:
-        Current time (defaults to now, UTC); the window ends at its month's start.
+        Current time (defaults to now, UTC); the window ends at its day's start
+        (``cadence="auto"``) or its month's start (``"monthly"``).
     report_dir:
         Folder of the summary page; default ``<home>/reports/retrain-<month>-*``.
     progress:
@@ -249,7 +289,13 @@ def run_retrain(
     from pipelines.train_and_register import train_and_register
 
     now = now or datetime.now(UTC).replace(tzinfo=None)
-    since, until = month_window(now, config.window_months)
+    since, until = retrain_window(now, config)
+    if config.cadence == AUTO and not config.if_drift:  # drift makes it due early
+        due = check_due(settings, now)
+        if not due.due:
+            outcome = RetrainOutcome(SKIPPED_NOT_DUE, since, until, reason=due.reason)
+            _record(settings, outcome)
+            return outcome
     if config.if_drift:
         why = _drift_says_no(settings, now, config.drift_days)
         if why is not None:
@@ -280,7 +326,7 @@ def run_retrain(
         return outcome
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     report_dir = (
-        report_dir or settings.home / "reports" / f"retrain-{until:%Y%m}-{stamp}"
+        report_dir or settings.home / "reports" / f"retrain-{until:%Y%m%d}-{stamp}"
     )
     summary = train_and_register(
         settings,
@@ -295,7 +341,7 @@ def run_retrain(
         version_tags={
             FINGERPRINT_TAG: fp,
             STATUS_TAG: "registered",
-            WINDOW_TAG: f"{since:%Y-%m}..{until:%Y-%m}",
+            WINDOW_TAG: f"{since:%Y-%m-%d}..{until:%Y-%m-%d}",
         },
     )
     gate = summary.gate

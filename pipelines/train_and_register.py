@@ -42,6 +42,7 @@ from panda_predictor.settings import Settings
 from pipelines.dataset import LabelledHistory, read_labelled_history
 from pipelines.drift import REFERENCE_FILE, build_reference
 from pipelines.gate_evidence import gate_evidence
+from pipelines.retrain_cadence import cadence_tags
 from pipelines.train import TrainingConfig, TrainingResult, gate_metrics, train
 from pipelines.training_report import write_report
 
@@ -168,7 +169,12 @@ def train_and_register(
                 description=f"trained {stamp}",
             )
         client = mlflow_client(settings)
-        for key, value in (version_tags or {}).items():
+        trained_until = until or history.frame["creationdate"].max().to_pydatetime()
+        tags = {
+            **cadence_tags(result.split_info.get("retrain_every_days"), trained_until),
+            **(version_tags or {}),
+        }
+        for key, value in tags.items():
             client.set_model_version_tag(
                 settings.model_name, str(version.version), key, value
             )

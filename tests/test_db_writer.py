@@ -252,3 +252,68 @@ def test_error_audits_leave_jedi_untouched_and_keep_an_existing_row(db, settings
     assert rows[1]["decision"] == "error" and len(rows[1]["reason"]) == 400
     assert rows[2]["decision"] == "kept_scouts"
     assert task_row(db, settings, 1) == before
+
+
+def test_a_task_jedi_changes_between_read_and_write_is_left_to_jedi(
+    db, settings, monkeypatch
+):
+    """The conditional UPDATE loses to JEDI; the rest of the batch is written."""
+    import sqlalchemy as sa
+
+    from panda_predictor.db import writer
+    from panda_predictor.db.engine import get_panda_tables
+
+    for task_id in (1, 2, 3):
+        add_task(db, settings, task_id)
+    read = writer._current_rows
+
+    def jedi_moves_task_2(conn, tasks, ids, lock):
+        rows = read(conn, tasks, ids, lock)
+        table = get_panda_tables(settings, db).jedi_tasks
+        conn.execute(
+            sa.update(table).where(table.c.jeditaskid == 2).values(status="scouting")
+        )
+        return rows
+
+    monkeypatch.setattr(writer, "_current_rows", jedi_moves_task_2)
+    result = write_predictions(db, settings, [make_prediction(i) for i in (1, 2, 3)])
+
+    assert (result.applied, result.moved_by_jedi) == ([1, 3], [2])
+    assert task_row(db, settings, 2)["splitrule"] == "TI=1,US=2"
+    assert task_row(db, settings, 3)["splitrule"] == "TI=1"
+    audit = audit_rows(db, settings)
+    assert audit[2]["decision"] == MOVED_BY_JEDI
+    assert audit[2]["reason"] == "moved by JEDI during the write-back"
+
+
+def test_tasks_writing_different_columns_share_one_batch(db, settings):
+    """A requester's Fixed memory is kept while the other tasks get all four."""
+    add_task(db, settings, 1)
+    add_task(db, settings, 2, ramcount=2500, ramunit="MBPerCoreFixed")
+    add_task(db, settings, 3)
+
+    result = write_predictions(db, settings, [make_prediction(i) for i in (1, 2, 3)])
+
+    assert result.applied == [1, 2, 3]
+    assert (
+        task_row(db, settings, 2)["ramcount"],
+        task_row(db, settings, 2)["ramunit"],
+    ) == (
+        2500,
+        "MBPerCoreFixed",
+    )
+    for task_id in (1, 3):
+        row = task_row(db, settings, task_id)
+        assert (row["ramcount"], row["ramunit"]) == (3000, "MBPerCore")
+    assert all(task_row(db, settings, t)["splitrule"] == "TI=1" for t in (1, 2, 3))
+
+
+def test_only_a_tasks_first_prediction_in_a_batch_counts(db, settings):
+    add_task(db, settings, 1)
+    kept = make_prediction(1, decision="kept_scouts", reason="not confident")
+
+    result = write_predictions(db, settings, [kept, make_prediction(1)])
+
+    assert result.kept_scouts == [1] and result.applied == []
+    assert task_row(db, settings, 1)["splitrule"] == "TI=1,US=2"
+    assert audit_rows(db, settings)[1]["decision"] == "kept_scouts"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 import pandas as pd
@@ -29,14 +29,17 @@ from panda_predictor.settings import load_settings
 from pipelines.drift import REFERENCE_FILE, check_drift
 from pipelines.feedback import run_feedback
 from pipelines.retrain import (
+    MONTHLY,
     PROMOTED,
     REFUSED,
     SKIPPED_DUPLICATE,
     SKIPPED_NO_DRIFT,
+    SKIPPED_NOT_DUE,
     STATUS_TAG,
     RetrainConfig,
     run_retrain,
 )
+from pipelines.retrain_cadence import DATA_UNTIL_TAG, EVERY_DAYS_TAG
 from pipelines.retrain_log import read_decisions
 from pipelines.simulation import DriftEvent
 from pipelines.train import TrainingConfig
@@ -92,7 +95,9 @@ def drift_home(tmp_path_factory):
     load_history(engine, settings, simulate_history(config, progress=False))
     engine.dispose()
     first = run_retrain(
-        settings, RetrainConfig(training=FAST, gate=SMALL_WORLD), now=BEFORE_CHANGE
+        settings,
+        RetrainConfig(cadence=MONTHLY, training=FAST, gate=SMALL_WORLD),
+        now=BEFORE_CHANGE,
     )
     assert first.status == PROMOTED, first.reason
     return home
@@ -195,7 +200,9 @@ def test_feedback_sees_the_under_allocation_and_retraining_fixes_it(world):
     assert ram.drifted and ram.under_allocation > ram.test_under_allocation
 
     outcome = run_retrain(
-        world, RetrainConfig(training=FAST, gate=NOISY), now=AFTER_CHANGE
+        world,
+        RetrainConfig(cadence=MONTHLY, training=FAST, gate=NOISY),
+        now=AFTER_CHANGE,
     )
     assert outcome.status == PROMOTED, outcome.reason
     assert champion_version(world).version == outcome.version == 2
@@ -226,7 +233,9 @@ def test_a_worse_challenger_is_refused(world):
         half_life_days=None,
         xgboost={"n_estimators": 1, "max_depth": 1, "n_jobs": 1},
     )
-    outcome = run_retrain(world, RetrainConfig(training=worse), now=BEFORE_CHANGE)
+    outcome = run_retrain(
+        world, RetrainConfig(cadence=MONTHLY, training=worse), now=BEFORE_CHANGE
+    )
     assert outcome.status == REFUSED
     assert champion_version(world).version == 1
     assert outcome.version == 2
@@ -239,7 +248,7 @@ def test_a_worse_challenger_is_refused(world):
 def test_running_twice_in_a_month_registers_nothing(world):
     again = run_retrain(
         world,
-        RetrainConfig(training=FAST, gate=SMALL_WORLD),
+        RetrainConfig(cadence=MONTHLY, training=FAST, gate=SMALL_WORLD),
         now=datetime(2025, 7, 28),
     )
     assert again.status == SKIPPED_DUPLICATE and again.version == 1
@@ -254,24 +263,30 @@ def test_a_run_killed_midway_leaves_the_registry_consistent(world, monkeypatch):
 
     monkeypatch.setattr(runner, "promote_if_not_worse", die)
     with pytest.raises(KeyboardInterrupt):
-        run_retrain(world, RetrainConfig(training=FAST), now=AFTER_CHANGE)
+        run_retrain(
+            world, RetrainConfig(cadence=MONTHLY, training=FAST), now=AFTER_CHANGE
+        )
     assert champion_version(world).version == 1
     orphan = get_version(world, 2)
     assert orphan.aliases == () and orphan.tags[STATUS_TAG] == "registered"
     monkeypatch.undo()
     resumed = run_retrain(
-        world, RetrainConfig(training=FAST, gate=NOISY), now=AFTER_CHANGE
+        world,
+        RetrainConfig(cadence=MONTHLY, training=FAST, gate=NOISY),
+        now=AFTER_CHANGE,
     )
     assert resumed.status == PROMOTED and resumed.version == 3
     assert champion_version(world).version == 3
     repeat = run_retrain(
-        world, RetrainConfig(training=FAST, gate=NOISY), now=AFTER_CHANGE
+        world,
+        RetrainConfig(cadence=MONTHLY, training=FAST, gate=NOISY),
+        now=AFTER_CHANGE,
     )
     assert repeat.status == SKIPPED_DUPLICATE and repeat.version == 3
 
 
 def test_if_drift_skips_when_nothing_drifted(world):
-    config = RetrainConfig(training=FAST, if_drift=True, drift_days=61)
+    config = RetrainConfig(cadence=MONTHLY, training=FAST, if_drift=True, drift_days=61)
     # Recent tasks before the change look like the training data: nothing to do.
     outcome = run_retrain(world, config, now=datetime(2025, 7, 1))
     assert outcome.status == SKIPPED_NO_DRIFT
@@ -304,11 +319,43 @@ def test_cli_drift_exit_code_and_retrain(world):
     )
     done = runner.invoke(
         retrain,
-        ["--params", str(params), "--now", "2025-07-20", "--no-progress"],
+        ["--params", str(params), "--now", "2025-07-20", "--no-progress"]
+        + ["--cadence", "monthly"],
         obj=world,
     )
     assert done.exit_code == 0, done.output
     assert "2024-07-01 .. 2025-07-01" in done.output
+
+
+def test_auto_cadence_waits_for_the_cadence_the_champion_chose(world):
+    """A daily timer trains only once the newest trained data is as old as chosen."""
+    champion = champion_version(world)
+    every = int(champion.tags[EVERY_DAYS_TAG])
+    trained_until = datetime.fromisoformat(champion.tags[DATA_UNTIL_TAG])
+    assert every in (7, 30, 91) and trained_until == datetime(2025, 7, 1)
+    config = RetrainConfig(training=FAST, gate=SMALL_WORLD)
+    early = run_retrain(world, config, now=trained_until + timedelta(days=every - 1))
+    assert early.status == SKIPPED_NOT_DUE and early.version is None
+    assert f"{every}-day cadence" in early.reason
+    due = trained_until + timedelta(days=every)
+    outcome = run_retrain(world, config, now=due)
+    assert outcome.status in (PROMOTED, REFUSED) and outcome.version == 2
+    assert outcome.until == datetime(due.year, due.month, due.day)
+    # The new version's data end counts, refused or not: the next day is not due.
+    after = run_retrain(world, config, now=due + timedelta(days=1))
+    assert after.status == SKIPPED_NOT_DUE
+    statuses = [d["status"] for d in read_decisions(world)]
+    assert statuses[-3:] == [SKIPPED_NOT_DUE, outcome.status, SKIPPED_NOT_DUE]
+
+
+def test_cli_retrain_says_when_the_next_retraining_is_due(world):
+    from panda_predictor.cli.retrain import retrain
+
+    result = CliRunner().invoke(
+        retrain, ["--now", "2025-07-03", "--no-progress"], obj=world
+    )
+    assert result.exit_code == 0, result.output
+    assert "skipped_not_due (not due until 2025-" in result.output, result.output
 
 
 @pytest.mark.parametrize(
@@ -322,3 +369,8 @@ def test_cli_drift_exit_code_and_retrain(world):
 def test_retrain_config_errors(months, match):
     with pytest.raises(ValueError, match=match):
         RetrainConfig(window_months=months)
+
+
+def test_retrain_config_names_a_bad_cadence():
+    with pytest.raises(ValueError, match="cadence.*auto, monthly.*Got 'weekly'"):
+        RetrainConfig(cadence="weekly")

@@ -149,19 +149,17 @@ def _preset_column_names() -> list[str]:
     return names
 
 
-def _apply_to_task(
-    conn: Connection,
+def _plan_update(
     tasks: sa.Table,
     prediction: TaskPrediction,
     fixed_units: bool,
-    lock: bool,
     row: Any = None,
-) -> str | None:
-    """Write the predicted resources into JEDI_TASKS if JEDI has not moved the task.
+) -> dict[str, Any] | str:
+    """Return the JEDI_TASKS values to write for an applied task, or why not.
 
-    ``row`` is the task's status, SPLITRULE and LOCKEDBY as read (row-locked where
-    ``lock``) earlier in this transaction; None when the task was not found.
-    Returns None when written, else why not (the task's current state).
+    ``row`` is the task's status, SPLITRULE, LOCKEDBY and preset values as read
+    (row-locked on PostgreSQL/Oracle) earlier in this transaction; None when the
+    task was not found. The values include the new SPLITRULE (scout rule removed).
     """
     task_id = prediction.jeditaskid
     if row is None:
@@ -183,21 +181,74 @@ def _apply_to_task(
         spec = TARGETS[name]
         values[spec.value_column], values[spec.unit_column] = stored
     _check_length(tasks, "splitrule", values["splitrule"], task_id)
-    update = (
-        sa.update(tasks)
-        .where(
-            tasks.c.jeditaskid == task_id,
-            tasks.c.status.in_(ELIGIBLE_STATUSES),
-            # Unchanged since read: JEDI did not touch the rule in between.
-            tasks.c.splitrule == row.splitrule,
-            tasks.c.lockedby.is_(None),
+    return values
+
+
+def _execute_updates(
+    conn: Connection,
+    tasks: sa.Table,
+    planned: dict[int, dict[str, Any]],
+    read_rules: dict[int, str],
+) -> set[int]:
+    """Write every planned task with one executemany per set of columns.
+
+    Each UPDATE is conditional: the task must still be eligible, unheld and carry
+    the SPLITRULE read earlier, so JEDI's own moves win. One statement per column
+    set (tasks whose requester values are kept write fewer columns) lets the
+    driver send the batch in one go (psycopg's pipeline, Oracle's array DML)
+    instead of a round trip per task while the rows are locked. Returns the ids
+    written.
+    """
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for task_id, values in planned.items():
+        groups.setdefault(tuple(sorted(values)), []).append(task_id)
+    written: set[int] = set()
+    statuses = {f"b_status_{i}": s for i, s in enumerate(ELIGIBLE_STATUSES)}
+    for columns, ids in groups.items():
+        update = (
+            sa.update(tasks)
+            .where(
+                tasks.c.jeditaskid == sa.bindparam("b_task_id"),
+                # One plain parameter per status: executemany takes no IN list.
+                tasks.c.status.in_([sa.bindparam(k) for k in statuses]),
+                # Unchanged since read: JEDI did not touch the rule in between.
+                tasks.c.splitrule == sa.bindparam("b_read_rule"),
+                tasks.c.lockedby.is_(None),
+            )
+            .values({name: sa.bindparam(f"v_{name}") for name in columns})
         )
-        .values(**values)
-        .prefix_with("/* writer.write_predictions */", dialect="*")
-    )
-    if conn.execute(update).rowcount != 1:
-        return "moved by JEDI during the write-back"
-    return None
+        params = [
+            {
+                **statuses,
+                "b_task_id": task_id,
+                "b_read_rule": read_rules[task_id],
+                **{f"v_{name}": planned[task_id][name] for name in columns},
+            }
+            for task_id in ids
+        ]
+        result = conn.execute(_tag(update, "writer.write_predictions"), params)
+        if conn.dialect.supports_sane_multi_rowcount and result.rowcount == len(ids):
+            written.update(ids)
+        else:  # some row changed under us (no row locks): see which ones hold ours
+            written.update(_holding(conn, tasks, {i: planned[i] for i in ids}))
+    return written
+
+
+def _holding(
+    conn: Connection, tasks: sa.Table, planned: dict[int, dict[str, Any]]
+) -> set[int]:
+    """Return the ids whose row now holds every value planned for it."""
+    columns = sorted({name for values in planned.values() for name in values})
+    held: set[int] = set()
+    for chunk in _id_chunks(sorted(planned)):
+        query = sa.select(tasks.c.jeditaskid, *(tasks.c[c] for c in columns)).where(
+            tasks.c.jeditaskid.in_(chunk)
+        )
+        for row in conn.execute(_tag(query, "writer.write_predictions")):
+            wanted = planned[int(row.jeditaskid)]
+            if all(row._mapping[name] == value for name, value in wanted.items()):
+                held.add(int(row.jeditaskid))
+    return held
 
 
 def write_predictions(
@@ -407,8 +458,8 @@ def _write_batch(
 
     Set-based so the row locks are short: one query finds the tasks already
     audited, one reads (and on PostgreSQL/Oracle locks, in id order) every task to
-    be written, then a conditional UPDATE per applied task and one multi-row audit
-    INSERT. ``options`` is ``(fixed_units, lock, host)``.
+    be written, one executemany of conditional UPDATEs per set of written columns
+    and one multi-row audit INSERT. ``options`` is ``(fixed_units, lock, host)``.
     """
     fixed_units, lock, host = options
     for prediction in predictions:
@@ -424,6 +475,27 @@ def _write_batch(
         {p.jeditaskid for p in predictions if p.decision == "applied"} - seen
     )
     current = _current_rows(conn, tasks, applied_ids, lock)
+    refusals: dict[int, str] = {}
+    planned: dict[int, dict[str, Any]] = {}
+    first = set(seen)  # only a task's first prediction in the batch counts
+    for prediction in predictions:
+        task_id = prediction.jeditaskid
+        if task_id in first:
+            continue
+        first.add(task_id)
+        if prediction.decision != "applied":
+            continue
+        at.text = f"jediTaskID={task_id}"
+        plan = _plan_update(tasks, prediction, fixed_units, current.get(task_id))
+        if isinstance(plan, str):
+            refusals[task_id] = plan
+        else:
+            planned[task_id] = plan
+    at.text = f"the JEDI_TASKS updates of {len(planned)} tasks"
+    read_rules = {task_id: current[task_id].splitrule for task_id in planned}
+    written = _execute_updates(conn, tasks, planned, read_rules)
+    for task_id in planned.keys() - written:
+        refusals[task_id] = "moved by JEDI during the write-back"
     now = datetime.now(UTC).replace(tzinfo=None)
     rows: list[dict[str, Any]] = []
     for prediction in predictions:
@@ -434,15 +506,15 @@ def _write_batch(
             result.already_audited.append(task_id)
             continue
         seen.add(task_id)  # a task twice in one batch is written once
-        outcome = _decide(conn, tasks, prediction, fixed_units, lock, current, result)
+        outcome = _decide(prediction, refusals.get(task_id), result)
         if outcome is None:
             continue
-        decision, reason, written = outcome
+        decision, reason, written_now = outcome
         row = _audit_row(
             prediction,
             decision,
             reason,
-            now if written else None,
+            now if written_now else None,
             fixed_units,
             host,
             now,
@@ -490,24 +562,16 @@ def _current_rows(
 
 
 def _decide(
-    conn: Connection,
-    tasks: sa.Table,
-    prediction: TaskPrediction,
-    fixed_units: bool,
-    lock: bool,
-    current: dict[int, Any],
-    result: WriteResult,
+    prediction: TaskPrediction, refused: str | None, result: WriteResult
 ) -> tuple[str, str, bool] | None:
-    """Write one task if applied; return (decision, reason, written) for its audit
-    row, or None when it gets none (JEDI holds it: a later pass tries again)."""
+    """Return (decision, reason, written) for a task's audit row, or None when it
+    gets none (JEDI holds it: a later pass tries again). ``refused`` says why an
+    applied task was not written (None: it was)."""
     task_id = prediction.jeditaskid
     if prediction.decision != "applied":
         result.kept_scouts.append(task_id)
         log.info("jediTaskID=%d keeps its scouts: %s", task_id, prediction.reason)
         return prediction.decision, prediction.reason, False
-    refused = _apply_to_task(
-        conn, tasks, prediction, fixed_units, lock, current.get(task_id)
-    )
     if refused is None:
         result.applied.append(task_id)
         log.info("jediTaskID=%d predictions written, scouts skipped", task_id)

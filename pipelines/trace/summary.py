@@ -6,13 +6,21 @@ baseline beats it in under- and over-allocation at once, how many tasks skip the
 scouts, the top class's recall and precision beside the key-95th-percentile rule,
 and the replay goals against scouts.
 
-Run: ``python -m pipelines.trace.summary <home>/benchmarks/*/full.json``.
+A second table (``--table choices``) says what each log chose for itself: which
+expert the production row followed how often, what each retraining chose (cadence,
+half-life of the training weights, the combination's settings) and where the
+top-class tasks went that the production row missed.
+
+Run (on the files ``panda-predictor benchmark`` writes)::
+
+    python -m pipelines.trace.summary [--table choices] <home>/benchmarks/*/full.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +84,55 @@ def summary_rows(full: dict[str, Any]) -> list[str]:
     return rows
 
 
+def _counts(values: list[Any], show=str) -> str:
+    """Return ``a x2, b x1`` for the values, most frequent first."""
+    return ", ".join(f"{show(v)} x{n}" for v, n in Counter(values).most_common())
+
+
+def _days(value: float | None) -> str:
+    return "all" if value is None else f"{value:g} d"
+
+
+def choice_rows(full: dict[str, Any]) -> list[str]:
+    """Return the Markdown rows of what one log chose, per target."""
+    name = full["file"].removesuffix(".gz").removesuffix(".swf")
+    tuning = full["split"].get("self_tuning", {})
+    cadences = _counts([c["retrain_every_days"] for c in tuning.values()], _days)
+    rows = []
+    for target, production in full.get("production", {}).items():
+        followed = production.get("followed", {})
+        settings = list(production.get("combination", {}).values())
+        lives = _counts(
+            [c["half_life_days"].get(target) for c in tuning.values()], _days
+        )
+        tails = production.get("tails", {})
+        shares = " | ".join(f"{followed.get(e, 0.0):.0%}" for e in EXPERT_COLUMNS)
+        rows.append(
+            f"| {name} | {target} | {production.get('coverage', 0.0):.0%} | "
+            f"{shares} | {len(tuning) or len(settings)} | {cadences or 'n/a'} | "
+            f"{lives or 'n/a'} | "
+            f"{_counts([s['decay'] for s in settings])} | "
+            f"{_counts([s['key'] for s in settings])} | "
+            f"{sum(bool(s['balanced']) for s in settings)} of {len(settings)} | "
+            f"{tails.get('missed', float('nan')):.0%}: "
+            f"{tails.get('missed_by_model', float('nan')):.0%} / "
+            f"{tails.get('missed_by_combination', float('nan')):.0%} / "
+            f"{tails.get('written_low', float('nan')):.1%} |"
+        )
+    return rows
+
+
+#: The experts of the combination, in the choices table's order.
+EXPERT_COLUMNS = ("model", "last2", "key_p75", "key_p95", "ratio")
+
+CHOICES_HEADER = (
+    "| log | target | scouts skipped | "
+    + " | ".join(EXPERT_COLUMNS)
+    + " | retrainings | days to the next retraining | half-life chosen | decay "
+    "chosen | key chosen | balanced | top class missed: by the model / by the "
+    "combination / written low |\n" + "|---" * 15 + "|"
+)
+
 HEADER = (
     "| log | target | production macro-F1 | best baseline | lead (90 % interval) "
     "| baselines better in under- and over-allocation | quality goal | scouts "
@@ -88,10 +145,22 @@ def main(argv: list[str] | None = None) -> None:
     """Print the goal table of the given full.json files."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", type=Path, help="full.json files")
+    parser.add_argument(
+        "--table",
+        choices=("goal", "choices"),
+        default="goal",
+        help="goal: the goal per log and target (default); choices: the experts "
+        "followed, the self-tuned choices and the top-class misses",
+    )
     args = parser.parse_args(argv)
-    print(HEADER)
+    header, rows_of = (
+        (HEADER, summary_rows)
+        if args.table == "goal"
+        else (CHOICES_HEADER, choice_rows)
+    )
+    print(header)
     for path in args.files:
-        for row in summary_rows(json.loads(path.read_text())):
+        for row in rows_of(json.loads(path.read_text())):
             print(row)
 
 
