@@ -486,7 +486,7 @@ Goal (issue 11): 0 cut requests: {"**met**" if d["cut"] == 0 else "**not met**"}
 server, {args.server_threads} threads, {source}, no history refresh) on
 127.0.0.1, and a paced Python load generator in a second process on the same host
 ({args.client_threads} keep-alive connections, one task definition per `POST
-/v1/predictions`, each answer with 4 targets and their top SHAP features). Latency
+/v1/predictions` without `?explain=true`, each answer with 4 targets). Latency
 is counted from each request's scheduled send time (no coordinated omission).
 Measured {time.strftime("%Y-%m-%d %H:%M")} on {platform.machine()},
 {os.cpu_count()} cores, Python {platform.python_version()}; 1-minute load average
@@ -500,11 +500,13 @@ before the run {load_before:.1f}. Command:
 Goal (issues 4 and 11): p99 at most 20 ms at 200 requests/s for 60 s with zero
 errors, on a quiet machine: {verdict}.
 {over}{term}
-One request costs about 4.6 ms of CPU in-process (Flask test client, one task, four
-targets with SHAP explanations): validation and the records fast path of the
-predictor (~1 ms), the SHAP explanations (~2 ms), Flask, JSON and metrics. Waitress
-runs the requests on threads that share the GIL, so on 2 cores shared with the load
-generator the tail grows with the host's load.
+One request costs about 2.9 ms in-process on the demo champion (Flask test client,
+one task, four targets, one of them a Keras network): validation, the records fast
+path of the predictor, Flask, JSON and metrics. With `?explain=true` the tree SHAP
+explanations add about 4 ms (7.5 ms in all before they became opt-in, when they were
+computed for every request and the run above served 182 requests/s at a p99 of
+5.8 s). Waitress runs the requests on threads that share the GIL, so on 2 cores
+shared with the load generator the tail grows with the host's load.
 """
     print(section)
     if not args.no_write:

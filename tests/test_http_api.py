@@ -39,7 +39,7 @@ def client(tmp_path, predictor):
 
 
 def test_one_task_gets_every_target_with_range_value_and_features(client):
-    response = client.post("/v1/predictions", json=TASK)
+    response = client.post("/v1/predictions?explain=true", json=TASK)
     assert response.status_code == 200, response.get_json()
     body = response.get_json()
     assert body["history_features"] is False
@@ -61,6 +61,28 @@ def test_one_task_gets_every_target_with_range_value_and_features(client):
         isinstance(f["contribution"], float) for f in ram["top_features"]
     )
     assert names <= set(load_bundle_features(client))
+
+
+def test_explanations_only_on_request_with_the_same_prediction(client):
+    plain = client.post("/v1/predictions", json=TASK).get_json()["predictions"][0]
+    explained = client.post("/v1/predictions?explain=1", json=TASK).get_json()
+    explained = explained["predictions"][0]
+    for name, target in plain["targets"].items():
+        assert target["top_features"] == []
+        assert target["explanation"] == "not requested (add ?explain=true)"
+        other = explained["targets"][name]
+        assert other["top_features"]
+        for key in ("class_index", "value", "confidence", "probabilities"):
+            assert target[key] == other[key]
+    assert plain["decision"] == explained["decision"]
+
+
+def test_a_bad_explain_flag_is_a_clear_400(client):
+    response = client.post("/v1/predictions?explain=maybe", json=TASK)
+    assert response.status_code == 400
+    description = response.get_json()["description"]
+    assert "'explain' query parameter must be one of" in description
+    assert "Got 'maybe' instead" in description
 
 
 def load_bundle_features(client):

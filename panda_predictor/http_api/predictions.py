@@ -10,6 +10,7 @@ from typing import Any
 
 from flask import Blueprint, current_app, jsonify, request
 from flask.typing import ResponseReturnValue
+from werkzeug.exceptions import BadRequest
 
 from panda_predictor.http_api.errors import RETRY_AFTER_SECONDS, ServiceUnavailable
 from panda_predictor.http_api.input_limits import parse_json_body
@@ -40,9 +41,29 @@ def model_unavailable(exc: ModelUnavailable, advice: str) -> ServiceUnavailable:
     )
 
 
+def explain_requested() -> bool:
+    """Return the ``explain`` query flag (default false); 400 when it is not a flag."""
+    text = request.args.get("explain", "false").strip().lower()
+    if text not in FLAGS:
+        raise BadRequest(
+            "The 'explain' query parameter must be one of "
+            f"{', '.join(sorted(FLAGS))}. Got {text[:40]!r} instead."
+        )
+    return FLAGS[text]
+
+
+#: Accepted spellings of the ``explain`` query flag.
+FLAGS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
 @bp.post("/v1/predictions")
 def create_predictions() -> ResponseReturnValue:
-    """Predict one task definition or a list; answer per task and target."""
+    """Predict one task definition or a list; answer per task and target.
+
+    Each target lists its top features only with ``?explain=true``: the tree SHAP
+    explanations cost more than the prediction (docs/performance.md).
+    """
+    explain = explain_requested()
     definitions = parse_prediction_request(json_body())
     service = state()
     try:
@@ -50,7 +71,7 @@ def create_predictions() -> ResponseReturnValue:
     except ModelUnavailable as exc:
         raise model_unavailable(exc, "Keep the scouts.") from None
     history = service.history.index if service.history is not None else None
-    results = predict_tasks(predictor, task_records(definitions), history)
+    results = predict_tasks(predictor, task_records(definitions), history, explain)
     for r in results:
         DECISIONS.labels(r["decision"], reason_kind(r["reason"])).inc()
     body = PredictionsOut.model_validate(

@@ -17,6 +17,9 @@ from panda_predictor.http_api.explain import FeatureContribution, explain
 from panda_predictor.serving.combination import ServingHistory
 from panda_predictor.serving.predictor import Predictor
 
+#: The ``explanation`` of a target whose top features were not asked for.
+NOT_REQUESTED = "not requested (add ?explain=true)"
+
 
 def reason_kind(reason: str) -> str:
     """Return a short, bounded label for a decision reason (for metrics)."""
@@ -78,17 +81,27 @@ def prediction_dict(
 
 
 def predict_tasks(
-    predictor: Predictor, records: list[dict[str, Any]], history: Any = None
+    predictor: Predictor,
+    records: list[dict[str, Any]],
+    history: Any = None,
+    explain_features: bool = True,
 ) -> list[dict[str, Any]]:
     """Predict task records (TASK_COLUMNS maps) and return one plain dict per task.
 
-    Uses the predictor's fast records path; the explanations reuse the same code
-    matrix, so a one-task request never builds a pandas frame.
+    Uses the predictor's fast records path. With ``explain_features`` each target
+    lists its top features (tree SHAP), computed on the same code matrix the
+    prediction used (built once); they cost more than the prediction itself, so
+    the HTTP service computes them only on request (``?explain=true``).
     """
-    predictions = predictor.predict_records(records, history)
+    if not explain_features:
+        return [
+            prediction_dict(p, None, dict.fromkeys(p.targets, NOT_REQUESTED))
+            for p in predictor.predict_records(records, history)
+        ]
     features = predictor.bundle.features
     index = history.index if isinstance(history, ServingHistory) else history
     M = features.transform_records(records, index)
+    predictions = predictor.predict_records(records, history, matrix=M)
     chosen = {
         t: np.array([p.targets[t].class_index for p in predictions])
         for t in predictor.bundle.models

@@ -304,6 +304,7 @@ class Predictor:
         records: Sequence[Mapping[str, Any]],
         history: RecentHistoryIndex | ServingHistory | None = None,
         now: datetime | None = None,
+        matrix: np.ndarray | None = None,
     ) -> list[TaskPrediction]:
         """Return one prediction per task record (the low-latency route).
 
@@ -313,8 +314,10 @@ class Predictor:
         recent-history index, or a :class:`ServingHistory` (history features and
         the experts' records as of one time), or None (history unknown); ``now``
         the time
-        stamped on the predictions. Gives what :meth:`predict` gives for the same
-        tasks as a frame.
+        stamped on the predictions; ``matrix`` the records' code matrix
+        (``FeaturePipeline.transform_records`` with the same history), when the
+        caller built it already for another use (explanations). Gives what
+        :meth:`predict` gives for the same tasks as a frame.
         """
         features = self.bundle.features
         if self._matrix_fn is None:
@@ -322,7 +325,7 @@ class Predictor:
             return self.predict(frame, history, now) if len(frame) else []
         served = history if isinstance(history, ServingHistory) else None
         index = served.index if served is not None else history
-        M = features.transform_records(records, index)
+        M = features.transform_records(records, index) if matrix is None else matrix
         if len(M) == 0:
             return []
         proba = self._matrix_fn(M)
