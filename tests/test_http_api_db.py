@@ -145,6 +145,81 @@ def test_posting_every_waiting_task_applies_at_least_one(many_new_tasks_db, pred
         app.extensions["panda_predictor"].close()
 
 
+def _set_task(settings, task_id, **values):
+    engine = make_engine(settings)
+    tasks = get_panda_tables(settings, engine).jedi_tasks
+    with engine.begin() as conn:
+        conn.execute(
+            sa.update(tasks).where(tasks.c.jeditaskid == task_id).values(**values)
+        )
+    engine.dispose()
+
+
+class _FailingPredictor:
+    """The real predictor, except that predicting raises (a broken model)."""
+
+    def __init__(self, predictor):
+        self._predictor = predictor
+
+    def __getattr__(self, name):
+        return getattr(self._predictor, name)
+
+    def predict(self, *args, **kwargs):
+        raise ValueError("the model cannot score this task")
+
+
+def test_post_of_a_task_that_cannot_be_predicted_is_422_with_the_reason(
+    loaded_db, predictor
+):
+    task_id = _defined_ids(loaded_db)[0]
+    app, client = _client(loaded_db, _FailingPredictor(predictor))
+    try:
+        response = client.post(f"/v1/tasks/{task_id}/prediction", headers=AUTH)
+        assert response.status_code == 422, response.get_json()
+        description = response.get_json()["description"]
+        assert f"jediTaskID={task_id} could not be predicted" in description
+        assert "the model cannot score this task" in description
+        assert "audited with decision 'error'" in description
+        audit = client.get(f"/v1/tasks/{task_id}/prediction").get_json()["audit"]
+        assert audit["decision"] == "error"
+    finally:
+        app.extensions["panda_predictor"].close()
+
+
+def test_post_of_an_invalid_task_keeps_its_scouts_and_says_why(loaded_db, predictor):
+    task_id = _defined_ids(loaded_db)[0]
+    _set_task(loaded_db, task_id, corecount=-3)
+    app, client = _client(loaded_db, predictor)
+    try:
+        response = client.post(f"/v1/tasks/{task_id}/prediction", headers=AUTH)
+        assert response.status_code == 200, response.get_json()
+        body = response.get_json()
+        assert body["outcome"] == "kept_scouts" and not body["written"]
+        assert (
+            "'corecount' field must be a positive integer"
+            in (body["prediction"]["reason"])
+        )
+    finally:
+        app.extensions["panda_predictor"].close()
+
+
+def test_post_of_a_task_jedi_holds_is_409_with_retry_after(loaded_db, predictor):
+    task_id = _defined_ids(loaded_db)[0]
+    _set_task(loaded_db, task_id, lockedby="JobGenerator-1")
+    app, client = _client(loaded_db, predictor)
+    try:
+        held = client.post(f"/v1/tasks/{task_id}/prediction", headers=AUTH)
+        assert held.status_code == 409, held.get_json()
+        assert "LOCKEDBY is set" in held.get_json()["description"]
+        assert held.headers["Retry-After"] == "5"
+        assert client.get(f"/v1/tasks/{task_id}/prediction").status_code == 404
+        _set_task(loaded_db, task_id, lockedby=None)
+        released = client.post(f"/v1/tasks/{task_id}/prediction", headers=AUTH)
+        assert released.status_code == 200, released.get_json()
+    finally:
+        app.extensions["panda_predictor"].close()
+
+
 def test_post_for_an_unknown_task_is_404(loaded_db, predictor):
     app, client = _client(loaded_db, predictor)
     response = client.post("/v1/tasks/999999999/prediction", headers=AUTH)

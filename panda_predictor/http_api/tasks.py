@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import hmac
 import logging
+from typing import Any
 
 from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 from werkzeug.datastructures import WWWAuthenticate
-from werkzeug.exceptions import Conflict, NotFound, Unauthorized
+from werkzeug.exceptions import (
+    Conflict,
+    NotFound,
+    Unauthorized,
+    UnprocessableEntity,
+)
 
 from panda_predictor.http_api.errors import RETRY_AFTER_SECONDS, ServiceUnavailable
 from panda_predictor.http_api.input_limits import parse_task_id
@@ -93,6 +99,19 @@ def predict_task(task_id: str) -> ResponseReturnValue:
             "untouched and keeps its scouts (the reason is in the service log).",
             retry_after=RETRY_AFTER_SECONDS,
         )
+    if jeditaskid in report.errors:
+        raise UnprocessableEntity(
+            f"The task jediTaskID={jeditaskid} could not be predicted or written: "
+            f"{_audited_reason(service, jeditaskid)}. It is audited with decision "
+            "'error', its JEDI row is untouched and it keeps its scouts."
+        )
+    if jeditaskid in report.locked_by_jedi or (
+        not report.predictions and _held_by_jedi(service, jeditaskid)
+    ):
+        raise _JediHoldsTheTask(
+            f"JEDI holds the task jediTaskID={jeditaskid} (LOCKEDBY is set): nothing "
+            "was written. Try again once JEDI releases it."
+        )
     if not report.predictions:
         row = found.iloc[0]
         raise Conflict(
@@ -114,6 +133,37 @@ def predict_task(task_id: str) -> ResponseReturnValue:
         }
     )
     return jsonify(body.model_dump())
+
+
+class _JediHoldsTheTask(Conflict):
+    """409 with ``Retry-After``: JEDI holds the task, a later call may succeed."""
+
+    def get_headers(self, *args: Any, **kwargs: Any) -> list[tuple[str, str]]:
+        headers = super().get_headers(*args, **kwargs)
+        return [*headers, ("Retry-After", str(RETRY_AFTER_SECONDS))]
+
+
+def _held_by_jedi(service: Any, jeditaskid: int) -> bool:
+    """Return whether JEDI holds the task (``LOCKEDBY`` set): the hook skips it."""
+    import sqlalchemy as sa
+
+    from panda_predictor.db.engine import get_panda_tables
+
+    engine = service.engine()
+    tasks = get_panda_tables(service.settings, engine).jedi_tasks
+    query = sa.select(tasks.c.lockedby).where(tasks.c.jeditaskid == jeditaskid)
+    with engine.connect() as conn:
+        return conn.execute(query).scalar() is not None
+
+
+def _audited_reason(service: Any, jeditaskid: int) -> str:
+    """Return the reason of a task's audit row (or a pointer to the log)."""
+    from panda_predictor.db.audit import read_audit
+
+    row = read_audit(service.engine(), service.settings, jeditaskid)
+    if row is None or not row.get("reason"):
+        return "the reason is in the service log"
+    return str(row["reason"])
 
 
 @bp.get("/v1/tasks/<task_id>/prediction")
