@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
 from model_registry.registry import CHAMPION, set_alias
 from panda_predictor.db.engine import make_engine
@@ -19,6 +19,7 @@ from panda_predictor.hook import HookReport, run_hook_once
 from panda_predictor.settings import Settings
 from pipelines.load_history import load_history
 from pipelines.simulation import SimulationConfig, simulate_history
+from pipelines.simulation.config import yesterday_midnight
 from pipelines.train import TrainingConfig
 from pipelines.train_and_register import RunSummary, train_and_register
 
@@ -42,10 +43,7 @@ class DemoResult:
 def history_end() -> datetime:
     """Return yesterday's midnight (UTC): the simulated history ends there and the
     new tasks arrive today, so the hook's "recent history" window covers it."""
-    today = datetime.now(UTC).replace(
-        tzinfo=None, hour=0, minute=0, second=0, microsecond=0
-    )
-    return today - timedelta(days=1)
+    return yesterday_midnight()
 
 
 def reset_embedded_store(settings: Settings) -> None:

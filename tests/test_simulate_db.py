@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
@@ -96,6 +98,11 @@ def test_cli_creates_tables_and_writes(settings):
     engine = make_engine(settings)
     try:
         assert _count(engine, settings, "jedi_tasks") == 130
+        # Without --end-date the history ends yesterday: the new tasks are today's.
+        tasks = get_panda_tables(settings, engine).jedi_tasks
+        with engine.connect() as conn:
+            newest = conn.execute(sa.select(sa.func.max(tasks.c.creationdate))).scalar()
+        assert newest.date() >= (datetime.now(UTC) - timedelta(days=1)).date()
     finally:
         engine.dispose()
 

@@ -39,9 +39,10 @@ log = logging.getLogger(__name__)
 @click.option(
     "--end-date",
     type=click.DateTime(formats=["%Y-%m-%d"]),
-    default="2026-01-01",
-    show_default=True,
-    help="End of the history; newly defined tasks are created the day after.",
+    default=None,
+    help="End of the history; newly defined tasks are created the day after "
+    "[default: yesterday, so the hook's recent-history window covers the history "
+    "and 'panda-predictor hook' predicts the new tasks today].",
 )
 @click.option(
     "--batch-size",
@@ -58,7 +59,7 @@ def simulate(
     n_defined: int,
     seed: int,
     months: int,
-    end_date: datetime,
+    end_date: datetime | None,
     batch_size: int,
     no_progress: bool,
 ) -> None:
@@ -79,6 +80,7 @@ def simulate(
     from panda_predictor.errors import UserInputError
     from pipelines.load_history import ensure_panda_tables, load_history
     from pipelines.simulation import SimulationConfig, simulate_history
+    from pipelines.simulation.config import yesterday_midnight
 
     try:
         config = SimulationConfig(
@@ -86,7 +88,7 @@ def simulate(
             n_defined=n_defined,
             seed=seed,
             months=months,
-            end_date=end_date,
+            end_date=end_date or yesterday_midnight(),
             batch_size=batch_size,
         )
     except UserInputError as exc:

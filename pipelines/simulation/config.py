@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,20 @@ DEFAULT_PARAMS_FILE = (
 
 #: End of the simulated period unless told otherwise (tasks are created before it).
 DEFAULT_END_DATE = datetime(2026, 1, 1)
+
+
+def yesterday_midnight() -> datetime:
+    """Return yesterday's midnight (UTC, naive): where a history for *today* ends.
+
+    A history ending there puts its newly defined tasks today, inside the hook's
+    recent-history window, so the hook predicts them (the demo and the
+    ``simulate`` command's default). The fixed :data:`DEFAULT_END_DATE` keeps
+    tests reproducible instead.
+    """
+    today = datetime.now(UTC).replace(
+        tzinfo=None, hour=0, minute=0, second=0, microsecond=0
+    )
+    return today - timedelta(days=1)
 
 
 def _check_int(name: str, value: Any, minimum: int, what: str) -> None:
