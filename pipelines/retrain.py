@@ -221,12 +221,13 @@ def _bins_for(
 
 def _record(settings: Settings, outcome: RetrainOutcome) -> None:
     append_decision(settings, outcome.to_dict())
+    version = f" (version {outcome.version})" if outcome.version else ""
     log.info(
-        "retrain %s..%s: %s (version %s) %s",
+        "retrain %s..%s: %s%s %s",
         outcome.since.date(),
         outcome.until.date(),
         outcome.status,
-        outcome.version,
+        version,
         outcome.reason,
     )
 
