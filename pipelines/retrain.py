@@ -44,7 +44,7 @@ from panda_predictor.core.features import FEATURE_PIPELINE_VERSION
 from panda_predictor.core.targets import TARGET_NAMES
 from panda_predictor.settings import Settings
 from pipelines.dataset import LabelledHistory
-from pipelines.retrain_cadence import check_due
+from pipelines.retrain_cadence import check_due, registered_versions
 from pipelines.retrain_log import append_decision
 from pipelines.train import TrainingConfig
 
@@ -142,20 +142,24 @@ class RetrainOutcome:
         return out
 
 
+def _months_before(until: datetime, months: int) -> datetime:
+    """Return the same day ``months`` calendar months earlier (clipped to the
+    month's last day: 31 March minus one month is 28 or 29 February)."""
+    index = until.year * 12 + until.month - 1 - months
+    year, month = index // 12, index % 12 + 1
+    return datetime(year, month, min(until.day, calendar.monthrange(year, month)[1]))
+
+
 def month_window(now: datetime, months: int) -> tuple[datetime, datetime]:
     """Return ``[since, until)``: the ``months`` whole months before ``now``'s month."""
     until = datetime(now.year, now.month, 1)
-    index = until.year * 12 + until.month - 1 - months
-    return datetime(index // 12, index % 12 + 1, 1), until
+    return _months_before(until, months), until
 
 
 def day_window(now: datetime, months: int) -> tuple[datetime, datetime]:
     """Return ``[since, until)``: ``months`` calendar months before ``now``'s day."""
     until = datetime(now.year, now.month, now.day)
-    index = until.year * 12 + until.month - 1 - months
-    year, month = index // 12, index % 12 + 1
-    last_day = calendar.monthrange(year, month)[1]
-    return datetime(year, month, min(until.day, last_day)), until
+    return _months_before(until, months), until
 
 
 def retrain_window(now: datetime, config: RetrainConfig) -> tuple[datetime, datetime]:
@@ -190,18 +194,7 @@ def fingerprint(
 
 def completed_version(settings: Settings, fp: str) -> int | None:
     """Return the version whose completed retraining run had fingerprint ``fp``."""
-    from mlflow.exceptions import MlflowException
-
-    from model_registry.tracking import mlflow_client
-
-    client = mlflow_client(settings)
-    try:
-        versions = client.search_model_versions(f"name='{settings.model_name}'")
-    except MlflowException as exc:
-        if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
-            return None
-        raise
-    for mv in versions:
+    for mv in registered_versions(settings):
         tags = mv.tags or {}
         if tags.get(FINGERPRINT_TAG) == fp and tags.get(STATUS_TAG) == "complete":
             return int(mv.version)

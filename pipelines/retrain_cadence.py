@@ -111,20 +111,31 @@ def due_from_versions(
     return DueCheck(False, reason, every, trained_until)
 
 
-def check_due(settings: Settings, now: datetime) -> DueCheck:
-    """Return whether the registry's versions say a retraining is due at ``now``."""
+def registered_versions(settings: Settings) -> list[Any]:
+    """Return every registered version of the model (MLflow objects with ``version``
+    and ``tags``); none when the model was never registered."""
     from mlflow.exceptions import MlflowException
 
-    from model_registry.registry import champion_version
     from model_registry.tracking import mlflow_client
 
-    client = mlflow_client(settings)
     try:
-        versions = client.search_model_versions(f"name='{settings.model_name}'")
+        found = mlflow_client(settings).search_model_versions(
+            f"name='{settings.model_name}'"
+        )
     except MlflowException as exc:
         if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
-            return DueCheck(True, "no model registered yet")
+            return []
         raise
-    champion = champion_version(settings) if versions else None
+    return list(found)
+
+
+def check_due(settings: Settings, now: datetime) -> DueCheck:
+    """Return whether the registry's versions say a retraining is due at ``now``."""
+    from model_registry.registry import champion_version
+
+    versions = registered_versions(settings)
+    if not versions:
+        return DueCheck(True, "no model registered yet")
+    champion = champion_version(settings)
     number = champion.version if champion is not None else None
-    return due_from_versions(list(versions), number, now)
+    return due_from_versions(versions, number, now)

@@ -188,12 +188,13 @@ def _execute_updates(
     conn: Connection,
     tasks: sa.Table,
     planned: dict[int, dict[str, Any]],
-    read_rules: dict[int, str],
+    current: dict[int, Any],
 ) -> set[int]:
     """Write every planned task with one executemany per set of columns.
 
     Each UPDATE is conditional: the task must still be eligible, unheld and carry
-    the SPLITRULE read earlier, so JEDI's own moves win. One statement per column
+    the SPLITRULE read earlier (``current``, from :func:`_current_rows`), so JEDI's
+    own moves win. One statement per column
     set (tasks whose requester values are kept write fewer columns) lets the
     driver send the batch in one go (psycopg's pipeline, Oracle's array DML)
     instead of a round trip per task while the rows are locked. Returns the ids
@@ -221,7 +222,7 @@ def _execute_updates(
             {
                 **statuses,
                 "b_task_id": task_id,
-                "b_read_rule": read_rules[task_id],
+                "b_read_rule": current[task_id].splitrule,
                 **{f"v_{name}": planned[task_id][name] for name in columns},
             }
             for task_id in ids
@@ -492,8 +493,7 @@ def _write_batch(
         else:
             planned[task_id] = plan
     at.text = f"the JEDI_TASKS updates of {len(planned)} tasks"
-    read_rules = {task_id: current[task_id].splitrule for task_id in planned}
-    written = _execute_updates(conn, tasks, planned, read_rules)
+    written = _execute_updates(conn, tasks, planned, current)
     for task_id in planned.keys() - written:
         refusals[task_id] = "moved by JEDI during the write-back"
     now = datetime.now(UTC).replace(tzinfo=None)
