@@ -154,6 +154,44 @@ def run(
         )
     finally:
         engine.dispose()
+    return _store(labels, settings, out, fit_bins_path)
+
+
+def run_spark(
+    settings: Settings,
+    input_dir: str | Path,
+    master: str = "local[2]",
+    conf: dict[str, str] | None = None,
+    out: Path | None = None,
+    fit_bins_path: Path | None = None,
+) -> LabelsRun:
+    """Label Parquet exports on Spark (:mod:`pipelines.spark_labels`); store as ``run``.
+
+    Parameters
+    ----------
+    settings:
+        Settings (``home``, where the labels go by default).
+    input_dir:
+        Folder of ``jedi_tasks/`` and ``jobsarchived4/`` Parquet datasets.
+    master, conf:
+        Spark master URL and extra Spark settings.
+    out, fit_bins_path:
+        As for :func:`run`.
+    """
+    from pipelines.spark_labels import running_session, spark_labels
+
+    with running_session(master, conf) as spark:
+        labels = spark_labels(spark, input_dir)
+    return _store(labels, settings, out, fit_bins_path)
+
+
+def _store(
+    labels: pd.DataFrame,
+    settings: Settings,
+    out: Path | None,
+    fit_bins_path: Path | None,
+) -> LabelsRun:
+    """Write the labels (and fitted bins); return what was written."""
     path = write_labels(labels, out or settings.home / LABELS_FILE)
     n_labelled = int((labels["n_scouts"] > 0).sum())
     log.info(
