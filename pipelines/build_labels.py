@@ -164,6 +164,7 @@ def run_spark(
     conf: dict[str, str] | None = None,
     out: Path | None = None,
     fit_bins_path: Path | None = None,
+    progress: bool = True,
 ) -> LabelsRun:
     """Label Parquet exports on Spark (:mod:`pipelines.spark_labels`); store as ``run``.
 
@@ -175,13 +176,13 @@ def run_spark(
         Folder of ``jedi_tasks/`` and ``jobsarchived4/`` Parquet datasets.
     master, conf:
         Spark master URL and extra Spark settings.
-    out, fit_bins_path:
+    out, fit_bins_path, progress:
         As for :func:`run`.
     """
     from pipelines.spark_labels import running_session, spark_labels
 
     with running_session(master, conf) as spark:
-        labels = spark_labels(spark, input_dir)
+        labels = spark_labels(spark, input_dir, progress=progress)
     return _store(labels, settings, out, fit_bins_path)
 
 

@@ -56,7 +56,11 @@ def export(
             raise click.ClickException(str(exc)) from None
     for name, written in summary.written.items():
         click.echo(
-            f"{name}: {written} months written ({summary.rows[name]} rows), "
+            f"{name}: {_months(written)} written ({summary.rows[name]} rows), "
             f"{summary.skipped[name]} already done"
         )
     click.echo(f"Export in {summary.root}")
+
+
+def _months(n: int) -> str:
+    return f"{n} month" if n == 1 else f"{n} months"

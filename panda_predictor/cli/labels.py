@@ -105,6 +105,7 @@ def labels(
                 conf=conf,
                 out=out,
                 fit_bins_path=fit_bins_path,
+                progress=not no_progress,
             )
         else:
             result = run(

@@ -32,6 +32,7 @@ from panda_predictor.core.labels import (
     finalize_labels,
 )
 from panda_predictor.errors import UserInputError
+from pipelines.spark_labels.progress import spark_progress
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +207,10 @@ def _read(spark: Any, root: str, folder: str, columns: tuple[str, ...]) -> Any:
 
 
 def spark_labels(
-    spark: Any, input_dir: str | Path, params: LabelParams = DEFAULT_LABEL_PARAMS
+    spark: Any,
+    input_dir: str | Path,
+    params: LabelParams = DEFAULT_LABEL_PARAMS,
+    progress: bool = False,
 ) -> pd.DataFrame:
     """Return the labels of every task under ``input_dir``, one row per task.
 
@@ -219,13 +223,22 @@ def spark_labels(
         ``jobsarchived4/`` Parquet datasets (any partitioning: month, day, none).
     params:
         Constants of the scout formulas.
+    progress:
+        Show a progress bar (job rows per second) on stderr.
     """
     started = time.perf_counter()
     tasks = _read(spark, str(input_dir), TASKS_FOLDER, TASK_COLUMNS)
     jobs = _read(spark, str(input_dir), JOBS_FOLDER, JOB_COLUMNS)
-    aggregates = task_aggregates(jobs, tasks, params).toPandas()
+    job_rows = jobs.count()  # Parquet footers only: no scan
+    with spark_progress(spark, job_rows, enabled=progress):
+        aggregates = task_aggregates(jobs, tasks, params).toPandas()
     labels = labels_from_aggregates(aggregates, params)
+    seconds = time.perf_counter() - started
     log.info(
-        "Spark labels: %d tasks in %.1f s", len(labels), time.perf_counter() - started
+        "Spark labels: %d tasks from %d job rows in %.1f s (%.0f rows/s)",
+        len(labels),
+        job_rows,
+        seconds,
+        job_rows / seconds if seconds else 0.0,
     )
     return labels

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -53,6 +54,8 @@ def spark_session(master: str = "local[2]", conf: dict[str, str] | None = None) 
     )
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
+    # py4j logs every connection at INFO; only its problems matter here.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
