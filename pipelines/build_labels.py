@@ -157,6 +157,33 @@ def run(
     return _store(labels, settings, out, fit_bins_path)
 
 
+def run_sql(
+    settings: Settings,
+    chunk_size: int = 20_000,
+    out: Path | None = None,
+    fit_bins_path: Path | None = None,
+    progress: bool = True,
+) -> LabelsRun:
+    """Label the history inside the database (PostgreSQL, Oracle); store as ``run``.
+
+    One aggregation query per ``chunk_size`` tasks, selected by JEDITASKID range
+    (:func:`panda_predictor.db.labels_sql.labels_by_range`); only one row per task
+    leaves the database. SQLite lacks ``percentile_cont``: a clear error says so.
+    """
+    from panda_predictor.db.engine import get_panda_tables
+    from panda_predictor.db.labels_sql import LabelsSqlUnsupported, labels_by_range
+
+    engine = make_engine(settings)
+    try:
+        tables = get_panda_tables(settings, engine)
+        labels = labels_by_range(engine, tables, chunk_size, progress=progress)
+    except LabelsSqlUnsupported as exc:
+        raise UserInputError(str(exc)) from None
+    finally:
+        engine.dispose()
+    return _store(labels, settings, out, fit_bins_path)
+
+
 def run_spark(
     settings: Settings,
     input_dir: str | Path,

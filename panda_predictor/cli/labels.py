@@ -28,15 +28,16 @@ from panda_predictor.settings import Settings
     type=click.IntRange(min=1),
     default=2000,
     show_default=True,
-    help="Tasks read per chunk.",
+    help="Tasks read (python) or aggregated per query (sql) per chunk.",
 )
 @click.option(
     "--engine",
-    type=click.Choice(["python", "spark"]),
+    type=click.Choice(["python", "sql", "spark"]),
     default="python",
     show_default=True,
-    help="python: read the database chunk by chunk in this process. spark: read "
-    "Parquet exports (--input) on a Spark cluster; the labels are identical.",
+    help="python: read the database chunk by chunk in this process. sql: aggregate "
+    "inside PostgreSQL or Oracle, one row per task comes back. spark: read Parquet "
+    "exports (--input) on a Spark cluster. The labels are the same.",
 )
 @click.option(
     "--input",
@@ -77,15 +78,16 @@ def labels(
     Examples:
       panda-predictor labels
       panda-predictor labels --out var/labels.parquet --fit-bins var/bins.yaml
+      panda-predictor labels --engine sql --chunk-size 20000     # PostgreSQL, Oracle
       panda-predictor export --to parquet var/export
       panda-predictor labels --engine spark --master 'local[2]' --input var/export
     """
     from panda_predictor.cli.errors import user_errors
-    from pipelines.build_labels import run, run_spark
+    from pipelines.build_labels import run, run_spark, run_sql
 
     if engine == "spark" and input_dir is None:
         raise click.UsageError("--engine spark needs --input DIR (Parquet exports).")
-    if engine == "python" and input_dir is not None:
+    if engine != "spark" and input_dir is not None:
         raise click.UsageError("--input is read by --engine spark only.")
     conf = {}
     for item in spark_conf:
@@ -103,6 +105,14 @@ def labels(
                 input_dir,
                 master=master,
                 conf=conf,
+                out=out,
+                fit_bins_path=fit_bins_path,
+                progress=not no_progress,
+            )
+        elif engine == "sql":
+            result = run_sql(
+                settings,
+                chunk_size=chunk_size,
                 out=out,
                 fit_bins_path=fit_bins_path,
                 progress=not no_progress,
