@@ -184,8 +184,13 @@ class PredictingTaskRefiner(GenTaskRefiner):
                 prediction = dataclasses.replace(
                     prediction, decision="kept_scouts", reason=plan.far
                 )
-            # Shadow mode and the rollout share: audited, the map left as it came.
-            prediction = route(prediction, settings.mode, settings.rollout_share)
+            # Shadow mode and the rollout share (placed by JEDI's own task id):
+            # audited, the map left as it came.
+            prediction = route(
+                dataclasses.replace(prediction, jeditaskid=int(jedi_task_id)),
+                settings.mode,
+                settings.rollout_share,
+            )
             if prediction.decision != "applied":
                 self._audit(settings, jedi_task_id, prediction, False)
                 TASKS.labels(HOOK, prediction.decision).inc()
