@@ -135,7 +135,8 @@ def test_share_one_is_predict_mode(history_db, predictor):
 
 def test_half_share_splits_by_the_hash_and_again_the_same_way(history_db, predictor):
     settings = history_db.model_copy(update={"rollout_share": 0.5})
-    first = {p.jeditaskid: p.decision for p in run_pass(settings, predictor, True)[0].predictions}  # fmt: skip
+    dry, _ = run_pass(settings, predictor, dry_run=True)
+    first = {p.jeditaskid: p.decision for p in dry.predictions}
     report, audits = run_pass(settings, predictor)
     decided = {t: row["decision"] for t, row in audits.items()}
     assert decided == first  # a second run (a new hook) splits the same way

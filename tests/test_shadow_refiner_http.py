@@ -126,7 +126,9 @@ def _post(settings, predictor, body):
 
 
 def test_service_in_shadow_answers_shadow_with_the_same_prediction(tmp_path, predictor):
-    tasks = [{**TASK, "jediTaskID": 4000000 + i, "coreCount": 1 + i % 8} for i in range(12)]  # fmt: skip
+    tasks = [
+        {**TASK, "jediTaskID": 4000000 + i, "coreCount": 1 + i % 8} for i in range(12)
+    ]
     live = _post(load_settings(home=tmp_path), predictor, tasks)
     shadow = _post(load_settings(home=tmp_path, mode="shadow"), predictor, tasks)
     for said, shadowed in zip(live, shadow, strict=True):
