@@ -31,6 +31,7 @@ TITLES = {
     "would_apply": "would apply",
     "under_memory_tasks": "under mem",
     "under_time_tasks": "under time",
+    "unscored_tasks": "unscored",
     "jobs_at_risk": "jobs at risk",
     "failed_memory_jobs_avoided": "mem fails avoided",
     "failed_time_jobs_avoided": "time fails avoided",

@@ -8,11 +8,14 @@ module compares the two (pure frames, no database):
 - **failures caused**: a predicted class below the measured one (memory:
   ``ramcount``; time: ``cputime`` or ``walltime``) would have started the task's
   jobs under-allocated; all its jobs count as at risk;
+- **unscored**: a task whose jobs could not measure its memory or CPU need counts
+  for nothing below (neither avoided failures nor saved hours);
 - **failures avoided**: jobs that failed for lack of memory (time) under the scouts'
   values, in a task whose predicted class covered the measured need;
 - **scout hours saved**: the scout cost model of the replay
   (:func:`panda_predictor.core.replay.scout_plan`): the bulk of a task waits until
-  its slowest scout finished; a prediction that under-allocates saves nothing;
+  its slowest scout finished; only a prediction that covered the measured memory
+  and time saves it;
 - **waste**: memory the predicted ramCount would have reserved but the jobs did not
   use (predicted MB per core x core-hours of the jobs, minus the GB-hours used; the
   per-job ``baseRamCount`` is left out on both sides), beside what the scouts'
@@ -37,6 +40,7 @@ SUMMARY_COLUMNS = [
     "would_apply",
     "under_memory_tasks",
     "under_time_tasks",
+    "unscored_tasks",
     "jobs_at_risk",
     "failed_memory_jobs_avoided",
     "failed_time_jobs_avoided",
@@ -85,10 +89,12 @@ def job_figures(jobs: pd.DataFrame, scout_flag: str = "sj") -> pd.DataFrame:
     ).reset_index()
 
 
-def _under(frame: pd.DataFrame, target: str) -> pd.Series:
+def _classes(frame: pd.DataFrame, target: str) -> tuple[pd.Series, pd.Series]:
+    """Return (known, under) of a target: both classes known, predicted below."""
     pred = pd.to_numeric(frame[f"{target}_pred_class"]).fillna(-1)
     true = pd.to_numeric(frame[f"{target}_true_class"]).fillna(-1)
-    return (pred >= 0) & (true >= 0) & (pred < true)
+    known = (pred >= 0) & (true >= 0)
+    return known, known & (pred < true)
 
 
 def what_if_rows(
@@ -119,8 +125,14 @@ def what_if_rows(
         .reset_index(drop=True)
     )
     applies = frame["reason"].map(would_apply).astype(bool)
-    memory = _under(frame, "ramcount")
-    time = _under(frame, TIME_TARGETS[0]) | _under(frame, TIME_TARGETS[1])
+    memory_known, memory = _classes(frame, "ramcount")
+    cpu_known, cpu_under = _classes(frame, TIME_TARGETS[0])
+    _, wall_under = _classes(frame, TIME_TARGETS[1])
+    time = cpu_under | wall_under
+    # Only a measured need can be covered: a task whose jobs could not measure it
+    # is counted as unscored, never as a saving.
+    covered_memory = memory_known & ~memory
+    covered_time = cpu_known & ~time
     zero = pd.Series(0.0, index=frame.index)
     n_jobs = pd.to_numeric(frame["n_jobs"]).fillna(0)
     used = pd.to_numeric(frame["mem_used_gbh"]).fillna(0.0)
@@ -135,16 +147,17 @@ def what_if_rows(
             "would_apply": applies,
             "under_memory": applies & memory,
             "under_time": applies & time,
+            "unscored": applies & ~(memory_known & cpu_known),
             "jobs_at_risk": n_jobs.where(applies & (memory | time), zero),
             "failed_memory_jobs_avoided": pd.to_numeric(frame["n_failed_memory"])
             .fillna(0)
-            .where(applies & ~memory, zero),
+            .where(applies & covered_memory, zero),
             "failed_time_jobs_avoided": pd.to_numeric(frame["n_failed_time"])
             .fillna(0)
-            .where(applies & ~time, zero),
+            .where(applies & covered_time, zero),
             "scout_hours_saved": pd.to_numeric(frame["scout_wait_h"])
             .fillna(0.0)
-            .where(applies & ~memory & ~time, zero),
+            .where(applies & covered_memory & covered_time, zero),
             "model_unused_gbh": (model_reserved - used)
             .clip(lower=0)
             .where(applies & predicted_mb.notna(), zero),
@@ -175,6 +188,7 @@ def what_if_summary(rows: pd.DataFrame) -> pd.DataFrame:
                 "would_apply": applying,
                 "under_memory_tasks": int(part["under_memory"].sum()),
                 "under_time_tasks": int(part["under_time"].sum()),
+                "unscored_tasks": int(part["unscored"].sum()),
                 "jobs_at_risk": int(part["jobs_at_risk"].sum()),
                 "failed_memory_jobs_avoided": int(
                     part["failed_memory_jobs_avoided"].sum()
