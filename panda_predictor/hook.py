@@ -21,7 +21,10 @@ The hook fails open: a missing model, an unreachable registry or database, or an
 other failure leaves the tasks exactly as they were (scouts run), is logged with the
 task ids and counted in ``panda_predictor_fallbacks_total``; it never raises into the
 caller. The kill switch (``mode: legacy`` or the ``kill_switch_file``) predicts
-nothing and audits each task as ``kept_scouts``.
+nothing and audits each task as ``kept_scouts``; it wins over shadow mode. In
+``mode: shadow`` every task is predicted and audited ``shadow`` and nothing is
+written to JEDI_TASKS; with ``rollout_share`` below 1 the tasks outside the share
+are audited ``held_back`` and keep their scouts (:mod:`panda_predictor.core.rollout`).
 
 The model and the history are loaded only when a pass finds an eligible task, and
 the history is kept between passes and refreshed incrementally
@@ -43,6 +46,7 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from panda_predictor.core.rollout import route_all
 from panda_predictor.core.task_prediction import TaskPrediction
 from panda_predictor.db.claims import TaskClaims
 from panda_predictor.db.engine import make_engine, translate_errors
@@ -75,6 +79,8 @@ class HookReport:
     moved_by_jedi: list[int] = field(default_factory=list)
     errors: list[int] = field(default_factory=list)
     locked_by_jedi: list[int] = field(default_factory=list)
+    shadow: list[int] = field(default_factory=list)
+    held_back: list[int] = field(default_factory=list)
     failure: str | None = None
     dry_run: bool = False
 
@@ -86,6 +92,8 @@ class HookReport:
             + len(self.kept_scouts)
             + len(self.moved_by_jedi)
             + len(self.errors)
+            + len(self.shadow)
+            + len(self.held_back)
         )
 
 
@@ -300,6 +308,10 @@ class SubmitHook:
                         None if legacy else read_task_features(conn, self.settings, ids)
                     )
                 predictions, failures = serving.predict(ids, tasks)
+                if not legacy:  # shadow mode and the rollout share (core.rollout)
+                    predictions = route_all(
+                        predictions, self.settings.mode, self.settings.rollout_share
+                    )
                 report.predictions += predictions
                 if dry_run:
                     continue
@@ -344,7 +356,14 @@ class SubmitHook:
         errors: list[int],
     ) -> None:
         """Add one committed batch to the report, the metrics and the log."""
-        for decision in ("applied", "kept_scouts", "moved_by_jedi", "locked_by_jedi"):
+        for decision in (
+            "applied",
+            "kept_scouts",
+            "moved_by_jedi",
+            "locked_by_jedi",
+            "shadow",
+            "held_back",
+        ):
             ids = getattr(result, decision)
             getattr(report, decision).extend(ids)
             if ids:
@@ -353,7 +372,13 @@ class SubmitHook:
         if errors:
             TASKS.labels(HOOK, "error").inc(len(errors))
             FALLBACKS.labels(HOOK, "task_error").inc(len(errors))
-        done = set(result.applied + result.kept_scouts + result.moved_by_jedi)
+        done = set(
+            result.applied
+            + result.kept_scouts
+            + result.moved_by_jedi
+            + result.shadow
+            + result.held_back
+        )
         for p in predictions:
             if p.jeditaskid in done:
                 log.info(

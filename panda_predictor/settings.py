@@ -143,9 +143,19 @@ class Settings(BaseSettings):
     hook_poll_seconds: float = Field(
         10.0, gt=0, description="Pause between passes of 'hook --watch'."
     )
-    mode: Literal["predict", "legacy"] = Field(
+    mode: Literal["predict", "legacy", "shadow"] = Field(
         "predict",
-        description="'legacy' is the kill switch: predict nothing, scouts run.",
+        description="'legacy' is the kill switch: predict nothing, scouts run. "
+        "'shadow' predicts and audits every task (decision 'shadow') but writes "
+        "nothing to JEDI: scouts run.",
+    )
+    rollout_share: float = Field(
+        1.0,
+        ge=0.0,
+        le=1.0,
+        description="Share of tasks (by a sha256 hash of jediTaskID) whose "
+        "predictions are applied in mode 'predict'; the rest keep their scouts, "
+        "audited 'held_back'.",
     )
     kill_switch_file: Path | None = Field(
         None,

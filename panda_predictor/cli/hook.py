@@ -49,6 +49,8 @@ def hook(
     SPLITRULE and no audit row yet. Confident predictions are written and the scout
     rule removed ('applied'); the others keep their scouts ('kept_scouts'); every
     task gets an audit row in pp_prediction_audit. Failures never touch a task.
+    With mode 'shadow' nothing is written (decision 'shadow'); with rollout_share
+    below 1 the tasks outside the share keep their scouts ('held_back').
 
     \b
     Examples:
@@ -80,7 +82,15 @@ def hook(
             f"Dry run: {len(report.predictions)} tasks predicted, nothing written."
         )
     else:
+        rollout = "".join(
+            f", {len(ids)} {name.replace('_', ' ')} (scouts run)"
+            for name, ids in (
+                ("shadow", report.shadow),
+                ("held_back", report.held_back),
+            )
+            if ids
+        )
         click.echo(
             f"{len(report.applied)} applied, {len(report.kept_scouts)} kept "
-            f"scouts, {len(report.moved_by_jedi)} moved by JEDI meanwhile."
+            f"scouts{rollout}, {len(report.moved_by_jedi)} moved by JEDI meanwhile."
         )

@@ -33,6 +33,7 @@ from panda_predictor.core.requested_values import (
     plan_write,
     requested_values,
 )
+from panda_predictor.core.rollout import HELD_BACK, SHADOW
 from panda_predictor.core.splitrule import (
     SplitRuleEditError,
     has_scout_rule,
@@ -71,11 +72,19 @@ class WriteResult:
     moved_by_jedi: list[int] = field(default_factory=list)
     already_audited: list[int] = field(default_factory=list)
     locked_by_jedi: list[int] = field(default_factory=list)
+    shadow: list[int] = field(default_factory=list)
+    held_back: list[int] = field(default_factory=list)
 
     @property
     def audited(self) -> int:
         """Return how many audit rows this call wrote."""
-        return len(self.applied) + len(self.kept_scouts) + len(self.moved_by_jedi)
+        return (
+            len(self.applied)
+            + len(self.kept_scouts)
+            + len(self.moved_by_jedi)
+            + len(self.shadow)
+            + len(self.held_back)
+        )
 
 
 def panda_value(
@@ -569,7 +578,9 @@ def _decide(
     applied task was not written (None: it was)."""
     task_id = prediction.jeditaskid
     if prediction.decision != "applied":
-        result.kept_scouts.append(task_id)
+        # shadow and held_back (the rollout stage) are audited apart, never written.
+        kept = {SHADOW: result.shadow, HELD_BACK: result.held_back}
+        kept.get(prediction.decision, result.kept_scouts).append(task_id)
         log.info("jediTaskID=%d keeps its scouts: %s", task_id, prediction.reason)
         return prediction.decision, prediction.reason, False
     if refused is None:
