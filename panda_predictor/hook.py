@@ -57,7 +57,14 @@ from panda_predictor.db.writer import (
     write_error_audits,
     write_predictions,
 )
-from panda_predictor.metrics import FALLBACKS, TASKS
+from panda_predictor.metrics import (
+    FALLBACKS,
+    KILL_SWITCH_TASKS,
+    TASKS,
+    declare_hook_series,
+    record_kill_switch,
+    record_pass,
+)
 from panda_predictor.serving.predictor import Predictor
 from panda_predictor.serving.task_rules import predict_checked
 from panda_predictor.settings import Settings
@@ -250,6 +257,7 @@ class SubmitHook:
         self._history_factory = history_factory or self._recent_history
         self._history: Any = None
         self._stop = threading.Event()
+        declare_hook_series(HOOK)
 
     def _champion(self) -> Predictor:
         from panda_predictor.serving.loader import load_champion
@@ -280,12 +288,16 @@ class SubmitHook:
                 "hook pass failed open, tasks left untouched (scouts run): %s",
                 report.failure,
             )
+        if not dry_run:
+            record_pass(HOOK, failed=report.failure is not None)
         return report
 
     def _run(
         self, report: HookReport, task_ids: Sequence[int] | None, dry_run: bool
     ) -> None:
         legacy = kill_switch_on(self.settings)
+        if not dry_run:
+            record_kill_switch(HOOK, legacy)
         serving = _PassServing(legacy, self._predictor_factory, self._history_factory)
         batch = self.settings.hook_batch_size
         after: int | None = None
@@ -319,6 +331,8 @@ class SubmitHook:
                 failures += write_failures
                 errors = write_error_audits(self.engine, self.settings, failures)
                 self._record(report, predictions, result, errors)
+                if legacy:
+                    KILL_SWITCH_TASKS.labels(HOOK).inc(len(result.kept_scouts))
                 claims.release()
 
     def _write(
@@ -431,6 +445,8 @@ def run_hook_once(
     except Exception as exc:  # noqa: BLE001  the fail-open boundary
         FALLBACKS.labels(HOOK, type(exc).__name__).inc()
         log.error("hook could not start, tasks left untouched: %s", exc)
+        if not dry_run:
+            record_pass(HOOK, failed=True)
         return HookReport(failure=f"{type(exc).__name__}: {exc}", dry_run=dry_run)
     try:
         return hook.run_once(task_ids, dry_run)
