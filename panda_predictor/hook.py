@@ -48,11 +48,14 @@ from panda_predictor.db.claims import TaskClaims
 from panda_predictor.db.engine import make_engine, translate_errors
 from panda_predictor.db.reader import find_eligible_tasks, read_task_features
 from panda_predictor.db.writer import (
+    ERROR,
+    MOVED_BY_JEDI,
     TaskFailure,
     WriteResult,
     write_error_audits,
     write_predictions,
 )
+from panda_predictor.log_format import log_task
 from panda_predictor.metrics import FALLBACKS, TASKS
 from panda_predictor.serving.predictor import Predictor
 from panda_predictor.serving.task_rules import predict_checked
@@ -214,6 +217,54 @@ class _PassServing:
         return [p for part in results for p in part], failures
 
 
+def _log_tasks(
+    predictions: list[TaskPrediction],
+    result: WriteResult,
+    failures: list[TaskFailure],
+    errors: list[int],
+) -> None:
+    """Log one line per task of a committed batch: the only per-task log line.
+
+    A task already audited (by another hook) gets no line: its line was logged
+    when it was audited.
+    """
+    moved = set(result.moved_by_jedi)
+    locked = set(result.locked_by_jedi)
+    done = set(result.applied + result.kept_scouts) | moved | locked
+    for p in predictions:
+        task_id = p.jeditaskid
+        if task_id not in done:
+            continue
+        done.discard(task_id)  # a task twice in one batch is written once
+        decision: str = p.decision
+        reason = p.reason
+        if task_id in moved:
+            decision, reason = MOVED_BY_JEDI, result.reasons.get(task_id, reason)
+        elif task_id in locked:
+            decision = "locked_by_jedi"
+            reason = result.reasons.get(task_id, reason) + " (retried next pass)"
+        log_task(
+            log,
+            logging.INFO,
+            task_id,
+            (p.model_name, p.model_version),
+            decision,
+            reason,
+        )
+    audited = set(errors)
+    for failure in failures:
+        if failure.jeditaskid in audited:
+            audited.discard(failure.jeditaskid)
+            log_task(
+                log,
+                logging.WARNING,
+                failure.jeditaskid,
+                (failure.model_name, failure.model_version),
+                ERROR,
+                failure.reason + " (left untouched, scouts run)",
+            )
+
+
 class SubmitHook:
     """Predict and write back tasks waiting for scouts; see the module docstring.
 
@@ -307,6 +358,7 @@ class SubmitHook:
                 failures += write_failures
                 errors = write_error_audits(self.engine, self.settings, failures)
                 self._record(report, predictions, result, errors)
+                _log_tasks(predictions, result, failures, errors)
                 claims.release()
 
     def _write(
@@ -322,8 +374,7 @@ class SubmitHook:
         results, failed = isolate(predictions, attempt, lambda p: p.jeditaskid)
         merged = WriteResult()
         for result in results:
-            for name in merged.__dataclass_fields__:
-                getattr(merged, name).extend(getattr(result, name))
+            merged.merge(result)
         by_id = {p.jeditaskid: p for p in predictions}
         failures = [
             TaskFailure(
@@ -343,7 +394,7 @@ class SubmitHook:
         result: WriteResult,
         errors: list[int],
     ) -> None:
-        """Add one committed batch to the report, the metrics and the log."""
+        """Add one committed batch to the report and the metrics."""
         for decision in ("applied", "kept_scouts", "moved_by_jedi", "locked_by_jedi"):
             ids = getattr(result, decision)
             getattr(report, decision).extend(ids)
@@ -353,15 +404,6 @@ class SubmitHook:
         if errors:
             TASKS.labels(HOOK, "error").inc(len(errors))
             FALLBACKS.labels(HOOK, "task_error").inc(len(errors))
-        done = set(result.applied + result.kept_scouts + result.moved_by_jedi)
-        for p in predictions:
-            if p.jeditaskid in done:
-                log.info(
-                    "jediTaskID=%d decision=%s reason=%s",
-                    p.jeditaskid,
-                    p.decision,
-                    p.reason,
-                )
 
     def watch(self, poll_seconds: float | None = None) -> int:
         """Run passes until SIGTERM/SIGINT or :meth:`stop`; return the passes run."""
