@@ -219,6 +219,13 @@ class Settings(BaseSettings):
     retrain_window_months: int = Field(
         12, gt=0, description="Months of history before this month that retrain uses."
     )
+    predict_cache_seconds: float = Field(
+        3600.0,
+        ge=0,
+        description="How long 'predict' serves the local copy of the champion "
+        "without asking the registry, after the registry last confirmed it (0: "
+        "always ask). Hooks and the service always ask.",
+    )
     log_level: str = Field(
         "INFO", description="Python logging level: DEBUG, INFO, WARNING or ERROR."
     )
