@@ -88,7 +88,7 @@ def label_aggregates_query(
     by_range:
         Select the tasks by a JEDITASKID range instead of a list: one index range
         scan (and partition pruning, as PanDA partitions by JEDITASKID) per chunk.
-        Ten times faster than lists of 1000 ids on PostgreSQL (docs/spark.md).
+        Ten times faster than lists of 1000 ids on PostgreSQL (docs/database.md).
     since, until:
         Only tasks created in ``[since, until)``. ``since`` also bounds the jobs'
         ENDTIME (a job ends after its task was created), which prunes
