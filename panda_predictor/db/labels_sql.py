@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from datetime import datetime
 
-import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.dialects import oracle
@@ -25,10 +24,10 @@ from sqlalchemy.engine import Connection, Engine
 from tqdm import tqdm
 
 from panda_predictor.core.labels import (
+    AGGREGATE_COLUMNS,
     DEFAULT_LABEL_PARAMS,
     LabelParams,
-    assemble_frame,
-    finalize_labels,
+    labels_from_aggregates,
 )
 from panda_predictor.db.tables import PandaTables
 
@@ -232,7 +231,7 @@ def labels_from_db(
     """
     query = label_aggregates_query(tables, bind.dialect.name, params)
     ids = sorted({int(i) for i in task_ids})
-    parts = [pd.DataFrame(columns=_AGG_COLUMNS)]
+    parts = [pd.DataFrame(columns=list(AGGREGATE_COLUMNS))]
     with bind.connect() if isinstance(bind, Engine) else nullcontext(bind) as conn:
         for first in range(0, len(ids), MAX_IDS_PER_QUERY):
             batch = ids[first : first + MAX_IDS_PER_QUERY]
@@ -243,7 +242,9 @@ def labels_from_db(
                 batch[-1],
             )
             rows = conn.execute(query, {"task_ids": batch}).mappings().all()
-            parts.append(pd.DataFrame([dict(r) for r in rows], columns=_AGG_COLUMNS))
+            parts.append(
+                pd.DataFrame([dict(r) for r in rows], columns=list(AGGREGATE_COLUMNS))
+            )
     return _finish(parts, params)
 
 
@@ -285,7 +286,7 @@ def labels_by_range(
         *([t.c.creationdate >= since] if since is not None else []),
         *([t.c.creationdate < until] if until is not None else []),
     ]
-    parts = [pd.DataFrame(columns=_AGG_COLUMNS)]
+    parts = [pd.DataFrame(columns=list(AGGREGATE_COLUMNS))]
     last: int | None = None
     with (
         bind.connect() as conn,
@@ -304,7 +305,9 @@ def labels_by_range(
             if low is None:
                 break
             rows = conn.execute(query, {"low": low, "high": high}).mappings().all()
-            parts.append(pd.DataFrame([dict(r) for r in rows], columns=_AGG_COLUMNS))
+            parts.append(
+                pd.DataFrame([dict(r) for r in rows], columns=list(AGGREGATE_COLUMNS))
+            )
             bar.update(len(rows))
             last = int(high)
     return _finish(parts, params)
@@ -313,33 +316,4 @@ def labels_by_range(
 def _finish(parts: list[pd.DataFrame], params: LabelParams) -> pd.DataFrame:
     """Turn the per-task aggregate rows into the labels frame, as the Python path."""
     aggregates = pd.concat([p for p in parts if len(p)] or parts[:1], ignore_index=True)
-
-    def column(name: str) -> np.ndarray:
-        return pd.to_numeric(aggregates[name]).to_numpy(dtype=float, na_value=np.nan)
-
-    final = finalize_labels(
-        ram_kb=column("ram_kb"),
-        cpu_per_event=column("cpu_per_event"),
-        io_kb_per_s=column("io_kb_per_s"),
-        max_cpu_s=column("max_cpu_s"),
-        max_input_bytes=column("max_input_bytes"),
-        params=params,
-    )
-    return assemble_frame(
-        aggregates["jeditaskid"].to_numpy(dtype=np.int64),
-        final,
-        aggregates["n_scouts"].to_numpy(dtype=np.int64),
-        aggregates["labels_known_at"].to_numpy(),
-    )
-
-
-_AGG_COLUMNS = [
-    "jeditaskid",
-    "ram_kb",
-    "cpu_per_event",
-    "io_kb_per_s",
-    "max_cpu_s",
-    "max_input_bytes",
-    "n_scouts",
-    "labels_known_at",
-]
+    return labels_from_aggregates(aggregates, params)

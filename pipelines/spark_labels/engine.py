@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from panda_predictor.core.labels import (
@@ -28,8 +27,7 @@ from panda_predictor.core.labels import (
     JOB_COLUMNS,
     TASK_COLUMNS,
     LabelParams,
-    assemble_frame,
-    finalize_labels,
+    labels_from_aggregates,
 )
 from panda_predictor.errors import UserInputError
 from pipelines.spark_labels.progress import spark_progress
@@ -158,34 +156,6 @@ def task_aggregates(
         "max_input_bytes",
         F.coalesce(F.col("n_scouts"), F.lit(0)).alias("n_scouts"),
         "labels_known_at",
-    )
-
-
-def labels_from_aggregates(
-    aggregates: pd.DataFrame, params: LabelParams = DEFAULT_LABEL_PARAMS
-) -> pd.DataFrame:
-    """Turn the per-task aggregates into the labels frame (``LABEL_COLUMNS``)."""
-    aggregates = aggregates.sort_values("jeditaskid", kind="stable")
-
-    def column(name: str) -> np.ndarray:
-        return pd.to_numeric(aggregates[name]).to_numpy(dtype=float, na_value=np.nan)
-
-    final = finalize_labels(
-        ram_kb=column("ram_kb"),
-        cpu_per_event=column("cpu_per_event"),
-        io_kb_per_s=column("io_kb_per_s"),
-        max_cpu_s=column("max_cpu_s"),
-        max_input_bytes=column("max_input_bytes"),
-        params=params,
-    )
-    return assemble_frame(
-        aggregates["jeditaskid"].to_numpy(dtype=np.int64),
-        final,
-        aggregates["n_scouts"].to_numpy(dtype=np.int64),
-        # Microseconds: the precision of Parquet's and PanDA's timestamps.
-        pd.to_datetime(aggregates["labels_known_at"])
-        .astype("datetime64[us]")
-        .to_numpy(),
     )
 
 
