@@ -52,12 +52,22 @@ from panda_predictor.db.claims import TaskClaims
 from panda_predictor.db.engine import make_engine, translate_errors
 from panda_predictor.db.reader import find_eligible_tasks, read_task_features
 from panda_predictor.db.writer import (
+    ERROR,
+    MOVED_BY_JEDI,
     TaskFailure,
     WriteResult,
     write_error_audits,
     write_predictions,
 )
-from panda_predictor.metrics import FALLBACKS, TASKS
+from panda_predictor.log_format import log_task
+from panda_predictor.metrics import (
+    FALLBACKS,
+    KILL_SWITCH_TASKS,
+    TASKS,
+    declare_hook_series,
+    record_kill_switch,
+    record_pass,
+)
 from panda_predictor.serving.predictor import Predictor
 from panda_predictor.serving.task_rules import predict_checked
 from panda_predictor.settings import Settings
@@ -222,6 +232,55 @@ class _PassServing:
         return [p for part in results for p in part], failures
 
 
+def _log_tasks(
+    predictions: list[TaskPrediction],
+    result: WriteResult,
+    failures: list[TaskFailure],
+    errors: list[int],
+) -> None:
+    """Log one line per task of a committed batch: the only per-task log line.
+
+    A task already audited (by another hook) gets no line: its line was logged
+    when it was audited.
+    """
+    moved = set(result.moved_by_jedi)
+    locked = set(result.locked_by_jedi)
+    done = set(result.applied + result.kept_scouts + result.shadow + result.held_back)
+    done |= moved | locked
+    for p in predictions:
+        task_id = p.jeditaskid
+        if task_id not in done:
+            continue
+        done.discard(task_id)  # a task twice in one batch is written once
+        decision: str = p.decision
+        reason = p.reason
+        if task_id in moved:
+            decision, reason = MOVED_BY_JEDI, result.reasons.get(task_id, reason)
+        elif task_id in locked:
+            decision = "locked_by_jedi"
+            reason = result.reasons.get(task_id, reason) + " (retried next pass)"
+        log_task(
+            log,
+            logging.INFO,
+            task_id,
+            (p.model_name, p.model_version),
+            decision,
+            reason,
+        )
+    audited = set(errors)
+    for failure in failures:
+        if failure.jeditaskid in audited:
+            audited.discard(failure.jeditaskid)
+            log_task(
+                log,
+                logging.WARNING,
+                failure.jeditaskid,
+                (failure.model_name, failure.model_version),
+                ERROR,
+                failure.reason + " (left untouched, scouts run)",
+            )
+
+
 class SubmitHook:
     """Predict and write back tasks waiting for scouts; see the module docstring.
 
@@ -250,6 +309,7 @@ class SubmitHook:
         self._history_factory = history_factory or self._recent_history
         self._history: Any = None
         self._stop = threading.Event()
+        declare_hook_series(HOOK)
 
     def _champion(self) -> Predictor:
         from panda_predictor.serving.loader import load_champion
@@ -280,12 +340,16 @@ class SubmitHook:
                 "hook pass failed open, tasks left untouched (scouts run): %s",
                 report.failure,
             )
+        if not dry_run:
+            record_pass(HOOK, failed=report.failure is not None)
         return report
 
     def _run(
         self, report: HookReport, task_ids: Sequence[int] | None, dry_run: bool
     ) -> None:
         legacy = kill_switch_on(self.settings)
+        if not dry_run:
+            record_kill_switch(HOOK, legacy)
         serving = _PassServing(legacy, self._predictor_factory, self._history_factory)
         batch = self.settings.hook_batch_size
         after: int | None = None
@@ -319,6 +383,9 @@ class SubmitHook:
                 failures += write_failures
                 errors = write_error_audits(self.engine, self.settings, failures)
                 self._record(report, predictions, result, errors)
+                if legacy:
+                    KILL_SWITCH_TASKS.labels(HOOK).inc(len(result.kept_scouts))
+                _log_tasks(predictions, result, failures, errors)
                 claims.release()
 
     def _write(
@@ -334,8 +401,7 @@ class SubmitHook:
         results, failed = isolate(predictions, attempt, lambda p: p.jeditaskid)
         merged = WriteResult()
         for result in results:
-            for name in merged.__dataclass_fields__:
-                getattr(merged, name).extend(getattr(result, name))
+            merged.merge(result)
         by_id = {p.jeditaskid: p for p in predictions}
         failures = [
             TaskFailure(
@@ -355,7 +421,7 @@ class SubmitHook:
         result: WriteResult,
         errors: list[int],
     ) -> None:
-        """Add one committed batch to the report, the metrics and the log."""
+        """Add one committed batch to the report, the metrics."""
         for decision in (
             "applied",
             "kept_scouts",
@@ -372,21 +438,6 @@ class SubmitHook:
         if errors:
             TASKS.labels(HOOK, "error").inc(len(errors))
             FALLBACKS.labels(HOOK, "task_error").inc(len(errors))
-        done = set(
-            result.applied
-            + result.kept_scouts
-            + result.moved_by_jedi
-            + result.shadow
-            + result.held_back
-        )
-        for p in predictions:
-            if p.jeditaskid in done:
-                log.info(
-                    "jediTaskID=%d decision=%s reason=%s",
-                    p.jeditaskid,
-                    p.decision,
-                    p.reason,
-                )
 
     def watch(self, poll_seconds: float | None = None) -> int:
         """Run passes until SIGTERM/SIGINT or :meth:`stop`; return the passes run."""
@@ -431,6 +482,8 @@ def run_hook_once(
     except Exception as exc:  # noqa: BLE001  the fail-open boundary
         FALLBACKS.labels(HOOK, type(exc).__name__).inc()
         log.error("hook could not start, tasks left untouched: %s", exc)
+        if not dry_run:
+            record_pass(HOOK, failed=True)
         return HookReport(failure=f"{type(exc).__name__}: {exc}", dry_run=dry_run)
     try:
         return hook.run_once(task_ids, dry_run)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import AliasChoices, Field, ValidationError
+from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -229,7 +229,31 @@ class Settings(BaseSettings):
     retrain_window_months: int = Field(
         12, gt=0, description="Months of history before this month that retrain uses."
     )
-    log_level: str = Field("INFO", description="Python logging level.")
+    predict_cache_seconds: float = Field(
+        3600.0,
+        ge=0,
+        description="How long 'predict' serves the local copy of the champion "
+        "without asking the registry, after the registry last confirmed it (0: "
+        "always ask). Hooks and the service always ask.",
+    )
+    log_level: str = Field(
+        "INFO", description="Python logging level: DEBUG, INFO, WARNING or ERROR."
+    )
+    log_format: Literal["text", "json"] = Field(
+        "text",
+        description="Log lines as text for people or JSON objects for log collectors.",
+    )
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        """Refuse a level logging does not know here, not as a traceback later."""
+        from panda_predictor.log_format import LOG_LEVELS
+
+        name = str(value).strip().upper()
+        if name not in LOG_LEVELS:
+            raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
+        return name
 
     def database_url(self) -> str:
         """Return the database URL, defaulting to the SQLite file under ``home``."""
@@ -329,7 +353,8 @@ def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Se
         configured = _Configured(**overrides)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']} "
+            f"{'.'.join(str(p) for p in err['loc'])}: "
+            f"{err['msg'].removeprefix('Value error, ')} "
             f"(got {err.get('input')!r})"
             for err in exc.errors()
         )

@@ -2,10 +2,12 @@
 
 Reads the tasks created in a window and the feedback outcomes of a sliding window,
 compares them with the ``reference.json`` profile stored in the champion bundle
-(written by the training runner), and publishes the result three ways: an MLflow run
-in the experiment ``panda-predictor-monitoring``, Prometheus gauges (default
-registry) and a JSON file under ``<home>/monitoring/`` that the HTML report reads.
-The CLI turns :attr:`DriftResult.drifted` into the exit code.
+(written by the training runner), and records the result: a row in the database
+table ``pp_drift_run`` (verdict, per-feature PSI/threshold/can-alarm, per-target
+under-allocation; the trend the report and the service's ``/metrics`` read), an
+MLflow run in the experiment ``panda-predictor-monitoring``, Prometheus gauges in
+this process, and a JSON file under ``<home>/monitoring/`` (the HTML report's
+former input). The CLI turns the verdict ``drift`` into the exit code.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ from panda_predictor.core.drift import (
 )
 from panda_predictor.core.feedback import target_scores
 from panda_predictor.core.targets import TARGET_NAMES
+from panda_predictor.metrics import publish_drift_run
 from panda_predictor.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -41,11 +44,6 @@ MONITORING_EXPERIMENT = "panda-predictor-monitoring"
 #: Exit code of ``panda-predictor drift`` when drift is detected.
 DRIFT_EXIT_CODE = 3
 
-DRIFT_PSI = Gauge(
-    "panda_predictor_drift_psi",
-    "PSI of a task feature, recent tasks vs the champion's reference.",
-    ["feature"],
-)
 DRIFT_UNSEEN = Gauge(
     "panda_predictor_drift_unseen_share",
     "Share of recent tasks with a category unseen in training.",
@@ -56,19 +54,10 @@ DRIFT_CLASS_PSI = Gauge(
     "PSI of the predicted classes of a target vs the test data.",
     ["target"],
 )
-FEEDBACK_UNDER = Gauge(
-    "panda_predictor_feedback_under_allocation",
-    "Feedback under-allocation rate of a target (sliding window).",
-    ["target"],
-)
 FEEDBACK_ACCURACY = Gauge(
     "panda_predictor_feedback_accuracy",
     "Feedback accuracy of a target (sliding window).",
     ["target"],
-)
-DRIFT_DETECTED = Gauge(
-    "panda_predictor_drift_detected",
-    "1 if the last drift check detected drift, else 0.",
 )
 
 
@@ -109,19 +98,59 @@ class DriftRun:
     result: DriftResult
     json_path: Path
     run_id: str | None
+    run_at: datetime = field(
+        default_factory=lambda: datetime.now(UTC).replace(tzinfo=None)
+    )
+    database_id: str | None = None
 
 
-def _publish_gauges(result: DriftResult) -> None:
+def run_record(run: DriftRun) -> dict[str, Any]:
+    """Return the drift run in the shape ``pp_drift_run`` keeps and the gauges show."""
+    result = run.result
+    return {
+        "run_at": run.run_at,
+        "verdict": result.verdict,
+        "model_version": str(run.model_version),
+        "features": result.feature_figures(),
+        "under_allocation": result.under_allocation,
+    }
+
+
+def _publish_gauges(run: DriftRun) -> None:
+    result = run.result
+    publish_drift_run(run_record(run))
     for f in result.features:
-        DRIFT_PSI.labels(feature=f.feature).set(f.psi)
         DRIFT_UNSEEN.labels(feature=f.feature).set(f.unseen_share)
     for target, value in result.classes.items():
         DRIFT_CLASS_PSI.labels(target=target).set(value)
     for p in result.performance:
         if p.n:
-            FEEDBACK_UNDER.labels(target=p.target).set(p.under_allocation)
             FEEDBACK_ACCURACY.labels(target=p.target).set(p.accuracy)
-    DRIFT_DETECTED.set(1.0 if result.drifted else 0.0)
+
+
+def _record_in_database(settings: Settings, run: DriftRun) -> str:
+    """Keep the run in ``pp_drift_run`` (the trend the report and service read)."""
+    from panda_predictor.db.drift_runs import record_drift_run
+    from panda_predictor.db.engine import make_engine
+
+    record = run_record(run)
+    engine = make_engine(settings)
+    try:
+        return record_drift_run(
+            engine,
+            settings,
+            verdict=record["verdict"],
+            features=record["features"],
+            under_allocation=record["under_allocation"],
+            model_version=record["model_version"],
+            model_name=settings.model_name,
+            run_at=run.run_at,
+            window=(run.since, run.until),
+            n_tasks=run.result.n_tasks,
+            n_outcomes=run.result.n_outcomes,
+        )
+    finally:
+        engine.dispose()
 
 
 def _log_mlflow(settings: Settings, run: DriftRun) -> str:
@@ -180,7 +209,8 @@ def check_drift(
     classify:
         Also score the predicted-class distribution (runs the champion on the tasks).
     record:
-        Log to MLflow and write ``<home>/monitoring/drift-*.json``.
+        Keep the run in ``pp_drift_run``, log it to MLflow and write
+        ``<home>/monitoring/drift-*.json``.
     """
     from model_registry.cache import load_champion_bundle_dir
     from model_registry.registry import RegistryError
@@ -216,6 +246,7 @@ def check_drift(
             n_tasks=len(tasks),
             class_psi_limit=thresholds.psi,
             enough_tasks=len(tasks) >= thresholds.min_tasks,
+            min_outcomes=thresholds.min_tasks,
         )
         if len(tasks):
             result.features = feature_drift(
@@ -241,12 +272,13 @@ def check_drift(
         {t: target_scores(outcomes, t) for t in TARGET_NAMES} if len(outcomes) else {}
     )
     result.performance = performance_drift(scores, test_metrics, thresholds)
-    _publish_gauges(result)
     out_dir = settings.home / "monitoring"
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     json_path = out_dir / f"drift-{stamp}.json"
     run = DriftRun(since, until, champion.version, result, json_path, None)
+    _publish_gauges(run)
     if record:
+        run.database_id = _record_in_database(settings, run)
         run.run_id = _log_mlflow(settings, run)
         out_dir.mkdir(parents=True, exist_ok=True)
         json_path.write_text(
@@ -263,12 +295,13 @@ def check_drift(
             )
         )
     log.info(
-        "drift check %s..%s on version %s: %d tasks, drifted=%s %s",
+        "drift check %s..%s on version %s: %d tasks, %d outcomes, verdict %s %s",
         since,
         until,
         champion.version,
         result.n_tasks,
-        result.drifted,
+        result.n_outcomes,
+        result.verdict,
         result.reasons,
     )
     return run

@@ -15,7 +15,12 @@ import pytest
 from panda_classes import ensure_panda_classes
 
 from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
-from panda_predictor.metrics import FALLBACKS, TASKS
+from panda_predictor.metrics import (
+    FALLBACKS,
+    KILL_SWITCH_ON,
+    KILL_SWITCH_TASKS,
+    TASKS,
+)
 from panda_predictor.plugins.prediction_client import PredictionUnavailable
 from panda_predictor.settings import load_settings
 
@@ -317,10 +322,14 @@ def test_kill_switch_predicts_nothing(panda_classes, plain, tmp_path):
     settings = load_settings(home=tmp_path, kill_switch_file=switch)
     client = FakeClient(prediction())
     task_map = param_map()
+    before = counter(KILL_SWITCH_TASKS, "jedi")
     refiner = refine(module.PredictingTaskRefiner, task_map, client, settings)
     assert client.definitions == []
     assert task_map == plain_map
     assert "US=2" in refiner.taskSpec.splitRule
+    # The fault is counted: the task kept back and the switch seen on.
+    assert counter(KILL_SWITCH_TASKS, "jedi") == before + 1
+    assert counter(KILL_SWITCH_ON, "jedi") == 1.0
 
 
 def test_task_that_already_skips_scouts_is_not_predicted(panda_classes, settings):

@@ -35,6 +35,25 @@ from panda_predictor.settings import Settings
     default=None,
     help="Seconds between passes with --watch (default: hook_poll_seconds).",
 )
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="With --watch: serve Prometheus /metrics on this port while watching.",
+)
+@click.option(
+    "--metrics-host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address the /metrics endpoint listens on (0.0.0.0: every interface).",
+)
+@click.option(
+    "--metrics-textfile",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="With --once: write the metrics to this node-exporter textfile (*.prom) "
+    "at the end of the pass, also when it fails.",
+)
 @click.pass_obj
 def hook(
     settings: Settings,
@@ -42,6 +61,9 @@ def hook(
     task_ids: tuple[int, ...],
     dry_run: bool,
     interval: float | None,
+    metrics_port: int | None,
+    metrics_host: str,
+    metrics_textfile: str | None,
 ) -> None:
     """Predict tasks waiting for scouts and write the resources back to JEDI_TASKS.
 
@@ -57,6 +79,8 @@ def hook(
       panda-predictor hook --once
       panda-predictor hook --task-id 4000123 --dry-run
       panda-predictor hook --watch --interval 30
+      panda-predictor hook --watch --metrics-port 9464
+      panda-predictor hook --once --metrics-textfile /var/lib/node_exporter/pp.prom
     """
     from panda_predictor.cli.render import predictions_table
     from panda_predictor.hook import SubmitHook, run_hook_once
@@ -66,10 +90,34 @@ def hook(
             raise click.UsageError(
                 "--watch cannot be combined with --dry-run or --task-id."
             )
+        if metrics_textfile:
+            raise click.UsageError(
+                "--metrics-textfile is for --once; with --watch use --metrics-port."
+            )
         hook_ = SubmitHook(settings)
-        passes = hook_.watch(interval)
+        server = _serve_metrics(metrics_port, metrics_host)
+        try:
+            passes = hook_.watch(interval)
+        finally:
+            if server is not None:
+                server.shutdown()
         click.echo(f"Stopped after {passes} passes.")
         return
+    if metrics_port is not None:
+        raise click.UsageError(
+            "--metrics-port is for --watch; with --once use --metrics-textfile."
+        )
+    if metrics_textfile:
+        from panda_predictor.metrics import MetricsOptionError, check_textfile_path
+
+        try:
+            check_textfile_path(metrics_textfile)
+        except MetricsOptionError as exc:
+            raise click.UsageError(str(exc)) from exc
+        # On close, so the pass's counts are written also when it exits 3.
+        click.get_current_context().call_on_close(
+            lambda: _write_textfile(metrics_textfile)
+        )
     report = run_hook_once(settings, task_ids or None, dry_run)
     click.echo(predictions_table(report.predictions))
     if report.failure:
@@ -94,3 +142,27 @@ def hook(
             f"{len(report.applied)} applied, {len(report.kept_scouts)} kept "
             f"scouts{rollout}, {len(report.moved_by_jedi)} moved by JEDI meanwhile."
         )
+
+
+def _serve_metrics(port: int | None, host: str):
+    """Start the /metrics endpoint of a watching hook (None: no endpoint)."""
+    if port is None:
+        return None
+    from panda_predictor.metrics import MetricsOptionError, serve_metrics
+
+    try:
+        server = serve_metrics(port, host)
+    except MetricsOptionError as exc:
+        raise click.UsageError(str(exc)) from exc
+    click.echo(f"Metrics on http://{host}:{port}/metrics")
+    return server
+
+
+def _write_textfile(path: str) -> None:
+    """Write the node-exporter textfile, or say on stderr why it could not be."""
+    from panda_predictor.metrics import MetricsOptionError, write_textfile
+
+    try:
+        write_textfile(path)
+    except (MetricsOptionError, OSError) as exc:
+        click.echo(f"Metrics textfile not written: {exc}", err=True)

@@ -21,6 +21,12 @@ register(
     "Compute the scout-formula labels of the history; optionally fit bins.",
 )
 register(
+    "export",
+    "panda_predictor.cli.export",
+    "export",
+    "Copy PanDA's history tables to Parquet month by month (resumable, verified).",
+)
+register(
     "train",
     "panda_predictor.cli.train",
     "train",

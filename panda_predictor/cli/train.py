@@ -25,6 +25,14 @@ from panda_predictor.settings import Settings
     default=None,
     help="Where to write report.md and its plots (default: <home>/reports/train-*).",
 )
+@click.option(
+    "--labels",
+    "labels_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Labels written by 'panda-predictor labels' (e.g. on Spark): the job rows "
+    "are not read again.",
+)
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 @click.pass_obj
 def train(
@@ -33,6 +41,7 @@ def train(
     kinds: tuple[str, ...],
     split: str | None,
     report_dir: str | None,
+    labels_file: Path | None,
     no_progress: bool,
 ) -> None:
     """Train the four target models on the database's history and register them.
@@ -44,20 +53,26 @@ def train(
     current champion on the same test data; otherwise 'challenger'.
 
     \b
-    Example:
+    Examples:
       panda-predictor train --kind xgboost --report-dir var/reports/latest
+      panda-predictor train --labels var/labels.parquet
     """
     from panda_predictor.cli.errors import user_errors
     from panda_predictor.cli.inputs import training_config_from
+    from pipelines.dataset import history_with_labels
     from pipelines.train_and_register import metrics_table, train_and_register
 
     with user_errors():
         config = training_config_from(settings, params_file, kinds, split)
+        history = None
+        if labels_file is not None:
+            history = history_with_labels(settings, labels_file, not no_progress)
         summary = train_and_register(
             settings,
             config,
             progress=not no_progress,
             report_dir=Path(report_dir) if report_dir else None,
+            history=history,
         )
     click.echo(
         metrics_table(summary.metrics).to_string(index=False, float_format="%.3f")

@@ -226,12 +226,16 @@ def build_profile(
 
 @dataclass(frozen=True)
 class FeatureDrift:
-    """Drift of one feature: PSI, share of unseen categories, whether it alarms.
+    """Drift of one feature: PSI against its threshold, unseen share, the alarm.
 
     ``expected_psi`` is what PSI reaches by sampling noise alone when nothing
     changed, about ``(k - 1) * (1/n + 1/N)`` for ``k`` occupied bins and ``n`` recent
-    and ``N`` reference tasks; the alarm compares ``psi - expected_psi`` with the
-    threshold, so a small window of a few hundred tasks does not cry wolf.
+    and ``N`` reference tasks. ``threshold`` is the PSI above which the feature
+    counts as shifted: the configured PSI threshold plus that noise, so a small
+    window of a few hundred tasks does not cry wolf. Only a feature that can alarm
+    (``psi_alarm`` for its PSI, ``unseen_alarm`` for its never-seen share) makes the
+    verdict ``drift``; the others are reported, so a PSI above its threshold on a
+    report-only feature is shown as such, never under a contradicting verdict.
     """
 
     feature: str
@@ -240,6 +244,20 @@ class FeatureDrift:
     important: bool
     drifted: bool
     expected_psi: float = 0.0
+    threshold: float = 0.0
+    psi_alarm: bool = False
+    unseen_threshold: float = 0.0
+    unseen_alarm: bool = False
+
+    @property
+    def can_alarm(self) -> bool:
+        """Return whether this feature can raise the drift alarm at all."""
+        return self.psi_alarm or self.unseen_alarm
+
+    @property
+    def psi_shifted(self) -> bool:
+        """Return whether the PSI is above its threshold (alarm or not)."""
+        return self.psi > self.threshold
 
 
 def _categorical_shares(values: pd.Series, profile: Mapping[str, Any]) -> tuple:
@@ -283,12 +301,25 @@ def feature_drift(
         value = psi(reference, current)
         occupied = int(np.sum((np.asarray(reference) > 0) | (np.asarray(current) > 0)))
         expected = expected_psi(occupied, len(tasks), int(profile.get("n_tasks", 0)))
-        is_important = name in important or name in unseen_features
-        drifted = (name in important and value - expected > thresholds.psi) or (
-            name in unseen_features and unseen > thresholds.unseen_share
+        psi_alarm = name in important
+        unseen_alarm = name in unseen_features
+        threshold = thresholds.psi + expected
+        drifted = (psi_alarm and value > threshold) or (
+            unseen_alarm and unseen > thresholds.unseen_share
         )
         out.append(
-            FeatureDrift(name, value, unseen, is_important, bool(drifted), expected)
+            FeatureDrift(
+                name,
+                value,
+                unseen,
+                psi_alarm or unseen_alarm,
+                bool(drifted),
+                expected,
+                threshold,
+                psi_alarm,
+                thresholds.unseen_share,
+                unseen_alarm,
+            )
         )
     return out
 
@@ -338,7 +369,14 @@ def performance_drift(
         test_under = float(test_metrics.get(f"{target}.under_allocation", math.nan))
         n = int(s.get("n", 0))
         reasons = []
-        if n >= thresholds.min_tasks:
+        if n < thresholds.min_tasks:
+            note = (
+                f"too few outcomes for a verdict ({n} scored, minimum "
+                f"{thresholds.min_tasks})"
+            )
+        else:
+            note = ""
+        if not note:
             limit = thresholds.under_allocation_factor * max(test_under, 0.01)
             if s["under_allocation"] > limit:
                 reasons.append(
@@ -358,10 +396,19 @@ def performance_drift(
                 test_acc,
                 test_under,
                 bool(reasons),
-                "; ".join(reasons),
+                "; ".join(reasons) or note,
             )
         )
     return out
+
+
+#: Verdicts of a drift check. ``too_few_outcomes``: nothing drifted, but there were
+#: fewer recent tasks or scored outcomes than ``min_tasks``, so "no drift" would
+#: claim more than was measured.
+DRIFT = "drift"
+NO_DRIFT = "no_drift"
+TOO_FEW_OUTCOMES = "too_few_outcomes"
+VERDICTS = (DRIFT, NO_DRIFT, TOO_FEW_OUTCOMES)
 
 
 @dataclass
@@ -374,6 +421,65 @@ class DriftResult:
     performance: list[PerformanceDrift] = field(default_factory=list)
     class_psi_limit: float = 0.2
     enough_tasks: bool = True
+    min_outcomes: int = 50
+
+    @property
+    def n_outcomes(self) -> int:
+        """Return the most scored outcomes of any target (0: no feedback)."""
+        return max((p.n for p in self.performance), default=0)
+
+    @property
+    def enough_outcomes(self) -> bool:
+        """Return whether enough outcomes were scored to judge performance."""
+        return self.n_outcomes >= self.min_outcomes
+
+    @property
+    def task_verdict(self) -> str:
+        """Return the verdict of the task part (features and predicted classes)."""
+        if not self.enough_tasks:
+            return TOO_FEW_OUTCOMES
+        drifted = any(f.drifted for f in self.features) or any(
+            v > self.class_psi_limit for v in self.classes.values()
+        )
+        return DRIFT if drifted else NO_DRIFT
+
+    @property
+    def outcome_verdict(self) -> str:
+        """Return the verdict of the feedback part (accuracy, under-allocation)."""
+        if any(p.drifted for p in self.performance):
+            return DRIFT
+        return NO_DRIFT if self.enough_outcomes else TOO_FEW_OUTCOMES
+
+    @property
+    def verdict(self) -> str:
+        """Return ``drift``, ``no_drift`` or ``too_few_outcomes`` (see VERDICTS).
+
+        Drift anywhere is drift; otherwise any part short of data makes the whole
+        verdict ``too_few_outcomes``, never a "no drift" it could not measure.
+        """
+        parts = (self.task_verdict, self.outcome_verdict)
+        if DRIFT in parts:
+            return DRIFT
+        return TOO_FEW_OUTCOMES if TOO_FEW_OUTCOMES in parts else NO_DRIFT
+
+    def feature_figures(self) -> dict[str, dict[str, Any]]:
+        """Return per feature its PSI, threshold, can-alarm flag, and whether it
+        drifted (the shape kept in ``pp_drift_run``)."""
+        return {
+            f.feature: {
+                "psi": f.psi,
+                "threshold": f.threshold,
+                "alarm": f.can_alarm,
+                "drifted": f.drifted,
+                "unseen_share": f.unseen_share,
+            }
+            for f in self.features
+        }
+
+    @property
+    def under_allocation(self) -> dict[str, float]:
+        """Return the feedback under-allocation rate of each target with outcomes."""
+        return {p.target: p.under_allocation for p in self.performance if p.n}
 
     @property
     def reasons(self) -> list[str]:
@@ -404,9 +510,11 @@ class DriftResult:
         """Return a JSON-ready summary."""
         return {
             "drifted": self.drifted,
+            "verdict": self.verdict,
             "reasons": self.reasons,
             "n_tasks": self.n_tasks,
-            "features": [vars(f) for f in self.features],
+            "n_outcomes": self.n_outcomes,
+            "features": [{**vars(f), "alarm": f.can_alarm} for f in self.features],
             "classes": dict(self.classes),
             "performance": [vars(p) for p in self.performance],
         }

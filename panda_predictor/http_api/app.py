@@ -87,7 +87,18 @@ def create_app(
         app.register_blueprint(module.bp)
     register_error_handlers(app)
     metrics.instrument(app)
+    app.extensions[metrics.DRIFT_EXTENSION] = metrics.DriftGauges(
+        lambda: _last_drift_run(state)
+    )
     return app
+
+
+def _last_drift_run(state: ServiceState):
+    """Return the newest drift run recorded in the database, or None."""
+    from panda_predictor.db.drift_runs import recent_drift_runs
+
+    runs = recent_drift_runs(state.engine(), 1, state.settings)
+    return runs[0] if runs else None
 
 
 def _read_history(state: ServiceState):

@@ -54,7 +54,12 @@ from panda_predictor.core.task_prediction import TaskPrediction
 from panda_predictor.db.engine import make_engine
 from panda_predictor.db.writer import TaskFailure, write_audit, write_error_audits
 from panda_predictor.hook import LEGACY_REASON, kill_switch_on
-from panda_predictor.metrics import FALLBACKS, TASKS
+from panda_predictor.metrics import (
+    FALLBACKS,
+    KILL_SWITCH_TASKS,
+    TASKS,
+    record_kill_switch,
+)
 from panda_predictor.plugins.prediction_client import (
     PARAM_MAP_KEYS,
     REQUESTED_KEYS,
@@ -171,7 +176,10 @@ class PredictingTaskRefiner(GenTaskRefiner):
                 )
                 return None
             settings, client = self._configuration()
-            if kill_switch_on(settings):
+            legacy = kill_switch_on(settings)
+            record_kill_switch(HOOK, legacy)
+            if legacy:
+                KILL_SWITCH_TASKS.labels(HOOK).inc()
                 self._audit(settings, jedi_task_id, _legacy(jedi_task_id), False)
                 raise PredictionUnavailable("kill switch on (legacy mode)", "legacy")
             prediction = client.predict(
