@@ -167,7 +167,8 @@ def what_if_rows(
 
 
 def what_if_summary(rows: pd.DataFrame) -> pd.DataFrame:
-    """Return the what-if figures per group (``shadow``, ``held_back``) and in all.
+    """Return the what-if figures per group (``shadow``, ``held_back``) and, with
+    both, in ``all``.
 
     Columns: :data:`SUMMARY_COLUMNS`; ``scout_hours_per_task`` is per task that
     would have applied (NaN when none would).
@@ -176,9 +177,10 @@ def what_if_summary(rows: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
     out = []
     groups = [(g, rows[rows["group"] == g]) for g in WHAT_IF_DECISIONS]
-    for name, part in [*groups, ("all", rows)]:
-        if part.empty:
-            continue
+    groups = [(name, part) for name, part in groups if not part.empty]
+    if len(groups) > 1:  # a total only when it adds something
+        groups.append(("all", rows))
+    for name, part in groups:
         applying = int(part["would_apply"].sum())
         saved = float(part["scout_hours_saved"].sum())
         out.append(
