@@ -176,8 +176,11 @@ def what_if_summary(rows: pd.DataFrame) -> pd.DataFrame:
     if rows.empty:
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
     out = []
-    groups = [(g, rows[rows["group"] == g]) for g in WHAT_IF_DECISIONS]
-    groups = [(name, part) for name, part in groups if not part.empty]
+    groups: list[tuple[str, pd.DataFrame]] = [
+        (g, rows[rows["group"] == g])
+        for g in WHAT_IF_DECISIONS
+        if (rows["group"] == g).any()
+    ]
     if len(groups) > 1:  # a total only when it adds something
         groups.append(("all", rows))
     for name, part in groups:
