@@ -136,6 +136,12 @@ def test_what_if_summary_by_group_and_in_all():
     assert every["tasks"] == 4
 
 
+def test_one_group_has_no_total_row():
+    rows = what_if_rows(OUTCOMES, AUDIT, job_figures(JOBS))
+    summary = what_if_summary(rows[rows["group"] == "shadow"])
+    assert list(summary["group"]) == ["shadow"]
+
+
 def test_no_what_if_task_gives_empty_tables():
     applied_only = OUTCOMES[OUTCOMES["decision"] == "applied"]
     rows = what_if_rows(applied_only, AUDIT, job_figures(JOBS))

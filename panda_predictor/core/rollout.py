@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from typing import Final, Literal
 
 from panda_predictor.core.task_prediction import TaskPrediction
 
 #: Decision of a task predicted in shadow mode (nothing written, scouts run).
-SHADOW = "shadow"
+SHADOW: Final[Literal["shadow"]] = "shadow"
 #: Decision of a task left out of the rollout share (nothing written, scouts run).
-HELD_BACK = "held_back"
+HELD_BACK: Final[Literal["held_back"]] = "held_back"
 #: Start of a shadow or held-back reason when the model would have applied.
 WOULD_APPLY = "would apply"
 #: Start of a shadow or held-back reason when the model would have kept the scouts.

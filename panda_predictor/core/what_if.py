@@ -167,7 +167,8 @@ def what_if_rows(
 
 
 def what_if_summary(rows: pd.DataFrame) -> pd.DataFrame:
-    """Return the what-if figures per group (``shadow``, ``held_back``) and in all.
+    """Return the what-if figures per group (``shadow``, ``held_back``) and, with
+    both, in ``all``.
 
     Columns: :data:`SUMMARY_COLUMNS`; ``scout_hours_per_task`` is per task that
     would have applied (NaN when none would).
@@ -175,10 +176,14 @@ def what_if_summary(rows: pd.DataFrame) -> pd.DataFrame:
     if rows.empty:
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
     out = []
-    groups = [(g, rows[rows["group"] == g]) for g in WHAT_IF_DECISIONS]
-    for name, part in [*groups, ("all", rows)]:
-        if part.empty:
-            continue
+    groups: list[tuple[str, pd.DataFrame]] = [
+        (g, rows[rows["group"] == g])
+        for g in WHAT_IF_DECISIONS
+        if (rows["group"] == g).any()
+    ]
+    if len(groups) > 1:  # a total only when it adds something
+        groups.append(("all", rows))
+    for name, part in groups:
         applying = int(part["would_apply"].sum())
         saved = float(part["scout_hours_saved"].sum())
         out.append(
