@@ -291,7 +291,10 @@ def test_serve_exports_the_last_drift_run_recorded_in_the_database(settings):
     DRIFT_PSI.clear()
     DRIFT_VERDICT.clear()
     app = create_app(settings, predictor_loader=no_model, background_load=False)
-    samples = parse(app.test_client().get("/metrics").get_data(as_text=True))
+    try:
+        samples = parse(app.test_client().get("/metrics").get_data(as_text=True))
+    finally:
+        app.extensions["panda_predictor"].close()
     assert value(samples, "panda_predictor_drift_verdict", verdict="drift") == 1
     assert value(samples, "panda_predictor_drift_verdict", verdict="no_drift") == 0
     assert value(samples, "panda_predictor_drift_detected") == 1

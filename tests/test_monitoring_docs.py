@@ -50,11 +50,13 @@ def exported(tmp_path_factory) -> set[str]:
     engine.dispose()
     report = run_hook_once(settings)  # an idle pass: no task, no model needed
     assert report.failure is None
-    client = create_app(
-        settings, predictor_loader=no_model, background_load=False
-    ).test_client()
-    client.get("/healthz")
-    page = client.get("/metrics").get_data(as_text=True)
+    app = create_app(settings, predictor_loader=no_model, background_load=False)
+    try:
+        client = app.test_client()
+        client.get("/healthz")
+        page = client.get("/metrics").get_data(as_text=True)
+    finally:
+        app.extensions["panda_predictor"].close()
     return {
         sample.name
         for family in text_string_to_metric_families(page)
