@@ -10,8 +10,8 @@ import sqlalchemy as sa
 
 from panda_predictor.db.drift_runs import (
     drift_run_table,
-    record_drift_run,
     recent_drift_runs,
+    record_drift_run,
 )
 
 FEATURES = {

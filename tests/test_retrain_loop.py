@@ -21,6 +21,7 @@ from click.testing import CliRunner
 
 from model_registry.gate import GateThresholds
 from model_registry.registry import champion_version, get_version
+from panda_predictor.db.drift_runs import recent_drift_runs
 from panda_predictor.db.engine import get_plugin_tables, make_engine
 from panda_predictor.db.outcomes import read_created_tasks
 from panda_predictor.serving.loader import load_champion
@@ -164,6 +165,15 @@ def test_drift_detected_after_the_change_and_not_before(world):
     transhome = next(f for f in after.result.features if f.feature == "transhome")
     assert transhome.drifted and transhome.unseen_share > 0.1
     assert before.json_path.is_file() and after.run_id
+    # Both runs are kept in the database, newest first, with their verdicts.
+    engine = make_engine(world)
+    try:
+        runs = recent_drift_runs(engine, 5, world)
+    finally:
+        engine.dispose()
+    assert [r["verdict"] for r in runs] == ["drift", before.result.verdict]
+    assert runs[0]["features"]["transhome"]["alarm"] is True
+    assert runs[0]["model_version"] == "1"
 
 
 def test_feedback_sees_the_under_allocation_and_retraining_fixes_it(world):
@@ -305,7 +315,11 @@ def test_cli_drift_exit_code_and_retrain(world):
         drift, ["--since", "2025-05-01", "--until", "2025-07-01"], obj=world
     )
     assert quiet.exit_code == 0, quiet.output
-    assert "No drift detected." in quiet.output
+    # Nothing drifted, but this world has no feedback yet: no "No drift" claim.
+    assert "Tasks: no drift." in quiet.output
+    assert "too few outcomes for a verdict (0 scored, minimum 50)" in quiet.output
+    assert "Verdict: too_few_outcomes" in quiet.output
+    assert "No drift detected." not in quiet.output
     loud = runner.invoke(
         drift,
         ["--since", "2025-09-01", "--until", "2025-11-01", "--no-classes"],
