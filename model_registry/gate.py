@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
@@ -38,10 +38,12 @@ from model_registry.registry import (
     CHALLENGER,
     CHAMPION,
     PREVIOUS,
+    PREVIOUS_CHAMPION_TAG,
     champion_version,
     set_alias,
 )
 from model_registry.tracking import mlflow_client
+from panda_predictor.errors import UserInputError
 
 if TYPE_CHECKING:
     from panda_predictor.settings import Settings
@@ -111,12 +113,27 @@ class GateThresholds:
                 )
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> GateThresholds:
-        """Return the default tolerances with the floors' settings applied."""
-        return cls(
-            max_tail_recall_shortfall=settings.gate_tail_recall_shortfall,
-            floor_noise_factor=settings.gate_floor_noise_factor,
-        )
+    def from_settings(
+        cls, settings: Settings, overrides: Iterable[str] = ()
+    ) -> GateThresholds:
+        """Return the tolerances of the settings, then of ``overrides``.
+
+        Parameters
+        ----------
+        settings:
+            Settings with the ``gate_*`` tolerances.
+        overrides:
+            ``NAME=VALUE`` texts as the CLI takes them (see
+            :func:`parse_tolerances`).
+        """
+        fields = {
+            "max_accuracy_drop": settings.gate_max_accuracy_drop,
+            "max_tail_recall_drop": settings.gate_max_tail_recall_drop,
+            "max_under_allocation_rise": settings.gate_max_under_allocation_rise,
+            "max_tail_recall_shortfall": settings.gate_tail_recall_shortfall,
+            "floor_noise_factor": settings.gate_floor_noise_factor,
+        }
+        return cls(**{**fields, **parse_tolerances(overrides)})
 
     def rules(self) -> tuple[tuple[str, str, float], ...]:
         """Return ``(metric pattern, better direction, tolerance)`` triples."""
@@ -126,6 +143,52 @@ class GateThresholds:
             ("*.tail_recall", HIGHER, self.max_tail_recall_drop),
             ("*.under_allocation", LOWER, self.max_under_allocation_rise),
         )
+
+
+#: Names of ``--gate-tolerance NAME=VALUE`` -> the :class:`GateThresholds` field.
+TOLERANCE_NAMES = {
+    "accuracy": "max_accuracy_drop",
+    "tail_recall": "max_tail_recall_drop",
+    "under_allocation": "max_under_allocation_rise",
+    "tail_recall_shortfall": "max_tail_recall_shortfall",
+    "floor_noise_factor": "floor_noise_factor",
+}
+
+
+class ToleranceError(UserInputError):
+    """A gate tolerance given on the command line is not ``NAME=NUMBER``."""
+
+
+def parse_tolerances(items: Iterable[str]) -> dict[str, float]:
+    """Return :class:`GateThresholds` fields from ``NAME=VALUE`` texts.
+
+    ``NAME`` is a key of :data:`TOLERANCE_NAMES` (``accuracy``, ``tail_recall``,
+    ``under_allocation``, ``tail_recall_shortfall``, ``floor_noise_factor``) or the
+    field name itself; ``VALUE`` a finite number (>= 0; >= -1 for the noise factor).
+    """
+    fields: dict[str, float] = {}
+    names = ", ".join(TOLERANCE_NAMES)
+    for item in items:
+        name, sep, text = str(item).partition("=")
+        name = name.strip()
+        field_name = TOLERANCE_NAMES.get(name, name)
+        if not sep or field_name not in TOLERANCE_NAMES.values():
+            raise ToleranceError(
+                f"The gate tolerance must be NAME=VALUE with NAME one of {names}. "
+                f"Got {item!r} instead."
+            )
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        lowest = -1.0 if field_name == "floor_noise_factor" else 0.0
+        if not math.isfinite(value) or value < lowest:
+            raise ToleranceError(
+                f"The gate tolerance {name!r} must be a finite number >= "
+                f"{lowest:g}. Got {text.strip()!r} instead."
+            )
+        fields[field_name] = value
+    return fields
 
 
 @dataclass(frozen=True)
@@ -244,9 +307,75 @@ class GateDecision:
         head = f"version {self.version} -> {self.alias}: {self.reason}"
         return [head, *(f"  {v.describe()}" for v in self.verdicts)]
 
+    def table(self) -> list[str]:
+        """Return the decision and a table: per metric champion, challenger,
+        difference, tolerance, noise, floor and verdict."""
+        return [
+            f"version {self.version} -> {self.alias}: {self.reason}",
+            *verdict_table(self.verdicts),
+        ]
+
     def to_dict(self) -> dict[str, Any]:
         """Return the decision as a JSON-ready dict."""
         return asdict(self)
+
+
+TABLE_COLUMNS = (
+    "metric",
+    "better",
+    "champion",
+    "challenger",
+    "diff",
+    "tolerance",
+    "noise",
+    "floor",
+    "verdict",
+)
+
+
+def _verdict_word(v: MetricVerdict) -> str:
+    if v.passed:
+        return "ok"
+    if v.passed_champion is False and v.passed_floor is False:
+        return "WORSE+FLOOR"
+    return "WORSE" if v.passed_champion is False else "BELOW FLOOR"
+
+
+def verdict_table(verdicts: Iterable[MetricVerdict]) -> list[str]:
+    """Return the verdicts as aligned text lines (header first; empty: no lines).
+
+    ``diff`` is challenger minus champion; ``tolerance`` is how much worse it may
+    be on top of ``noise`` (the champion comparison's); ``floor`` the binding floor.
+    """
+    rows = [
+        (
+            v.metric,
+            v.better,
+            _fmt(v.champion),
+            _fmt(v.challenger),
+            "none"
+            if v.challenger is None or v.champion is None
+            else f"{v.challenger - v.champion:+.4f}",
+            f"{v.tolerance:.4f}",
+            f"{v.champion_noise:.4f}",
+            "" if v.floor is None else f"{v.floor:.4f}",
+            _verdict_word(v),
+        )
+        for v in verdicts
+    ]
+    if not rows:
+        return []
+    widths = [
+        max(len(str(r[i])) for r in [TABLE_COLUMNS, *rows])
+        for i in range(len(TABLE_COLUMNS))
+    ]
+
+    def line(cells: tuple[str, ...]) -> str:
+        first = cells[0].ljust(widths[0])
+        rest = [c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)]
+        return "  ".join([first, *rest]).rstrip()
+
+    return [line(TABLE_COLUMNS), *(line(r) for r in rows)]
 
 
 def _finite(value: Any) -> float | None:
@@ -473,6 +602,12 @@ def _apply(
         and current_version is not None
         and current_version != decision.version
     ):
+        mlflow_client(settings).set_model_version_tag(
+            settings.model_name,
+            str(decision.version),
+            PREVIOUS_CHAMPION_TAG,
+            str(current_version),
+        )
         set_alias(settings, current_version, PREVIOUS)
     set_alias(settings, decision.version, decision.alias)
     for line in decision.describe():
