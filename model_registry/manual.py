@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from panda_predictor.errors import UserInputError
-
 from model_registry.registry import (
     CHAMPION,
     PREVIOUS,
@@ -32,6 +30,7 @@ from model_registry.registry import (
     version_metrics,
 )
 from model_registry.tracking import mlflow_client
+from panda_predictor.errors import UserInputError
 
 if TYPE_CHECKING:
     from panda_predictor.settings import Settings
@@ -77,9 +76,7 @@ def all_versions(settings: Settings) -> list[ModelVersionInfo]:
     client = _reader_client(settings)
     found = client.search_model_versions(f"name = '{settings.model_name}'")
     # search_model_versions leaves aliases out on some stores: read each version.
-    infos = [
-        _to_info(client.get_model_version(mv.name, mv.version)) for mv in found
-    ]
+    infos = [_to_info(client.get_model_version(mv.name, mv.version)) for mv in found]
     return sorted(infos, key=lambda i: i.version, reverse=True)
 
 
@@ -195,9 +192,7 @@ class AliasMove:
         )
 
 
-def _write_tags(
-    settings: Settings, version: int, tags: dict[str, str]
-) -> None:
+def _write_tags(settings: Settings, version: int, tags: dict[str, str]) -> None:
     client = mlflow_client(settings)
     for key, value in tags.items():
         client.set_model_version_tag(

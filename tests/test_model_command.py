@@ -143,8 +143,15 @@ def test_promote_then_rollback_moves_alias_and_records_who_when_why(three_versio
         (("show", "7"), r"Got 7 instead"),
         (("promote", "zero", "--reason", "x"), "is not a valid integer"),
     ],
-    ids=["unknown", "already", "blank-reason", "no-reason", "rollback-no-reason",
-         "show-unknown", "not-a-number"],
+    ids=[
+        "unknown",
+        "already",
+        "blank-reason",
+        "no-reason",
+        "rollback-no-reason",
+        "show-unknown",
+        "not-a-number",
+    ],
 )
 def test_model_command_errors(three_versions, args, match):
     settings, _ = three_versions
@@ -228,7 +235,9 @@ def test_a_tolerance_turns_a_refusal_into_a_promotion():
     challenger = {"ramcount.under_allocation": 0.185}  # 0.017 worse
     evidence = GateEvidence(challenger, champion=champion)
     strict = judge(evidence, GateThresholds())
-    loose = judge(evidence, GateThresholds(**parse_tolerances(["under_allocation=0.02"])))
+    loose = judge(
+        evidence, GateThresholds(**parse_tolerances(["under_allocation=0.02"]))
+    )
     assert not strict[0].passed and loose[0].passed
 
 
@@ -240,13 +249,26 @@ def test_verdict_table_prints_champion_challenger_diff_and_tolerance():
     )
     lines = verdict_table(judge(evidence, GateThresholds(max_accuracy_drop=0.01)))
     assert lines[0].split() == [
-        "metric", "better", "champion", "challenger", "diff", "tolerance", "noise",
-        "floor", "verdict",
+        "metric",
+        "better",
+        "champion",
+        "challenger",
+        "diff",
+        "tolerance",
+        "noise",
+        "floor",
+        "verdict",
     ]
     row = next(line for line in lines if line.startswith("mean_accuracy"))
     assert row.split() == [
-        "mean_accuracy", "higher", "0.7200", "0.7000", "-0.0200", "0.0100",
-        "0.0040", "WORSE",
+        "mean_accuracy",
+        "higher",
+        "0.7200",
+        "0.7000",
+        "-0.0200",
+        "0.0100",
+        "0.0040",
+        "WORSE",
     ]
     tail = next(line for line in lines if line.startswith("ramcount.tail_recall"))
     assert tail.split()[-1] == "ok" and "+0.0000" in tail

@@ -42,9 +42,10 @@ with warnings.catch_warnings():
     # type hints: noise for every user of this module.
     warnings.simplefilter("ignore")
     import mlflow.pyfunc
+    from mlflow.pyfunc import PythonModel
 
 
-class BundleModel(mlflow.pyfunc.PythonModel):  # type: ignore[misc]
+class BundleModel(PythonModel):  # type: ignore[misc]
     """Serve a bundle through pyfunc: task rows in, one prediction row per task out.
 
     Holds nothing when pickled; :meth:`load_context` loads the bundle artifact into
@@ -64,7 +65,7 @@ class BundleModel(mlflow.pyfunc.PythonModel):  # type: ignore[misc]
     def predict(
         self, context: Any, model_input: pd.DataFrame, params: Any = None
     ) -> pd.DataFrame:
-        """Return :meth:`Predictor.predict_table` of the task rows in ``model_input``."""
+        """Return :meth:`Predictor.predict_table` of the tasks in ``model_input``."""
         if self._predictor is None:
             self.load_context(context)
         assert self._predictor is not None
