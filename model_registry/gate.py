@@ -42,8 +42,13 @@ from model_registry.registry import (
     champion_version,
     set_alias,
 )
+from model_registry.tolerances import (
+    TOLERANCE_NAMES,
+    ToleranceError,
+    parse_tolerances,
+)
 from model_registry.tracking import mlflow_client
-from panda_predictor.errors import UserInputError
+from model_registry.verdict_table import verdict_table
 
 if TYPE_CHECKING:
     from panda_predictor.settings import Settings
@@ -143,52 +148,6 @@ class GateThresholds:
             ("*.tail_recall", HIGHER, self.max_tail_recall_drop),
             ("*.under_allocation", LOWER, self.max_under_allocation_rise),
         )
-
-
-#: Names of ``--gate-tolerance NAME=VALUE`` -> the :class:`GateThresholds` field.
-TOLERANCE_NAMES = {
-    "accuracy": "max_accuracy_drop",
-    "tail_recall": "max_tail_recall_drop",
-    "under_allocation": "max_under_allocation_rise",
-    "tail_recall_shortfall": "max_tail_recall_shortfall",
-    "floor_noise_factor": "floor_noise_factor",
-}
-
-
-class ToleranceError(UserInputError):
-    """A gate tolerance given on the command line is not ``NAME=NUMBER``."""
-
-
-def parse_tolerances(items: Iterable[str]) -> dict[str, float]:
-    """Return :class:`GateThresholds` fields from ``NAME=VALUE`` texts.
-
-    ``NAME`` is a key of :data:`TOLERANCE_NAMES` (``accuracy``, ``tail_recall``,
-    ``under_allocation``, ``tail_recall_shortfall``, ``floor_noise_factor``) or the
-    field name itself; ``VALUE`` a finite number (>= 0; >= -1 for the noise factor).
-    """
-    fields: dict[str, float] = {}
-    names = ", ".join(TOLERANCE_NAMES)
-    for item in items:
-        name, sep, text = str(item).partition("=")
-        name = name.strip()
-        field_name = TOLERANCE_NAMES.get(name, name)
-        if not sep or field_name not in TOLERANCE_NAMES.values():
-            raise ToleranceError(
-                f"The gate tolerance must be NAME=VALUE with NAME one of {names}. "
-                f"Got {item!r} instead."
-            )
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        lowest = -1.0 if field_name == "floor_noise_factor" else 0.0
-        if not math.isfinite(value) or value < lowest:
-            raise ToleranceError(
-                f"The gate tolerance {name!r} must be a finite number >= "
-                f"{lowest:g}. Got {text.strip()!r} instead."
-            )
-        fields[field_name] = value
-    return fields
 
 
 @dataclass(frozen=True)
@@ -318,64 +277,6 @@ class GateDecision:
     def to_dict(self) -> dict[str, Any]:
         """Return the decision as a JSON-ready dict."""
         return asdict(self)
-
-
-TABLE_COLUMNS = (
-    "metric",
-    "better",
-    "champion",
-    "challenger",
-    "diff",
-    "tolerance",
-    "noise",
-    "floor",
-    "verdict",
-)
-
-
-def _verdict_word(v: MetricVerdict) -> str:
-    if v.passed:
-        return "ok"
-    if v.passed_champion is False and v.passed_floor is False:
-        return "WORSE+FLOOR"
-    return "WORSE" if v.passed_champion is False else "BELOW FLOOR"
-
-
-def verdict_table(verdicts: Iterable[MetricVerdict]) -> list[str]:
-    """Return the verdicts as aligned text lines (header first; empty: no lines).
-
-    ``diff`` is challenger minus champion; ``tolerance`` is how much worse it may
-    be on top of ``noise`` (the champion comparison's); ``floor`` the binding floor.
-    """
-    rows = [
-        (
-            v.metric,
-            v.better,
-            _fmt(v.champion),
-            _fmt(v.challenger),
-            "none"
-            if v.challenger is None or v.champion is None
-            else f"{v.challenger - v.champion:+.4f}",
-            f"{v.tolerance:.4f}",
-            f"{v.champion_noise:.4f}",
-            "" if v.floor is None else f"{v.floor:.4f}",
-            _verdict_word(v),
-        )
-        for v in verdicts
-    ]
-    if not rows:
-        return []
-    widths = [
-        max(len(str(r[i])) for r in [TABLE_COLUMNS, *rows])
-        for i in range(len(TABLE_COLUMNS))
-    ]
-
-    def line(cells: tuple[str, ...]) -> str:
-        first = cells[0].ljust(widths[0])
-        rest = [c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)]
-        return "  ".join([first, *rest]).rstrip()
-
-    return [line(TABLE_COLUMNS), *(line(r) for r in rows)]
 
 
 def _finite(value: Any) -> float | None:
@@ -613,3 +514,17 @@ def _apply(
     for line in decision.describe():
         logger.info("Gate: %s %s", settings.model_name, line)
     return decision
+
+
+__all__ = [
+    "TOLERANCE_NAMES",
+    "GateDecision",
+    "GateEvidence",
+    "GateThresholds",
+    "MetricVerdict",
+    "ToleranceError",
+    "judge",
+    "parse_tolerances",
+    "promote_if_not_worse",
+    "verdict_table",
+]
