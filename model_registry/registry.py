@@ -43,6 +43,8 @@ CHALLENGER = "challenger"
 #: The champion before the last promotion, kept for a one-command rollback.
 PREVIOUS = "previous"
 ALIASES = (CHAMPION, CHALLENGER, PREVIOUS)
+#: Version tag naming the champion a version replaced (where a rollback goes).
+PREVIOUS_CHAMPION_TAG = "champion.previous"
 
 MANIFEST = "bundle.json"
 BUNDLE_ARTIFACT_PATH = "bundle"

@@ -47,9 +47,7 @@ def _local_folder(uri: str) -> Path | None:
     return None
 
 
-def moved_roots(
-    locations: list[tuple[str, str]], new_root: str
-) -> dict[str, str]:
+def moved_roots(locations: list[tuple[str, str]], new_root: str) -> dict[str, str]:
     """Return ``{old root: new root}`` for experiments whose store folder moved.
 
     Parameters
@@ -68,8 +66,9 @@ def moved_roots(
         old_root = location[: -len(suffix)]
         if old_root == new_root:
             continue
-        old_folder, new_folder = _local_folder(location), _local_folder(
-            f"{new_root}{suffix}"
+        old_folder, new_folder = (
+            _local_folder(location),
+            _local_folder(f"{new_root}{suffix}"),
         )
         if old_folder is None or new_folder is None:
             continue

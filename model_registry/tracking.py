@@ -337,12 +337,13 @@ def log_training_input(
     """
     import warnings
 
-    import mlflow.data
+    import mlflow
+    from mlflow.data.pandas_dataset import from_pandas
 
     with warnings.catch_warnings():
         # MLflow warns that integer columns cannot hold missing values; ours are ids.
         warnings.simplefilter("ignore")
-        dataset = mlflow.data.from_pandas(frame, name=name)
+        dataset = from_pandas(frame, name=name)
         mlflow.log_input(dataset, context=context)
     return dataset.name, dataset.digest
 

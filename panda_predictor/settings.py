@@ -102,6 +102,27 @@ class Settings(BaseSettings):
         description="Promote a new model whose champion cannot be scored on the "
         "same test data (other features or bins); default: make it challenger.",
     )
+    gate_max_accuracy_drop: float = Field(
+        0.005,
+        ge=0.0,
+        le=1.0,
+        description="How much lower than the champion's a new model's mean accuracy "
+        "may be (beyond the test set's noise) and still be promoted.",
+    )
+    gate_max_tail_recall_drop: float = Field(
+        0.01,
+        ge=0.0,
+        le=1.0,
+        description="How much lower than the champion's a new model's tail recall "
+        "(per target) may be, beyond the noise, and still be promoted.",
+    )
+    gate_max_under_allocation_rise: float = Field(
+        0.005,
+        ge=0.0,
+        le=1.0,
+        description="How much higher than the champion's a new model's "
+        "under-allocation rate (per target) may be, beyond the noise.",
+    )
     gate_tail_recall_shortfall: float = Field(
         0.05,
         ge=0.0,

@@ -107,9 +107,7 @@ def _dataset_name(
     return f"labelled history {first:%Y-%m-%d}..{last:%Y-%m-%d}"
 
 
-def window_params(
-    since: datetime | None, until: datetime | None
-) -> dict[str, str]:
+def window_params(since: datetime | None, until: datetime | None) -> dict[str, str]:
     """Return the window bounds as parameters (empty when the whole history is used)."""
     window = {}
     if since is not None:

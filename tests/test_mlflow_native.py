@@ -7,6 +7,7 @@ fixture), then: the pyfunc round trip, the run's contents, and a moved store.
 from __future__ import annotations
 
 import shutil
+import time
 
 import mlflow
 import pandas as pd
@@ -39,6 +40,8 @@ pytestmark = [
 
 FAST = TrainingConfig(model_kinds=("xgboost",), xgboost={"n_estimators": 20})
 TARGETS = ("ramcount", "cputime", "iointensity", "walltime")
+#: Wall time of the module's one train_and_register call (set by the fixture).
+trained_seconds: list[float] = []
 
 
 @pytest.fixture(scope="module")
@@ -47,12 +50,15 @@ def trained(tmp_path_factory, simulated_sqlite, labelled_history):
     home = tmp_path_factory.mktemp("store-a")
     shutil.copy(simulated_sqlite.home / "panda.sqlite", home / "panda.sqlite")
     settings = load_settings(home=home)
+    commit = git_commit()  # the code's commit while it trains
+    started = time.monotonic()
     summary = train_and_register(
         settings, FAST, progress=False, history=labelled_history
     )
+    trained_seconds[:] = [time.monotonic() - started]
     if not summary.gate.promoted:  # a tiny model may stay below its floors
         set_alias(settings, summary.version.version, "champion")
-    return settings, summary
+    return settings, summary, commit
 
 
 def _tasks(labelled_history, n=25):
@@ -65,7 +71,7 @@ def _pyfunc_champion(settings):
 
 
 def test_pyfunc_round_trip_equals_the_predictor(trained, labelled_history, tmp_path):
-    settings, summary = trained
+    settings, summary, _ = trained
     model = _pyfunc_champion(settings)
     tasks = _tasks(labelled_history)
     got = model.predict(input_example(tasks, rows=len(tasks)))
@@ -84,10 +90,9 @@ def test_pyfunc_round_trip_equals_the_predictor(trained, labelled_history, tmp_p
 
 
 def test_version_has_signature_and_input_example(trained):
-    settings, _ = trained
-    info = mlflow.models.get_model_info(
-        f"{champion_version(settings).source}"  # type: ignore[union-attr]
-    )
+    settings, _, _ = trained
+    configure_mlflow(settings)
+    info = mlflow.models.get_model_info(f"models:/{settings.model_name}@champion")
     inputs = [c["name"] for c in info.signature.inputs.to_dict()]
     outputs = [c["name"] for c in info.signature.outputs.to_dict()]
     assert "transhome" in inputs and "corecount" in inputs
@@ -96,7 +101,7 @@ def test_version_has_signature_and_input_example(trained):
 
 
 def test_product_loader_reads_only_the_bundle(trained, labelled_history):
-    settings, _ = trained
+    settings, _, _ = trained
     predictor = load_champion(settings)
     tasks = _tasks(labelled_history, 5)
     assert len(predictor.predict(tasks)) == 5
@@ -105,14 +110,13 @@ def test_product_loader_reads_only_the_bundle(trained, labelled_history):
 
 
 def test_run_has_dataset_input_git_commit_params_and_metrics(trained):
-    settings, summary = trained
+    settings, summary, commit = trained
     run = mlflow_client(settings).get_run(summary.run_id)
     inputs = run.inputs.dataset_inputs
     assert len(inputs) == 1
     dataset = inputs[0].dataset
     assert dataset.name.startswith("labelled history ")
     assert len(dataset.digest) >= 8
-    commit = git_commit()
     if commit is None:
         assert GIT_COMMIT_TAG not in run.data.tags
     else:
@@ -129,15 +133,11 @@ def test_run_has_dataset_input_git_commit_params_and_metrics(trained):
 
 
 def test_run_spans_the_training(trained):
-    settings, summary = trained
+    settings, summary, _ = trained
     run = mlflow_client(settings).get_run(summary.run_id)
-    fit_seconds = float(run.data.params["xgboost.fit_seconds"]) if (
-        "xgboost.fit_seconds" in run.data.params
-    ) else None
     seconds = (run.info.end_time - run.info.start_time) / 1000
-    assert seconds > 0
-    if fit_seconds is not None:
-        assert seconds >= fit_seconds
+    # Opened before fitting: the run covers nearly all of train_and_register.
+    assert seconds >= 0.8 * trained_seconds[0]
 
 
 @pytest.mark.parametrize(
@@ -154,7 +154,7 @@ def test_git_commit_is_none_outside_a_repository(tmp_path):
 
 
 def test_moved_store_still_serves(trained, labelled_history, tmp_path):
-    settings, summary = trained
+    settings, summary, _ = trained
     moved = tmp_path / "store-b"
     shutil.copytree(settings.home, moved)
     original = settings.home.with_name(settings.home.name + "-away")

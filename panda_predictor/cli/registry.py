@@ -33,6 +33,12 @@ register(
     "Train, evaluate and register the four target models (gated champion).",
 )
 register(
+    "model",
+    "panda_predictor.cli.model",
+    "model",
+    "List registered versions; promote or roll back the champion, with a reason.",
+)
+register(
     "hook",
     "panda_predictor.cli.hook",
     "hook",

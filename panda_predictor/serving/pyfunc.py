@@ -14,8 +14,11 @@ task the decision and, per target, class, value written and confidence.
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,9 +45,10 @@ with warnings.catch_warnings():
     # type hints: noise for every user of this module.
     warnings.simplefilter("ignore")
     import mlflow.pyfunc
+    from mlflow.pyfunc import PythonModel
 
 
-class BundleModel(mlflow.pyfunc.PythonModel):  # type: ignore[misc]
+class BundleModel(PythonModel):  # type: ignore[misc]
     """Serve a bundle through pyfunc: task rows in, one prediction row per task out.
 
     Holds nothing when pickled; :meth:`load_context` loads the bundle artifact into
@@ -64,7 +68,7 @@ class BundleModel(mlflow.pyfunc.PythonModel):  # type: ignore[misc]
     def predict(
         self, context: Any, model_input: pd.DataFrame, params: Any = None
     ) -> pd.DataFrame:
-        """Return :meth:`Predictor.predict_table` of the task rows in ``model_input``."""
+        """Return :meth:`Predictor.predict_table` of the tasks in ``model_input``."""
         if self._predictor is None:
             self.load_context(context)
         assert self._predictor is not None
@@ -122,15 +126,33 @@ def save_pyfunc_model(
     from importlib.metadata import version
 
     signature = signature_of(bundle_dir, example)
-    mlflow.pyfunc.save_model(
-        path=str(dest),
-        python_model=BundleModel(model_name),
-        artifacts={BUNDLE_ARTIFACT: str(bundle_dir)},
-        signature=signature,
-        input_example=example,
-        pip_requirements=[
-            f"panda-predictor=={version('panda-predictor')}",
-            f"mlflow=={mlflow.__version__}",
-        ],
-    )
+    with _quiet_pyfunc_logger():
+        mlflow.pyfunc.save_model(
+            path=str(dest),
+            python_model=BundleModel(model_name),
+            artifacts={BUNDLE_ARTIFACT: str(bundle_dir)},
+            signature=signature,
+            input_example=example,
+            pip_requirements=[
+                f"panda-predictor=={version('panda-predictor')}",
+                f"mlflow=={mlflow.__version__}",
+            ],
+        )
     return Path(dest)
+
+
+@contextmanager
+def _quiet_pyfunc_logger() -> Iterator[None]:
+    """Hide pyfunc's advice to use models-from-code while saving.
+
+    It warns on every save that a pickled ``python_model`` runs code when loaded;
+    ours is a class of this package pickled by reference (no state), and the
+    warning would repeat in every training log and the demo.
+    """
+    pyfunc_logger = logging.getLogger("mlflow.pyfunc")
+    level = pyfunc_logger.level
+    pyfunc_logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        pyfunc_logger.setLevel(level)
