@@ -309,3 +309,46 @@ def test_report_cli_on_an_empty_database(settings):
     page = settings.home / "reports" / "monitoring" / "index.html"
     assert str(page) in result.output
     check_page(page)
+
+
+def test_report_joins_audited_confidences_on_both_databases(settings, db, seed):
+    """Calibration needs the audit's confidence next to each outcome: read, joined."""
+    from panda_predictor.db.audit_confidence import read_confidences
+    from panda_predictor.db.engine import get_plugin_tables
+    from panda_predictor.db.outcomes import upsert_outcomes
+    from pipelines.monitoring_report import render_report
+
+    outcomes = _outcomes(seed).head(40)
+    outcomes["model_name"] = "panda-predictor"
+    outcomes["evaluated_at"] = datetime(2025, 3, 1)
+    audit = get_plugin_tables(settings, db).audit
+    rows = [
+        {
+            "jeditaskid": int(r.jeditaskid),
+            "model_name": "panda-predictor",
+            "model_version": "3",
+            "decision": r.decision,
+            "predicted_at": r.predicted_at.to_pydatetime(),
+            **{
+                f"{t}_confidence": float(getattr(r, f"{t}_confidence")) for t in TARGETS
+            },
+        }
+        for r in outcomes.itertuples()
+    ]
+    with db.begin() as conn:
+        conn.execute(audit.insert(), rows)
+        upsert_outcomes(
+            conn,
+            settings,
+            outcomes.drop(columns=[f"{t}_confidence" for t in TARGETS]),
+        )
+    read = read_confidences(db, settings).set_index("jeditaskid")
+    assert len(read) == 40
+    assert read.loc[7, "cputime_confidence"] == pytest.approx(
+        outcomes.set_index("jeditaskid").loc[7, "cputime_confidence"], rel=1e-6
+    )
+    assert read_confidences(db, settings, since=datetime(2030, 1, 1)).empty
+    page = render_report(settings)
+    images = check_page(page)
+    assert {"calibration.png", "coverage_accuracy.png", "confusion.png"} <= set(images)
+    assert "No feedback yet" not in page.read_text()
