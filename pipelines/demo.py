@@ -146,7 +146,7 @@ def _run_steps(
 
 
 #: Loggers whose INFO lines the demo's own step lines and table replace.
-DEMO_LOGGERS = ("panda_predictor", "pipelines", "model_registry")
+DEMO_LOGGERS = ("panda_predictor", "pipelines", "model_registry", "mlflow")
 
 
 @contextmanager
