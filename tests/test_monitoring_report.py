@@ -168,6 +168,7 @@ def test_monitoring_report_with_everything(tmp_path, seed):
     assert 'href="../train-20250201T000000Z/report.md"' in text
     assert 'href="../train-20250201T000000Z/gate.json"' in text
     assert "worse on walltime" in text and "FAILED" in text
+    assert "version 8 against champion 7" in text
     assert "too_few_outcomes" in text and "campaign" in text
     assert (
         gate is not None and gate.folder == train_folder and gate.champion_version == 7
@@ -352,3 +353,20 @@ def test_report_joins_audited_confidences_on_both_databases(settings, db, seed):
     images = check_page(page)
     assert {"calibration.png", "coverage_accuracy.png", "confusion.png"} <= set(images)
     assert "No feedback yet" not in page.read_text()
+
+
+def test_a_first_gate_without_champion_says_so(tmp_path):
+    folder = tmp_path / "reports" / "train-1"
+    folder.mkdir(parents=True)
+    verdict = MetricVerdict("mean_accuracy", "higher", 0.7, None, 0.01, 0.0, None)
+    decision = GateDecision(1, "champion", True, None, "first version", (verdict,))
+    (folder / "gate.json").write_text(json.dumps({"decision": decision.to_dict()}))
+    gate = latest_gate(tmp_path)
+    assert gate is not None and gate.rows[0]["champion"] is None
+    empty = pd.DataFrame()
+    page = write_monitoring_report(
+        tmp_path / "out", empty, weekly_summary(empty), None, [], None, gate=gate
+    )
+    text = page.read_text()
+    assert "(no champion to compare with)" in text and "&mdash;" in text
+    assert "champion_challenger.png" in check_page(page)
