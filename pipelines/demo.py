@@ -61,7 +61,7 @@ def history_end() -> datetime:
 
 
 def reset_embedded_store(settings: Settings) -> None:
-    """Delete the demo's SQLite database, MLflow store and cache under ``home``."""
+    """Delete the demo's database, MLflow store, cache and reports under ``home``."""
     if settings.db_url or settings.mlflow_tracking_uri:
         raise UserInputError(
             "The demo resets only the embedded default under 'home'. Got an explicit "
@@ -69,7 +69,8 @@ def reset_embedded_store(settings: Settings) -> None:
         )
     for name in ("panda.sqlite", "mlflow.db"):
         (settings.home / name).unlink(missing_ok=True)
-    for name in ("mlartifacts", "model-cache"):
+    # Reports, drift checks and decisions of the deleted versions would mislead.
+    for name in ("mlartifacts", "model-cache", "reports", "monitoring", "retrain"):
         shutil.rmtree(settings.home / name, ignore_errors=True)
 
 
@@ -82,7 +83,24 @@ def run_demo(
     progress: bool = True,
     say: Callable[[str], None] = print,
 ) -> DemoResult:
-    """Run the main job end to end and return what each step did."""
+    """Run the main job end to end and return what each step did.
+
+    The steps' own INFO log lines (one per task in the hook and the feedback) would
+    repeat what the demo prints, so they are held back unless the level is DEBUG.
+    """
+    with _quiet(*DEMO_LOGGERS):
+        return _run_steps(settings, n_tasks, n_defined, seed, fresh, progress, say)
+
+
+def _run_steps(
+    settings: Settings,
+    n_tasks: int,
+    n_defined: int,
+    seed: int,
+    fresh: bool,
+    progress: bool,
+    say: Callable[[str], None],
+) -> DemoResult:
     settings.home.mkdir(parents=True, exist_ok=True)
     if fresh:
         reset_embedded_store(settings)
@@ -115,31 +133,30 @@ def run_demo(
         )
         set_alias(settings, training.version.version, CHAMPION)
     say("[4/5] submit hook over the newly defined tasks")
-    with _quiet(*PER_TASK_LOGGERS):
-        hook = run_hook_once(settings)
+    hook = run_hook_once(settings)
     tasks = _task_info(settings, [p.jeditaskid for p in hook.predictions])
     result = DemoResult(rows, training, hook, tasks)
     if hook.failure is None and hook.predictions:
         say("[5/5] the tasks' simulated jobs run; feedback, drift check and report")
         result.jobs_run = run_simulated_jobs(settings, config, hook)
-        with _quiet(*PER_TASK_LOGGERS):
-            result.feedback = run_feedback(settings)
+        result.feedback = run_feedback(settings)
         result.drift = check_drift(settings)
         result.report = render_report(settings)
     return result
 
 
-#: Loggers that write a line per task: the demo prints its own table instead.
-PER_TASK_LOGGERS = ("panda_predictor.hook", "panda_predictor.db.writer", "pipelines")
+#: Loggers whose INFO lines the demo's own step lines and table replace.
+DEMO_LOGGERS = ("panda_predictor", "pipelines", "model_registry", "mlflow")
 
 
 @contextmanager
 def _quiet(*names: str) -> Iterator[None]:
-    """Raise the named loggers to WARNING for the block, then restore their level."""
+    """Raise the named loggers from INFO to WARNING for the block (DEBUG stays)."""
     loggers = [logging.getLogger(name) for name in names]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
-        logger.setLevel(max(logging.WARNING, logger.getEffectiveLevel()))
+        if logger.getEffectiveLevel() == logging.INFO:
+            logger.setLevel(logging.WARNING)
     try:
         yield
     finally:

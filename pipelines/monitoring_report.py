@@ -50,6 +50,8 @@ def _img(name: str, alt: str) -> str:
 
 def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
     def cell(v: Any) -> str:
+        if v is None:
+            return "&mdash;"
         if isinstance(v, float):
             return "" if math.isnan(v) else f"{v:.4g}"
         return html.escape(str(v))
@@ -202,16 +204,19 @@ def _gate_section(
     else:
         css = "ok" if gate.promoted else "bad"
         verdict = "promoted" if gate.promoted else "not promoted"
+        against = (
+            f"against champion {gate.champion_version}"
+            if gate.champion_version is not None
+            else "(no champion to compare with)"
+        )
         out.append(
-            f"<p>Latest gate: version {gate.version} against champion "
-            f'{gate.champion_version}: <span class="{css}">{verdict}</span> '
+            f"<p>Latest gate: version {gate.version} {against}: "
+            f'<span class="{css}">{verdict}</span> '
             f"&mdash; {html.escape(gate.reason)} ("
             + _link(folder, gate.folder / GATE_FILE, "gate.json")
             + ")</p>"
         )
         if gate.rows:
-            if not gate.has_champion:
-                out.append("<p>There was no champion to compare with.</p>")
             out.append(
                 _img(
                     figures.champion_challenger_figure(folder, gate.rows),

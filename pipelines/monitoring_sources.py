@@ -30,11 +30,6 @@ class GateResult:
     rows: list[dict[str, Any]]
     folder: Path
 
-    @property
-    def has_champion(self) -> bool:
-        """Return whether a champion was there to compare with."""
-        return any(r.get("champion") is not None for r in self.rows)
-
 
 def latest_drift(home: Path) -> dict[str, Any] | None:
     """Return the newest drift check JSON under ``<home>/monitoring``, if any."""

@@ -168,6 +168,7 @@ def test_monitoring_report_with_everything(tmp_path, seed):
     assert 'href="../train-20250201T000000Z/report.md"' in text
     assert 'href="../train-20250201T000000Z/gate.json"' in text
     assert "worse on walltime" in text and "FAILED" in text
+    assert "version 8 against champion 7" in text
     assert "too_few_outcomes" in text and "campaign" in text
     assert (
         gate is not None and gate.folder == train_folder and gate.champion_version == 7
@@ -309,3 +310,63 @@ def test_report_cli_on_an_empty_database(settings):
     page = settings.home / "reports" / "monitoring" / "index.html"
     assert str(page) in result.output
     check_page(page)
+
+
+def test_report_joins_audited_confidences_on_both_databases(settings, db, seed):
+    """Calibration needs the audit's confidence next to each outcome: read, joined."""
+    from panda_predictor.db.audit_confidence import read_confidences
+    from panda_predictor.db.engine import get_plugin_tables
+    from panda_predictor.db.outcomes import upsert_outcomes
+    from pipelines.monitoring_report import render_report
+
+    outcomes = _outcomes(seed).head(40)
+    outcomes["model_name"] = "panda-predictor"
+    outcomes["evaluated_at"] = datetime(2025, 3, 1)
+    audit = get_plugin_tables(settings, db).audit
+    rows = [
+        {
+            "jeditaskid": int(r.jeditaskid),
+            "model_name": "panda-predictor",
+            "model_version": "3",
+            "decision": r.decision,
+            "predicted_at": r.predicted_at.to_pydatetime(),
+            **{
+                f"{t}_confidence": float(getattr(r, f"{t}_confidence")) for t in TARGETS
+            },
+        }
+        for r in outcomes.itertuples()
+    ]
+    with db.begin() as conn:
+        conn.execute(audit.insert(), rows)
+        upsert_outcomes(
+            conn,
+            settings,
+            outcomes.drop(columns=[f"{t}_confidence" for t in TARGETS]),
+        )
+    read = read_confidences(db, settings).set_index("jeditaskid")
+    assert len(read) == 40
+    assert read.loc[7, "cputime_confidence"] == pytest.approx(
+        outcomes.set_index("jeditaskid").loc[7, "cputime_confidence"], rel=1e-6
+    )
+    assert read_confidences(db, settings, since=datetime(2030, 1, 1)).empty
+    page = render_report(settings)
+    images = check_page(page)
+    assert {"calibration.png", "coverage_accuracy.png", "confusion.png"} <= set(images)
+    assert "No feedback yet" not in page.read_text()
+
+
+def test_a_first_gate_without_champion_says_so(tmp_path):
+    folder = tmp_path / "reports" / "train-1"
+    folder.mkdir(parents=True)
+    verdict = MetricVerdict("mean_accuracy", "higher", 0.7, None, 0.01, 0.0, None)
+    decision = GateDecision(1, "champion", True, None, "first version", (verdict,))
+    (folder / "gate.json").write_text(json.dumps({"decision": decision.to_dict()}))
+    gate = latest_gate(tmp_path)
+    assert gate is not None and gate.rows[0]["champion"] is None
+    empty = pd.DataFrame()
+    page = write_monitoring_report(
+        tmp_path / "out", empty, weekly_summary(empty), None, [], None, gate=gate
+    )
+    text = page.read_text()
+    assert "(no champion to compare with)" in text and "&mdash;" in text
+    assert "champion_challenger.png" in check_page(page)

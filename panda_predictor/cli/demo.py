@@ -12,6 +12,10 @@ if TYPE_CHECKING:
     from pipelines.demo import DemoResult
 
 
+#: Rows of the demo's table of predictions.
+DEMO_TABLE_ROWS = 25
+
+
 @click.command("demo")
 @click.option(
     "--tasks",
@@ -78,7 +82,10 @@ def demo(
         f"report {result.training.report}"
     )
     click.echo("\nWhat the submit hook wrote (value unit (confidence) per target):\n")
-    click.echo(predictions_table(result.hook.predictions, result.tasks))
+    # Applied tasks first: with the kept ones cut at DEMO_TABLE_ROWS, the demo's
+    # output stays within a screen (60 lines) and still shows what was written.
+    ordered = sorted(result.hook.predictions, key=lambda p: p.decision != "applied")
+    click.echo(predictions_table(ordered, result.tasks, max_rows=DEMO_TABLE_ROWS))
     h = result.hook
     if h.failure:
         raise click.ClickException(f"The hook failed open: {h.failure}")
