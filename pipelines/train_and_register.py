@@ -92,6 +92,8 @@ def _report(result: TrainingResult, out_dir: Path, extra: dict[str, Any]) -> Pat
         result.coverage,
         metadata=meta,
         title="panda-predictor training report",
+        served_kinds=result.served_kinds,
+        validation_f1={k: r.val_macro_f1 for k, r in result.kinds.items()},
     )
 
 

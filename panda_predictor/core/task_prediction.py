@@ -42,6 +42,9 @@ class TargetPrediction:
         Probability of the chosen class, in [0, 1].
     probabilities:
         Probability of every class, in class order.
+    choice:
+        Why this class: the most likely one, or the tail rule's (or the experts')
+        pick over it, with the numbers (``TailDecisionRule.explain``).
     """
 
     target: str
@@ -53,6 +56,7 @@ class TargetPrediction:
     unit: str
     confidence: float
     probabilities: tuple[float, ...]
+    choice: str = ""
 
     def __post_init__(self) -> None:
         if self.class_index < 0:

@@ -55,6 +55,7 @@ def target_dict(
             "value": t.value,
             "confidence": round(t.confidence, 4),
             "probabilities": list(t.probabilities),
+            "choice": t.choice,
             "top_features": [c.to_dict() for c in top.get(name, [])],
             "explanation": methods.get(name, ""),
         }

@@ -59,6 +59,7 @@ class TargetOut(_Out):
     value: float  # the class value in ``unit``, rounded only when written to PanDA
     confidence: float
     probabilities: list[float]
+    choice: str  # why this class: most likely, or the tail rule's pick over it
     top_features: list[FeatureOut]
     explanation: str
 

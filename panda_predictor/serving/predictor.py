@@ -420,6 +420,9 @@ class Predictor:
                     unit=unit,
                     confidence=float(conf_list[i]),
                     probabilities=tuple(map(round, proba_list[i], _FOURS)),
+                    choice=self.bundle.tail_rules[t].explain(
+                        proba_list[i], cls, [row[0] for row in classes[t]]
+                    ),
                 )
             out.append(
                 TaskPrediction(
