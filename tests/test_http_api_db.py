@@ -81,7 +81,7 @@ def test_post_runs_the_hook_once_and_get_reads_the_audit_row(loaded_db, predicto
         # Idempotent: the task is no longer eligible, nothing is written twice.
         again = client.post(f"/v1/tasks/{task_id}/prediction", headers=AUTH)
         assert again.status_code == 409
-        assert "must be 'defined' or 'ready'" in again.get_json()["description"]
+        assert "already audited: decision" in again.get_json()["description"]
     finally:
         app.extensions["panda_predictor"].close()
 

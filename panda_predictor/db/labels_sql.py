@@ -296,10 +296,10 @@ def labels_by_range(
             page = sa.select(t.c.jeditaskid).where(*period)
             if last is not None:
                 page = page.where(t.c.jeditaskid > last)
-            page = page.order_by(t.c.jeditaskid).limit(chunk_size).subquery()
+            chunk = page.order_by(t.c.jeditaskid).limit(chunk_size).subquery()
             low, high = conn.execute(
                 sa.select(
-                    sa.func.min(page.c.jeditaskid), sa.func.max(page.c.jeditaskid)
+                    sa.func.min(chunk.c.jeditaskid), sa.func.max(chunk.c.jeditaskid)
                 )
             ).one()
             if low is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hmac
 import logging
-from typing import Any
+from typing import Any, NoReturn
 
 from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
@@ -105,21 +105,13 @@ def predict_task(task_id: str) -> ResponseReturnValue:
             f"{_audited_reason(service, jeditaskid)}. It is audited with decision "
             "'error', its JEDI row is untouched and it keeps its scouts."
         )
-    if jeditaskid in report.locked_by_jedi or (
-        not report.predictions and _held_by_jedi(service, jeditaskid)
-    ):
+    if jeditaskid in report.locked_by_jedi:
         raise _JediHoldsTheTask(
             f"JEDI holds the task jediTaskID={jeditaskid} (LOCKEDBY is set): nothing "
             "was written. Try again once JEDI releases it."
         )
     if not report.predictions:
-        row = found.iloc[0]
-        raise Conflict(
-            f"The task jediTaskID={jeditaskid} must be 'defined' or 'ready', scheduled "
-            f"for scouts (US= in SPLITRULE) and not predicted before. Got status "
-            f"{row['status']!r} and SPLITRULE {row['splitrule']!r} instead (or an "
-            "audit row exists: GET this URL)."
-        )
+        _refuse_not_eligible(service, jeditaskid)
     outcome = "not_written"
     for name in ("applied", "kept_scouts", "moved_by_jedi", "shadow", "held_back"):
         if jeditaskid in getattr(report, name):
@@ -143,17 +135,26 @@ class _JediHoldsTheTask(Conflict):
         return [*headers, ("Retry-After", str(RETRY_AFTER_SECONDS))]
 
 
-def _held_by_jedi(service: Any, jeditaskid: int) -> bool:
-    """Return whether JEDI holds the task (``LOCKEDBY`` set): the hook skips it."""
-    import sqlalchemy as sa
+def _refuse_not_eligible(service: Any, jeditaskid: int) -> NoReturn:
+    """Answer why the hook did not predict the task: 409, with Retry-After if JEDI
+    holds it (the rules are those of ``hook --task-id``, :mod:`db.eligibility`)."""
+    from panda_predictor.db.eligibility import LOCKED, why_not_eligible
 
-    from panda_predictor.db.engine import get_panda_tables
-
-    engine = service.engine()
-    tasks = get_panda_tables(service.settings, engine).jedi_tasks
-    query = sa.select(tasks.c.lockedby).where(tasks.c.jeditaskid == jeditaskid)
-    with engine.connect() as conn:
-        return conn.execute(query).scalar() is not None
+    with service.engine().connect() as conn:
+        why = why_not_eligible(conn, service.settings, [jeditaskid])
+    if why and why[0].rule == LOCKED:
+        raise _JediHoldsTheTask(
+            f"JEDI holds the task jediTaskID={jeditaskid} (LOCKEDBY is set): nothing "
+            "was written. Try again once JEDI releases it."
+        )
+    reason = (
+        why[0].reason
+        if why
+        else "another hook claimed it or JEDI changed it meanwhile; try again"
+    )
+    raise Conflict(
+        f"The task jediTaskID={jeditaskid} is not eligible for prediction: {reason}."
+    )
 
 
 def _audited_reason(service: Any, jeditaskid: int) -> str:
