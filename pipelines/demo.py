@@ -170,7 +170,9 @@ def run_simulated_jobs(
     """Write the job records the hook's tasks produce; return how many jobs ran.
 
     Applied tasks run without scouts and ask for the RAMCOUNT written; the others
-    run their scouts first (:func:`pipelines.simulation.outcomes.jobs_after_hook`).
+    (kept scouts, and in shadow mode or outside the rollout share, shadow and
+    held back) run their scouts first
+    (:func:`pipelines.simulation.outcomes.jobs_after_hook`).
     """
     applied = {
         p.jeditaskid: float(p.targets["ramcount"].value)
@@ -182,7 +184,8 @@ def run_simulated_jobs(
         table = get_panda_tables(settings, engine).jobsarchived4
         with engine.connect() as conn:
             last = conn.execute(sa.select(sa.func.max(table.c.pandaid))).scalar()
-        jobs = jobs_after_hook(config, applied, hook.kept_scouts, int(last or 0) + 1)
+        with_scouts = [*hook.kept_scouts, *hook.shadow, *hook.held_back]
+        jobs = jobs_after_hook(config, applied, with_scouts, int(last or 0) + 1)
         empty = pd.DataFrame()
         write_batch(engine, settings, HistoryBatch(empty, empty, jobs))
     finally:
