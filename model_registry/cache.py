@@ -58,6 +58,9 @@ logger = logging.getLogger(__name__)
 POINTER = "current.json"
 LOCK = ".lock"
 TMP_PREFIX = ".tmp-"
+#: Touched whenever the registry confirms the cached copy is the champion; its
+#: age lets ``predict`` skip the registry (and MLflow's import) while it is fresh.
+CONFIRMED = ".confirmed"
 
 #: ``source`` values of :class:`ChampionBundle`.
 FROM_REGISTRY = "registry"
@@ -178,7 +181,7 @@ def _write_pointer(root: Path, data: dict[str, object]) -> None:
 def _prune(root: Path, keep: set[str]) -> None:
     """Remove bundle folders and leftovers not in ``keep`` (caller holds the lock)."""
     for entry in root.iterdir():
-        if entry.name in keep or entry.name in (POINTER, LOCK):
+        if entry.name in keep or entry.name in (POINTER, LOCK, CONFIRMED):
             continue
         if entry.name.startswith(TMP_PREFIX) or entry.name.startswith("v"):
             if entry.is_dir():
@@ -295,8 +298,10 @@ def load_champion_bundle_dir(settings: Settings) -> ChampionBundle:
             and cached.checksums is not None
             and _intact(cached, settings) is not None
         ):
+            _mark_confirmed(settings)
             return ChampionBundle(cached.path, info.version, FROM_REGISTRY)
         path = store_version(settings, info.version)
+        _mark_confirmed(settings)
         return ChampionBundle(path, info.version, FROM_REGISTRY)
     except NoChampionError:
         raise
@@ -320,3 +325,33 @@ def load_champion_bundle_dir(settings: Settings) -> ChampionBundle:
             cached.fetched_at,
         )
         return ChampionBundle(cached.path, cached.version, FROM_CACHE)
+
+
+def _mark_confirmed(settings: Settings) -> None:
+    """Record that the registry just confirmed the cached champion (cheap: a touch)."""
+    (settings.cache_dir() / CONFIRMED).touch()
+
+
+def recently_confirmed(
+    settings: Settings, max_age_seconds: float
+) -> ChampionBundle | None:
+    """Return the cached champion if the registry confirmed it that recently, else None.
+
+    For short-lived readers (``predict``) that accept a champion up to
+    ``max_age_seconds`` old in exchange for not importing MLflow; the copy must
+    still match its checksums. Reports source ``cache``.
+    """
+    if max_age_seconds <= 0:
+        return None
+    try:
+        confirmed = (settings.cache_dir() / CONFIRMED).stat().st_mtime
+    except FileNotFoundError:
+        return None
+    if datetime.now(UTC).timestamp() - confirmed > max_age_seconds:
+        return None
+    cached = read_cached(settings)
+    if cached is None or cached.checksums is None:
+        return None
+    if _intact(cached, settings) is None:
+        return None
+    return ChampionBundle(cached.path, cached.version, FROM_CACHE)

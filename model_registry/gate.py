@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
@@ -38,10 +38,17 @@ from model_registry.registry import (
     CHALLENGER,
     CHAMPION,
     PREVIOUS,
+    PREVIOUS_CHAMPION_TAG,
     champion_version,
     set_alias,
 )
+from model_registry.tolerances import (
+    TOLERANCE_NAMES,
+    ToleranceError,
+    parse_tolerances,
+)
 from model_registry.tracking import mlflow_client
+from model_registry.verdict_table import verdict_table
 
 if TYPE_CHECKING:
     from panda_predictor.settings import Settings
@@ -111,12 +118,27 @@ class GateThresholds:
                 )
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> GateThresholds:
-        """Return the default tolerances with the floors' settings applied."""
-        return cls(
-            max_tail_recall_shortfall=settings.gate_tail_recall_shortfall,
-            floor_noise_factor=settings.gate_floor_noise_factor,
-        )
+    def from_settings(
+        cls, settings: Settings, overrides: Iterable[str] = ()
+    ) -> GateThresholds:
+        """Return the tolerances of the settings, then of ``overrides``.
+
+        Parameters
+        ----------
+        settings:
+            Settings with the ``gate_*`` tolerances.
+        overrides:
+            ``NAME=VALUE`` texts as the CLI takes them (see
+            :func:`parse_tolerances`).
+        """
+        fields = {
+            "max_accuracy_drop": settings.gate_max_accuracy_drop,
+            "max_tail_recall_drop": settings.gate_max_tail_recall_drop,
+            "max_under_allocation_rise": settings.gate_max_under_allocation_rise,
+            "max_tail_recall_shortfall": settings.gate_tail_recall_shortfall,
+            "floor_noise_factor": settings.gate_floor_noise_factor,
+        }
+        return cls(**{**fields, **parse_tolerances(overrides)})
 
     def rules(self) -> tuple[tuple[str, str, float], ...]:
         """Return ``(metric pattern, better direction, tolerance)`` triples."""
@@ -243,6 +265,14 @@ class GateDecision:
         """Return the decision and one line per metric (for the CLI and logs)."""
         head = f"version {self.version} -> {self.alias}: {self.reason}"
         return [head, *(f"  {v.describe()}" for v in self.verdicts)]
+
+    def table(self) -> list[str]:
+        """Return the decision and a table: per metric champion, challenger,
+        difference, tolerance, noise, floor and verdict."""
+        return [
+            f"version {self.version} -> {self.alias}: {self.reason}",
+            *verdict_table(self.verdicts),
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         """Return the decision as a JSON-ready dict."""
@@ -473,8 +503,28 @@ def _apply(
         and current_version is not None
         and current_version != decision.version
     ):
+        mlflow_client(settings).set_model_version_tag(
+            settings.model_name,
+            str(decision.version),
+            PREVIOUS_CHAMPION_TAG,
+            str(current_version),
+        )
         set_alias(settings, current_version, PREVIOUS)
     set_alias(settings, decision.version, decision.alias)
     for line in decision.describe():
         logger.info("Gate: %s %s", settings.model_name, line)
     return decision
+
+
+__all__ = [
+    "TOLERANCE_NAMES",
+    "GateDecision",
+    "GateEvidence",
+    "GateThresholds",
+    "MetricVerdict",
+    "ToleranceError",
+    "judge",
+    "parse_tolerances",
+    "promote_if_not_worse",
+    "verdict_table",
+]

@@ -2,11 +2,15 @@
 
 A *bundle* is a folder holding the four target models and everything needed to serve
 them (feature pipeline, bins, decision rules, metrics, ``bundle.json``). Each bundle
-becomes one version of the registered model ``settings.model_name``. Its files are
-logged as plain run artifacts (folder ``bundle``) and the version's source points at
-them, so ``models:/<name>@champion`` downloads exactly the bundle folder. We do not
-wrap it in an ``mlflow.pyfunc`` model: importing ``mlflow.pyfunc`` emits warnings and
-pulls in serving code, and our readers need the folder, not a Python object.
+becomes one version of the registered model ``settings.model_name``.
+
+The training pipeline registers a *pyfunc model folder* (``MLmodel``, signature,
+input example) that holds the bundle under ``artifacts/bundle`` (see
+:mod:`panda_predictor.serving.pyfunc`), so MLflow's own tools load the version.
+The version tag ``bundle_path`` records that place: the hooks and the service
+download only the bundle folder and never go through pyfunc. A plain bundle folder
+(no tag) is registered as it is. Test metrics are run metrics of the version's run,
+not version tags.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ import os
 import shutil
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
@@ -38,10 +43,16 @@ CHALLENGER = "challenger"
 #: The champion before the last promotion, kept for a one-command rollback.
 PREVIOUS = "previous"
 ALIASES = (CHAMPION, CHALLENGER, PREVIOUS)
+#: Version tag naming the champion a version replaced (where a rollback goes).
+PREVIOUS_CHAMPION_TAG = "champion.previous"
 
 MANIFEST = "bundle.json"
 BUNDLE_ARTIFACT_PATH = "bundle"
+#: Legacy: versions registered before metrics became run metrics carry these tags.
 METRIC_TAG_PREFIX = "metric."
+#: Where the bundle lies inside the registered folder ("" or absent: at its root).
+BUNDLE_PATH_TAG = "bundle_path"
+MODEL_ARTIFACT_PATH = "model"
 SCHEMA_HASH_TAG = "schema_hash"
 BINS_VERSION_TAG = "bins_version"
 REGISTER_EXPERIMENT = "panda-predictor-training"
@@ -146,6 +157,13 @@ class ModelVersionInfo:
     bins_version: str | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
+    created: datetime | None = None
+    description: str = ""
+
+    @property
+    def bundle_path(self) -> str:
+        """Return where the bundle lies inside the registered folder ("" = root)."""
+        return self.tags.get(BUNDLE_PATH_TAG, "").strip("/")
 
     @property
     def uri(self) -> str:
@@ -172,6 +190,12 @@ def _to_info(mv: ModelVersion) -> ModelVersionInfo:
         bins_version=tags.get(BINS_VERSION_TAG),
         metrics=metrics,
         tags=tags,
+        created=(
+            datetime.fromtimestamp(mv.creation_timestamp / 1000, UTC)
+            if mv.creation_timestamp
+            else None
+        ),
+        description=mv.description or "",
     )
 
 
@@ -213,8 +237,8 @@ def read_manifest(bundle_dir: Path | str) -> dict[str, Any]:
     return manifest
 
 
-def _metric_tags(metrics: Mapping[str, float]) -> dict[str, str]:
-    tags = {}
+def _checked_metrics(metrics: Mapping[str, float]) -> dict[str, float]:
+    checked = {}
     for name, value in metrics.items():
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(
@@ -224,8 +248,8 @@ def _metric_tags(metrics: Mapping[str, float]) -> dict[str, str]:
             raise ValueError(
                 f"The metric {name!r} must be a finite number. Got {value!r} instead."
             )
-        tags[f"{METRIC_TAG_PREFIX}{name}"] = repr(float(value))
-    return tags
+        checked[name] = float(value)
+    return checked
 
 
 def _ensure_registered_model(client: Any, name: str) -> None:
@@ -253,6 +277,7 @@ def register_bundle(
     run_id: str | None,
     metrics: Mapping[str, float],
     description: str | None = None,
+    bundle_path: str = "",
 ) -> ModelVersionInfo:
     """Log a bundle folder into a run and register it as a new model version.
 
@@ -264,36 +289,55 @@ def register_bundle(
     settings:
         Settings naming the store and ``model_name``.
     bundle_dir:
-        Bundle folder with a ``bundle.json`` manifest (see :func:`read_manifest`).
+        Folder to register: a bundle with a ``bundle.json`` manifest (see
+        :func:`read_manifest`), or a pyfunc model folder holding one at
+        ``bundle_path``.
     run_id:
         Training run to attach the bundle to; ``None`` opens a new run in the
         training experiment for it.
     metrics:
-        Flat test metrics (``mean_accuracy``, ``ramcount.tail_recall``, ...), stored
-        as ``metric.<name>`` version tags.
+        Flat test metrics (``mean_accuracy``, ``ramcount.tail_recall``, ...), logged
+        as metrics of the run (one batch; the training run may hold more).
     description:
         Free text shown in the MLflow UI.
+    bundle_path:
+        Where the bundle lies inside ``bundle_dir`` ("" = it is the bundle);
+        recorded as the version tag ``bundle_path`` for the product's download.
     """
-    manifest = read_manifest(bundle_dir)
+    from mlflow.entities import Metric
+
+    folder = Path(bundle_dir)
+    inner = folder / bundle_path if bundle_path else folder
+    manifest = read_manifest(inner)
+    checked = _checked_metrics(metrics)
     tags = {
         SCHEMA_HASH_TAG: manifest[SCHEMA_HASH_TAG],
         BINS_VERSION_TAG: manifest[BINS_VERSION_TAG],
-        DIGEST_TAG: tree_digest(folder_checksums(bundle_dir)),
-        **_metric_tags(metrics),
+        DIGEST_TAG: tree_digest(folder_checksums(inner)),
     }
+    if bundle_path:
+        tags[BUNDLE_PATH_TAG] = bundle_path.strip("/")
     client = mlflow_client(settings)
+    created_run = run_id is None
     if run_id is None:
         experiment_id = ensure_experiment(settings, REGISTER_EXPERIMENT)
         run = client.create_run(experiment_id, run_name="register-bundle")
         run_id = run.info.run_id
+    if checked:
+        stamp = int(datetime.now(UTC).timestamp() * 1000)
+        client.log_batch(
+            run_id, metrics=[Metric(k, v, stamp, 0) for k, v in checked.items()]
+        )
+    if created_run:
         client.set_terminated(run_id)
-    client.log_artifacts(run_id, str(bundle_dir), BUNDLE_ARTIFACT_PATH)
+    artifact_path = MODEL_ARTIFACT_PATH if bundle_path else BUNDLE_ARTIFACT_PATH
+    client.log_artifacts(run_id, str(folder), artifact_path)
     artifact_uri = client.get_run(run_id).info.artifact_uri
     name = settings.model_name
     _ensure_registered_model(client, name)
     mv = client.create_model_version(
         name,
-        source=f"{artifact_uri.rstrip('/')}/{BUNDLE_ARTIFACT_PATH}",
+        source=f"{artifact_uri.rstrip('/')}/{artifact_path}",
         run_id=run_id,
         tags=tags,
         description=description,
@@ -306,7 +350,15 @@ def register_bundle(
         tags[SCHEMA_HASH_TAG],
         tags[BINS_VERSION_TAG],
     )
-    return _to_info(mv)
+    return replace(_to_info(mv), metrics=checked)
+
+
+def version_metrics(settings: Settings, info: ModelVersionInfo) -> dict[str, float]:
+    """Return the test metrics of a version: its run's metrics (legacy: its tags)."""
+    if info.run_id is None:
+        return dict(info.metrics)
+    run = _reader_client(settings).get_run(info.run_id)
+    return {**info.metrics, **dict(run.data.metrics)}
 
 
 def get_version(settings: Settings, version: int) -> ModelVersionInfo:
@@ -379,6 +431,10 @@ def download_version(settings: Settings, version: int, dest: Path | str) -> Path
     # MLflow resolves a ``models:/`` URI with the process-wide registry URI whatever
     # we pass, so resolve the version's source with our own client instead.
     source = client.get_model_version_download_uri(settings.model_name, str(version))
+    inner = _to_info(client.get_model_version(settings.model_name, str(version)))
+    if inner.bundle_path:
+        # Only the bundle: the pyfunc wrapper around it is for MLflow's tools.
+        source = f"{source.rstrip('/')}/{inner.bundle_path}"
     staging = Path(tempfile.mkdtemp(prefix=".download-", dir=target.parent))
     try:
         got = mlflow.artifacts.download_artifacts(

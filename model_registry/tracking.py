@@ -30,6 +30,9 @@ logger = logging.getLogger(__name__)
 #: Experiment the training pipeline logs into unless told otherwise.
 TRAINING_EXPERIMENT = "panda-predictor-training"
 
+#: MLflow's own tag for the code version of a run.
+GIT_COMMIT_TAG = "mlflow.source.git.commit"
+
 #: Schemes whose artifacts we place ourselves (a server decides for itself).
 _LOCAL_SCHEMES = {"", "file", "sqlite"}
 
@@ -76,10 +79,16 @@ def mlflow_client(settings: Settings) -> MlflowClient:
     """Return a client bound to the configured tracking and registry store.
 
     The client carries its own URIs, so code using it does not depend on MLflow's
-    process-wide state (several stores can be used side by side, as tests do).
+    process-wide state (several stores can be used side by side, as tests do). A
+    local store that was moved is re-anchored first (see
+    :mod:`model_registry.relocation`).
     """
     _prepare_mlflow_environment(settings)
     from mlflow import MlflowClient
+
+    from model_registry.relocation import reanchor_store
+
+    reanchor_store(settings)
 
     uri = settings.tracking_uri()
     return MlflowClient(tracking_uri=uri, registry_uri=uri)
@@ -157,12 +166,17 @@ def start_training_run(
     run_name:
         Human-readable run name; MLflow invents one when omitted.
     tags:
-        Extra run tags (string values).
+        Extra run tags (string values). The code's git commit, when known, is
+        added as ``mlflow.source.git.commit``.
     """
     import mlflow
 
     experiment_id = configure_mlflow(settings, experiment)
-    all_tags = {"panda_predictor.model_name": settings.model_name, **(tags or {})}
+    all_tags = {"panda_predictor.model_name": settings.model_name}
+    commit = git_commit()
+    if commit is not None:
+        all_tags[GIT_COMMIT_TAG] = commit
+    all_tags.update(tags or {})
     with mlflow.start_run(
         experiment_id=experiment_id, run_name=run_name, tags=all_tags
     ) as run:
@@ -211,14 +225,52 @@ def _sanitized_keys(values: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
+def param_value(value: Any) -> str:
+    """Return how one parameter value reads in MLflow (sequences comma-joined)."""
+    if isinstance(value, list | tuple | set | frozenset):
+        items = sorted(value, key=str) if isinstance(value, set | frozenset) else value
+        return ",".join(param_value(v) for v in items)
+    if value is None:
+        return "none"
+    return str(value)
+
+
+def git_commit(folder: Path | str | None = None) -> str | None:
+    """Return the git commit of ``folder`` (default: this code's), or ``None``.
+
+    ``None`` when git is not installed, the code is not in a repository (an
+    installed wheel), or git takes longer than two seconds.
+    """
+    import subprocess
+
+    where = Path(folder) if folder is not None else Path(__file__).resolve().parent
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=where,
+            capture_output=True,
+            text=True,
+            timeout=2,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = done.stdout.strip()
+    return commit if done.returncode == 0 and len(commit) == 40 else None
+
+
 def log_params(params: Mapping[str, Any]) -> dict[str, str]:
     """Log a (possibly nested) dict as run parameters; return what was logged.
 
-    Values are turned into strings and cut to MLflow's length limit.
+    Values are turned into strings and cut to MLflow's length limit; a list or
+    tuple becomes its items joined by commas (``xgboost,keras``), not its repr.
     """
     import mlflow
 
-    logged = {k: str(v)[:_MAX_PARAM_LENGTH] for k, v in _sanitized_keys(params).items()}
+    logged = {
+        k: param_value(v)[:_MAX_PARAM_LENGTH]
+        for k, v in _sanitized_keys(params).items()
+    }
     if logged:
         mlflow.log_params(logged)
     return logged
@@ -273,6 +325,27 @@ def log_bins(bins_file: Path | str, artifact_path: str = "config") -> None:
     if not path.is_file():
         raise FileNotFoundError(f"The bins file must exist. Got {str(path)!r} instead.")
     mlflow.log_artifact(str(path), artifact_path)
+
+
+def log_training_input(
+    frame: Any, name: str, context: str = "training"
+) -> tuple[str, str]:
+    """Log ``frame`` (a pandas frame) as the run's dataset input; return name, digest.
+
+    MLflow stores the dataset's name, digest (a hash of its content), schema and
+    row count with the run, not the rows.
+    """
+    import warnings
+
+    import mlflow
+    from mlflow.data.pandas_dataset import from_pandas
+
+    with warnings.catch_warnings():
+        # MLflow warns that integer columns cannot hold missing values; ours are ids.
+        warnings.simplefilter("ignore")
+        dataset = from_pandas(frame, name=name)
+        mlflow.log_input(dataset, context=context)
+    return dataset.name, dataset.digest
 
 
 def log_feature_schema(

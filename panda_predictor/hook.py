@@ -21,7 +21,10 @@ The hook fails open: a missing model, an unreachable registry or database, or an
 other failure leaves the tasks exactly as they were (scouts run), is logged with the
 task ids and counted in ``panda_predictor_fallbacks_total``; it never raises into the
 caller. The kill switch (``mode: legacy`` or the ``kill_switch_file``) predicts
-nothing and audits each task as ``kept_scouts``.
+nothing and audits each task as ``kept_scouts``; it wins over shadow mode. In
+``mode: shadow`` every task is predicted and audited ``shadow`` and nothing is
+written to JEDI_TASKS; with ``rollout_share`` below 1 the tasks outside the share
+are audited ``held_back`` and keep their scouts (:mod:`panda_predictor.core.rollout`).
 
 The model and the history are loaded only when a pass finds an eligible task, and
 the history is kept between passes and refreshed incrementally
@@ -43,16 +46,20 @@ import pandas as pd
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import InterfaceError, OperationalError
 
+from panda_predictor.core.rollout import route_all
 from panda_predictor.core.task_prediction import TaskPrediction
 from panda_predictor.db.claims import TaskClaims
 from panda_predictor.db.engine import make_engine, translate_errors
 from panda_predictor.db.reader import find_eligible_tasks, read_task_features
 from panda_predictor.db.writer import (
+    ERROR,
+    MOVED_BY_JEDI,
     TaskFailure,
     WriteResult,
     write_error_audits,
     write_predictions,
 )
+from panda_predictor.log_format import log_task
 from panda_predictor.metrics import (
     FALLBACKS,
     KILL_SWITCH_TASKS,
@@ -82,6 +89,8 @@ class HookReport:
     moved_by_jedi: list[int] = field(default_factory=list)
     errors: list[int] = field(default_factory=list)
     locked_by_jedi: list[int] = field(default_factory=list)
+    shadow: list[int] = field(default_factory=list)
+    held_back: list[int] = field(default_factory=list)
     failure: str | None = None
     dry_run: bool = False
 
@@ -93,6 +102,8 @@ class HookReport:
             + len(self.kept_scouts)
             + len(self.moved_by_jedi)
             + len(self.errors)
+            + len(self.shadow)
+            + len(self.held_back)
         )
 
 
@@ -221,6 +232,55 @@ class _PassServing:
         return [p for part in results for p in part], failures
 
 
+def _log_tasks(
+    predictions: list[TaskPrediction],
+    result: WriteResult,
+    failures: list[TaskFailure],
+    errors: list[int],
+) -> None:
+    """Log one line per task of a committed batch: the only per-task log line.
+
+    A task already audited (by another hook) gets no line: its line was logged
+    when it was audited.
+    """
+    moved = set(result.moved_by_jedi)
+    locked = set(result.locked_by_jedi)
+    done = set(result.applied + result.kept_scouts + result.shadow + result.held_back)
+    done |= moved | locked
+    for p in predictions:
+        task_id = p.jeditaskid
+        if task_id not in done:
+            continue
+        done.discard(task_id)  # a task twice in one batch is written once
+        decision: str = p.decision
+        reason = p.reason
+        if task_id in moved:
+            decision, reason = MOVED_BY_JEDI, result.reasons.get(task_id, reason)
+        elif task_id in locked:
+            decision = "locked_by_jedi"
+            reason = result.reasons.get(task_id, reason) + " (retried next pass)"
+        log_task(
+            log,
+            logging.INFO,
+            task_id,
+            (p.model_name, p.model_version),
+            decision,
+            reason,
+        )
+    audited = set(errors)
+    for failure in failures:
+        if failure.jeditaskid in audited:
+            audited.discard(failure.jeditaskid)
+            log_task(
+                log,
+                logging.WARNING,
+                failure.jeditaskid,
+                (failure.model_name, failure.model_version),
+                ERROR,
+                failure.reason + " (left untouched, scouts run)",
+            )
+
+
 class SubmitHook:
     """Predict and write back tasks waiting for scouts; see the module docstring.
 
@@ -312,6 +372,10 @@ class SubmitHook:
                         None if legacy else read_task_features(conn, self.settings, ids)
                     )
                 predictions, failures = serving.predict(ids, tasks)
+                if not legacy:  # shadow mode and the rollout share (core.rollout)
+                    predictions = route_all(
+                        predictions, self.settings.mode, self.settings.rollout_share
+                    )
                 report.predictions += predictions
                 if dry_run:
                     continue
@@ -321,6 +385,7 @@ class SubmitHook:
                 self._record(report, predictions, result, errors)
                 if legacy:
                     KILL_SWITCH_TASKS.labels(HOOK).inc(len(result.kept_scouts))
+                _log_tasks(predictions, result, failures, errors)
                 claims.release()
 
     def _write(
@@ -336,8 +401,7 @@ class SubmitHook:
         results, failed = isolate(predictions, attempt, lambda p: p.jeditaskid)
         merged = WriteResult()
         for result in results:
-            for name in merged.__dataclass_fields__:
-                getattr(merged, name).extend(getattr(result, name))
+            merged.merge(result)
         by_id = {p.jeditaskid: p for p in predictions}
         failures = [
             TaskFailure(
@@ -357,8 +421,15 @@ class SubmitHook:
         result: WriteResult,
         errors: list[int],
     ) -> None:
-        """Add one committed batch to the report, the metrics and the log."""
-        for decision in ("applied", "kept_scouts", "moved_by_jedi", "locked_by_jedi"):
+        """Add one committed batch to the report, the metrics."""
+        for decision in (
+            "applied",
+            "kept_scouts",
+            "moved_by_jedi",
+            "locked_by_jedi",
+            "shadow",
+            "held_back",
+        ):
             ids = getattr(result, decision)
             getattr(report, decision).extend(ids)
             if ids:
@@ -367,15 +438,6 @@ class SubmitHook:
         if errors:
             TASKS.labels(HOOK, "error").inc(len(errors))
             FALLBACKS.labels(HOOK, "task_error").inc(len(errors))
-        done = set(result.applied + result.kept_scouts + result.moved_by_jedi)
-        for p in predictions:
-            if p.jeditaskid in done:
-                log.info(
-                    "jediTaskID=%d decision=%s reason=%s",
-                    p.jeditaskid,
-                    p.decision,
-                    p.reason,
-                )
 
     def watch(self, poll_seconds: float | None = None) -> int:
         """Run passes until SIGTERM/SIGINT or :meth:`stop`; return the passes run."""

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import AliasChoices, Field, ValidationError
+from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -102,6 +102,27 @@ class Settings(BaseSettings):
         description="Promote a new model whose champion cannot be scored on the "
         "same test data (other features or bins); default: make it challenger.",
     )
+    gate_max_accuracy_drop: float = Field(
+        0.005,
+        ge=0.0,
+        le=1.0,
+        description="How much lower than the champion's a new model's mean accuracy "
+        "may be (beyond the test set's noise) and still be promoted.",
+    )
+    gate_max_tail_recall_drop: float = Field(
+        0.01,
+        ge=0.0,
+        le=1.0,
+        description="How much lower than the champion's a new model's tail recall "
+        "(per target) may be, beyond the noise, and still be promoted.",
+    )
+    gate_max_under_allocation_rise: float = Field(
+        0.005,
+        ge=0.0,
+        le=1.0,
+        description="How much higher than the champion's a new model's "
+        "under-allocation rate (per target) may be, beyond the noise.",
+    )
     gate_tail_recall_shortfall: float = Field(
         0.05,
         ge=0.0,
@@ -143,9 +164,19 @@ class Settings(BaseSettings):
     hook_poll_seconds: float = Field(
         10.0, gt=0, description="Pause between passes of 'hook --watch'."
     )
-    mode: Literal["predict", "legacy"] = Field(
+    mode: Literal["predict", "legacy", "shadow"] = Field(
         "predict",
-        description="'legacy' is the kill switch: predict nothing, scouts run.",
+        description="'legacy' is the kill switch: predict nothing, scouts run. "
+        "'shadow' predicts and audits every task (decision 'shadow') but writes "
+        "nothing to JEDI: scouts run.",
+    )
+    rollout_share: float = Field(
+        1.0,
+        ge=0.0,
+        le=1.0,
+        description="Share of tasks (by a sha256 hash of jediTaskID) whose "
+        "predictions are applied in mode 'predict'; the rest keep their scouts, "
+        "audited 'held_back'.",
     )
     kill_switch_file: Path | None = Field(
         None,
@@ -219,7 +250,31 @@ class Settings(BaseSettings):
     retrain_window_months: int = Field(
         12, gt=0, description="Months of history before this month that retrain uses."
     )
-    log_level: str = Field("INFO", description="Python logging level.")
+    predict_cache_seconds: float = Field(
+        3600.0,
+        ge=0,
+        description="How long 'predict' serves the local copy of the champion "
+        "without asking the registry, after the registry last confirmed it (0: "
+        "always ask). Hooks and the service always ask.",
+    )
+    log_level: str = Field(
+        "INFO", description="Python logging level: DEBUG, INFO, WARNING or ERROR."
+    )
+    log_format: Literal["text", "json"] = Field(
+        "text",
+        description="Log lines as text for people or JSON objects for log collectors.",
+    )
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        """Refuse a level logging does not know here, not as a traceback later."""
+        from panda_predictor.log_format import LOG_LEVELS
+
+        name = str(value).strip().upper()
+        if name not in LOG_LEVELS:
+            raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
+        return name
 
     def database_url(self) -> str:
         """Return the database URL, defaulting to the SQLite file under ``home``."""
@@ -319,7 +374,8 @@ def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Se
         configured = _Configured(**overrides)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']} "
+            f"{'.'.join(str(p) for p in err['loc'])}: "
+            f"{err['msg'].removeprefix('Value error, ')} "
             f"(got {err.get('input')!r})"
             for err in exc.errors()
         )

@@ -154,6 +154,72 @@ def run(
         )
     finally:
         engine.dispose()
+    return _store(labels, settings, out, fit_bins_path)
+
+
+def run_sql(
+    settings: Settings,
+    chunk_size: int = 20_000,
+    out: Path | None = None,
+    fit_bins_path: Path | None = None,
+    progress: bool = True,
+) -> LabelsRun:
+    """Label the history inside the database (PostgreSQL, Oracle); store as ``run``.
+
+    One aggregation query per ``chunk_size`` tasks, selected by JEDITASKID range
+    (:func:`panda_predictor.db.labels_sql.labels_by_range`); only one row per task
+    leaves the database. SQLite lacks ``percentile_cont``: a clear error says so.
+    """
+    from panda_predictor.db.engine import get_panda_tables
+    from panda_predictor.db.labels_sql import LabelsSqlUnsupported, labels_by_range
+
+    engine = make_engine(settings)
+    try:
+        tables = get_panda_tables(settings, engine)
+        labels = labels_by_range(engine, tables, chunk_size, progress=progress)
+    except LabelsSqlUnsupported as exc:
+        raise UserInputError(str(exc)) from None
+    finally:
+        engine.dispose()
+    return _store(labels, settings, out, fit_bins_path)
+
+
+def run_spark(
+    settings: Settings,
+    input_dir: str | Path,
+    master: str = "local[2]",
+    conf: dict[str, str] | None = None,
+    out: Path | None = None,
+    fit_bins_path: Path | None = None,
+    progress: bool = True,
+) -> LabelsRun:
+    """Label Parquet exports on Spark (:mod:`pipelines.spark_labels`); store as ``run``.
+
+    Parameters
+    ----------
+    settings:
+        Settings (``home``, where the labels go by default).
+    input_dir:
+        Folder of ``jedi_tasks/`` and ``jobsarchived4/`` Parquet datasets.
+    master, conf:
+        Spark master URL and extra Spark settings.
+    out, fit_bins_path, progress:
+        As for :func:`run`.
+    """
+    from pipelines.spark_labels import running_session, spark_labels
+
+    with running_session(master, conf) as spark:
+        labels = spark_labels(spark, input_dir, progress=progress)
+    return _store(labels, settings, out, fit_bins_path)
+
+
+def _store(
+    labels: pd.DataFrame,
+    settings: Settings,
+    out: Path | None,
+    fit_bins_path: Path | None,
+) -> LabelsRun:
+    """Write the labels (and fitted bins); return what was written."""
     path = write_labels(labels, out or settings.home / LABELS_FILE)
     n_labelled = int((labels["n_scouts"] > 0).sum())
     log.info(

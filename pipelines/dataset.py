@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 import pandas as pd
 from sqlalchemy.engine import Engine
@@ -91,6 +92,18 @@ def frames_to_history(
     return label_chunk(merged, jobs, params)
 
 
+def _label_lookup(labels: pd.DataFrame) -> pd.DataFrame:
+    """Return the columns of a labels file the history needs, or a clear error."""
+    needed = ["jeditaskid", *TARGET_NAMES, "labels_known_at"]
+    missing = [c for c in needed if c not in labels.columns]
+    if missing:
+        raise UserInputError(
+            f"The labels file must have the columns {needed}. Got "
+            f"{sorted(map(str, labels.columns))} instead; missing {missing}."
+        )
+    return labels[needed].drop_duplicates("jeditaskid", keep="last")
+
+
 def read_labelled_history(
     engine: Engine,
     settings: Settings,
@@ -99,6 +112,7 @@ def read_labelled_history(
     params: LabelParams = DEFAULT_LABEL_PARAMS,
     since: datetime | None = None,
     until: datetime | None = None,
+    labels: pd.DataFrame | None = None,
 ) -> LabelledHistory:
     """Return every finished task of the database with its labels, oldest first.
 
@@ -116,13 +130,27 @@ def read_labelled_history(
         Constants of the scout formulas.
     since, until:
         Only tasks created in ``[since, until)`` (a retraining window).
+    labels:
+        Labels computed elsewhere (``panda-predictor labels``, e.g. on Spark): the
+        job rows are then not read, and a task missing from ``labels`` has none.
     """
     parts = []
+    known = None if labels is None else _label_lookup(labels)
     with tqdm(desc="read history", unit="task", disable=not progress) as bar:
         for tasks, jobs in iter_history(
-            engine, settings, chunk_size=chunk_size, since=since, until=until
+            engine,
+            settings,
+            chunk_size=chunk_size,
+            since=since,
+            until=until,
+            with_jobs=known is None,
         ):
-            parts.append(label_chunk(tasks, jobs, params))
+            if known is None:
+                parts.append(label_chunk(tasks, jobs, params))
+            else:
+                keep = [*TASK_COLUMNS, *HISTORY_KEY_COLUMNS]
+                columns = [c for c in dict.fromkeys(keep) if c in tasks.columns]
+                parts.append(tasks[columns].merge(known, on="jeditaskid", how="left"))
             bar.update(len(tasks))
     if not parts:
         raise UserInputError(
@@ -134,3 +162,27 @@ def read_labelled_history(
     frame = frame[frame[list(TARGET_NAMES)].notna().any(axis=1)]
     frame = frame.sort_values(["creationdate", "jeditaskid"], kind="stable")
     return LabelledHistory(frame.reset_index(drop=True))
+
+
+def history_with_labels(
+    settings: Settings, labels_file: Path, progress: bool = True
+) -> LabelledHistory:
+    """Return the database's tasks with the labels of ``labels_file`` (no job read).
+
+    Parameters
+    ----------
+    settings:
+        Settings naming the database.
+    labels_file:
+        Parquet written by ``panda-predictor labels`` (either engine).
+    progress:
+        Show a progress bar.
+    """
+    from panda_predictor.db.engine import make_engine
+
+    labels = pd.read_parquet(labels_file)
+    engine = make_engine(settings)
+    try:
+        return read_labelled_history(engine, settings, progress=progress, labels=labels)
+    finally:
+        engine.dispose()

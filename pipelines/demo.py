@@ -6,20 +6,30 @@ database, a local MLflow store and the model cache; nothing needs a server.
 
 from __future__ import annotations
 
+import logging
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import sqlalchemy as sa
 
 from model_registry.registry import CHAMPION, set_alias
-from panda_predictor.db.engine import make_engine
+from panda_predictor.db.engine import get_panda_tables, make_engine
 from panda_predictor.db.migrations import init_database
 from panda_predictor.errors import UserInputError
 from panda_predictor.hook import HookReport, run_hook_once
 from panda_predictor.settings import Settings
-from pipelines.load_history import load_history
-from pipelines.simulation import SimulationConfig, simulate_history
+from pipelines.drift import DriftRun, check_drift
+from pipelines.feedback import FeedbackRun, run_feedback
+from pipelines.load_history import load_history, write_batch
+from pipelines.monitoring_report import render_report
+from pipelines.simulation import HistoryBatch, SimulationConfig, simulate_history
 from pipelines.simulation.config import yesterday_midnight
+from pipelines.simulation.outcomes import jobs_after_hook
 from pipelines.train import TrainingConfig
 from pipelines.train_and_register import RunSummary, train_and_register
 
@@ -38,6 +48,10 @@ class DemoResult:
     training: RunSummary
     hook: HookReport
     tasks: dict[int, dict[str, object]]
+    jobs_run: int = 0
+    feedback: FeedbackRun | None = None
+    drift: DriftRun | None = None
+    report: Path | None = None
 
 
 def history_end() -> datetime:
@@ -47,7 +61,7 @@ def history_end() -> datetime:
 
 
 def reset_embedded_store(settings: Settings) -> None:
-    """Delete the demo's SQLite database, MLflow store and cache under ``home``."""
+    """Delete the demo's database, MLflow store, cache and reports under ``home``."""
     if settings.db_url or settings.mlflow_tracking_uri:
         raise UserInputError(
             "The demo resets only the embedded default under 'home'. Got an explicit "
@@ -55,7 +69,8 @@ def reset_embedded_store(settings: Settings) -> None:
         )
     for name in ("panda.sqlite", "mlflow.db"):
         (settings.home / name).unlink(missing_ok=True)
-    for name in ("mlartifacts", "model-cache"):
+    # Reports, drift checks and decisions of the deleted versions would mislead.
+    for name in ("mlartifacts", "model-cache", "reports", "monitoring", "retrain"):
         shutil.rmtree(settings.home / name, ignore_errors=True)
 
 
@@ -68,15 +83,32 @@ def run_demo(
     progress: bool = True,
     say: Callable[[str], None] = print,
 ) -> DemoResult:
-    """Run the main job end to end and return what each step did."""
+    """Run the main job end to end and return what each step did.
+
+    The steps' own INFO log lines (one per task in the hook and the feedback) would
+    repeat what the demo prints, so they are held back unless the level is DEBUG.
+    """
+    with _quiet(*DEMO_LOGGERS):
+        return _run_steps(settings, n_tasks, n_defined, seed, fresh, progress, say)
+
+
+def _run_steps(
+    settings: Settings,
+    n_tasks: int,
+    n_defined: int,
+    seed: int,
+    fresh: bool,
+    progress: bool,
+    say: Callable[[str], None],
+) -> DemoResult:
     settings.home.mkdir(parents=True, exist_ok=True)
     if fresh:
         reset_embedded_store(settings)
     engine = make_engine(settings)
-    say(f"[1/4] PanDA database {engine.url.render_as_string(hide_password=True)}")
+    say(f"[1/5] PanDA database {engine.url.render_as_string(hide_password=True)}")
     init_database(engine, settings, with_panda_tables=True)
     say(
-        f"[2/4] simulating {n_tasks} finished tasks and {n_defined} newly defined "
+        f"[2/5] simulating {n_tasks} finished tasks and {n_defined} newly defined "
         f"ones (seed {seed})"
     )
     config = SimulationConfig(
@@ -84,7 +116,7 @@ def run_demo(
     )
     rows = load_history(engine, settings, simulate_history(config, progress=progress))
     engine.dispose()
-    say("[3/4] labels from the scout formulas, training XGBoost and Keras per target")
+    say("[3/5] labels from the scout formulas, training XGBoost and Keras per target")
     training = train_and_register(settings, DEMO_TRAINING, progress=progress)
     if not training.gate.promoted:
         # A demo's small simulated history rarely lets a model show, on its few
@@ -100,10 +132,62 @@ def run_demo(
             "keeps the champion it has (docs/model-registry.md, the gate)"
         )
         set_alias(settings, training.version.version, CHAMPION)
-    say("[4/4] submit hook over the newly defined tasks")
+    say("[4/5] submit hook over the newly defined tasks")
     hook = run_hook_once(settings)
     tasks = _task_info(settings, [p.jeditaskid for p in hook.predictions])
-    return DemoResult(rows, training, hook, tasks)
+    result = DemoResult(rows, training, hook, tasks)
+    if hook.failure is None and hook.predictions:
+        say("[5/5] the tasks' simulated jobs run; feedback, drift check and report")
+        result.jobs_run = run_simulated_jobs(settings, config, hook)
+        result.feedback = run_feedback(settings)
+        result.drift = check_drift(settings)
+        result.report = render_report(settings)
+    return result
+
+
+#: Loggers whose INFO lines the demo's own step lines and table replace.
+DEMO_LOGGERS = ("panda_predictor", "pipelines", "model_registry", "mlflow")
+
+
+@contextmanager
+def _quiet(*names: str) -> Iterator[None]:
+    """Raise the named loggers from INFO to WARNING for the block (DEBUG stays)."""
+    loggers = [logging.getLogger(name) for name in names]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        if logger.getEffectiveLevel() == logging.INFO:
+            logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+def run_simulated_jobs(
+    settings: Settings, config: SimulationConfig, hook: HookReport
+) -> int:
+    """Write the job records the hook's tasks produce; return how many jobs ran.
+
+    Applied tasks run without scouts and ask for the RAMCOUNT written; the others
+    run their scouts first (:func:`pipelines.simulation.outcomes.jobs_after_hook`).
+    """
+    applied = {
+        p.jeditaskid: float(p.targets["ramcount"].value)
+        for p in hook.predictions
+        if p.jeditaskid in set(hook.applied) and "ramcount" in p.targets
+    }
+    engine = make_engine(settings)
+    try:
+        table = get_panda_tables(settings, engine).jobsarchived4
+        with engine.connect() as conn:
+            last = conn.execute(sa.select(sa.func.max(table.c.pandaid))).scalar()
+        jobs = jobs_after_hook(config, applied, hook.kept_scouts, int(last or 0) + 1)
+        empty = pd.DataFrame()
+        write_batch(engine, settings, HistoryBatch(empty, empty, jobs))
+    finally:
+        engine.dispose()
+    return len(jobs)
 
 
 def _task_info(settings: Settings, ids: list[int]) -> dict[int, dict[str, object]]:

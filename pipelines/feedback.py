@@ -10,14 +10,19 @@ chunk and a rerun simply rewrites it).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import pandas as pd
 
 from panda_predictor.bins_file import bins_from_settings
 from panda_predictor.core.bins import BinSet
-from panda_predictor.core.feedback import OutcomeParams, task_outcomes, weekly_summary
+from panda_predictor.core.feedback import (
+    OutcomeParams,
+    decision_summary,
+    task_outcomes,
+    weekly_summary,
+)
 from panda_predictor.db.engine import make_engine
 from panda_predictor.db.outcomes import (
     read_audit_frame,
@@ -33,11 +38,13 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class FeedbackRun:
-    """What a feedback run did: tasks audited, outcomes written, weekly figures."""
+    """What a feedback run did: tasks audited, outcomes written, weekly figures and
+    the figures per decision (applied, held_back, shadow, kept_scouts)."""
 
     audited: int
     written: int
     weekly: pd.DataFrame
+    by_decision: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def run_feedback(
@@ -94,4 +101,6 @@ def run_feedback(
         frame = read_outcomes(engine, settings, since, until)
     finally:
         engine.dispose()
-    return FeedbackRun(len(audit), written, weekly_summary(frame))
+    return FeedbackRun(
+        len(audit), written, weekly_summary(frame), decision_summary(frame)
+    )

@@ -8,9 +8,9 @@ matplotlib's Agg backend so no display is needed.
 from __future__ import annotations
 
 import html
-import json
 import logging
 import math
+import os
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,19 +24,24 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from panda_predictor.bins_file import bins_from_settings, load_bins  # noqa: E402
+from panda_predictor.core.bins import BinSet  # noqa: E402
 from panda_predictor.core.targets import TARGET_NAMES  # noqa: E402
+from pipelines import monitoring_figures as figures  # noqa: E402
+from pipelines.monitoring_sources import (  # noqa: E402
+    GATE_FILE,
+    GateResult,
+    latest_drift,
+    latest_gate,
+    training_reports,
+)
+
+__all__ = ["latest_drift", "render_report", "write_monitoring_report"]
 
 _STYLE = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;
 text-align:right}th{background:#eee}img{max-width:100%;border:1px solid #ddd}
 .bad{color:#b00;font-weight:bold}.ok{color:#070;font-weight:bold}"""
-
-
-def _save(fig: Any, folder: Path, name: str) -> str:
-    fig.tight_layout()
-    fig.savefig(folder / name, dpi=80)
-    plt.close(fig)
-    return name
 
 
 def _img(name: str, alt: str) -> str:
@@ -45,6 +50,8 @@ def _img(name: str, alt: str) -> str:
 
 def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
     def cell(v: Any) -> str:
+        if v is None:
+            return "&mdash;"
         if isinstance(v, float):
             return "" if math.isnan(v) else f"{v:.4g}"
         return html.escape(str(v))
@@ -82,7 +89,7 @@ def _metric_bars(
         ax.set_xticks(x, TARGET_NAMES)
         ax.set_title(metric.replace("_", "-"))
         ax.legend()
-    return _save(fig, folder, "comparison.png")
+    return figures.save(fig, folder, "comparison.png")
 
 
 def write_retrain_summary(folder: Path, outcome: Any) -> Path:
@@ -123,63 +130,191 @@ def write_retrain_summary(folder: Path, outcome: Any) -> Path:
     return path
 
 
-def _over_time(folder: Path, weekly: pd.DataFrame) -> list[str]:
-    out = []
-    for metric in ("accuracy", "under_allocation"):
-        fig, ax = plt.subplots(figsize=(10, 3.5))
-        for target, part in weekly.groupby("target"):
-            ax.plot(part["week"], part[metric], marker="o", label=target)
-        ax.set_title(f"feedback {metric.replace('_', '-')} per ISO week")
-        ax.tick_params(axis="x", rotation=60, labelsize=7)
-        ax.legend()
-        out.append(_img(_save(fig, folder, f"{metric}_over_time.png"), metric))
-    weeks = weekly.drop_duplicates("week")
-    fig, ax = plt.subplots(figsize=(10, 3))
-    ax.bar(weeks["week"], weeks["no_scout_share"])
-    ax.set_ylim(0, 1)
-    ax.set_title("share of tasks decided without scouts")
-    ax.tick_params(axis="x", rotation=60, labelsize=7)
-    out.append(_img(_save(fig, folder, "coverage.png"), "coverage without scouts"))
+def _link(folder: Path, target: Path, text: str) -> str:
+    href = os.path.relpath(target, folder)
+    return f'<a href="{html.escape(href)}">{html.escape(text)}</a>'
+
+
+def _feedback_section(
+    folder: Path, outcomes: pd.DataFrame, weekly: pd.DataFrame
+) -> list[str]:
+    out = ["<h2>Feedback over time</h2>"]
+    if outcomes.empty:
+        return out + ["<p>No feedback yet: run 'panda-predictor feedback'.</p>"]
+    decisions = outcomes["decision"].value_counts().to_dict()
+    out.append(
+        f"<p>{len(outcomes)} tasks with outcomes ("
+        + html.escape(", ".join(f"{k} {v}" for k, v in sorted(decisions.items())))
+        + ").</p>"
+    )
+    if not weekly.empty:
+        out += [_img(name, name) for name in figures.over_time_figures(folder, weekly)]
     return out
 
 
-def _drift_plot(folder: Path, drift: Mapping[str, Any]) -> str:
-    feats = drift.get("features", [])
-    fig, ax = plt.subplots(figsize=(10, 3.5))
-    names = [f["feature"] for f in feats]
-    ax.bar(
-        names,
-        [f["psi"] for f in feats],
-        color=["#b00" if f["drifted"] else "#48c" for f in feats],
+def _confidence_section(
+    folder: Path, outcomes: pd.DataFrame, threshold: float
+) -> list[str]:
+    out = ["<h2>Calibration and coverage</h2>"]
+    has = not outcomes.empty and all(
+        f"{t}_confidence" in outcomes for t in TARGET_NAMES
     )
-    ax.axhline(0.2, color="k", linestyle="--", linewidth=1)
-    ax.set_title("PSI per feature (recent tasks vs champion's reference)")
-    ax.tick_params(axis="x", rotation=30)
-    return _img(_save(fig, folder, "drift.png"), "drift per feature")
+    if (
+        not has
+        or outcomes[[f"{t}_confidence" for t in TARGET_NAMES]].isna().all().all()
+    ):
+        return out + ["<p>No audited confidences with outcomes yet.</p>"]
+    out += [
+        "<p>Observed accuracy against the predicted confidence (the probability of "
+        "the chosen class), in ten bins; the dashed diagonal is perfect calibration "
+        "and the numbers are tasks per bin.</p>",
+        _img(figures.calibration_figure(folder, outcomes), "calibration per target"),
+        "<p>Coverage (share of tasks whose confidence reaches the threshold, which "
+        "the hook would apply) and the accuracy on those tasks as the threshold "
+        f"moves; the dotted line is the configured threshold {threshold:g}.</p>",
+        _img(
+            figures.coverage_figure(folder, outcomes, threshold),
+            "coverage versus accuracy per target",
+        ),
+    ]
+    rows = []
+    for target in TARGET_NAMES:
+        at = figures.coverage_table(outcomes, target, [threshold]).iloc[0]
+        rows.append(
+            {
+                "target": target,
+                "tasks at threshold": int(at["tasks"]),
+                "coverage": float(at["coverage"]),
+                "accuracy": float(at["accuracy"]),
+            }
+        )
+    return out + [
+        _table(rows, ["target", "tasks at threshold", "coverage", "accuracy"])
+    ]
 
 
-def _confusions(folder: Path, outcomes: pd.DataFrame) -> str:
-    fig, axes = plt.subplots(1, len(TARGET_NAMES), figsize=(12, 3.2))
-    for ax, t in zip(axes, TARGET_NAMES, strict=True):
-        pred = outcomes[f"{t}_pred_class"].to_numpy(dtype=float)
-        true = outcomes[f"{t}_true_class"].to_numpy(dtype=float)
-        known = (pred >= 0) & (true >= 0)
-        n = int(max(pred[known].max(initial=0), true[known].max(initial=0))) + 1
-        matrix = np.zeros((n, n))
-        np.add.at(matrix, (true[known].astype(int), pred[known].astype(int)), 1)
-        ax.imshow(matrix, cmap="Blues")
-        for (i, j), v in np.ndenumerate(matrix):
-            ax.text(j, i, int(v), ha="center", va="center", fontsize=7)
-        ax.set_title(t)
-        ax.set_xlabel("predicted")
-        ax.set_ylabel("true")
-    return _img(_save(fig, folder, "confusion.png"), "confusion matrices")
+def _gate_section(
+    folder: Path, gate: GateResult | None, reports: Sequence[Path]
+) -> list[str]:
+    out = ["<h2>Challenger against champion</h2>"]
+    if gate is None:
+        out.append(
+            "<p>No gate verdict yet: run 'panda-predictor train' or 'retrain'.</p>"
+        )
+    else:
+        css = "ok" if gate.promoted else "bad"
+        verdict = "promoted" if gate.promoted else "not promoted"
+        against = (
+            f"against champion {gate.champion_version}"
+            if gate.champion_version is not None
+            else "(no champion to compare with)"
+        )
+        out.append(
+            f"<p>Latest gate: version {gate.version} {against}: "
+            f'<span class="{css}">{verdict}</span> '
+            f"&mdash; {html.escape(gate.reason)} ("
+            + _link(folder, gate.folder / GATE_FILE, "gate.json")
+            + ")</p>"
+        )
+        if gate.rows:
+            out.append(
+                _img(
+                    figures.champion_challenger_figure(folder, gate.rows),
+                    "challenger against champion per metric",
+                )
+            )
+            out.append(
+                _table(
+                    gate.rows,
+                    [
+                        "metric",
+                        "challenger",
+                        "champion",
+                        "tolerance",
+                        "better",
+                        "verdict",
+                    ],
+                )
+            )
+    if reports:
+        out.append(
+            "<p>Training reports (newest first): "
+            + ", ".join(_link(folder, p, p.parent.name) for p in reports)
+            + "</p>"
+        )
+    return out
 
 
-def latest_drift(home: Path) -> dict[str, Any] | None:
-    """Return the newest drift check JSON under ``<home>/monitoring``, if any."""
-    files = sorted((home / "monitoring").glob("drift-*.json"))
-    return json.loads(files[-1].read_text()) if files else None
+def _drift_section(
+    folder: Path,
+    drift: Mapping[str, Any] | None,
+    drift_runs: Sequence[Mapping[str, Any]] | None,
+) -> list[str]:
+    out = ["<h2>Drift</h2>"]
+    if drift is None:
+        out.append("<p>No drift check yet: run 'panda-predictor drift'.</p>")
+    else:
+        verdict = "drift detected" if drift["drifted"] else "no drift"
+        out.append(
+            f'<p class="{"bad" if drift["drifted"] else "ok"}">{verdict}</p><p>'
+            f"Window {html.escape(str(drift['since']))} .. "
+            f"{html.escape(str(drift['until']))}, {drift['n_tasks']} tasks; "
+            + html.escape("; ".join(drift["reasons"]))
+            + "</p>"
+        )
+        out.append(
+            _img(figures.drift_snapshot_figure(folder, drift), "drift per feature")
+        )
+    out.append("<h3>Drift trend</h3>")
+    if not drift_runs:
+        return out + ["<p>No drift runs recorded.</p>"]
+    ordered = sorted(drift_runs, key=lambda r: r["run_at"])
+    out += [
+        "<p>PSI per feature over the drift runs; dashed: the feature's threshold. "
+        "Marker colour: the run's verdict (red drift, green no drift, grey too few "
+        "outcomes); filled: this feature raised the alarm.</p>",
+        _img(figures.drift_trend_figure(folder, ordered), "PSI per feature over runs"),
+    ]
+    rows = [
+        {
+            "run_at": f"{r['run_at']:%Y-%m-%d %H:%M}",
+            "verdict": r["verdict"],
+            "model_version": r.get("model_version") or "",
+            "alarms": ", ".join(
+                sorted(n for n, f in r.get("features", {}).items() if f.get("alarm"))
+            ),
+            **{
+                f"under {t}": v
+                for t, v in sorted(r.get("under_allocation", {}).items())
+            },
+        }
+        for r in reversed(ordered)
+    ]
+    targets = sorted({t for r in ordered for t in r.get("under_allocation", {})})
+    columns = ["run_at", "verdict", "model_version", "alarms"]
+    return out + [_table(rows, columns + [f"under {t}" for t in targets])]
+
+
+def _confusion_section(
+    folder: Path,
+    outcomes: pd.DataFrame,
+    champion_version: int | None,
+    bins: BinSet,
+) -> list[str]:
+    out = [f"<h2>Confusion matrices of the champion (version {champion_version})</h2>"]
+    mine = outcomes
+    if champion_version is not None and not outcomes.empty:
+        mine = outcomes[outcomes["model_version"].astype(str) == str(champion_version)]
+    if mine.empty:
+        return out + ["<p>No feedback for the champion yet.</p>"]
+    return out + [
+        f"<p>{len(mine)} tasks; rows are the true class measured on the first "
+        "finished jobs, columns the class written; every class of the bins is "
+        "shown, also those never seen.</p>",
+        _img(
+            figures.confusion_figure(folder, mine, bins.targets), "confusion matrices"
+        ),
+    ]
 
 
 def write_monitoring_report(
@@ -189,52 +324,53 @@ def write_monitoring_report(
     drift: Mapping[str, Any] | None,
     decisions: Sequence[Mapping[str, Any]],
     champion_version: int | None,
+    *,
+    bins: BinSet | None = None,
+    gate: GateResult | None = None,
+    training_reports: Sequence[Path] = (),
+    confidence_threshold: float = 0.6,
+    drift_runs: Sequence[Mapping[str, Any]] | None = None,
 ) -> Path:
-    """Write ``index.html``: feedback over time, drift, coverage, confusions, decisions.
+    """Write ``index.html``: feedback, calibration, gate, drift, confusions, decisions.
 
     Parameters
     ----------
     folder:
         Output folder (created); PNGs go next to the page.
     outcomes, weekly:
-        Outcome rows and their :func:`~panda_predictor.core.feedback.weekly_summary`.
+        Outcome rows and their :func:`~panda_predictor.core.feedback.weekly_summary`;
+        with ``<target>_confidence`` columns (from the audit) the calibration and
+        coverage curves are drawn.
     drift:
         The last drift check (see :func:`latest_drift`), or None.
     decisions:
         Last retraining decisions (see :func:`pipelines.retrain_log.read_decisions`).
     champion_version:
         Version whose confusion matrices are drawn (from its feedback).
+    bins:
+        Classes of the targets (names and ranges on the matrices); default: the
+        packaged bins.
+    gate:
+        The latest gate verdict (see :func:`latest_gate`), or None.
+    training_reports:
+        Training reports to link, newest first.
+    confidence_threshold:
+        The configured threshold, marked on the coverage curves.
+    drift_runs:
+        Drift runs, each ``{"run_at": datetime, "verdict": "drift" | "no_drift" |
+        "too_few_outcomes", "model_version": str | None, "features": {name: {"psi",
+        "threshold", "alarm"}}, "under_allocation": {target: float}}``.
     """
     folder.mkdir(parents=True, exist_ok=True)
-    sections = ["<h2>Feedback over time</h2>"]
-    if weekly.empty:
-        sections.append("<p>No feedback yet: run 'panda-predictor feedback'.</p>")
-    else:
-        sections += _over_time(folder, weekly)
-    sections.append("<h2>Drift</h2>")
-    if drift is None:
-        sections.append("<p>No drift check yet: run 'panda-predictor drift'.</p>")
-    else:
-        verdict = "drift detected" if drift["drifted"] else "no drift"
-        sections.append(
-            f'<p class="{"bad" if drift["drifted"] else "ok"}">{verdict}</p><p>'
-            f"Window {html.escape(str(drift['since']))} .. "
-            f"{html.escape(str(drift['until']))}, {drift['n_tasks']} tasks; "
-            + html.escape("; ".join(drift["reasons"]))
-            + "</p>"
-        )
-        sections.append(_drift_plot(folder, drift))
-    sections.append(
-        f"<h2>Confusion matrices of the champion (version {champion_version})</h2>"
-    )
-    mine = outcomes
-    if champion_version is not None and not outcomes.empty:
-        mine = outcomes[outcomes["model_version"] == str(champion_version)]
-    if mine.empty:
-        sections.append("<p>No feedback for the champion yet.</p>")
-    else:
-        sections.append(_confusions(folder, mine))
-    sections.append("<h2>Last retraining decisions</h2>")
+    bins = bins or load_bins(None)
+    sections = [
+        *_feedback_section(folder, outcomes, weekly),
+        *_confidence_section(folder, outcomes, confidence_threshold),
+        *_gate_section(folder, gate, training_reports),
+        *_drift_section(folder, drift, drift_runs),
+        *_confusion_section(folder, outcomes, champion_version, bins),
+        "<h2>Last retraining decisions</h2>",
+    ]
     cols = ["until", "status", "version", "champion_version", "reason"]
     sections.append(
         _table(list(reversed(decisions)), cols)
@@ -246,10 +382,27 @@ def write_monitoring_report(
     return path
 
 
-def render_report(settings: Any, out_dir: Path | None = None) -> Path:
-    """Gather feedback, drift, decisions and the champion; write the monitoring page."""
+def with_confidences(outcomes: pd.DataFrame, confidences: pd.DataFrame) -> pd.DataFrame:
+    """Return ``outcomes`` with each task's audited ``<target>_confidence`` joined."""
+    if outcomes.empty:
+        return outcomes
+    keep = ["jeditaskid", *(f"{t}_confidence" for t in TARGET_NAMES)]
+    right = confidences[keep].astype({"jeditaskid": "int64"})
+    left = outcomes.drop(columns=[c for c in keep[1:] if c in outcomes])
+    return left.astype({"jeditaskid": "int64"}).merge(
+        right, on="jeditaskid", how="left"
+    )
+
+
+def render_report(
+    settings: Any,
+    out_dir: Path | None = None,
+    drift_runs: Sequence[Mapping[str, Any]] | None = None,
+) -> Path:
+    """Gather feedback, confidences, gate, drift, decisions; write the page."""
     from model_registry.registry import NoChampionError, champion_version
     from panda_predictor.core.feedback import weekly_summary
+    from panda_predictor.db.audit_confidence import read_confidences
     from panda_predictor.db.engine import make_engine
     from panda_predictor.db.outcomes import read_outcomes
     from pipelines.retrain_log import read_decisions
@@ -257,6 +410,7 @@ def render_report(settings: Any, out_dir: Path | None = None) -> Path:
     engine = make_engine(settings)
     try:
         outcomes = read_outcomes(engine, settings)
+        confidences = read_confidences(engine, settings)
     finally:
         engine.dispose()
     try:
@@ -266,9 +420,14 @@ def render_report(settings: Any, out_dir: Path | None = None) -> Path:
         champion = None
     return write_monitoring_report(
         out_dir or settings.home / "reports" / "monitoring",
-        outcomes,
+        with_confidences(outcomes, confidences),
         weekly_summary(outcomes),
         latest_drift(settings.home),
         read_decisions(settings),
         champion.version if champion else None,
+        bins=bins_from_settings(settings),
+        gate=latest_gate(settings.home),
+        training_reports=training_reports(settings.home),
+        confidence_threshold=settings.confidence_threshold,
+        drift_runs=drift_runs,
     )

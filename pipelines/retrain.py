@@ -130,6 +130,8 @@ class RetrainOutcome:
     run_id: str | None = None
     #: The gate's line per metric: challenger, champion, floor, tolerance, noise.
     verdicts: tuple[str, ...] = ()
+    #: The same verdicts as a table: champion, challenger, difference, tolerance.
+    gate_table: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready record (the decision log line)."""
@@ -352,6 +354,7 @@ def run_retrain(
         report_dir,
         summary.run_id,
         tuple(v.describe() for v in gate.verdicts),
+        tuple(gate.table()[1:]),
     )
     from model_registry.tracking import mlflow_client
 

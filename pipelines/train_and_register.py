@@ -31,6 +31,7 @@ from model_registry.tracking import (
     log_metrics,
     log_params,
     log_report_dir,
+    log_training_input,
     mlflow_client,
     start_training_run,
 )
@@ -38,6 +39,11 @@ from panda_predictor.bins_file import bins_from_settings
 from panda_predictor.core.bins import BinSet
 from panda_predictor.db.engine import make_engine
 from panda_predictor.serving.bundle import save_bundle
+from panda_predictor.serving.pyfunc import (
+    BUNDLE_SUBDIR,
+    input_example,
+    save_pyfunc_model,
+)
 from panda_predictor.settings import Settings
 from pipelines.dataset import LabelledHistory, read_labelled_history
 from pipelines.drift import REFERENCE_FILE, build_reference
@@ -86,7 +92,31 @@ def _report(result: TrainingResult, out_dir: Path, extra: dict[str, Any]) -> Pat
         result.coverage,
         metadata=meta,
         title="panda-predictor training report",
+        served_kinds=result.served_kinds,
+        validation_f1={k: r.val_macro_f1 for k, r in result.kinds.items()},
     )
+
+
+def _dataset_name(
+    history: LabelledHistory, since: datetime | None, until: datetime | None
+) -> str:
+    """Return the training window's name: the asked window, else the data's span."""
+    dates = history.frame["creationdate"]
+    first = since or (dates.min() if len(dates) else None)
+    last = until or (dates.max() if len(dates) else None)
+    if first is None or last is None:
+        return "labelled history (empty)"
+    return f"labelled history {first:%Y-%m-%d}..{last:%Y-%m-%d}"
+
+
+def window_params(since: datetime | None, until: datetime | None) -> dict[str, str]:
+    """Return the window bounds as parameters (empty when the whole history is used)."""
+    window = {}
+    if since is not None:
+        window["window_since"] = since.isoformat()
+    if until is not None:
+        window["window_until"] = until.isoformat()
+    return window
 
 
 def train_and_register(
@@ -125,31 +155,34 @@ def train_and_register(
         ``settings.gate_promote_incomparable``.
     """
     bins = bins or bins_from_settings(settings)
-    if history is None:
-        engine = make_engine(settings)
-        history = read_labelled_history(
-            engine, settings, progress=progress, since=since, until=until
-        )
-        engine.dispose()
     config = config or TrainingConfig()
-    result = train(history, bins, config)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     report_dir = report_dir or settings.home / "reports" / f"train-{stamp}"
+    # The run spans reading and fitting, so MLflow shows how long training took.
     with start_training_run(settings, run_name=f"train-{stamp}") as run:
+        if history is None:
+            engine = make_engine(settings)
+            history = read_labelled_history(
+                engine, settings, progress=progress, since=since, until=until
+            )
+            engine.dispose()
+        log_training_input(history.frame, _dataset_name(history, since, until))
         log_params(
             {
                 "config": asdict(config),
                 "bins_version": bins.version,
-                "schema_hash": result.bundle.features.schema_hash_,
-                **result.split_info,
+                **window_params(since, until),
             }
+        )
+        result = train(history, bins, config)
+        log_params(
+            {"schema_hash": result.bundle.features.schema_hash_, **result.split_info}
         )
         for kind, res in result.kinds.items():
             if res.evaluation is not None:
                 log_metrics(
                     {f"{kind}.{k}": v for k, v in gate_metrics(res.evaluation).items()}
                 )
-        log_metrics(result.bundle.metrics)
         log_feature_schema(result.bundle.features.to_dict())
         mlflow.log_dict(bins.to_dict(), "config/bins.yaml")
         report = _report(result, report_dir, {"mlflow run": run.info.run_id})
@@ -161,12 +194,19 @@ def train_and_register(
             (bundle_dir / REFERENCE_FILE).write_text(
                 json.dumps(build_reference(history, result))
             )
+            model_dir = save_pyfunc_model(
+                bundle_dir,
+                Path(tmp) / "model",
+                input_example(history.frame),
+                settings.model_name,
+            )
             version = register_bundle(
                 settings,
-                bundle_dir,
+                model_dir,
                 run.info.run_id,
                 result.bundle.metrics,
                 description=f"trained {stamp}",
+                bundle_path=BUNDLE_SUBDIR,
             )
         client = mlflow_client(settings)
         trained_until = until or history.frame["creationdate"].max().to_pydatetime()

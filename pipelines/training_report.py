@@ -34,6 +34,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from panda_predictor.core.evaluation import MultiTargetEvaluation, TargetEvaluation
+from panda_predictor.core.reason_text import number
 from panda_predictor.core.tail_rule import CoverageCurve
 
 IMG_DIR = "img"
@@ -270,6 +271,61 @@ def _coverage_section(
     )
 
 
+def _kind_choice_section(
+    served_kinds: Mapping[str, str],
+    validation_f1: Mapping[str, Mapping[str, float]],
+    evaluations: Mapping[str, MultiTargetEvaluation],
+) -> list[str]:
+    """Return the table saying which kind serves each target and why.
+
+    :param served_kinds: target -> the kind the bundle serves.
+    :param validation_f1: kind -> target -> macro-F1 on the validation part.
+    :param evaluations: the test-set scores, for the test macro-F1 columns.
+    """
+    kinds = list(validation_f1)
+    header = ["target", "served kind"]
+    header += [f"{k} val macro-F1" for k in kinds]
+    header += [f"{k} test macro-F1" for k in kinds if k in evaluations]
+    header.append("why")
+    rows = []
+    for target, served in served_kinds.items():
+        scores = {k: float(validation_f1[k][target]) for k in kinds}
+        others = [k for k in kinds if k != served]
+        if others:
+            runner = max(others, key=scores.__getitem__)
+            why = (
+                f"best validation macro-F1: {served} "
+                f"{number(scores[served], scores[runner], 3)} vs {runner} "
+                f"{number(scores[runner], scores[served], 3)}"
+            )
+        else:
+            why = f"only kind trained ({served})"
+        rows.append(
+            [target, served]
+            + [scores[k] for k in kinds]
+            + [
+                evaluations[k].targets[target].macro_f1
+                for k in kinds
+                if k in evaluations
+            ]
+            + [why]
+        )
+    mixed = len(set(served_kinds.values())) > 1
+    return [
+        "## Which model kind serves each target",
+        "",
+        "Per target the bundle serves the kind with the best macro-F1 on the "
+        "validation part (the test part is kept for the figures in this report). "
+        + (
+            "The kinds differ between targets: a mixed bundle, chosen because each "
+            "target is served by the kind that validated better."
+            if mixed
+            else "One kind serves every target."
+        ),
+        "",
+    ] + _table(header, rows)
+
+
 def write_report(
     out_dir: str | Path,
     evaluations: Mapping[str, MultiTargetEvaluation],
@@ -277,6 +333,8 @@ def write_report(
     coverage: Mapping[str, CoverageCurve] | None = None,
     metadata: Mapping[str, Any] | None = None,
     title: str = "panda-predictor evaluation",
+    served_kinds: Mapping[str, str] | None = None,
+    validation_f1: Mapping[str, Mapping[str, float]] | None = None,
 ) -> Path:
     """Write ``report.md`` and its PNG plots into ``out_dir``; return the report's path.
 
@@ -286,6 +344,9 @@ def write_report(
     :param coverage: model name -> coverage-vs-accuracy curve on the test set.
     :param metadata: free key -> value pairs listed at the top (data range, commit...).
     :param title: the report's first heading.
+    :param served_kinds: target -> kind the bundle serves (training reports).
+    :param validation_f1: kind -> target -> validation macro-F1, the numbers the
+        served kind was chosen on; with ``served_kinds`` the report says why.
     """
     if not evaluations:
         raise ValueError(
@@ -304,6 +365,8 @@ def write_report(
     lines = [f"# {title}", ""]
     if metadata:
         lines += _table(["key", "value"], [[k, v] for k, v in metadata.items()])
+    if served_kinds and validation_f1:
+        lines += _kind_choice_section(served_kinds, validation_f1, evaluations)
     lines += _joint_section(evaluations)
     for target in targets:
         evs = {m: ev.targets[target] for m, ev in evaluations.items()}

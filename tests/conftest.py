@@ -194,3 +194,19 @@ def _no_mlflow_uri_from_earlier_tests(monkeypatch):
     """
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.delenv("MLFLOW_REGISTRY_URI", raising=False)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """Return one local Spark session (2 threads) shared by every Spark test.
+
+    Starting the JVM takes seconds; the time goes into the first Spark test's
+    setup, which ``pytest --durations`` shows apart from the tests' own time.
+    """
+    from pipelines.spark_labels import spark_session
+
+    session = spark_session("local[2]", {"spark.driver.memory": "1g"})
+    try:
+        yield session
+    finally:
+        session.stop()

@@ -174,3 +174,15 @@ def test_demo_runs_end_to_end(tmp_path):
     assert "every decision is in pp_prediction_audit" in result.output
     assert (tmp_path / "var" / "panda.sqlite").is_file()
     assert (tmp_path / "var" / "mlflow.db").is_file()
+    # It ends with feedback: the tasks' simulated jobs ran and were scored.
+    scored = re.search(r"feedback scored (\d+) of (\d+) audited tasks", result.output)
+    assert scored and int(scored.group(1)) > 0, result.output
+    assert "accuracy/under-allocation: ramcount" in result.output
+    assert "Drift check: " in result.output
+    page = tmp_path / "var" / "reports" / "monitoring" / "index.html"
+    assert f"Monitoring report: {page}" in result.output
+    text = page.read_text()
+    assert "No feedback yet" not in text and "calibration.png" in text
+    # Short: no per-task log lines repeating the table, and at most 60 lines.
+    assert len(result.output.splitlines()) <= 60, result.output
+    assert "jediTaskID=" not in result.stderr, result.stderr

@@ -91,3 +91,27 @@ def test_labels_command_rejects_bad_options(settings, args, match):
     result = CliRunner().invoke(labels_command, args, obj=settings)
     assert result.exit_code == 2
     assert match in result.output
+
+
+def test_labels_command_sql_engine_matches_python_or_says_why(settings, tmp_path):
+    tasks, jobs = make_history(5, n_tasks=40)
+    jobs = jobs[jobs["jeditaskid"].isin(tasks["jeditaskid"])]
+    load_history(settings, tasks, jobs)
+    out = tmp_path / "sql.parquet"
+
+    result = CliRunner().invoke(
+        labels_command,
+        ["--engine", "sql", "--chunk-size", "9", "--out", str(out), "--no-progress"],
+        obj=settings,
+    )
+
+    if settings.db_url.startswith("sqlite"):
+        assert result.exit_code == 1
+        assert "'sqlite' database lacks" in result.output
+        return
+    assert result.exit_code == 0, result.output
+    stored = pd.read_parquet(out)
+    expected = labels_frame(jobs, tasks)
+    assert stored["jeditaskid"].tolist() == expected["jeditaskid"].tolist()
+    for name in ("ramcount", "cputime", "iointensity", "walltime"):
+        np.testing.assert_allclose(stored[name], expected[name], rtol=1e-9)

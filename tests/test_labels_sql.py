@@ -14,6 +14,7 @@ from panda_predictor.db.engine import get_panda_tables, make_engine
 from panda_predictor.db.labels_sql import (
     LabelsSqlUnsupported,
     label_aggregates_query,
+    labels_by_range,
     labels_from_db,
 )
 from panda_predictor.db.reader import iter_history
@@ -86,3 +87,60 @@ def test_oracle_statement_compiles_with_tag_and_percentile():
         in sql
     )
     assert "BINARY_DOUBLE" in sql and "GROUP BY scouts.jeditaskid" in sql
+
+
+@pytest.mark.postgres
+def test_sql_labels_by_range_equal_python_labels_in_any_window(tmp_path, pg_schema):
+    from pipelines.load_history import ensure_panda_tables
+    from pipelines.load_history import load_history as load
+    from pipelines.simulation import SimulationConfig, simulate_frames
+
+    pg = load_settings(home=tmp_path, db_url=POSTGRES_URL, db_schema=pg_schema)
+    frames = simulate_frames(SimulationConfig(n_tasks=300, n_defined=0, seed=4))
+    engine = make_engine(pg)
+    try:
+        ensure_panda_tables(engine, pg)
+        load(engine, pg, [frames])
+        tables = get_panda_tables(pg, engine)
+        everything = labels_by_range(engine, tables, chunk_size=37)
+        created = frames.jedi_tasks["creationdate"]
+        since, until = created.quantile(0.3), created.quantile(0.8)
+        window = labels_by_range(
+            engine, tables, chunk_size=50, since=since, until=until
+        )
+    finally:
+        engine.dispose()
+
+    python = labels_frame(frames.jobsarchived4, frames.jedi_tasks)
+    _same_labels(everything, python)
+    inside = frames.jedi_tasks[(created >= since) & (created < until)]
+    _same_labels(window, python[python["jeditaskid"].isin(inside["jeditaskid"])])
+    assert 0 < len(window) < len(everything) == 300
+
+
+def _same_labels(sql: pd.DataFrame, python: pd.DataFrame) -> None:
+    python = python.reset_index(drop=True)
+    assert sql["jeditaskid"].tolist() == python["jeditaskid"].tolist()
+    assert sql["n_scouts"].tolist() == python["n_scouts"].tolist()
+    for name in ("ramcount", "cputime", "iointensity", "walltime"):
+        np.testing.assert_allclose(sql[name], python[name], rtol=1e-9, err_msg=name)
+        assert (
+            sql[f"{name}_unit"].fillna("") == python[f"{name}_unit"].fillna("")
+        ).all()
+
+
+def test_oracle_range_statement_compiles_with_between_and_pruning():
+    from datetime import datetime
+
+    from sqlalchemy.dialects import oracle
+
+    query = label_aggregates_query(
+        panda_tables("ATLAS_PANDA"),
+        "oracle",
+        by_range=True,
+        since=datetime(2026, 1, 1),
+    )
+    sql = str(query.compile(dialect=oracle.dialect()))
+    assert "jobsarchived4.jeditaskid BETWEEN :low AND :high" in sql
+    assert "jobsarchived4.endtime >= :endtime_1" in sql
+    assert "WITHIN GROUP" in sql

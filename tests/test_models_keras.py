@@ -109,6 +109,7 @@ def test_saved_files(trained, tmp_path):
     model, _, _ = trained
     model.save(tmp_path / "m")
     assert sorted(p.name for p in (tmp_path / "m").iterdir()) == [
+        "forward.npz",
         "meta.json",
         "model.keras",
     ]

@@ -84,3 +84,24 @@ def test_nothing_is_read_at_import(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "late"
+
+
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [
+        (1.5, r"rollout_share: Input should be less than or equal to 1 \(got 1.5\)"),
+        (-0.2, r"rollout_share: Input should be greater than or equal to 0"),
+        ("half", r"rollout_share: Input should be a valid number.*\(got 'half'\)"),
+    ],
+    ids=["above-1", "negative", "not-a-number"],
+)
+def test_rollout_share_out_of_range_names_the_field(value, match):
+    with pytest.raises(SettingsError, match=match):
+        load_settings(rollout_share=value)
+
+
+def test_shadow_mode_and_share_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("PANDA_PREDICTOR_MODE", "shadow")
+    monkeypatch.setenv("PANDA_PREDICTOR_ROLLOUT_SHARE", "0.25")
+    settings = load_settings()
+    assert (settings.mode, settings.rollout_share) == ("shadow", 0.25)

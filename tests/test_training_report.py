@@ -108,3 +108,45 @@ def test_report_without_optional_parts(tmp_path, results):
 def test_report_errors(tmp_path, results, make, match):
     with pytest.raises(ValueError, match=match):
         write_report(tmp_path, make(results[0]))
+
+
+def test_report_says_which_kind_serves_each_target_and_why(tmp_path, results):
+    evaluations, tails, curves = results
+    served = {t: ("keras" if t == "ramcount" else "xgboost") for t in TARGET_NAMES}
+    validation = {
+        "xgboost": dict.fromkeys(TARGET_NAMES, 0.6) | {"ramcount": 0.51},
+        "keras": dict.fromkeys(TARGET_NAMES, 0.5) | {"ramcount": 0.54},
+    }
+    text = write_report(
+        tmp_path,
+        evaluations,
+        tails,
+        curves,
+        served_kinds=served,
+        validation_f1=validation,
+    ).read_text()
+    section = text.split("## Which model kind serves each target")[1].split("##")[0]
+    assert "a mixed bundle" in section
+    rows = {
+        line.split("|")[1].strip(): line
+        for line in section.splitlines()
+        if line.startswith("| ") and not line.startswith("| target")
+    }
+    assert set(rows) == set(TARGET_NAMES)
+    assert "best validation macro-F1: keras 0.540 vs xgboost 0.510" in rows["ramcount"]
+    assert "best validation macro-F1: xgboost 0.600 vs keras 0.500" in rows["cputime"]
+    # The test macro-F1 of each kind is shown next to the validation one.
+    ram_test = f"{evaluations['keras'].targets['ramcount'].macro_f1:.3f}"
+    assert ram_test in rows["ramcount"]
+
+
+def test_report_of_one_kind_says_so(tmp_path, results):
+    evaluations, _, _ = results
+    text = write_report(
+        tmp_path,
+        {"xgboost": evaluations["xgboost"]},
+        served_kinds=dict.fromkeys(TARGET_NAMES, "xgboost"),
+        validation_f1={"xgboost": dict.fromkeys(TARGET_NAMES, 0.5)},
+    ).read_text()
+    assert "One kind serves every target." in text
+    assert "only kind trained (xgboost)" in text

@@ -7,12 +7,12 @@ only when it runs, so ``panda-predictor --help`` stays fast (no TensorFlow impor
 from __future__ import annotations
 
 import importlib
-import logging
 import os
-import sys
+from typing import Any
 
 import click
 
+from panda_predictor.log_format import LOG_FORMATS, LOG_LEVELS, configure_logging
 from panda_predictor.settings import SettingsError, load_settings
 
 #: command name -> (module, attribute, one-line help shown by --help)
@@ -54,9 +54,29 @@ class LazyGroup(click.Group):
     help="YAML file of settings (default: $PANDA_PREDICTOR_CONFIG).",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Log at DEBUG level.")
+@click.option(
+    "--log-level",
+    default=None,
+    metavar="|".join(LOG_LEVELS),
+    help="Logging level (default: the log_level setting, INFO). TensorFlow's "
+    "start-up lines show only at DEBUG.",
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(LOG_FORMATS),
+    default=None,
+    help="text for people, json for log collectors: one object per line with ts, "
+    "level, logger, msg and the task fields (default: the log_format setting).",
+)
 @click.version_option(package_name="panda-predictor")
 @click.pass_context
-def main(ctx: click.Context, config_file: str | None, verbose: bool) -> None:
+def main(
+    ctx: click.Context,
+    config_file: str | None,
+    verbose: bool,
+    log_level: str | None,
+    log_format: str | None,
+) -> None:
     """Predict a PanDA task's resources at submission so it can skip scout jobs.
 
     Settings come from defaults, a YAML config file and PANDA_PREDICTOR_* environment
@@ -69,16 +89,19 @@ def main(ctx: click.Context, config_file: str | None, verbose: bool) -> None:
       panda-predictor hook --help
     """
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    overrides: dict[str, Any] = {}
+    if verbose:
+        overrides["log_level"] = "DEBUG"
+    elif log_level is not None:
+        overrides["log_level"] = log_level
+    if log_format is not None:
+        overrides["log_format"] = log_format
     try:
-        settings = load_settings(config_file)
+        settings = load_settings(config_file, **overrides)
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from None
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    # Before any sub-command imports TensorFlow: models.backend reads this level.
+    configure_logging(settings.log_level, settings.log_format)
     ctx.obj = settings
 
 

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from panda_predictor.settings import Settings
+
+if TYPE_CHECKING:
+    from pipelines.demo import DemoResult
+
+
+#: Rows of the demo's table of predictions.
+DEMO_TABLE_ROWS = 25
 
 
 @click.command("demo")
@@ -73,7 +82,10 @@ def demo(
         f"report {result.training.report}"
     )
     click.echo("\nWhat the submit hook wrote (value unit (confidence) per target):\n")
-    click.echo(predictions_table(result.hook.predictions, result.tasks))
+    # Applied tasks first: with the kept ones cut at DEMO_TABLE_ROWS, the demo's
+    # output stays within a screen (60 lines) and still shows what was written.
+    ordered = sorted(result.hook.predictions, key=lambda p: p.decision != "applied")
+    click.echo(predictions_table(ordered, result.tasks, max_rows=DEMO_TABLE_ROWS))
     h = result.hook
     if h.failure:
         raise click.ClickException(f"The hook failed open: {h.failure}")
@@ -82,3 +94,33 @@ def demo(
         f"{len(h.kept_scouts)} kept their scouts; every decision is in "
         "pp_prediction_audit."
     )
+    for line in after_hook_lines(result):
+        click.echo(line)
+
+
+def after_hook_lines(result: DemoResult) -> list[str]:
+    """Return what the feedback, the drift check and the report found, briefly."""
+    if result.feedback is None:
+        return []
+    weekly = result.feedback.weekly
+    lines = [
+        f"\nThen their {result.jobs_run} simulated jobs ran: feedback scored "
+        f"{result.feedback.written} of {result.feedback.audited} audited tasks."
+    ]
+    if not weekly.empty:
+        parts = []
+        for target, rows in weekly.groupby("target", sort=False):
+            scored = rows["scored"].sum()
+            if scored:
+                acc = (rows["accuracy"] * rows["scored"]).sum() / scored
+                under = (rows["under_allocation"] * rows["scored"]).sum() / scored
+                parts.append(f"{target} {acc:.2f}/{under:.2f}")
+        lines.append("  accuracy/under-allocation: " + ", ".join(parts))
+    if result.drift is not None:
+        drift = result.drift.result
+        verdict = "drift" if drift.drifted else "no drift"
+        why = "; ".join(drift.reasons[:2]) + ("; ..." if len(drift.reasons) > 2 else "")
+        lines.append(f"Drift check: {verdict}" + (f" ({why})" if why else ""))
+    if result.report is not None:
+        lines.append(f"Monitoring report: {result.report}")
+    return lines

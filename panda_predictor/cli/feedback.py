@@ -36,6 +36,12 @@ from panda_predictor.settings import Settings
     show_default=True,
     help="Print the last this many ISO weeks.",
 )
+@click.option(
+    "--what-if",
+    is_flag=True,
+    help="Also print what shadow and held-back tasks would have got: failures "
+    "avoided or caused, scout hours saved, unused memory.",
+)
 @click.pass_obj
 def feedback(
     settings: Settings,
@@ -43,6 +49,7 @@ def feedback(
     until: datetime | None,
     first_jobs: int,
     weeks: int,
+    what_if: bool,
 ) -> None:
     """Compare the written predictions with what the tasks' jobs really needed.
 
@@ -50,11 +57,16 @@ def feedback(
     the truth with the scout formulas on its first finished jobs, counts jobs that
     failed for lack of memory or time and memory requested but unused, stores the
     result in pp_task_outcome and prints, per target and ISO week: accuracy,
-    under-allocation, over-allocation, share decided without scouts.
+    under-allocation, over-allocation, share decided without scouts. Then, per
+    decision (applied, held_back, shadow, kept_scouts), the failed jobs and unused
+    memory, so the rollout's groups compare side by side. With --what-if, the
+    shadow and held-back tasks the model would have applied: jobs at risk from
+    under-allocation, failed jobs avoided, scout hours saved, unused memory.
 
     \b
-    Example:
+    Examples:
       panda-predictor feedback --since 2025-01-01
+      panda-predictor feedback --what-if
     """
     from panda_predictor.cli.errors import user_errors
     from panda_predictor.core.feedback import OutcomeParams
@@ -70,3 +82,16 @@ def feedback(
     last = sorted(weekly["week"].unique())[-weeks:]
     shown = weekly[weekly["week"].isin(last)]
     click.echo(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    click.echo("\nBy decision (applied vs held_back: the rollout's two groups):")
+    click.echo(
+        run.by_decision.to_string(
+            index=False, float_format=lambda v: f"{v:.3f}", na_rep="-"
+        )
+    )
+    if what_if:
+        from pipelines.what_if_report import format_what_if, what_if_report
+
+        with user_errors():
+            report = what_if_report(settings, since, until)
+        click.echo("\nWhat if the model had decided (shadow and held-back tasks):")
+        click.echo(format_what_if(report.summary))

@@ -71,6 +71,16 @@ def hook(
     SPLITRULE and no audit row yet. Confident predictions are written and the scout
     rule removed ('applied'); the others keep their scouts ('kept_scouts'); every
     task gets an audit row in pp_prediction_audit. Failures never touch a task.
+    With mode 'shadow' nothing is written (decision 'shadow'); with rollout_share
+    below 1 the tasks outside the share keep their scouts ('held_back').
+
+    \b
+    Exit codes:
+      0  the pass ran (every --task-id was predicted)
+      3  the pass failed open: nothing written, scouts run
+      4  a --task-id is not eligible; the reason is printed (not found,
+         status, no scout rule, locked by JEDI, already audited with its
+         decision and time)
 
     \b
     Examples:
@@ -128,10 +138,22 @@ def hook(
             f"Dry run: {len(report.predictions)} tasks predicted, nothing written."
         )
     else:
+        rollout = "".join(
+            f", {len(ids)} {name.replace('_', ' ')} (scouts run)"
+            for name, ids in (
+                ("shadow", report.shadow),
+                ("held_back", report.held_back),
+            )
+            if ids
+        )
         click.echo(
             f"{len(report.applied)} applied, {len(report.kept_scouts)} kept "
-            f"scouts, {len(report.moved_by_jedi)} moved by JEDI meanwhile."
+            f"scouts{rollout}, {len(report.moved_by_jedi)} moved by JEDI meanwhile."
         )
+    predicted = {p.jeditaskid for p in report.predictions}
+    missing = [t for t in task_ids if t not in predicted]
+    if missing:
+        _explain_not_eligible(settings, missing)
 
 
 def _serve_metrics(port: int | None, host: str):
@@ -156,3 +178,33 @@ def _write_textfile(path: str) -> None:
         write_textfile(path)
     except (MetricsOptionError, OSError) as exc:
         click.echo(f"Metrics textfile not written: {exc}", err=True)
+
+
+#: Exit code of ``hook --task-id`` when a named task is not eligible.
+NOT_ELIGIBLE_EXIT = 4
+
+
+def _explain_not_eligible(settings: Settings, task_ids: list[int]) -> None:
+    """Print why each named task was not predicted and exit with code 4."""
+    from panda_predictor.db.eligibility import why_not_eligible
+    from panda_predictor.db.engine import make_engine
+
+    engine = make_engine(settings)
+    try:
+        with engine.connect() as conn:
+            found = {
+                i.jeditaskid: i.reason
+                for i in why_not_eligible(conn, settings, task_ids)
+            }
+    finally:
+        engine.dispose()
+    for task_id in sorted(set(task_ids)):
+        if task_id in found:
+            click.echo(f"jediTaskID={task_id} not eligible: {found[task_id]}", err=True)
+        else:
+            click.echo(
+                f"jediTaskID={task_id} not predicted in this pass: another hook "
+                "claimed it or JEDI changed it meanwhile; try again",
+                err=True,
+            )
+    raise SystemExit(NOT_ELIGIBLE_EXIT)

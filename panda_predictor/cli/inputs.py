@@ -81,7 +81,7 @@ def predictor_for(
     if bundle_dir is None:
         from panda_predictor.serving.loader import load_champion
 
-        return load_champion(settings)
+        return load_champion(settings, settings.predict_cache_seconds)
     from panda_predictor.serving.bundle import BundleError, load_bundle
     from panda_predictor.serving.predictor import Predictor
 

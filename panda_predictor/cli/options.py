@@ -21,3 +21,15 @@ kind_option = click.option(
     multiple=True,
     help="Model kind(s) to train; repeat for both (default: both).",
 )
+
+#: ``--gate-tolerance NAME=VALUE`` (repeatable): loosen or tighten the champion gate.
+gate_tolerance_option = click.option(
+    "--gate-tolerance",
+    "gate_tolerances",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="How much worse than the champion (beyond the noise) the new model may "
+    "be; NAME is accuracy, tail_recall, under_allocation, tail_recall_shortfall or "
+    "floor_noise_factor. Repeatable; overrides the gate_* settings. Example: "
+    "--gate-tolerance accuracy=0.02.",
+)

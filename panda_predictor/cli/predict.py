@@ -44,6 +44,9 @@ def render_text(results: list[dict[str, Any]]) -> str:
                 f"  {name:<12} {t['class_label']:<18} {_range(t):<22} "
                 f"{t['unit']:<14} {t['value']:>8} {t['confidence']:>10.2f}"
             )
+        lines.append("  Why these classes:")
+        for name, t in r["targets"].items():
+            lines.append(f"    {name:<12} {t['choice']}")
         lines.append("  Features that drove it (contribution to the chosen class):")
         for name, t in r["targets"].items():
             shown = (

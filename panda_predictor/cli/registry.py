@@ -21,10 +21,22 @@ register(
     "Compute the scout-formula labels of the history; optionally fit bins.",
 )
 register(
+    "export",
+    "panda_predictor.cli.export",
+    "export",
+    "Copy PanDA's history tables to Parquet month by month (resumable, verified).",
+)
+register(
     "train",
     "panda_predictor.cli.train",
     "train",
     "Train, evaluate and register the four target models (gated champion).",
+)
+register(
+    "model",
+    "panda_predictor.cli.model",
+    "model",
+    "List registered versions; promote or roll back the champion, with a reason.",
 )
 register(
     "hook",

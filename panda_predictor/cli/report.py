@@ -19,12 +19,14 @@ from panda_predictor.settings import Settings
 )
 @click.pass_obj
 def report(settings: Settings, out_dir: str | None) -> None:
-    """Write an HTML page with plots: feedback over time, drift, coverage, decisions.
+    """Write an HTML page with plots of the model's health, from stored state.
 
     Shows accuracy and under-allocation per target and ISO week (from
-    'panda-predictor feedback'), PSI per feature of the last drift check, the share
-    of tasks decided without scouts, the champion's confusion matrices and the last
-    retraining decisions. Open index.html in any browser; no server needed.
+    'panda-predictor feedback'), calibration and coverage-versus-accuracy curves per
+    target, the latest gate's challenger against champion with links to the
+    training reports, the last drift check and the drift trend, the champion's
+    confusion matrices and the last retraining decisions. Open index.html in any
+    browser; no server needed. scripts/check-report.sh checks it in Chromium.
 
     \b
     Example:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import click
 
-from panda_predictor.cli.options import kind_option, params_option
+from panda_predictor.cli.options import (
+    gate_tolerance_option,
+    kind_option,
+    params_option,
+)
 from panda_predictor.settings import Settings
 
 
@@ -43,6 +47,7 @@ from panda_predictor.settings import Settings
     help="Pretend it is this time (the window ends at its day's start, or its "
     "month's with --cadence monthly).",
 )
+@gate_tolerance_option
 @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
 @click.pass_obj
 def retrain(
@@ -54,6 +59,7 @@ def retrain(
     refit_bins: bool,
     if_drift: bool,
     now,
+    gate_tolerances: tuple[str, ...],
     no_progress: bool,
 ) -> None:
     """Retrain on the last months of history when due; promote only if not worse.
@@ -73,11 +79,13 @@ def retrain(
       panda-predictor retrain --if-drift --window-months 6
       panda-predictor retrain --now 2026-07-01 --no-progress
       panda-predictor retrain --cadence monthly
+      panda-predictor retrain --gate-tolerance accuracy=0.02
 
     \b
     Daily, from cron (02:30); it trains only when the chosen cadence is due:
       30 2 * * * panda-predictor retrain --no-progress >> /var/log/pp-retrain.log 2>&1
     """
+    from model_registry.gate import GateThresholds
     from panda_predictor.cli.errors import user_errors
     from panda_predictor.cli.inputs import training_config_from
     from pipelines.retrain import RetrainConfig, run_retrain
@@ -90,6 +98,7 @@ def retrain(
             refit_bins=refit_bins,
             if_drift=if_drift,
             training=training_config_from(settings, params_file, kinds),
+            gate=GateThresholds.from_settings(settings, gate_tolerances),
         )
         outcome = run_retrain(settings, config, now=now, progress=not no_progress)
     click.echo(
@@ -98,5 +107,7 @@ def retrain(
         + (f", version {outcome.version}" if outcome.version else "")
         + (f" ({outcome.reason})" if outcome.reason else "")
     )
+    for line in outcome.gate_table:
+        click.echo(f"  {line}")
     if outcome.report:
         click.echo(f"Summary: {outcome.report}")

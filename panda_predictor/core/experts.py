@@ -33,7 +33,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.signal import lfilter
 
 from panda_predictor.core.history import REQUEST_PREFIX, latest_before
 
@@ -150,6 +149,9 @@ def _ew_means(codes: np.ndarray, values: np.ndarray, decay: float) -> np.ndarray
     time order within each group): pandas' ``ewm(adjust=True)``, computed with one
     linear filter per group instead of pandas' per-group machinery.
     """
+    # scipy.signal costs ~2 s to import: only the history path that needs it pays.
+    from scipy.signal import lfilter
+
     order = np.argsort(codes, kind="stable")  # stable: time order within a group
     sorted_codes, sorted_values = codes[order], values[order]
     bounds = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1], True])

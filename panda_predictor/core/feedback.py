@@ -239,3 +239,52 @@ def weekly_summary(outcomes: pd.DataFrame) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows, columns=columns)
+
+
+def decision_summary(outcomes: pd.DataFrame) -> pd.DataFrame:
+    """Return the outcome figures per decision, so rollout groups compare side by side.
+
+    ``applied`` tasks ran with the predicted values, ``held_back`` ones (outside the
+    rollout share, chosen by a hash of jediTaskID, so alike in expectation) and
+    ``shadow``/``kept_scouts`` ones with their scouts. Per decision: ``tasks``,
+    ``jobs``, failed jobs for lack of memory and time per 100 jobs, unused memory
+    GB-hours per task, and per target the prediction's accuracy and
+    under-allocation (for tasks not applied: of the prediction that was not used).
+    """
+    columns = [
+        "decision",
+        "tasks",
+        "jobs",
+        "failed_memory_per_100_jobs",
+        "failed_time_per_100_jobs",
+        "unused_memory_gbh_per_task",
+        *(f"{t}_{s}" for t in TARGET_NAMES for s in ("accuracy", "under")),
+    ]
+    if outcomes.empty:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for decision, part in outcomes.groupby("decision", sort=True):
+        jobs = float(part["n_jobs"].fillna(0).sum())
+        unused = (part["mem_requested_gbh"] - part["mem_used_gbh"]).clip(lower=0)
+        row = {
+            "decision": decision,
+            "tasks": int(len(part)),
+            "jobs": int(jobs),
+            "failed_memory_per_100_jobs": (
+                100.0 * float(part["n_failed_memory"].fillna(0).sum()) / jobs
+                if jobs
+                else np.nan
+            ),
+            "failed_time_per_100_jobs": (
+                100.0 * float(part["n_failed_time"].fillna(0).sum()) / jobs
+                if jobs
+                else np.nan
+            ),
+            "unused_memory_gbh_per_task": float(unused.fillna(0).mean()),
+        }
+        for target in TARGET_NAMES:
+            scores = target_scores(part, target)
+            row[f"{target}_accuracy"] = scores["accuracy"]
+            row[f"{target}_under"] = scores["under_allocation"]
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)

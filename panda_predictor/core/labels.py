@@ -382,3 +382,50 @@ def assemble_frame(
     columns["labels_known_at"] = pd.to_datetime(pd.Series(labels_known_at))
     frame = pd.DataFrame(columns)
     return frame[list(LABEL_COLUMNS)]
+
+
+#: Columns of per-task scout aggregates (SQL and Spark engines), in order.
+AGGREGATE_COLUMNS = (
+    "jeditaskid",
+    "ram_kb",
+    "cpu_per_event",
+    "io_kb_per_s",
+    "max_cpu_s",
+    "max_input_bytes",
+    "n_scouts",
+    "labels_known_at",
+)
+
+
+def labels_from_aggregates(
+    aggregates: pd.DataFrame, params: LabelParams = DEFAULT_LABEL_PARAMS
+) -> pd.DataFrame:
+    """Turn per-task scout aggregates into the labels frame (:data:`LABEL_COLUMNS`).
+
+    The engines that aggregate elsewhere (SQL in the database, Spark on a cluster)
+    return one row per task with :data:`AGGREGATE_COLUMNS`; this applies the same
+    :func:`finalize_labels` as :func:`labels_frame`, so every engine rounds alike.
+    Rows come out in JEDITASKID order.
+    """
+    aggregates = aggregates.sort_values("jeditaskid", kind="stable")
+
+    def column(name: str) -> np.ndarray:
+        return pd.to_numeric(aggregates[name]).to_numpy(dtype=float, na_value=np.nan)
+
+    final = finalize_labels(
+        ram_kb=column("ram_kb"),
+        cpu_per_event=column("cpu_per_event"),
+        io_kb_per_s=column("io_kb_per_s"),
+        max_cpu_s=column("max_cpu_s"),
+        max_input_bytes=column("max_input_bytes"),
+        params=params,
+    )
+    return assemble_frame(
+        aggregates["jeditaskid"].to_numpy(dtype=np.int64),
+        final,
+        aggregates["n_scouts"].to_numpy(dtype=np.int64),
+        # Microseconds: the precision of PanDA's and Parquet's timestamps.
+        pd.to_datetime(aggregates["labels_known_at"])
+        .astype("datetime64[us]")
+        .to_numpy(),
+    )

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from panda_predictor.core.reason_text import number
 from panda_predictor.core.targets import TARGETS
 from panda_predictor.core.task_prediction import TaskPrediction
 from panda_predictor.core.units import (
@@ -137,8 +138,10 @@ def far_from_request(
         per_core = ram.unit is None or ram.unit.startswith("MBPerCore")
         if per_core and preset is not None and preset < RAM_EXHAUSTED_MB < predicted:
             return (
-                f"{FAR_FROM_REQUEST}: ramcount {predicted:g} MBPerCore is above "
-                f"{RAM_EXHAUSTED_MB:g} while the requested {preset:g} is below it "
+                f"{FAR_FROM_REQUEST}: ramcount "
+                f"{number(predicted, RAM_EXHAUSTED_MB, None)} MBPerCore is above "
+                f"{RAM_EXHAUSTED_MB:g} while the requested "
+                f"{number(preset, RAM_EXHAUSTED_MB, None)} is below it "
                 "(PanDA would set the task exhausted); scouts run"
             )
     cpu_target = prediction.targets.get("cputime")
@@ -147,8 +150,10 @@ def far_from_request(
         preset = _base(cpu)
         if preset is not None and predicted > WRONG_CPUTIME_FACTOR * preset:
             return (
-                f"{FAR_FROM_REQUEST}: cputime {predicted:g} HS06sPerEvent is above "
-                f"{WRONG_CPUTIME_FACTOR:g} x the requested {preset:g} "
+                f"{FAR_FROM_REQUEST}: cputime "
+                f"{number(predicted, WRONG_CPUTIME_FACTOR * preset, None)} "
+                f"HS06sPerEvent is above {WRONG_CPUTIME_FACTOR:g} x the requested "
+                f"{preset:g} "
                 "(PanDA would set the task exhausted); scouts run"
             )
     return None

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from panda_predictor.core.reason_text import compared
+
 APPLIED = "applied"
 KEPT_SCOUTS = "kept_scouts"
 
@@ -169,14 +171,13 @@ class DecisionPolicy:
             elif low:
                 decision = KEPT_SCOUTS
                 reason = "low confidence: " + "; ".join(
-                    f"{t} {task_conf[t]:.2f} < {threshold:.2f}" for t in low
+                    compared(t, task_conf[t], "<", threshold) for t in low
                 )
             else:
                 decision = APPLIED
                 weakest = min(names, key=task_conf.__getitem__)
-                reason = (
-                    f"confident: lowest {weakest} {task_conf[weakest]:.2f} "
-                    f">= {threshold:.2f}"
+                reason = "confident: lowest " + compared(
+                    weakest, task_conf[weakest], ">=", threshold
                 )
             out.append(TaskDecision(decision, reason, task_cls, task_conf))
         return out

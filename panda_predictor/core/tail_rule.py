@@ -24,6 +24,7 @@ import numpy as np
 
 # The one error of every unfitted estimator; re-exported for the rule's callers.
 from panda_predictor.core.errors import NotFittedError as NotFittedError
+from panda_predictor.core.reason_text import compared, number
 
 #: Threshold used for a tail class that has no sample in the validation data. It is
 #: deliberately low (conservative): the tail class is chosen as soon as the model
@@ -260,6 +261,51 @@ class TailDecisionRule:
         for k in sorted(self.thresholds_):
             pred = np.where(cum[:, k] >= self.thresholds_[k], k, pred)
         return pred.astype(int)
+
+    def explain(
+        self,
+        probabilities: Any,
+        chosen: int,
+        labels: list[str] | None = None,
+    ) -> str:
+        """Return why one task's target got class ``chosen``, in one sentence.
+
+        Names the tail rule when it moved the answer away from the most likely
+        class (with the cumulative probability, its threshold and the recall target
+        it was tuned for), and the expert combination when the served class is not
+        the model's. ``labels`` are the class names (default: the indices).
+
+        :param probabilities: the task's (K,) class probabilities.
+        :param chosen: the class served.
+        """
+        self._check_fitted()
+        row = _check_proba(np.asarray(probabilities, dtype=float)[None, :], None)
+        names = labels or [str(k) for k in range(row.shape[1])]
+
+        def cls(k: int) -> str:
+            label = f" ({names[k]})" if names[k] != str(k) else ""
+            return f"class {k}{label}, p={number(row[0, k], None)}"
+
+        top = int(np.argmax(row[0]))
+        by_rule = int(self.predict(row)[0]) if row.shape[1] == self.n_classes_ else top
+        if chosen != by_rule:
+            return (
+                f"{cls(chosen)} instead of the model's {cls(by_rule)}: the experts' "
+                "recent record for similar tasks"
+            )
+        if chosen == top:
+            return f"most likely {cls(chosen)}"
+        cum = cumulative_from_top(row)[0]
+        recall = f"recall target {number(self.recall_target, None)}"
+        if chosen in self.thresholds_:
+            test = compared(
+                f"P(class >= {chosen})", cum[chosen], ">=", self.thresholds_[chosen]
+            )
+        elif top in self.thresholds_:
+            test = compared(f"P(class >= {top})", cum[top], "<", self.thresholds_[top])
+        else:
+            test = "tail classes below their thresholds"
+        return f"{cls(chosen)} over most likely {cls(top)}: tail rule, {test}, {recall}"
 
     def predict_with_confidence(self, proba: Any) -> tuple[np.ndarray, np.ndarray]:
         """Return the chosen classes and the confidence that each is enough."""

@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-#: The two outcomes of the decision rule for a task.
-DECISIONS: tuple[str, ...] = ("applied", "kept_scouts")
+#: The outcomes of the decision rule for a task (``applied``, ``kept_scouts``) and
+#: of the rollout stage (:mod:`panda_predictor.core.rollout`): ``shadow`` (predicted
+#: and audited, nothing written) and ``held_back`` (outside the rollout share).
+DECISIONS: tuple[str, ...] = ("applied", "kept_scouts", "shadow", "held_back")
 
-Decision = Literal["applied", "kept_scouts"]
+Decision = Literal["applied", "kept_scouts", "shadow", "held_back"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,9 @@ class TargetPrediction:
         Probability of the chosen class, in [0, 1].
     probabilities:
         Probability of every class, in class order.
+    choice:
+        Why this class: the most likely one, or the tail rule's (or the experts')
+        pick over it, with the numbers (``TailDecisionRule.explain``).
     """
 
     target: str
@@ -51,6 +56,7 @@ class TargetPrediction:
     unit: str
     confidence: float
     probabilities: tuple[float, ...]
+    choice: str = ""
 
     def __post_init__(self) -> None:
         if self.class_index < 0:
@@ -76,7 +82,8 @@ class TaskPrediction:
     model_name, model_version:
         Registered model (or model set) that made the prediction.
     decision:
-        ``applied`` (write the values, skip scouts) or ``kept_scouts``.
+        ``applied`` (write the values, skip scouts) or ``kept_scouts``; after the
+        rollout stage also ``shadow`` or ``held_back`` (nothing written).
     reason:
         Why, in a few words (shown in the audit table).
     targets:

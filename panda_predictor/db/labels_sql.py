@@ -15,18 +15,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from contextlib import nullcontext
+from datetime import datetime
 
-import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.dialects import oracle
 from sqlalchemy.engine import Connection, Engine
+from tqdm import tqdm
 
 from panda_predictor.core.labels import (
+    AGGREGATE_COLUMNS,
     DEFAULT_LABEL_PARAMS,
     LabelParams,
-    assemble_frame,
-    finalize_labels,
+    labels_from_aggregates,
 )
 from panda_predictor.db.tables import PandaTables
 
@@ -60,12 +61,18 @@ def _seconds_between(start: sa.ColumnElement, end: sa.ColumnElement, dialect: st
 
 
 def label_aggregates_query(
-    tables: PandaTables, dialect: str, params: LabelParams = DEFAULT_LABEL_PARAMS
+    tables: PandaTables,
+    dialect: str,
+    params: LabelParams = DEFAULT_LABEL_PARAMS,
+    by_range: bool = False,
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> sa.Select:
     """Build the per-task aggregation over finished scouts for the task ids bound later.
 
-    The statement takes one expanding bind parameter ``task_ids`` and returns, per
-    task in it (tasks without scouts included, with NULLs): ``jeditaskid``,
+    The statement takes one expanding bind parameter ``task_ids`` (or, with
+    ``by_range``, the bounds ``low`` and ``high`` of a JEDITASKID range) and returns,
+    per task in it (tasks without scouts included, with NULLs): ``jeditaskid``,
     ``ram_kb`` and ``cpu_per_event`` (the percentiles), ``io_kb_per_s``,
     ``max_cpu_s``, ``max_input_bytes``, ``n_scouts`` and ``labels_known_at``.
 
@@ -77,6 +84,14 @@ def label_aggregates_query(
         ``postgresql`` or ``oracle``.
     params:
         Constants of the formulas.
+    by_range:
+        Select the tasks by a JEDITASKID range instead of a list: one index range
+        scan (and partition pruning, as PanDA partitions by JEDITASKID) per chunk.
+        Ten times faster than lists of 1000 ids on PostgreSQL (docs/database.md).
+    since, until:
+        Only tasks created in ``[since, until)``. ``since`` also bounds the jobs'
+        ENDTIME (a job ends after its task was created), which prunes
+        JOBSARCHIVED4's day partitions.
     """
     if dialect not in SUPPORTED_DIALECTS:
         raise LabelsSqlUnsupported(
@@ -86,7 +101,16 @@ def label_aggregates_query(
             "panda_predictor.db.reader.iter_history instead."
         )
     j, t = tables.jobsarchived4, tables.jedi_tasks
-    ids: sa.BindParameter[list[int]] = sa.bindparam("task_ids", expanding=True)
+    window = [
+        *([t.c.creationdate >= since] if since is not None else []),
+        *([t.c.creationdate < until] if until is not None else []),
+    ]
+
+    def chosen(column: sa.ColumnElement) -> sa.ColumnElement:
+        if by_range:
+            return column.between(sa.bindparam("low"), sa.bindparam("high"))
+        return column.in_(sa.bindparam("task_ids", expanding=True))
+
     cores = _double(
         sa.case(
             (j.c.corecount > 0, j.c.corecount),
@@ -139,9 +163,12 @@ def label_aggregates_query(
         )
         .select_from(j.join(t, j.c.jeditaskid == t.c.jeditaskid))
         .where(
-            j.c.jeditaskid.in_(ids),
+            chosen(j.c.jeditaskid),
+            chosen(t.c.jeditaskid),
             j.c.jobstatus == params.finished_status,
             handling.like(f"%,{params.scout_flag},%"),
+            *window,
+            *([j.c.endtime >= since] if since is not None else []),
         )
         .subquery("scouts")
     )
@@ -175,7 +202,7 @@ def label_aggregates_query(
             per_task.c.labels_known_at,
         )
         .select_from(t.outerjoin(per_task, per_task.c.jeditaskid == t.c.jeditaskid))
-        .where(t.c.jeditaskid.in_(ids))
+        .where(chosen(t.c.jeditaskid), *window)
         .order_by(t.c.jeditaskid)
         .prefix_with(_TAG)
     )
@@ -204,7 +231,7 @@ def labels_from_db(
     """
     query = label_aggregates_query(tables, bind.dialect.name, params)
     ids = sorted({int(i) for i in task_ids})
-    parts = [pd.DataFrame(columns=_AGG_COLUMNS)]
+    parts = [pd.DataFrame(columns=list(AGGREGATE_COLUMNS))]
     with bind.connect() if isinstance(bind, Engine) else nullcontext(bind) as conn:
         for first in range(0, len(ids), MAX_IDS_PER_QUERY):
             batch = ids[first : first + MAX_IDS_PER_QUERY]
@@ -215,35 +242,78 @@ def labels_from_db(
                 batch[-1],
             )
             rows = conn.execute(query, {"task_ids": batch}).mappings().all()
-            parts.append(pd.DataFrame([dict(r) for r in rows], columns=_AGG_COLUMNS))
+            parts.append(
+                pd.DataFrame([dict(r) for r in rows], columns=list(AGGREGATE_COLUMNS))
+            )
+    return _finish(parts, params)
+
+
+def labels_by_range(
+    bind: Engine,
+    tables: PandaTables,
+    chunk_size: int = 20_000,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    params: LabelParams = DEFAULT_LABEL_PARAMS,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Compute the labels of every task (created in ``[since, until)``) in SQL.
+
+    The tasks are taken ``chunk_size`` at a time by JEDITASKID range (keyset
+    paging), each chunk one aggregation query (see :func:`label_aggregates_query`
+    with ``by_range``); only one row per task comes back.
+
+    Parameters
+    ----------
+    bind:
+        Engine of a PostgreSQL or Oracle PanDA database.
+    tables:
+        PanDA's tables in the right schema.
+    chunk_size:
+        Tasks per query.
+    since, until:
+        The creation window (also prunes the jobs' time partitions).
+    params:
+        Constants of the formulas.
+    progress:
+        Show a progress bar (tasks per second) on stderr.
+    """
+    query = label_aggregates_query(
+        tables, bind.dialect.name, params, by_range=True, since=since, until=until
+    )
+    t = tables.jedi_tasks
+    period = [
+        *([t.c.creationdate >= since] if since is not None else []),
+        *([t.c.creationdate < until] if until is not None else []),
+    ]
+    parts = [pd.DataFrame(columns=list(AGGREGATE_COLUMNS))]
+    last: int | None = None
+    with (
+        bind.connect() as conn,
+        tqdm(desc="SQL labels", unit="task", disable=not progress) as bar,
+    ):
+        while True:
+            page = sa.select(t.c.jeditaskid).where(*period)
+            if last is not None:
+                page = page.where(t.c.jeditaskid > last)
+            page = page.order_by(t.c.jeditaskid).limit(chunk_size).subquery()
+            low, high = conn.execute(
+                sa.select(
+                    sa.func.min(page.c.jeditaskid), sa.func.max(page.c.jeditaskid)
+                )
+            ).one()
+            if low is None:
+                break
+            rows = conn.execute(query, {"low": low, "high": high}).mappings().all()
+            parts.append(
+                pd.DataFrame([dict(r) for r in rows], columns=list(AGGREGATE_COLUMNS))
+            )
+            bar.update(len(rows))
+            last = int(high)
+    return _finish(parts, params)
+
+
+def _finish(parts: list[pd.DataFrame], params: LabelParams) -> pd.DataFrame:
+    """Turn the per-task aggregate rows into the labels frame, as the Python path."""
     aggregates = pd.concat([p for p in parts if len(p)] or parts[:1], ignore_index=True)
-
-    def column(name: str) -> np.ndarray:
-        return pd.to_numeric(aggregates[name]).to_numpy(dtype=float, na_value=np.nan)
-
-    final = finalize_labels(
-        ram_kb=column("ram_kb"),
-        cpu_per_event=column("cpu_per_event"),
-        io_kb_per_s=column("io_kb_per_s"),
-        max_cpu_s=column("max_cpu_s"),
-        max_input_bytes=column("max_input_bytes"),
-        params=params,
-    )
-    return assemble_frame(
-        aggregates["jeditaskid"].to_numpy(dtype=np.int64),
-        final,
-        aggregates["n_scouts"].to_numpy(dtype=np.int64),
-        aggregates["labels_known_at"].to_numpy(),
-    )
-
-
-_AGG_COLUMNS = [
-    "jeditaskid",
-    "ram_kb",
-    "cpu_per_event",
-    "io_kb_per_s",
-    "max_cpu_s",
-    "max_input_bytes",
-    "n_scouts",
-    "labels_known_at",
-]
+    return labels_from_aggregates(aggregates, params)

@@ -113,15 +113,21 @@ def read_audit_frame(
     since: datetime | None = None,
     until: datetime | None = None,
 ) -> pd.DataFrame:
-    """Return the audit rows predicted in ``[since, until)`` (all when None)."""
+    """Return the audit rows predicted in ``[since, until)`` (all when None).
+
+    With the reason and the predicted ramCount, so the what-if report can tell
+    what a shadow or held-back task would have got.
+    """
     audit = get_plugin_tables(settings, conn).audit
     cols = [
         audit.c.jeditaskid,
         audit.c.model_name,
         audit.c.model_version,
         audit.c.decision,
+        audit.c.reason,
         audit.c.predicted_at,
         *(audit.c[f"{t}_class"] for t in TARGET_NAMES),
+        audit.c.ramcount_value,
     ]
     query = sa.select(*cols).order_by(audit.c.jeditaskid)
     if since is not None:

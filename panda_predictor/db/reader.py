@@ -225,6 +225,7 @@ def iter_history(
     chunk_size: int = 500,
     since: datetime | None = None,
     until: datetime | None = None,
+    with_jobs: bool = True,
 ) -> Iterator[tuple[pd.DataFrame, pd.DataFrame]]:
     """Yield ``(tasks, jobs)`` frames, ``chunk_size`` tasks at a time, in task-id order.
 
@@ -243,6 +244,9 @@ def iter_history(
         Tasks per chunk.
     since, until:
         Only tasks whose CREATIONDATE is ``>= since`` and ``< until``.
+    with_jobs:
+        Read the jobs too; without them ``jobs`` is empty (labels computed
+        elsewhere, e.g. on Spark).
     """
     if chunk_size <= 0:
         raise ValueError(
@@ -287,6 +291,8 @@ def iter_history(
                 .order_by(j.c.jeditaskid, j.c.pandaid),
                 "reader.iter_history",
             )
+            if not with_jobs:
+                jobs_query = jobs_query.where(sa.false())
             result = conn.execute(jobs_query)
             jobs = _frame(result.all(), list(result.keys()), j)
         log.debug(

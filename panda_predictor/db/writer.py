@@ -33,6 +33,7 @@ from panda_predictor.core.requested_values import (
     plan_write,
     requested_values,
 )
+from panda_predictor.core.rollout import HELD_BACK, SHADOW
 from panda_predictor.core.splitrule import (
     SplitRuleEditError,
     has_scout_rule,
@@ -71,11 +72,30 @@ class WriteResult:
     moved_by_jedi: list[int] = field(default_factory=list)
     already_audited: list[int] = field(default_factory=list)
     locked_by_jedi: list[int] = field(default_factory=list)
+    shadow: list[int] = field(default_factory=list)
+    held_back: list[int] = field(default_factory=list)
+    #: Why a task was not written as predicted (moved or locked by JEDI), by id:
+    #: the caller logs it in the task's one line.
+    reasons: dict[int, str] = field(default_factory=dict)
+
+    def merge(self, other: WriteResult) -> None:
+        """Add the outcomes of ``other`` (another part of the same batch)."""
+        for name in ("applied", "kept_scouts", "moved_by_jedi", "shadow", "held_back"):
+            getattr(self, name).extend(getattr(other, name))
+        self.already_audited.extend(other.already_audited)
+        self.locked_by_jedi.extend(other.locked_by_jedi)
+        self.reasons.update(other.reasons)
 
     @property
     def audited(self) -> int:
         """Return how many audit rows this call wrote."""
-        return len(self.applied) + len(self.kept_scouts) + len(self.moved_by_jedi)
+        return (
+            len(self.applied)
+            + len(self.kept_scouts)
+            + len(self.moved_by_jedi)
+            + len(self.shadow)
+            + len(self.held_back)
+        )
 
 
 def panda_value(
@@ -311,7 +331,8 @@ def write_predictions(
     finally:
         if not isinstance(engine, Connection):
             conn.close()
-    log.info(
+    # Each task's own line is the caller's (the hook logs one line per task).
+    log.debug(
         "Wrote predictions: %d applied, %d kept scouts, %d moved by JEDI, "
         "%d already audited, %d locked by JEDI",
         len(result.applied),
@@ -372,12 +393,6 @@ def write_error_audits(
         ]
         if rows:
             conn.execute(_tag(sa.insert(audit), "writer.write_error_audits"), rows)
-    for row in rows:
-        log.warning(
-            "jediTaskID=%d audited as error, left untouched (scouts run): %s",
-            row["jeditaskid"],
-            row["reason"],
-        )
     return [row["jeditaskid"] for row in rows]
 
 
@@ -502,7 +517,7 @@ def _write_batch(
         task_id = prediction.jeditaskid
         at.text = f"jediTaskID={task_id}"
         if task_id in seen:
-            log.info("jediTaskID=%d already audited, skipped", task_id)
+            log.debug("jediTaskID=%d already audited, skipped", task_id)
             result.already_audited.append(task_id)
             continue
         seen.add(task_id)  # a task twice in one batch is written once
@@ -569,19 +584,18 @@ def _decide(
     applied task was not written (None: it was)."""
     task_id = prediction.jeditaskid
     if prediction.decision != "applied":
-        result.kept_scouts.append(task_id)
-        log.info("jediTaskID=%d keeps its scouts: %s", task_id, prediction.reason)
+        # shadow and held_back (the rollout stage) are audited apart, never written.
+        kept = {SHADOW: result.shadow, HELD_BACK: result.held_back}
+        kept.get(prediction.decision, result.kept_scouts).append(task_id)
         return prediction.decision, prediction.reason, False
     if refused is None:
         result.applied.append(task_id)
-        log.info("jediTaskID=%d predictions written, scouts skipped", task_id)
         return prediction.decision, prediction.reason, True
+    result.reasons[task_id] = refused
     if refused.startswith(LOCKED_BY_JEDI):
         result.locked_by_jedi.append(task_id)
-        log.info("jediTaskID=%d left for a later pass: %s", task_id, refused)
         return None
     result.moved_by_jedi.append(task_id)
-    log.info("jediTaskID=%d left unchanged: %s", task_id, refused)
     return MOVED_BY_JEDI, refused, False
 
 

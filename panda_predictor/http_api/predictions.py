@@ -61,7 +61,11 @@ def create_predictions() -> ResponseReturnValue:
     """Predict one task definition or a list; answer per task and target.
 
     Each target lists its top features only with ``?explain=true``: the tree SHAP
-    explanations cost more than the prediction (docs/performance.md).
+    explanations cost more than the prediction (docs/performance.md). In
+    ``mode: shadow`` every decision is ``shadow`` and with ``rollout_share`` below 1
+    the tasks outside the share are ``held_back``: callers (the JEDI refiner in
+    HTTP mode) keep the scouts of both. A definition without ``jediTaskID`` is
+    placed in the share by its list position, its id in the answer.
     """
     explain = explain_requested()
     definitions = parse_prediction_request(json_body())
@@ -71,7 +75,15 @@ def create_predictions() -> ResponseReturnValue:
     except ModelUnavailable as exc:
         raise model_unavailable(exc, "Keep the scouts.") from None
     history = service.history.index if service.history is not None else None
-    results = predict_tasks(predictor, task_records(definitions), history, explain)
+    settings = service.settings
+    # The kill switch only stops the hooks (they predict nothing); the service
+    # still answers, in shadow mode and the rollout share like the hooks.
+    rollout = (
+        (settings.mode, settings.rollout_share) if settings.mode != "legacy" else None
+    )
+    results = predict_tasks(
+        predictor, task_records(definitions), history, explain, rollout
+    )
     for r in results:
         DECISIONS.labels(r["decision"], reason_kind(r["reason"])).inc()
     body = PredictionsOut.model_validate(

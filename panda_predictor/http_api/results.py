@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from panda_predictor.core.rollout import route_all
 from panda_predictor.core.task_prediction import TaskPrediction
 from panda_predictor.http_api.explain import FeatureContribution, explain
 from panda_predictor.serving.combination import ServingHistory
@@ -29,6 +30,8 @@ def reason_kind(reason: str) -> str:
         ("low confidence", "low_confidence"),
         ("outside training domain", "outside_domain"),
         ("legacy", "legacy"),
+        ("shadow", "shadow"),
+        ("held back", "held_back"),
     ):
         if text.startswith(prefix):
             return kind
@@ -52,6 +55,7 @@ def target_dict(
             "value": t.value,
             "confidence": round(t.confidence, 4),
             "probabilities": list(t.probabilities),
+            "choice": t.choice,
             "top_features": [c.to_dict() for c in top.get(name, [])],
             "explanation": methods.get(name, ""),
         }
@@ -85,6 +89,7 @@ def predict_tasks(
     records: list[dict[str, Any]],
     history: Any = None,
     explain_features: bool = True,
+    rollout: tuple[str, float] | None = None,
 ) -> list[dict[str, Any]]:
     """Predict task records (TASK_COLUMNS maps) and return one plain dict per task.
 
@@ -92,16 +97,21 @@ def predict_tasks(
     lists its top features (tree SHAP), computed on the same code matrix the
     prediction used (built once); they cost more than the prediction itself, so
     the HTTP service computes them only on request (``?explain=true``).
+    ``rollout`` is ``(mode, rollout_share)``: the decisions then go through
+    :func:`panda_predictor.core.rollout.route` (``shadow``, ``held_back``) as the
+    hooks' do; None answers the model's own decision.
     """
     if not explain_features:
         return [
             prediction_dict(p, None, dict.fromkeys(p.targets, NOT_REQUESTED))
-            for p in predictor.predict_records(records, history)
+            for p in _routed(predictor.predict_records(records, history), rollout)
         ]
     features = predictor.bundle.features
     index = history.index if isinstance(history, ServingHistory) else history
     M = features.transform_records(records, index)
-    predictions = predictor.predict_records(records, history, matrix=M)
+    predictions = _routed(
+        predictor.predict_records(records, history, matrix=M), rollout
+    )
     chosen = {
         t: np.array([p.targets[t].class_index for p in predictions])
         for t in predictor.bundle.models
@@ -111,3 +121,12 @@ def predict_tasks(
         prediction_dict(p, row, methods)
         for p, row in zip(predictions, top, strict=True)
     ]
+
+
+def _routed(
+    predictions: list[TaskPrediction], rollout: tuple[str, float] | None
+) -> list[TaskPrediction]:
+    """Return the predictions with the rollout stage's decisions (None: as made)."""
+    if rollout is None:
+        return list(predictions)
+    return route_all(list(predictions), *rollout)

@@ -59,6 +59,7 @@ class TargetOut(_Out):
     value: float  # the class value in ``unit``, rounded only when written to PanDA
     confidence: float
     probabilities: list[float]
+    choice: str  # why this class: most likely, or the tail rule's pick over it
     top_features: list[FeatureOut]
     explanation: str
 
@@ -74,7 +75,7 @@ class PredictionOut(_Out):
     """The prediction and decision for one task."""
 
     jediTaskID: int
-    decision: Literal["applied", "kept_scouts"]
+    decision: Literal["applied", "kept_scouts", "shadow", "held_back"]
     reason: str
     scouts: Literal["skipped", "kept"]
     model: ModelOut
@@ -94,5 +95,7 @@ class HookOut(_Out):
 
     jediTaskID: int
     written: bool  # the values went into JEDI_TASKS (decision applied)
-    outcome: Literal["applied", "kept_scouts", "moved_by_jedi", "not_written"]
+    outcome: Literal[
+        "applied", "kept_scouts", "moved_by_jedi", "shadow", "held_back", "not_written"
+    ]
     prediction: PredictionOut | None

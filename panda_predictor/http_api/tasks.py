@@ -121,7 +121,7 @@ def predict_task(task_id: str) -> ResponseReturnValue:
             "audit row exists: GET this URL)."
         )
     outcome = "not_written"
-    for name in ("applied", "kept_scouts", "moved_by_jedi"):
+    for name in ("applied", "kept_scouts", "moved_by_jedi", "shadow", "held_back"):
         if jeditaskid in getattr(report, name):
             outcome = name
     body = HookOut.model_validate(

@@ -51,10 +51,23 @@ def model_class(kind: str) -> type[ResourceClassifier]:
     return _resolve(MODEL_KINDS[kind])
 
 
-def load_classifier(directory: str | Path) -> ResourceClassifier:
-    """Load a model saved by either kind's ``save``, dispatching on ``meta.json``."""
+def load_classifier(
+    directory: str | Path, runtime: str = "numpy"
+) -> ResourceClassifier:
+    """Load a model saved by either kind's ``save``, dispatching on ``meta.json``.
+
+    A Keras network saved with its exported weights is served by numpy (no
+    TensorFlow import, see :mod:`.keras_numpy`) unless ``runtime`` is
+    ``"tensorflow"``; an older folder without them loads with Keras.
+    """
     meta = read_meta(Path(directory))
-    return model_class(str(meta.get("kind"))).load(directory)
+    kind = str(meta.get("kind"))
+    if kind == "keras" and runtime == "numpy":
+        from .keras_numpy import NumpyKerasClassifier, has_forward
+
+        if has_forward(directory):
+            return NumpyKerasClassifier.load(directory)
+    return model_class(kind).load(directory)
 
 
 def __getattr__(name: str) -> Any:

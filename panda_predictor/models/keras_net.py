@@ -6,27 +6,30 @@ in training). Each categorical feature gets its own embedding of dimension
 ``min(32, floor(log2(cardinality)) + 1)``. The concatenation feeds Dense 256-128-64
 blocks (BatchNormalization, ReLU, Dropout 0.4/0.3/0.3, L2 on the kernels) and a
 softmax (sigmoid for two classes). Serving runs a ``tf.function`` with a fixed input
-signature instead of ``Model.predict``, whose per-call set-up costs ~50 ms.
+signature instead of ``Model.predict``, whose per-call set-up costs ~50 ms, and
+``save`` exports the weights so serving can run the numpy forward pass of
+:mod:`.keras_numpy` without importing TensorFlow at all.
 """
 
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from .base import ResourceClassifier, read_meta, write_meta
+from .backend import import_keras
+from .base import read_meta, write_meta
+from .keras_numpy import FORWARD_FILE, KerasClassifierBase, export_forward
 
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
+if TYPE_CHECKING:
+    import keras
+    import tensorflow as tf
+else:
+    keras, tf = import_keras()
 
 #: File name of the saved Keras model.
 MODEL_FILE = "model.keras"
@@ -39,51 +42,15 @@ def embedding_dim(cardinality: int) -> int:
     return min(32, math.floor(math.log2(max(cardinality, 1))) + 1)
 
 
-class KerasResourceClassifier(ResourceClassifier):
+class KerasResourceClassifier(KerasClassifierBase):
     """Predict a resource bin with a class-weighted embedding + dense network.
 
-    Parameters
-    ----------
-    n_classes : number of bins; ``classes_`` is always ``arange(n_classes)``.
-    epochs : maximum number of passes over the training data.
-    batch_size : rows per gradient step.
-    learning_rate : Adam's step size.
-    l2 : L2 penalty on every Dense kernel.
-    patience : epochs without a better validation loss before training stops (the
-        best weights are restored).
-    class_weight : ``"balanced"``, a ``{class: weight}`` dict or ``None``.
-    random_state : seed passed to ``keras.utils.set_random_seed``.
-    validation_fraction : share of the rows, taken from the end (the newest tasks,
-        as the feature pipeline orders rows by time), held out for early stopping
-        when ``fit`` gets no ``X_val``.
-    verbose : Keras' ``fit`` verbosity.
+    Parameters: see :class:`~panda_predictor.models.keras_numpy.KerasClassifierBase`.
+    ``save`` also exports the weights for the numpy forward pass (``forward.npz``),
+    which serving loads instead of TensorFlow.
     """
 
-    kind = "keras"
-
-    def __init__(
-        self,
-        n_classes: int,
-        epochs: int = 50,
-        batch_size: int = 1024,
-        learning_rate: float = 1e-3,
-        l2: float = 1e-5,
-        patience: int = 4,
-        class_weight: str | dict[int, float] | None = "balanced",
-        random_state: int = 0,
-        validation_fraction: float = 0.1,
-        verbose: int = 0,
-    ) -> None:
-        self.n_classes = n_classes
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.l2 = l2
-        self.patience = patience
-        self.class_weight = class_weight
-        self.random_state = random_state
-        self.validation_fraction = validation_fraction
-        self.verbose = verbose
+    runtime = "tensorflow"
 
     # ---- preprocessing ----------------------------------------------------------
     def _learn_scaling(self, X: pd.DataFrame) -> None:
@@ -111,25 +78,6 @@ class KerasResourceClassifier(ResourceClassifier):
             for c, ok in zip(self.numeric_features_, finite.all(axis=0), strict=True)
             if not ok
         ]
-
-    def _inputs(self, X: pd.DataFrame) -> list[np.ndarray]:
-        """Turn an aligned DataFrame into the network's input arrays."""
-        arrays: list[np.ndarray] = []
-        if self.numeric_features_:
-            values = X[self.numeric_features_].to_numpy(np.float32, na_value=np.nan)
-            finite = np.isfinite(values)
-            scaled = np.where(finite, (values - self.means_) / self.stds_, 0.0)
-            if self.indicator_features_:
-                idx = [
-                    self.numeric_features_.index(c) for c in self.indicator_features_
-                ]
-                scaled = np.concatenate([scaled, ~finite[:, idx]], axis=1)
-            arrays.append(scaled.astype(np.float32))
-        for col in self.categorical_features_:
-            codes = X[col].cat.codes.to_numpy(np.int32)
-            # Missing values (code -1) share the reserved __unknown__ slot, code 0.
-            arrays.append(np.maximum(codes, 0).reshape(-1, 1))
-        return arrays
 
     # ---- network ------------------------------------------------------------------
     def _build(self) -> keras.Model:
@@ -290,12 +238,6 @@ class KerasResourceClassifier(ResourceClassifier):
             arrays.append(tf.maximum(codes, 0))
         return arrays
 
-    def _finish(self, out: np.ndarray) -> np.ndarray:
-        """Return the network output as one probability column per class."""
-        if self.n_classes == 2:
-            return np.column_stack([1.0 - out[:, 0], out[:, 0]])
-        return out
-
     # ---- persistence --------------------------------------------------------------
     def save(self, directory: str | Path) -> Path:
         """Write the ``.keras`` model and ``meta.json`` (scaling, categories)."""
@@ -312,6 +254,8 @@ class KerasResourceClassifier(ResourceClassifier):
         )
         write_meta(directory, meta)
         self.model_.save(directory / MODEL_FILE)
+        arrays: dict[str, Any] = export_forward(self.model_)
+        np.savez(directory / FORWARD_FILE, **arrays)
         return directory
 
     @classmethod
@@ -320,13 +264,7 @@ class KerasResourceClassifier(ResourceClassifier):
         directory = Path(directory)
         meta = read_meta(directory, cls.kind)
         model = cls(**meta["params"])
-        model._restore_meta(meta)
-        model.numeric_features_ = list(meta["numeric_features"])
-        model.categorical_features_ = list(meta["categorical_features"])
-        model.indicator_features_ = list(meta["indicator_features"])
-        model.means_ = np.asarray(meta["means"], dtype=np.float32)
-        model.stds_ = np.asarray(meta["stds"], dtype=np.float32)
-        model.n_epochs_ = int(meta["n_epochs_"])
+        model._restore_scaling(meta)
         model.model_ = keras.models.load_model(directory / MODEL_FILE, compile=False)
         model._make_serving_fn()
         return model

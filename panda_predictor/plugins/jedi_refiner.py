@@ -24,7 +24,9 @@ if the plugin were not there. The parent's own exceptions propagate unchanged.
 
 Every decision is audited like the hook's, in ``pp_prediction_audit`` of the
 database in the settings (``db_url``): ``applied`` (values put into the map),
-``kept_scouts`` (also under the kill switch) or ``error`` (the prediction failed), so
+``kept_scouts`` (also under the kill switch), ``shadow`` (``mode: shadow``: predicted,
+nothing put into the map), ``held_back`` (outside ``rollout_share``, scouts run) or
+``error`` (the prediction failed), so
 feedback and drift see the tasks this path predicted, and the database hook never
 predicts them a second time. A task whose definition already skips scouts is not
 predicted and not audited. An audit that cannot be written is logged with
@@ -47,6 +49,7 @@ from panda_predictor.core.requested_values import (
     plan_write,
     requested_values,
 )
+from panda_predictor.core.rollout import route
 from panda_predictor.core.task_prediction import TaskPrediction
 from panda_predictor.db.engine import make_engine
 from panda_predictor.db.writer import TaskFailure, write_audit, write_error_audits
@@ -189,13 +192,21 @@ class PredictingTaskRefiner(GenTaskRefiner):
                 prediction = dataclasses.replace(
                     prediction, decision="kept_scouts", reason=plan.far
                 )
+            # Shadow mode and the rollout share (placed by JEDI's own task id):
+            # audited, the map left as it came.
+            prediction = route(
+                dataclasses.replace(prediction, jeditaskid=int(jedi_task_id)),
+                settings.mode,
+                settings.rollout_share,
+            )
             if prediction.decision != "applied":
                 self._audit(settings, jedi_task_id, prediction, False)
-                TASKS.labels(HOOK, "kept_scouts").inc()
+                TASKS.labels(HOOK, prediction.decision).inc()
                 log.info(
-                    "jediTaskID=%s decision=kept_scouts reason=%s model=%s/%s",
+                    "jediTaskID=%s decision=%s reason=%s model=%s/%s",
                     jedi_task_id,
-                    plan.far or prediction.reason,
+                    prediction.decision,
+                    prediction.reason,
                     prediction.model_name,
                     prediction.model_version,
                 )

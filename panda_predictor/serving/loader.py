@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from model_registry.cache import load_champion_bundle_dir
+from model_registry.cache import load_champion_bundle_dir, recently_confirmed
 from model_registry.registry import NoChampionError
 from panda_predictor.serving.bundle import load_bundle
 from panda_predictor.serving.predictor import Predictor
@@ -22,14 +22,22 @@ _lock = threading.Lock()
 _loaded: dict[tuple[str, str, int], Predictor] = {}
 
 
-def load_champion(settings: Settings) -> Predictor:
-    """Return the champion predictor; raise NoChampionError when there is none."""
-    return load_champion_with_source(settings)[0]
+def load_champion(settings: Settings, trust_cache_seconds: float = 0.0) -> Predictor:
+    """Return the champion predictor; raise NoChampionError when there is none.
+
+    ``trust_cache_seconds`` > 0 serves the local copy without asking the registry
+    when the registry confirmed it that recently (for one-shot commands).
+    """
+    return load_champion_with_source(settings, trust_cache_seconds)[0]
 
 
-def load_champion_with_source(settings: Settings) -> tuple[Predictor, str]:
+def load_champion_with_source(
+    settings: Settings, trust_cache_seconds: float = 0.0
+) -> tuple[Predictor, str]:
     """Return the champion predictor and who vouched for it: registry or cache."""
-    champion = load_champion_bundle_dir(settings)
+    champion = recently_confirmed(
+        settings, trust_cache_seconds
+    ) or load_champion_bundle_dir(settings)
     key = (settings.tracking_uri(), settings.model_name, champion.version)
     with _lock:
         predictor = _loaded.get(key)

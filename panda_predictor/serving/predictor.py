@@ -368,18 +368,16 @@ class Predictor:
             m.accepts_codes(names, vocab) for m in models.values()
         ):
             return None
-        keras_targets = [t for t, m in models.items() if m.kind == "keras"]
+        # Networks served by TensorFlow run in one tf.function; the numpy ones (the
+        # usual case, see models.keras_numpy) answer predict_proba_matrix cheaply.
+        keras_targets = [
+            t for t, m in models.items() if getattr(m, "runtime", "") == "tensorflow"
+        ]
         joint = None
         if keras_targets:
-            from panda_predictor.models.keras_net import (
-                KerasResourceClassifier,
-                joint_proba_matrix_fn,
-            )
+            from panda_predictor.models.keras_net import joint_proba_matrix_fn
 
-            networks = [models[t] for t in keras_targets]
-            joint = joint_proba_matrix_fn(
-                [m for m in networks if isinstance(m, KerasResourceClassifier)]
-            )
+            joint = joint_proba_matrix_fn([models[t] for t in keras_targets])  # type: ignore[misc]
 
         def probabilities(M: np.ndarray) -> dict[str, np.ndarray]:
             out = dict(zip(keras_targets, joint(M), strict=True)) if joint else {}
@@ -422,6 +420,9 @@ class Predictor:
                     unit=unit,
                     confidence=float(conf_list[i]),
                     probabilities=tuple(map(round, proba_list[i], _FOURS)),
+                    choice=self.bundle.tail_rules[t].explain(
+                        proba_list[i], cls, [row[0] for row in classes[t]]
+                    ),
                 )
             out.append(
                 TaskPrediction(

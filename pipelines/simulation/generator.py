@@ -20,6 +20,7 @@ from pipelines.simulation.datasets import dataset_frame
 from pipelines.simulation.jobs import job_frame
 from pipelines.simulation.requirements import fill_requirements
 from pipelines.simulation.tasks import (
+    TaskDraw,
     draw_tasks,
     task_frame,
     task_names,
@@ -50,6 +51,46 @@ class HistoryBatch:
         return iter((self.jedi_tasks, self.jedi_datasets, self.jobsarchived4))
 
 
+def _draw_batch(
+    cfg: SimulationConfig,
+    cat: Catalog,
+    kind: int,
+    index: int,
+    positions: np.ndarray,
+    ids: dict[str, int],
+) -> tuple[np.random.Generator, TaskDraw, dict, pd.DataFrame]:
+    """Return the batch's random stream, tasks (with hidden truth), names, datasets.
+
+    The stream is seeded by (seed, kind, batch index) alone, so
+    :func:`newly_defined_draws` can draw the same tasks again later.
+    """
+    rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, kind, index]))
+    new = kind == _NEW
+    first_task = FIRST_TASK_ID + (cfg.n_tasks if new else 0)
+    draw = draw_tasks(rng, cfg, cat, first_task, positions, new)
+    names = task_names(rng, cat, draw)
+    datasets = dataset_frame(rng, cat, draw, names, ids["dataset"], new)
+    return rng, draw, names, datasets
+
+
+def newly_defined_draws(
+    config: SimulationConfig,
+) -> Iterator[tuple[Catalog, TaskDraw, np.ndarray]]:
+    """Yield the newly defined tasks again, per batch: catalog, draw and TRANSPATH.
+
+    The draws carry the hidden truth (memory per core, CPU per event, ...) that
+    :func:`simulate_history` used, so jobs run later for these tasks are consistent
+    with what the models learnt from.
+    """
+    cat = build_catalog(config.params, config.drift_event)
+    ids = {"dataset": FIRST_DATASET_ID, "panda": FIRST_PANDA_ID}
+    for index, start in enumerate(range(0, config.n_defined, config.batch_size)):
+        stop = min(config.n_defined, start + config.batch_size)
+        positions = np.arange(start, stop, dtype=np.int64)
+        _, draw, _, _ = _draw_batch(config, cat, _NEW, index, positions, ids)
+        yield cat, draw, task_transpath(cat, draw)
+
+
 def _batch(
     cfg: SimulationConfig,
     cat: Catalog,
@@ -59,12 +100,8 @@ def _batch(
     ids: dict[str, int],
 ) -> HistoryBatch:
     """Simulate one batch; ``ids`` holds the next dataset and PanDA ids and advances."""
-    rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, kind, index]))
     new = kind == _NEW
-    first_task = FIRST_TASK_ID + (cfg.n_tasks if new else 0)
-    draw = draw_tasks(rng, cfg, cat, first_task, positions, new)
-    names = task_names(rng, cat, draw)
-    datasets = dataset_frame(rng, cat, draw, names, ids["dataset"], new)
+    rng, draw, names, datasets = _draw_batch(cfg, cat, kind, index, positions, ids)
     ids["dataset"] += len(datasets)
     transpath = task_transpath(cat, draw)
     jobs, last_end = job_frame(rng, cfg.params, cat, draw, transpath, ids["panda"])

@@ -1,0 +1,107 @@
+"""Print the gate's verdicts as a table a person can check at a glance.
+
+Per metric: the champion's and the challenger's figure, their difference, the
+tolerance and the noise the gate allowed on top, the binding floor and the verdict.
+Knows the verdicts only by their attributes, so the gate can import it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol
+
+
+class Verdict(Protocol):
+    """What the table reads of a :class:`model_registry.gate.MetricVerdict`."""
+
+    @property
+    def metric(self) -> str: ...
+
+    @property
+    def better(self) -> str: ...
+
+    @property
+    def challenger(self) -> float | None: ...
+
+    @property
+    def champion(self) -> float | None: ...
+
+    @property
+    def tolerance(self) -> float: ...
+
+    @property
+    def champion_noise(self) -> float: ...
+
+    @property
+    def passed_champion(self) -> bool | None: ...
+
+    @property
+    def floor(self) -> float | None: ...
+
+    @property
+    def passed_floor(self) -> bool | None: ...
+
+    @property
+    def passed(self) -> bool: ...
+
+
+def _fmt(value: float | None) -> str:
+    return "none" if value is None else f"{value:.4f}"
+
+
+TABLE_COLUMNS = (
+    "metric",
+    "better",
+    "champion",
+    "challenger",
+    "diff",
+    "tolerance",
+    "noise",
+    "floor",
+    "verdict",
+)
+
+
+def _verdict_word(v: Verdict) -> str:
+    if v.passed:
+        return "ok"
+    if v.passed_champion is False and v.passed_floor is False:
+        return "WORSE+FLOOR"
+    return "WORSE" if v.passed_champion is False else "BELOW FLOOR"
+
+
+def verdict_table(verdicts: Iterable[Verdict]) -> list[str]:
+    """Return the verdicts as aligned text lines (header first; empty: no lines).
+
+    ``diff`` is challenger minus champion; ``tolerance`` is how much worse it may
+    be on top of ``noise`` (the champion comparison's); ``floor`` the binding floor.
+    """
+    rows = [
+        (
+            v.metric,
+            v.better,
+            _fmt(v.champion),
+            _fmt(v.challenger),
+            "none"
+            if v.challenger is None or v.champion is None
+            else f"{v.challenger - v.champion:+.4f}",
+            f"{v.tolerance:.4f}",
+            f"{v.champion_noise:.4f}",
+            "" if v.floor is None else f"{v.floor:.4f}",
+            _verdict_word(v),
+        )
+        for v in verdicts
+    ]
+    if not rows:
+        return []
+    widths = [
+        max(len(str(r[i])) for r in [TABLE_COLUMNS, *rows])
+        for i in range(len(TABLE_COLUMNS))
+    ]
+
+    def line(cells: tuple[str, ...]) -> str:
+        first = cells[0].ljust(widths[0])
+        rest = [c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)]
+        return "  ".join([first, *rest]).rstrip()
+
+    return [line(TABLE_COLUMNS), *(line(r) for r in rows)]

@@ -1,0 +1,278 @@
+"""The Keras network's forward pass in numpy, so serving never imports TensorFlow.
+
+Importing TensorFlow costs seconds, more than the whole ``predict`` budget of one
+task. At inference the network is only arithmetic: embedding look-ups, Dense layers,
+BatchNormalization with its moving statistics, ReLU (Dropout does nothing) and a
+softmax or sigmoid. :func:`export_forward` copies those weights into plain arrays,
+which :meth:`KerasResourceClassifier.save` writes next to the ``.keras`` file as
+``forward.npz``; :class:`NumpyKerasClassifier` loads them (and ``meta.json``) without
+TensorFlow and computes the same probabilities (tested equal within 1e-5).
+
+This module also holds what both runtimes share: the constructor parameters and the
+preprocessing from a DataFrame or a code matrix to the network's inputs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from .base import ResourceClassifier, read_meta
+
+if TYPE_CHECKING:
+    import keras
+
+#: File of the exported weights, next to ``model.keras``.
+FORWARD_FILE = "forward.npz"
+#: Output activations the numpy forward knows.
+OUTPUT_ACTIVATIONS = ("softmax", "sigmoid")
+
+
+class KerasClassifierBase(ResourceClassifier):
+    """Parameters and preprocessing shared by the TensorFlow and numpy runtimes.
+
+    Parameters
+    ----------
+    n_classes : number of bins; ``classes_`` is always ``arange(n_classes)``.
+    epochs : maximum number of passes over the training data.
+    batch_size : rows per gradient step.
+    learning_rate : Adam's step size.
+    l2 : L2 penalty on every Dense kernel.
+    patience : epochs without a better validation loss before training stops (the
+        best weights are restored).
+    class_weight : ``"balanced"``, a ``{class: weight}`` dict or ``None``.
+    random_state : seed passed to ``keras.utils.set_random_seed``.
+    validation_fraction : share of the rows, taken from the end (the newest tasks,
+        as the feature pipeline orders rows by time), held out for early stopping
+        when ``fit`` gets no ``X_val``.
+    verbose : Keras' ``fit`` verbosity.
+    """
+
+    kind = "keras"
+    #: Which library computes the forward pass: "tensorflow" or "numpy".
+    runtime = ""
+
+    numeric_features_: list[str]
+    categorical_features_: list[str]
+    indicator_features_: list[str]
+    means_: np.ndarray
+    stds_: np.ndarray
+
+    def __init__(
+        self,
+        n_classes: int,
+        epochs: int = 50,
+        batch_size: int = 1024,
+        learning_rate: float = 1e-3,
+        l2: float = 1e-5,
+        patience: int = 4,
+        class_weight: str | dict[int, float] | None = "balanced",
+        random_state: int = 0,
+        validation_fraction: float = 0.1,
+        verbose: int = 0,
+    ) -> None:
+        self.n_classes = n_classes
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.l2 = l2
+        self.patience = patience
+        self.class_weight = class_weight
+        self.random_state = random_state
+        self.validation_fraction = validation_fraction
+        self.verbose = verbose
+
+    def _inputs(self, X: pd.DataFrame) -> list[np.ndarray]:
+        """Turn an aligned DataFrame into the network's input arrays."""
+        arrays: list[np.ndarray] = []
+        if self.numeric_features_:
+            values = X[self.numeric_features_].to_numpy(np.float32, na_value=np.nan)
+            arrays.append(self._scaled(values))
+        for col in self.categorical_features_:
+            codes = X[col].cat.codes.to_numpy(np.int32)
+            # Missing values (code -1) share the reserved __unknown__ slot, code 0.
+            arrays.append(np.maximum(codes, 0).reshape(-1, 1))
+        return arrays
+
+    def _matrix_inputs(self, M: np.ndarray) -> list[np.ndarray]:
+        """Turn a float32 code matrix (``feature_names_in_`` order) into inputs."""
+        names = [str(c) for c in self.feature_names_in_]
+        arrays: list[np.ndarray] = []
+        if self.numeric_features_:
+            cols = [names.index(c) for c in self.numeric_features_]
+            arrays.append(self._scaled(M[:, cols]))
+        for col in self.categorical_features_:
+            j = names.index(col)
+            codes = np.nan_to_num(M[:, j : j + 1], nan=0.0).astype(np.int32)
+            arrays.append(np.maximum(codes, 0))
+        return arrays
+
+    def _scaled(self, values: np.ndarray) -> np.ndarray:
+        """Standardise numeric values; a gap becomes 0 plus its indicator column."""
+        finite = np.isfinite(values)
+        with np.errstate(invalid="ignore"):
+            scaled = np.where(finite, (values - self.means_) / self.stds_, 0.0)
+        if self.indicator_features_:
+            idx = [self.numeric_features_.index(c) for c in self.indicator_features_]
+            scaled = np.concatenate([scaled, ~finite[:, idx]], axis=1)
+        return scaled.astype(np.float32)
+
+    def _finish(self, out: np.ndarray) -> np.ndarray:
+        """Return the network output as one probability column per class."""
+        if self.n_classes == 2:
+            return np.column_stack([1.0 - out[:, 0], out[:, 0]])
+        return out
+
+    def _restore_scaling(self, meta: dict[str, Any]) -> None:
+        """Set the learned schema and scaling from a saved ``meta.json``."""
+        self._restore_meta(meta)
+        self.numeric_features_ = list(meta["numeric_features"])
+        self.categorical_features_ = list(meta["categorical_features"])
+        self.indicator_features_ = list(meta["indicator_features"])
+        self.means_ = np.asarray(meta["means"], dtype=np.float32)
+        self.stds_ = np.asarray(meta["stds"], dtype=np.float32)
+        self.n_epochs_ = int(meta["n_epochs_"])
+
+
+def export_forward(network: keras.Model) -> dict[str, np.ndarray]:
+    """Return the weights of a trained network as named arrays for the numpy pass.
+
+    Keys: ``embedding_<i>`` (one table per categorical input, in input order),
+    ``dense_<k>_kernel``/``_bias``, ``bn_<k>_gamma``/``_beta``/``_mean``/``_var``/
+    ``_epsilon`` in layer order, and ``output_activation``. Refuses a layer the numpy
+    pass does not compute rather than export something that predicts differently.
+    """
+    arrays: dict[str, np.ndarray] = {}
+    dense = norm = 0
+    activation = ""
+    for layer in network.layers:
+        kind = type(layer).__name__
+        if kind == "Embedding":
+            arrays[layer.name] = np.asarray(layer.embeddings, dtype=np.float32)
+        elif kind == "Dense":
+            arrays[f"dense_{dense}_kernel"] = np.asarray(layer.kernel, np.float32)
+            arrays[f"dense_{dense}_bias"] = np.asarray(layer.bias, np.float32)
+            activation = layer.activation.__name__
+            dense += 1
+        elif kind == "BatchNormalization":
+            arrays[f"bn_{norm}_gamma"] = np.asarray(layer.gamma, np.float32)
+            arrays[f"bn_{norm}_beta"] = np.asarray(layer.beta, np.float32)
+            arrays[f"bn_{norm}_mean"] = np.asarray(layer.moving_mean, np.float32)
+            arrays[f"bn_{norm}_var"] = np.asarray(layer.moving_variance, np.float32)
+            arrays[f"bn_{norm}_epsilon"] = np.asarray(layer.epsilon, np.float32)
+            norm += 1
+        elif kind == "Activation":
+            if layer.activation.__name__ != "relu":
+                raise ValueError(
+                    "The hidden activations must be 'relu' for the numpy forward "
+                    f"pass. Got {layer.activation.__name__!r} instead."
+                )
+        elif kind not in ("InputLayer", "Flatten", "Concatenate", "Dropout"):
+            raise ValueError(
+                "The network must hold only Embedding, Dense, BatchNormalization, "
+                f"ReLU, Flatten, Concatenate and Dropout layers. Got {kind} instead."
+            )
+    if dense != norm + 1 or activation not in OUTPUT_ACTIVATIONS:
+        raise ValueError(
+            "The network must be Dense-BatchNormalization-ReLU blocks and a softmax "
+            f"or sigmoid Dense output. Got {dense} Dense and {norm} "
+            f"BatchNormalization layers, output {activation!r} instead."
+        )
+    arrays["output_activation"] = np.asarray(activation)
+    return arrays
+
+
+def forward(arrays: dict[str, np.ndarray], inputs: list[np.ndarray]) -> np.ndarray:
+    """Return the network output for ``inputs`` (numeric block first, then codes).
+
+    The numeric block is present when the first input is float; each code input
+    indexes its embedding table. Computed in float32, as Keras does.
+    """
+    parts: list[np.ndarray] = []
+    codes = inputs
+    if inputs and inputs[0].dtype.kind == "f":
+        parts.append(inputs[0].astype(np.float32, copy=False))
+        codes = inputs[1:]
+    for i, code in enumerate(codes):
+        parts.append(arrays[f"embedding_{i}"][code[:, 0]])
+    h = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+    k = 0
+    while f"bn_{k}_gamma" in arrays:
+        h = h @ arrays[f"dense_{k}_kernel"] + arrays[f"dense_{k}_bias"]
+        scale = arrays[f"bn_{k}_gamma"] / np.sqrt(
+            arrays[f"bn_{k}_var"] + arrays[f"bn_{k}_epsilon"]
+        )
+        h = (h - arrays[f"bn_{k}_mean"]) * scale + arrays[f"bn_{k}_beta"]
+        h = np.maximum(h, np.float32(0.0))
+        k += 1
+    logits = h @ arrays[f"dense_{k}_kernel"] + arrays[f"dense_{k}_bias"]
+    if str(arrays["output_activation"]) == "sigmoid":
+        return (1.0 / (1.0 + np.exp(-logits))).astype(np.float32)
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    exp = np.exp(shifted)
+    return (exp / exp.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+class NumpyKerasClassifier(KerasClassifierBase):
+    """A saved Keras network served by the numpy forward pass (no TensorFlow).
+
+    Loaded by :func:`panda_predictor.models.load_classifier` when the model folder
+    holds ``forward.npz``; it predicts but does not train or save (train a
+    :class:`~panda_predictor.models.keras_net.KerasResourceClassifier`).
+    """
+
+    runtime = "numpy"
+    forward_: dict[str, np.ndarray]
+
+    def fit(self, X: Any, y: Any, **kwargs: Any) -> NumpyKerasClassifier:
+        """Refuse: this runtime only serves a network trained with Keras."""
+        raise TypeError(
+            "NumpyKerasClassifier only predicts; fit a KerasResourceClassifier instead."
+        )
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Return the probability of each class (columns follow ``classes_``)."""
+        self._check_fitted("predict_proba")
+        return self._finish(forward(self.forward_, self._inputs(self._align(X))))
+
+    def predict_proba_matrix(self, M: np.ndarray) -> np.ndarray:
+        """Return the class probabilities of a float32 matrix of category codes."""
+        self._check_fitted("predict_proba_matrix")
+        M = self._check_matrix(M)
+        return self._finish(forward(self.forward_, self._matrix_inputs(M)))
+
+    def save(self, directory: str | Path) -> Path:
+        """Refuse: the ``.keras`` file is the model of record; copy the folder."""
+        raise TypeError(
+            "NumpyKerasClassifier cannot save; copy the model folder, or save the "
+            "KerasResourceClassifier it was exported from."
+        )
+
+    @classmethod
+    def load(cls, directory: str | Path) -> NumpyKerasClassifier:
+        """Return the network saved in ``directory``, served by numpy."""
+        directory = Path(directory)
+        meta = read_meta(directory, cls.kind)
+        model = cls(**meta["params"])
+        model._restore_scaling(meta)
+        with np.load(directory / FORWARD_FILE, allow_pickle=False) as saved:
+            model.forward_ = {name: saved[name] for name in saved.files}
+        return model
+
+
+def has_forward(directory: str | Path) -> bool:
+    """Return whether a Keras model folder holds the exported numpy weights."""
+    return (Path(directory) / FORWARD_FILE).is_file()
+
+
+__all__ = [
+    "FORWARD_FILE",
+    "KerasClassifierBase",
+    "NumpyKerasClassifier",
+    "export_forward",
+    "forward",
+    "has_forward",
+]

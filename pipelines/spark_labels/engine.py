@@ -1,0 +1,214 @@
+"""The scout formulas as Spark column expressions, the same arithmetic as numpy's.
+
+:func:`panda_predictor.core.labels.labels_frame` is the reference. Each per-job
+expression here repeats its operations in the same order on doubles, so the
+results are equal bit for bit (the JVM and numpy both round IEEE 754 doubles to
+nearest). Quantiles are exact: per task, the sorted values and numpy's linear
+interpolation from the nearer end (:func:`_quantile`), not Spark's approximate
+``percentile_approx``. NULL plays numpy's NaN: ignored by max and quantile.
+
+Only the per-task aggregates (a few numbers per task) leave the cluster; the
+margins, rounding and units are applied by
+:func:`~panda_predictor.core.labels.finalize_labels`, the function the Python and
+SQL paths use too.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from panda_predictor.core.labels import (
+    DEFAULT_LABEL_PARAMS,
+    JOB_COLUMNS,
+    TASK_COLUMNS,
+    LabelParams,
+    labels_from_aggregates,
+)
+from panda_predictor.errors import UserInputError
+from pipelines.spark_labels.progress import spark_progress
+
+log = logging.getLogger(__name__)
+
+#: Folders of the export (see :mod:`pipelines.export.layout`) the labels read.
+JOBS_FOLDER, TASKS_FOLDER = "jobsarchived4", "jedi_tasks"
+
+
+def _quantile(values: Any, q: float) -> Any:
+    """Return the ``q`` quantile of a sorted array column as ``group_quantile`` does."""
+    from pyspark.sql import functions as F
+
+    n = F.size(values)
+    virtual = (n - 1) * F.lit(q)
+    below = F.floor(virtual)
+    above = F.least(below + 1, n - 1)
+    frac = virtual - below
+    a = F.element_at(values, (below + 1).cast("int"))
+    b = F.element_at(values, (above + 1).cast("int"))
+    diff = b - a
+    lerp = F.when(frac >= 0.5, b - diff * (1 - frac)).otherwise(a + diff * frac)
+    return F.when(n > 0, lerp)
+
+
+def scout_jobs(
+    jobs: Any, tasks: Any, params: LabelParams = DEFAULT_LABEL_PARAMS
+) -> Any:
+    """Return the finished scout jobs with their per-job measurements.
+
+    Columns: ``jeditaskid``, ``endtime`` and the per-job ``ram_kb``, ``io``,
+    ``cpu`` (HS06 s per event, NULL where the job does not count for cputime),
+    ``cpu_s`` and ``in_bytes``, as :func:`~panda_predictor.core.labels.labels_frame`
+    computes them.
+    """
+    from pyspark.sql import functions as F
+
+    def num(column: str) -> Any:
+        return F.col(column).cast("double")
+
+    handling = F.concat(
+        F.lit(","),
+        F.regexp_replace(F.coalesce(F.col("specialhandling"), F.lit("")), " ", ""),
+        F.lit(","),
+    )
+    task_part = tasks.select(
+        F.col("jeditaskid"),
+        num("corecount").alias("task_cores"),
+        num("baseramcount").alias("baseramcount"),
+        num("cpuefficiency").alias("cpuefficiency"),
+        num("basewalltime").alias("basewalltime"),
+    ).dropDuplicates(["jeditaskid"])
+    scouts = jobs.where(
+        (F.instr(handling, f",{params.scout_flag},") > 0)
+        & (F.col("jobstatus") == params.finished_status)
+    ).join(task_part, "jeditaskid", "inner")
+
+    cores = (
+        F.when(num("corecount") > 0, num("corecount"))
+        .when(F.col("task_cores") > 0, F.col("task_cores"))
+        .otherwise(F.lit(1.0))
+    )
+    base_ram_kb = F.coalesce(F.col("baseramcount"), F.lit(0.0)) * 1024.0
+    efficiency = F.coalesce(
+        F.col("cpuefficiency"), F.lit(params.default_cpu_efficiency)
+    )
+    base_wall = F.coalesce(F.col("basewalltime"), F.lit(params.default_base_walltime))
+    start = F.unix_micros(F.col("starttime").cast("timestamp"))
+    end = F.unix_micros(F.col("endtime").cast("timestamp"))
+    exec_s = (end - start).cast("double") / 1e6
+    ran = F.coalesce(exec_s > 0, F.lit(False))
+    total_bytes = F.coalesce(num("inputfilebytes"), F.lit(0.0)) + F.coalesce(
+        num("outputfilebytes"), F.lit(0.0)
+    )
+    events = num("nevents")
+    power = F.when(num("hs06sec") > 0, num("hs06sec") / (exec_s * cores)).otherwise(
+        F.lit(params.default_core_power)
+    )
+    usable = (
+        ran
+        & (events > 0)
+        & (
+            (events >= params.cpu_min_events_per_core * cores)
+            | (exec_s > params.cpu_long_job_s)
+        )
+    )
+    busy = F.greatest(exec_s - base_wall, F.lit(0.0))
+    return scouts.select(
+        F.col("jeditaskid"),
+        F.col("endtime").cast("timestamp").alias("endtime"),
+        ((num("maxpss") - base_ram_kb) / cores).alias("ram_kb"),
+        F.when(ran, total_bytes / 1024.0 / exec_s / cores).alias("io"),
+        F.when(
+            F.coalesce(usable, F.lit(False)),
+            busy * power * cores * efficiency / 100.0 / events,
+        ).alias("cpu"),
+        num("cpuconsumptiontime").alias("cpu_s"),
+        num("inputfilebytes").alias("in_bytes"),
+    )
+
+
+def task_aggregates(
+    jobs: Any, tasks: Any, params: LabelParams = DEFAULT_LABEL_PARAMS
+) -> Any:
+    """Return one row per task of ``tasks``: what ``finalize_labels`` reads."""
+    from pyspark.sql import functions as F
+
+    per_job = scout_jobs(jobs, tasks, params)
+    per_task = per_job.groupBy("jeditaskid").agg(
+        F.sort_array(F.collect_list("ram_kb")).alias("ram_values"),
+        F.sort_array(F.collect_list("cpu")).alias("cpu_values"),
+        F.max("io").alias("io_kb_per_s"),
+        F.max("cpu_s").alias("max_cpu_s"),
+        F.max("in_bytes").alias("max_input_bytes"),
+        F.count(F.lit(1)).alias("n_scouts"),
+        F.max("endtime").alias("labels_known_at"),
+    )
+    ids = tasks.select("jeditaskid").distinct()
+    return ids.join(per_task, "jeditaskid", "left").select(
+        "jeditaskid",
+        _quantile(F.col("ram_values"), params.ram_quantile).alias("ram_kb"),
+        _quantile(F.col("cpu_values"), params.cpu_quantile).alias("cpu_per_event"),
+        "io_kb_per_s",
+        "max_cpu_s",
+        "max_input_bytes",
+        F.coalesce(F.col("n_scouts"), F.lit(0)).alias("n_scouts"),
+        "labels_known_at",
+    )
+
+
+def _read(spark: Any, root: str, folder: str, columns: tuple[str, ...]) -> Any:
+    path = f"{root.rstrip('/')}/{folder}"
+    if "://" not in root and not Path(path).exists():
+        raise UserInputError(
+            f"The Spark label input must hold a '{folder}' folder of Parquet files "
+            f"(the layout of 'panda-predictor export'). Got no {path} instead."
+        )
+    frame = spark.read.parquet(path)
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise UserInputError(
+            f"The Parquet files in {path} must have the columns {list(columns)}. "
+            f"Got {sorted(frame.columns)} instead; missing {missing}."
+        )
+    return frame.select(*columns)
+
+
+def spark_labels(
+    spark: Any,
+    input_dir: str | Path,
+    params: LabelParams = DEFAULT_LABEL_PARAMS,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Return the labels of every task under ``input_dir``, one row per task.
+
+    Parameters
+    ----------
+    spark:
+        A session from :func:`~pipelines.spark_labels.session.spark_session`.
+    input_dir:
+        Folder or URL (``hdfs://``, ``s3a://``) holding ``jedi_tasks/`` and
+        ``jobsarchived4/`` Parquet datasets (any partitioning: month, day, none).
+    params:
+        Constants of the scout formulas.
+    progress:
+        Show a progress bar (job rows per second) on stderr.
+    """
+    started = time.perf_counter()
+    tasks = _read(spark, str(input_dir), TASKS_FOLDER, TASK_COLUMNS)
+    jobs = _read(spark, str(input_dir), JOBS_FOLDER, JOB_COLUMNS)
+    job_rows = jobs.count()  # Parquet footers only: no scan
+    with spark_progress(spark, job_rows, enabled=progress):
+        aggregates = task_aggregates(jobs, tasks, params).toPandas()
+    labels = labels_from_aggregates(aggregates, params)
+    seconds = time.perf_counter() - started
+    log.info(
+        "Spark labels: %d tasks from %d job rows in %.1f s (%.0f rows/s)",
+        len(labels),
+        job_rows,
+        seconds,
+        job_rows / seconds if seconds else 0.0,
+    )
+    return labels

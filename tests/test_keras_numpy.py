@@ -1,0 +1,113 @@
+"""The numpy forward pass of the Keras network equals Keras and needs no TensorFlow."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from panda_predictor.models import load_classifier
+from panda_predictor.models.keras_net import KerasResourceClassifier
+from panda_predictor.models.keras_numpy import (
+    NumpyKerasClassifier,
+    export_forward,
+    has_forward,
+)
+from panda_predictor.models.latency import make_synthetic_tasks
+
+MODULE_SEED = 31
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """Return (Keras model, its folder, held-out rows) for a network fitted once."""
+    X, y = make_synthetic_tasks(1500, MODULE_SEED)
+    model = KerasResourceClassifier(4, epochs=4, batch_size=256, random_state=2)
+    model.fit(X.iloc[:1200], y[:1200])
+    folder = model.save(tmp_path_factory.mktemp("keras") / "m")
+    return model, folder, X.iloc[1200:]
+
+
+def test_numpy_forward_equals_keras(saved):
+    model, folder, X = saved
+    served = load_classifier(folder)
+    assert isinstance(served, NumpyKerasClassifier)
+    reference = model.predict_proba(X)
+    np.testing.assert_allclose(served.predict_proba(X), reference, atol=1e-5)
+    # A single task and the code-matrix route give the same numbers too.
+    np.testing.assert_allclose(
+        served.predict_proba(X.iloc[[7]]), reference[[7]], atol=1e-5
+    )
+    codes = np.column_stack(
+        [
+            X[c].cat.codes.to_numpy(np.float32)
+            if c in model.categories_
+            else X[c].to_numpy(np.float32)
+            for c in model.feature_names_in_
+        ]
+    )
+    np.testing.assert_allclose(served.predict_proba_matrix(codes), reference, atol=1e-5)
+    assert served.classes_.tolist() == [0, 1, 2, 3]
+
+
+def test_binary_sigmoid_network_equals_keras(seed, tmp_path):
+    X, y = make_synthetic_tasks(800, seed)
+    labels = (y >= 2).astype(int)
+    model = KerasResourceClassifier(2, epochs=2, batch_size=128).fit(X, labels)
+    served = NumpyKerasClassifier.load(model.save(tmp_path / "b"))
+    assert str(served.forward_["output_activation"]) == "sigmoid"
+    np.testing.assert_allclose(
+        served.predict_proba(X.iloc[:50]), model.predict_proba(X.iloc[:50]), atol=1e-5
+    )
+
+
+def test_folder_without_export_loads_with_keras(saved, tmp_path):
+    import shutil
+
+    _, folder, X = saved
+    old = tmp_path / "old"
+    shutil.copytree(folder, old)
+    (old / "forward.npz").unlink()
+    assert not has_forward(old)
+    model = load_classifier(old)
+    assert isinstance(model, KerasResourceClassifier)
+    assert model.predict_proba(X.iloc[:3]).shape == (3, 4)
+    assert isinstance(load_classifier(folder, runtime="tensorflow"), type(model))
+
+
+def test_export_refuses_an_unknown_layer():
+    import keras
+
+    net = keras.Sequential(
+        [keras.Input((3,)), keras.layers.Dense(4), keras.layers.LayerNormalization()]
+    )
+    with pytest.raises(ValueError, match="Got LayerNormalization instead"):
+        export_forward(net)
+
+
+def test_numpy_model_refuses_to_fit_or_save(saved, tmp_path):
+    _, folder, X = saved
+    served = load_classifier(folder)
+    with pytest.raises(TypeError, match="only predicts"):
+        served.fit(X, np.zeros(len(X), int))
+    with pytest.raises(TypeError, match="cannot save"):
+        served.save(tmp_path / "x")
+
+
+def test_loading_a_numpy_network_does_not_import_tensorflow(saved):
+    _, folder, X = saved
+    code = (
+        "import sys\n"
+        "from panda_predictor.models import load_classifier\n"
+        "from panda_predictor.models.latency import make_synthetic_tasks\n"
+        f"m = load_classifier({str(folder)!r})\n"
+        "X, _ = make_synthetic_tasks(20, 1)\n"
+        "assert m.predict_proba(X).shape == (20, 4)\n"
+        "print(sorted(k for k in ('tensorflow', 'keras') if k in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]", out.stderr

@@ -1,0 +1,172 @@
+"""Registered versions are MLflow models; runs carry inputs, commit, params, metrics.
+
+One real training into a real SQLite MLflow store in a temporary folder (module
+fixture), then: the pyfunc round trip, the run's contents, and a moved store.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+
+import mlflow
+import pandas as pd
+import pytest
+
+from model_registry.registry import BUNDLE_PATH_TAG, champion_version, set_alias
+from model_registry.tracking import (
+    GIT_COMMIT_TAG,
+    configure_mlflow,
+    git_commit,
+    mlflow_client,
+    param_value,
+)
+from panda_predictor.serving.bundle import load_bundle
+from panda_predictor.serving.loader import load_champion
+from panda_predictor.serving.predictor import Predictor
+from panda_predictor.serving.pyfunc import BUNDLE_SUBDIR, input_example
+from panda_predictor.settings import load_settings
+from pipelines.train import TrainingConfig
+from pipelines.train_and_register import train_and_register
+
+pytestmark = [
+    pytest.mark.filterwarnings(
+        "ignore:The ``noload`` loader strategy is deprecated:DeprecationWarning"
+    ),
+    # MLflow's pyfunc loader warns about environment details it cannot verify.
+    pytest.mark.filterwarnings("ignore::UserWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+]
+
+FAST = TrainingConfig(model_kinds=("xgboost",), xgboost={"n_estimators": 20})
+TARGETS = ("ramcount", "cputime", "iointensity", "walltime")
+#: Wall time of the module's one train_and_register call (set by the fixture).
+trained_seconds: list[float] = []
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, simulated_sqlite, labelled_history):
+    """Train once into a store at home A (default layout: <home>/mlflow.db)."""
+    home = tmp_path_factory.mktemp("store-a")
+    shutil.copy(simulated_sqlite.home / "panda.sqlite", home / "panda.sqlite")
+    settings = load_settings(home=home)
+    commit = git_commit()  # the code's commit while it trains
+    started = time.monotonic()
+    summary = train_and_register(
+        settings, FAST, progress=False, history=labelled_history
+    )
+    trained_seconds[:] = [time.monotonic() - started]
+    if not summary.gate.promoted:  # a tiny model may stay below its floors
+        set_alias(settings, summary.version.version, "champion")
+    return settings, summary, commit
+
+
+def _tasks(labelled_history, n=25):
+    return labelled_history.frame.tail(n).reset_index(drop=True)
+
+
+def _pyfunc_champion(settings):
+    configure_mlflow(settings)
+    return mlflow.pyfunc.load_model(f"models:/{settings.model_name}@champion")
+
+
+def test_pyfunc_round_trip_equals_the_predictor(trained, labelled_history, tmp_path):
+    settings, summary, _ = trained
+    model = _pyfunc_champion(settings)
+    tasks = _tasks(labelled_history)
+    got = model.predict(input_example(tasks, rows=len(tasks)))
+    info = champion_version(settings)
+    assert info is not None and info.tags[BUNDLE_PATH_TAG] == BUNDLE_SUBDIR
+    local = mlflow.artifacts.download_artifacts(
+        f"{info.source}/{BUNDLE_SUBDIR}",
+        dst_path=str(tmp_path),
+        tracking_uri=settings.tracking_uri(),
+    )
+    expected = Predictor(load_bundle(local), "x", "1").predict_table(tasks)
+    pd.testing.assert_frame_equal(got, expected.reset_index(drop=True))
+    for target in TARGETS:
+        assert f"{target}_value" in got.columns
+    assert len(got) == len(tasks)
+
+
+def test_version_has_signature_and_input_example(trained):
+    settings, _, _ = trained
+    configure_mlflow(settings)
+    info = mlflow.models.get_model_info(f"models:/{settings.model_name}@champion")
+    inputs = [c["name"] for c in info.signature.inputs.to_dict()]
+    outputs = [c["name"] for c in info.signature.outputs.to_dict()]
+    assert "transhome" in inputs and "corecount" in inputs
+    assert {f"{t}_class" for t in TARGETS} <= set(outputs)
+    assert info.saved_input_example_info is not None
+
+
+def test_product_loader_reads_only_the_bundle(trained, labelled_history):
+    settings, _, _ = trained
+    predictor = load_champion(settings)
+    tasks = _tasks(labelled_history, 5)
+    assert len(predictor.predict(tasks)) == 5
+    cached = list(settings.cache_dir().rglob("MLmodel"))
+    assert cached == []  # the pyfunc wrapper is not downloaded by the hook's path
+
+
+def test_run_has_dataset_input_git_commit_params_and_metrics(trained):
+    settings, summary, commit = trained
+    run = mlflow_client(settings).get_run(summary.run_id)
+    inputs = run.inputs.dataset_inputs
+    assert len(inputs) == 1
+    dataset = inputs[0].dataset
+    assert dataset.name.startswith("labelled history ")
+    assert len(dataset.digest) >= 8
+    if commit is None:
+        assert GIT_COMMIT_TAG not in run.data.tags
+    else:
+        assert run.data.tags[GIT_COMMIT_TAG] == commit
+    assert run.data.params["config.model_kinds"] == "xgboost"
+    assert not any(v.startswith("(") for v in run.data.params.values())
+    metrics = run.data.metrics
+    assert metrics["mean_accuracy"] == pytest.approx(summary.metrics["mean_accuracy"])
+    assert "ramcount.tail_recall" in metrics
+    version = mlflow_client(settings).get_model_version(
+        settings.model_name, str(summary.version.version)
+    )
+    assert not [k for k in version.tags if k.startswith("metric.")]
+
+
+def test_run_spans_the_training(trained):
+    settings, summary, _ = trained
+    run = mlflow_client(settings).get_run(summary.run_id)
+    seconds = (run.info.end_time - run.info.start_time) / 1000
+    # Opened before fitting: the run covers nearly all of train_and_register.
+    assert seconds >= 0.8 * trained_seconds[0]
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(("xgboost", "keras"), "xgboost,keras"), (None, "none"), (0.5, "0.5")],
+    ids=["tuple", "none", "float"],
+)
+def test_param_values_read_as_values(value, text):
+    assert param_value(value) == text
+
+
+def test_git_commit_is_none_outside_a_repository(tmp_path):
+    assert git_commit(tmp_path) is None
+
+
+def test_moved_store_still_serves(trained, labelled_history, tmp_path):
+    settings, summary, _ = trained
+    moved = tmp_path / "store-b"
+    shutil.copytree(settings.home, moved)
+    original = settings.home.with_name(settings.home.name + "-away")
+    settings.home.rename(original)  # the old place is gone, as after a move
+    try:
+        at_b = load_settings(home=moved)
+        tasks = _tasks(labelled_history, 5)
+        shutil.rmtree(at_b.cache_dir(), ignore_errors=True)
+        product = load_champion(at_b).predict_table(tasks)
+        pyfunc = _pyfunc_champion(at_b).predict(input_example(tasks, rows=5))
+        pd.testing.assert_frame_equal(pyfunc, product.reset_index(drop=True))
+        info = champion_version(at_b)
+        assert info is not None and str(moved) in info.source
+    finally:
+        original.rename(settings.home)
