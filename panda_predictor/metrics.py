@@ -95,7 +95,15 @@ DRIFT_UNDER_ALLOCATION = Gauge(
 )
 
 #: Decisions a hook counts; declared at start so rates exist from the first scrape.
-HOOK_DECISIONS = ("applied", "kept_scouts", "moved_by_jedi", "locked_by_jedi", "error")
+HOOK_DECISIONS = (
+    "applied",
+    "kept_scouts",
+    "shadow",
+    "held_back",
+    "moved_by_jedi",
+    "locked_by_jedi",
+    "error",
+)
 #: Verdicts of a drift run (see :class:`panda_predictor.core.drift.DriftResult`).
 DRIFT_VERDICTS = ("drift", "no_drift", "too_few_outcomes")
 

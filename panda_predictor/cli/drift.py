@@ -103,7 +103,7 @@ def drift(
 def drift_lines(result: DriftResult) -> list[str]:
     """Return the per-feature table, the class and outcome lines and the verdict."""
     lines = [
-        f"  {'feature':18s} {'PSI':>7s} {'threshold':>9s}  {'can alarm':9s}  "
+        f"  {'feature':18s} {'PSI':>7s} {'threshold':>9s}  {'can alarm':10s}  "
         f"{'unseen':>6s}  state"
     ]
     for f in result.features:
@@ -119,7 +119,7 @@ def drift_lines(result: DriftResult) -> list[str]:
         else:
             state = "ok"
         lines.append(
-            f"  {f.feature:18s} {f.psi:7.3f} {f.threshold:9.3f}  {alarm or 'no':9s}  "
+            f"  {f.feature:18s} {f.psi:7.3f} {f.threshold:9.3f}  {alarm or 'no':10s}  "
             f"{f.unseen_share:6.3f}  {state}"
         )
     for target, value in result.classes.items():
