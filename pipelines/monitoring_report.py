@@ -41,7 +41,8 @@ __all__ = ["latest_drift", "render_report", "write_monitoring_report"]
 _STYLE = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;
 text-align:right}th{background:#eee}img{max-width:100%;border:1px solid #ddd}
-.bad{color:#b00;font-weight:bold}.ok{color:#070;font-weight:bold}"""
+.bad{color:#b00;font-weight:bold}.ok{color:#070;font-weight:bold}
+.warn{color:#a60;font-weight:bold}"""
 
 
 def _img(name: str, alt: str) -> str:
@@ -245,6 +246,15 @@ def _gate_section(
     return out
 
 
+#: Headline and CSS class of each drift verdict (core.drift's VERDICTS).
+VERDICT_TEXT = {
+    "drift": "drift detected",
+    "no_drift": "no drift",
+    "too_few_outcomes": "too few outcomes for a verdict",
+}
+VERDICT_CLASSES = {"drift": "bad", "no_drift": "ok", "too_few_outcomes": "warn"}
+
+
 def _drift_section(
     folder: Path,
     drift: Mapping[str, Any] | None,
@@ -254,9 +264,10 @@ def _drift_section(
     if drift is None:
         out.append("<p>No drift check yet: run 'panda-predictor drift'.</p>")
     else:
-        verdict = "drift detected" if drift["drifted"] else "no drift"
+        verdict = drift.get("verdict", "drift" if drift["drifted"] else "no_drift")
         out.append(
-            f'<p class="{"bad" if drift["drifted"] else "ok"}">{verdict}</p><p>'
+            f'<p class="{VERDICT_CLASSES.get(verdict, "ok")}">'
+            f"{VERDICT_TEXT.get(verdict, verdict)}</p><p>"
             f"Window {html.escape(str(drift['since']))} .. "
             f"{html.escape(str(drift['until']))}, {drift['n_tasks']} tasks; "
             + html.escape("; ".join(drift["reasons"]))
@@ -394,6 +405,10 @@ def with_confidences(outcomes: pd.DataFrame, confidences: pd.DataFrame) -> pd.Da
     )
 
 
+#: Drift runs the trend shows.
+DRIFT_TREND_RUNS = 20
+
+
 def render_report(
     settings: Any,
     out_dir: Path | None = None,
@@ -403,6 +418,7 @@ def render_report(
     from model_registry.registry import NoChampionError, champion_version
     from panda_predictor.core.feedback import weekly_summary
     from panda_predictor.db.audit_confidence import read_confidences
+    from panda_predictor.db.drift_runs import recent_drift_runs
     from panda_predictor.db.engine import make_engine
     from panda_predictor.db.outcomes import read_outcomes
     from pipelines.retrain_log import read_decisions
@@ -411,6 +427,8 @@ def render_report(
     try:
         outcomes = read_outcomes(engine, settings)
         confidences = read_confidences(engine, settings)
+        if drift_runs is None:  # the trend lives in the database, not on a disk
+            drift_runs = recent_drift_runs(engine, DRIFT_TREND_RUNS, settings)
     finally:
         engine.dispose()
     try:

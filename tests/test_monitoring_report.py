@@ -370,3 +370,31 @@ def test_a_first_gate_without_champion_says_so(tmp_path):
     text = page.read_text()
     assert "(no champion to compare with)" in text and "&mdash;" in text
     assert "champion_challenger.png" in check_page(page)
+
+
+def test_report_draws_the_drift_trend_from_the_database(settings, db):
+    """Drift runs recorded by any process (no shared disk) make the trend section."""
+    from panda_predictor.db.drift_runs import record_drift_run
+    from pipelines.monitoring_report import render_report
+
+    for day, (verdict, psi) in enumerate(
+        [("no_drift", 0.05), ("too_few_outcomes", 0.4), ("drift", 0.9)]
+    ):
+        record_drift_run(
+            db,
+            settings,
+            verdict=verdict,
+            features={"campaign": {"psi": psi, "threshold": 0.25, "alarm": psi > 0.5}},
+            under_allocation={"ramcount": 0.1 * (day + 1)},
+            model_version="2",
+            run_at=datetime(2026, 11, 1 + day),
+        )
+
+    page = render_report(settings)
+
+    text = page.read_text()
+    assert "No drift runs recorded" not in text
+    assert "drift_trend.png" in check_page(page)
+    newest = text.index("2026-11-03 00:00")
+    assert text.index("2026-11-01 00:00") > newest  # newest run first
+    assert "too_few_outcomes" in text
