@@ -73,7 +73,14 @@ def test_loads_from_registry_and_refreshes_when_champion_changes(
     third = load_champion_bundle_dir(reg_settings)
     kept = {p.name for p in reg_settings.cache_dir().iterdir()}
     # The current and the previous bundle stay (a reader may hold it); older go.
-    assert kept == {"current.json", ".lock", second.path.name, third.path.name}
+    # .confirmed: when the registry last vouched for the copy (predict's fast path).
+    assert kept == {
+        "current.json",
+        ".lock",
+        ".confirmed",
+        second.path.name,
+        third.path.name,
+    }
 
 
 @pytest.mark.parametrize(
@@ -143,7 +150,9 @@ def test_failed_download_leaves_the_old_bundle_current(
     got = load_champion_bundle_dir(reg_settings)
     assert got == (before.path, 1, "cache")
     leftovers = [p.name for p in reg_settings.cache_dir().iterdir()]
-    assert sorted(leftovers) == sorted([".lock", "current.json", before.path.name])
+    assert sorted(leftovers) == sorted(
+        [".lock", ".confirmed", "current.json", before.path.name]
+    )
 
 
 def test_reader_never_sees_half_a_bundle(reg_settings, tmp_path):
