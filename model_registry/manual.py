@@ -61,6 +61,12 @@ class VersionRow:
 def _verdict(info: ModelVersionInfo) -> str:
     """Return how the version got its place: the gate's decision or a person's."""
     tags = info.tags
+    rolled_at = tags.get(MANUAL_PREFIX + "rolled_back_at", "")
+    if rolled_at and rolled_at > tags.get(MANUAL_PREFIX + "at", ""):
+        return (
+            f"rolled back by {tags.get(MANUAL_PREFIX + 'rolled_back_by', '?')}: "
+            f"{tags.get(MANUAL_PREFIX + 'rolled_back_reason', '')}"
+        )
     if MANUAL_PREFIX + "action" in tags:
         return (
             f"{tags[MANUAL_PREFIX + 'action']} by {tags.get(MANUAL_PREFIX + 'by', '?')}"

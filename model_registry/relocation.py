@@ -96,48 +96,47 @@ def reanchor_store(settings: Settings) -> dict[str, str]:
 
 
 def _reanchor(uri: str, new_root: str) -> dict[str, str]:
-    import sqlalchemy as sa
+    """Read the experiments and rewrite moved locations (stdlib sqlite3: ~1 ms)."""
+    import sqlite3
 
     path = uri[len("sqlite:///") :].split("?", 1)[0]
     if not path or not Path(path).is_file():
         return {}
-    engine = sa.create_engine(uri)
+    conn = sqlite3.connect(path, timeout=30)
     try:
-        with engine.begin() as conn:
-            tables = set(sa.inspect(conn).get_table_names())
-            if "experiments" not in tables:
-                return {}
-            rows = conn.execute(
-                sa.text(
-                    "SELECT /* relocation.reanchor_store */ name, artifact_location "
-                    "FROM experiments"
-                )
-            ).all()
-            moves = moved_roots([(r[0], r[1] or "") for r in rows], new_root)
+        tables = {
+            row[0]
+            for row in conn.execute(
+                "SELECT /* relocation.reanchor_store */ name FROM sqlite_master "
+                "WHERE type = 'table'"
+            )
+        }
+        if "experiments" not in tables:
+            return {}
+        rows = conn.execute(
+            "SELECT /* relocation.reanchor_store */ name, artifact_location "
+            "FROM experiments"
+        ).fetchall()
+        moves = moved_roots([(r[0], r[1] or "") for r in rows], new_root)
+        with conn:  # one transaction: all locations move, or none
             for old, new in moves.items():
                 for table, column in LOCATION_COLUMNS:
                     if table not in tables:
                         continue
                     conn.execute(
-                        sa.text(
-                            f"UPDATE /* relocation.reanchor_store */ {table} "
-                            f"SET {column} = :new || substr({column}, :cut) "
-                            f"WHERE substr({column}, 1, :n) = :prefix"
-                        ),
-                        {
-                            "new": new,
-                            "cut": len(old) + 1,
-                            "n": len(old) + 1,
-                            "prefix": f"{old}/",
-                        },
+                        f"UPDATE /* relocation.reanchor_store */ {table} "
+                        f"SET {column} = ? || substr({column}, ?) "
+                        f"WHERE substr({column}, 1, ?) = ?",
+                        (new, len(old) + 1, len(old) + 1, f"{old}/"),
                     )
-                logger.warning(
-                    "The MLflow store %s moved: artifact locations re-anchored from "
-                    "%s to %s",
-                    uri,
-                    old,
-                    new,
-                )
+        for old, new in moves.items():
+            logger.warning(
+                "The MLflow store %s moved: artifact locations re-anchored from %s "
+                "to %s",
+                uri,
+                old,
+                new,
+            )
     finally:
-        engine.dispose()
+        conn.close()
     return moves

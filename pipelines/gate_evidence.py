@@ -3,7 +3,7 @@
 The challenger, the current champion and two floors are scored on the SAME test
 tasks of the new training run. Both bundles are scored as models: features, the
 four classifiers and their tail rules, without the combination with the recency
-rules (the bundle's own ``metric.*`` tags describe the same). The floors are
+rules (the run metrics of the bundle's version describe the same). The floors are
 beaten or not by the challenger *as it serves* (``served.mean_accuracy``: with its
 combination, what PanDA would get): the question they answer is whether the product
 does better than the rule a site could run without it. The floors:

@@ -170,3 +170,42 @@ def test_moved_store_still_serves(trained, labelled_history, tmp_path):
         assert info is not None and str(moved) in info.source
     finally:
         original.rename(settings.home)
+
+
+def test_moved_roots_only_for_the_products_layout(tmp_path):
+    from model_registry.relocation import moved_roots
+
+    new = tmp_path / "b" / "mlartifacts"
+    (new / "exp").mkdir(parents=True)
+    (tmp_path / "kept").mkdir()
+    gone = (tmp_path / "a" / "mlartifacts").as_uri()
+    locations = [
+        ("exp", f"{gone}/exp"),  # moved: old gone, new there
+        ("other", f"{gone}/elsewhere"),  # not <root>/<name>
+        ("kept", (tmp_path / "kept").as_uri()),  # still exists
+        ("s3", "s3://bucket/exp"),  # not local
+    ]
+    assert moved_roots(locations, new.as_uri()) == {gone: new.as_uri()}
+
+
+def test_moved_store_of_plain_bundles_downloads(tmp_path, empty_mlflow_store):
+    import json
+
+    from model_registry.registry import download_version, register_bundle
+
+    home_a = tmp_path / "a"
+    home_a.mkdir()
+    shutil.copyfile(empty_mlflow_store, home_a / "mlflow.db")
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "bundle.json").write_text(
+        json.dumps({"schema_hash": "h", "bins_version": "b"})
+    )
+    info = register_bundle(load_settings(home=home_a), bundle, None, {"m": 1.0})
+    home_b = tmp_path / "b"
+    home_a.rename(home_b)
+    at_b = load_settings(home=home_b)
+    got = download_version(at_b, info.version, tmp_path / "got")
+    assert (got / "bundle.json").is_file()
+    run = mlflow_client(at_b).get_run(info.run_id)
+    assert run.info.artifact_uri.startswith(home_b.as_uri())

@@ -123,6 +123,8 @@ def test_promote_then_rollback_moves_alias_and_records_who_when_why(three_versio
         "failures doubled"
     )
     assert get_version(settings, 2).tags["manual.action"] == "rollback"
+    listed = run(settings, "model", "list").output
+    assert "rolled back by alice: failures doubled" in listed
 
     assert run(settings, "model", "rollback", "--reason", "again").exit_code == 0
     assert champion_version(settings).version == 1
