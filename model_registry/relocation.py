@@ -87,10 +87,18 @@ def reanchor_store(settings: Settings) -> dict[str, str]:
     if urlparse(uri).scheme != "sqlite":
         return {}
     key = (uri, settings.artifact_root())
+    import sqlite3
+
     with _lock:
         if key in _checked:
             return {}
-        moves = _reanchor(uri, settings.artifact_root())
+        try:
+            moves = _reanchor(uri, settings.artifact_root())
+        except sqlite3.Error as exc:
+            # Best effort: a damaged or locked store is the registry's to report
+            # (and the cache's to cover); re-anchoring never adds a failure.
+            logger.warning("MLflow store %s not checked for a move: %s", uri, exc)
+            return {}
         _checked.add(key)
     return moves
 

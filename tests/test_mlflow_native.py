@@ -49,7 +49,7 @@ def trained(tmp_path_factory, simulated_sqlite, labelled_history):
     """Train once into a store at home A (default layout: <home>/mlflow.db)."""
     home = tmp_path_factory.mktemp("store-a")
     shutil.copy(simulated_sqlite.home / "panda.sqlite", home / "panda.sqlite")
-    settings = load_settings(home=home)
+    settings = _at(home)
     commit = git_commit()  # the code's commit while it trains
     started = time.monotonic()
     summary = train_and_register(
@@ -59,6 +59,14 @@ def trained(tmp_path_factory, simulated_sqlite, labelled_history):
     if not summary.gate.promoted:  # a tiny model may stay below its floors
         set_alias(settings, summary.version.version, "champion")
     return settings, summary, commit
+
+
+def _at(home):
+    """Settings with the default layout at ``home``, whatever an earlier test left in
+    MLFLOW_TRACKING_URI (mlflow.set_tracking_uri exports it)."""
+    return load_settings(
+        home=home, mlflow_tracking_uri=f"sqlite:///{home / 'mlflow.db'}"
+    )
 
 
 def _tasks(labelled_history, n=25):
@@ -160,7 +168,7 @@ def test_moved_store_still_serves(trained, labelled_history, tmp_path):
     original = settings.home.with_name(settings.home.name + "-away")
     settings.home.rename(original)  # the old place is gone, as after a move
     try:
-        at_b = load_settings(home=moved)
+        at_b = _at(moved)
         tasks = _tasks(labelled_history, 5)
         shutil.rmtree(at_b.cache_dir(), ignore_errors=True)
         product = load_champion(at_b).predict_table(tasks)
@@ -201,10 +209,10 @@ def test_moved_store_of_plain_bundles_downloads(tmp_path, empty_mlflow_store):
     (bundle / "bundle.json").write_text(
         json.dumps({"schema_hash": "h", "bins_version": "b"})
     )
-    info = register_bundle(load_settings(home=home_a), bundle, None, {"m": 1.0})
+    info = register_bundle(_at(home_a), bundle, None, {"m": 1.0})
     home_b = tmp_path / "b"
     home_a.rename(home_b)
-    at_b = load_settings(home=home_b)
+    at_b = _at(home_b)
     got = download_version(at_b, info.version, tmp_path / "got")
     assert (got / "bundle.json").is_file()
     run = mlflow_client(at_b).get_run(info.run_id)

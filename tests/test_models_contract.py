@@ -239,10 +239,23 @@ def test_two_classes_give_two_columns(make, seed):
 def test_save_load_round_trip(fitted, tmp_path):
     model, X = fitted
     model.save(tmp_path / "m")
-    loaded = load_classifier(tmp_path / "m")
+    loaded = load_classifier(tmp_path / "m", runtime="tensorflow")
     assert type(loaded) is type(model)
     assert loaded.get_params() == model.get_params()
     np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+    # What serving loads by default: a Keras network runs as numpy, same answers.
+    served = load_classifier(tmp_path / "m")
+    assert served.kind == model.kind
+    np.testing.assert_allclose(
+        served.predict_proba(X), model.predict_proba(X), rtol=0, atol=1e-5
+    )
+
+
+def test_load_rejects_an_unknown_runtime(fitted, tmp_path):
+    model, _ = fitted
+    model.save(tmp_path / "m")
+    with pytest.raises(ValueError, match=r"'runtime' field must be one of"):
+        load_classifier(tmp_path / "m", runtime="onnx")
 
 
 def test_load_rejects_other_kind(fitted, tmp_path):

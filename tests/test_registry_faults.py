@@ -302,7 +302,7 @@ def test_damaged_registry_copy_is_not_cached(reg_settings, tmp_path):
     # Version 2's copy is damaged: the intact cached version 1 keeps serving.
     assert got == (cached.path, 1, "cache")
     assert sorted(os.listdir(reg_settings.cache_dir())) == sorted(
-        [".lock", "current.json", cached.path.name]
+        [".lock", ".confirmed", "current.json", cached.path.name]
     )
 
 

@@ -68,7 +68,8 @@ def test_every_served_target_carries_its_choice(predictor, labelled_history):
     from panda_predictor.core.features import TASK_COLUMNS
     from panda_predictor.http_api.results import predict_tasks
 
-    records = labelled_history[list(TASK_COLUMNS)].head(40).to_dict("records")
+    frame = labelled_history.frame[list(TASK_COLUMNS)]
+    records = frame.head(40).to_dict("records")
     results = predict_tasks(predictor, records, explain_features=False)
     for result in results:
         for target in result["targets"].values():

@@ -51,6 +51,10 @@ def model_class(kind: str) -> type[ResourceClassifier]:
     return _resolve(MODEL_KINDS[kind])
 
 
+#: How a saved Keras network can be served: its numpy forward pass, or Keras itself.
+RUNTIMES = ("numpy", "tensorflow")
+
+
 def load_classifier(
     directory: str | Path, runtime: str = "numpy"
 ) -> ResourceClassifier:
@@ -60,6 +64,11 @@ def load_classifier(
     TensorFlow import, see :mod:`.keras_numpy`) unless ``runtime`` is
     ``"tensorflow"``; an older folder without them loads with Keras.
     """
+    if runtime not in RUNTIMES:
+        raise ValueError(
+            f"The 'runtime' field must be one of {list(RUNTIMES)}. Got {runtime!r} "
+            "instead."
+        )
     meta = read_meta(Path(directory))
     kind = str(meta.get("kind"))
     if kind == "keras" and runtime == "numpy":
