@@ -217,3 +217,11 @@ def test_moved_store_of_plain_bundles_downloads(tmp_path, empty_mlflow_store):
     assert (got / "bundle.json").is_file()
     run = mlflow_client(at_b).get_run(info.run_id)
     assert run.info.artifact_uri.startswith(home_b.as_uri())
+
+
+def test_input_example_takes_tasks_with_missing_counts(labelled_history):
+    tasks = _tasks(labelled_history, 5)
+    example = input_example(tasks, rows=5)
+    counts = [c for c in example.columns if c != "jeditaskid"]
+    assert not list(example[counts].select_dtypes("integer").columns)
+    assert example[counts].select_dtypes("float").shape[1] >= 1

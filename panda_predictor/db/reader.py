@@ -291,10 +291,11 @@ def iter_history(
                 .order_by(j.c.jeditaskid, j.c.pandaid),
                 "reader.iter_history",
             )
-            if not with_jobs:
-                jobs_query = jobs_query.where(sa.false())
-            result = conn.execute(jobs_query)
-            jobs = _frame(result.all(), list(result.keys()), j)
+            if with_jobs:
+                result = conn.execute(jobs_query)
+                jobs = _frame(result.all(), list(result.keys()), j)
+            else:  # labels come from elsewhere: no job query at all
+                jobs = _frame([], [c.name for c in j.columns], j)
         log.debug(
             "History chunk jediTaskID=%d..%d: %d tasks, %d jobs",
             low,

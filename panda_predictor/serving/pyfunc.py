@@ -79,6 +79,8 @@ class BundleModel(PythonModel):  # type: ignore[misc]
 def input_example(tasks: pd.DataFrame, rows: int = EXAMPLE_ROWS) -> pd.DataFrame:
     """Return the first ``rows`` task rows with only the columns a prediction reads.
 
+    Counts are stored as doubles, so tasks with a missing count pass the signature.
+
     Raises ``ValueError`` naming the missing columns when ``tasks`` lacks some.
     """
     missing = [c for c in TASK_COLUMNS if c not in tasks.columns]
@@ -88,7 +90,13 @@ def input_example(tasks: pd.DataFrame, rows: int = EXAMPLE_ROWS) -> pd.DataFrame
             f"{', '.join(missing)} instead."
         )
     columns = [*TASK_COLUMNS, *(c for c in REQUEST_COLUMNS if c in tasks.columns)]
-    return tasks[columns].head(rows).reset_index(drop=True)
+    example = tasks[columns].head(rows).reset_index(drop=True)
+    # Integer columns become doubles: a task may lack a count (NaN), which an
+    # integer column of the signature would refuse at inference time.
+    integers = example.select_dtypes("integer").columns.drop(
+        "jeditaskid", errors="ignore"
+    )
+    return example.astype({c: "float64" for c in integers})
 
 
 def signature_of(bundle_dir: Path | str, example: pd.DataFrame) -> ModelSignature:
@@ -96,7 +104,12 @@ def signature_of(bundle_dir: Path | str, example: pd.DataFrame) -> ModelSignatur
     from mlflow.models import infer_signature
 
     predictor = Predictor(load_bundle(bundle_dir), "signature", "")
-    return infer_signature(example, predictor.predict_table(example))
+    output = predictor.predict_table(example)
+    with warnings.catch_warnings():
+        # The outputs' integers (class indices) are never missing: MLflow's hint
+        # about NaN in integer columns does not apply to them.
+        warnings.filterwarnings("ignore", message="Hint: Inferred schema contains")
+        return infer_signature(example, output)
 
 
 def save_pyfunc_model(
