@@ -83,7 +83,8 @@ def test_predict_with_a_fresh_cache_imports_neither_mlflow_nor_tensorflow(
         f"    main(['predict', {str(task)!r}, '--json'])\n"
         "except SystemExit as exc:\n"
         "    assert not exc.code, exc.code\n"
-        "heavy = ('mlflow', 'tensorflow', 'keras', 'flask', 'scipy.signal')\n"
+        "heavy = ('mlflow', 'tensorflow', 'keras', 'flask', 'scipy.signal',"
+        " 'sklearn')\n"
         "print('IMPORTED', sorted(m for m in heavy if m in sys.modules))\n"
     )
     env = {**os.environ, "PANDA_PREDICTOR_HOME": str(cached_home.home)}
@@ -95,3 +96,18 @@ def test_predict_with_a_fresh_cache_imports_neither_mlflow_nor_tensorflow(
     answer = json.loads(out.stdout.split("IMPORTED")[0])
     assert answer["predictions"][0]["model"]["version"] == "5"
     assert "IMPORTED []" in out.stdout
+
+
+def test_xgboost_is_imported_without_hiding_scikit_learn_from_others():
+    code = (
+        "import sys\n"
+        "from panda_predictor.models.xgb import xgb\n"
+        "assert 'sklearn' not in sys.modules, 'xgboost imported scikit-learn'\n"
+        "import sklearn\n"
+        "booster = xgb.train({'objective': 'multi:softprob', 'num_class': 2},\n"
+        "    xgb.DMatrix([[0.0], [1.0]], label=[0, 1]), num_boost_round=2)\n"
+        "print(booster.predict(xgb.DMatrix([[1.0]])).shape, sklearn.__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["(1,", "2)", "sklearn"]

@@ -13,9 +13,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import xgboost as xgb
 
 from .base import ResourceClassifier, read_meta, write_meta
+from .xgboost_import import import_xgboost
+
+import_xgboost()  # first, so that the plain import below skips scikit-learn
+import xgboost as xgb  # noqa: E402
 
 #: File name of the saved booster (XGBoost's binary JSON, UBJSON).
 BOOSTER_FILE = "booster.ubj"
