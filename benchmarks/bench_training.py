@@ -2,9 +2,11 @@
 
 Simulated PanDA history is generated in memory (no database: the database paths
 have their own benchmark), labelled with the scout formulas, and trained with the
-production code (:func:`pipelines.train.train`), XGBoost for all four targets and,
-up to ``--keras-max`` tasks, the Keras network too. Peak memory is the process's
-maximum RSS. Figures go to stdout and to docs/performance.md.
+production code (:func:`pipelines.train.train`) and the served training parameters
+(``pipelines/params/training.yaml``), XGBoost for all four targets and, up to
+``--keras-max`` tasks, the Keras network too. ``--set FIELD=VALUE`` overrides one
+parameter (``xgboost.learning_rate=0.1``), to compare levers. Peak memory is the
+process's maximum RSS. Figures go to stdout and to docs/performance.md.
 
     python benchmarks/bench_training.py --sizes 100000 1000000 4000000 \
         --keras-max 1000000
@@ -21,6 +23,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -28,14 +31,41 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
-def one_run(n_tasks: int, kinds: list[str], seed: int) -> dict:
+def training_config(kinds: list[str], overrides: list[str]) -> Any:
+    """Return the served training config with ``kinds`` and ``FIELD=VALUE`` overrides.
+
+    Values are YAML (``null``, ``0.3``, ``auto``); a dotted field sets one model
+    parameter (``xgboost.n_estimators=150``).
+    """
+    import yaml
+
+    from pipelines.params import load_params
+    from pipelines.train import TrainingConfig
+
+    params = load_params("training")
+    params["model_kinds"] = tuple(kinds)
+    for item in overrides:
+        field, sep, text = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--set must be FIELD=VALUE. Got {item!r} instead.")
+        section, _, name = field.partition(".")
+        if name:
+            params[section] = {**params.get(section, {}), name: yaml.safe_load(text)}
+        else:
+            params[field] = yaml.safe_load(text)
+    return TrainingConfig(**params)
+
+
+def one_run(n_tasks: int, kinds: list[str], seed: int, overrides: list[str]) -> dict:
     """Simulate, label and train once in this process; return the figures."""
     import pandas as pd
 
     from panda_predictor.bins_file import load_bins
     from pipelines.dataset import LabelledHistory, frames_to_history
     from pipelines.simulation import SimulationConfig, simulate_history
-    from pipelines.train import TrainingConfig, train
+    from pipelines.train import train
+
+    config_used = training_config(kinds, overrides)
 
     started = time.perf_counter()
     parts = []
@@ -50,7 +80,7 @@ def one_run(n_tasks: int, kinds: list[str], seed: int) -> dict:
     history = LabelledHistory(frame)
     prepared = time.perf_counter() - started
     started = time.perf_counter()
-    result = train(history, load_bins(), TrainingConfig(model_kinds=tuple(kinds)))
+    result = train(history, load_bins(), config_used)
     trained = time.perf_counter() - started
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     quality = {}
@@ -81,10 +111,13 @@ def one_run(n_tasks: int, kinds: list[str], seed: int) -> dict:
         "peak_rss_mb": peak_mb,
         "quality": quality,
         "split": result.split_info,
+        "overrides": overrides,
     }
 
 
-def run_in_subprocess(n_tasks: int, kinds: list[str], seed: int) -> dict:
+def run_in_subprocess(
+    n_tasks: int, kinds: list[str], seed: int, overrides: list[str]
+) -> dict:
     """Run :func:`one_run` in a fresh process so peak memory is its own."""
     cmd = [
         sys.executable,
@@ -96,6 +129,8 @@ def run_in_subprocess(n_tasks: int, kinds: list[str], seed: int) -> dict:
         "--kinds",
         *kinds,
     ]
+    for item in overrides:
+        cmd += ["--set", item]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -172,13 +207,22 @@ def main() -> None:
         "--kinds", nargs="+", default=["xgboost"], help=argparse.SUPPRESS
     )
     parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="Override one training parameter, e.g. xgboost.learning_rate=0.1 or "
+        "half_life_days=null (repeatable).",
+    )
+    parser.add_argument(
         "--no-write",
         action="store_true",
         help="Print only; leave docs/performance.md alone.",
     )
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one_run(args.one, args.kinds, args.seed), default=str))
+        result = one_run(args.one, args.kinds, args.seed, args.set)
+        print(json.dumps(result, default=str))
         return
     results = []
     for size in args.sizes:
@@ -186,13 +230,20 @@ def main() -> None:
         print(
             f"training on {size:,} simulated tasks ({'+'.join(kinds)}) ...", flush=True
         )
-        result = run_in_subprocess(size, kinds, args.seed)
+        result = run_in_subprocess(size, kinds, args.seed, args.set)
         print(
             json.dumps(
                 {k: v for k, v in result.items() if k != "quality"}, default=str
             ),
             flush=True,
         )
+        for kind, q in result["quality"].items():
+            f1 = " / ".join(f"{m['macro_f1']:.3f}" for m in q["targets"].values())
+            print(
+                f"  {kind}: mean accuracy {q['mean_accuracy']:.3f}, macro-F1 {f1}, "
+                f"fit {q['fit_seconds']:.0f} s",
+                flush=True,
+            )
         results.append(result)
     text = markdown(results, "python " + " ".join(sys.argv))
     print(text)

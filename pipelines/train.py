@@ -38,9 +38,11 @@ from panda_predictor.core.tail_rule import (
 )
 from panda_predictor.core.targets import TARGET_NAMES
 from panda_predictor.models import ResourceClassifier, model_class
+from panda_predictor.models.xgb import QuantisedParts, XGBoostResourceClassifier
 from panda_predictor.serving.bundle import Bundle
 from pipelines.combination import tune_combination
 from pipelines.dataset import LabelledHistory
+from pipelines.fit_progress import FitProgress
 from pipelines.self_tuning import (
     HALF_LIFE_CANDIDATES,
     CadenceChoice,
@@ -70,6 +72,16 @@ class TrainingConfig:
     #: Days over which a task's weight halves; None: no decay; "auto": chosen per
     #: target among :data:`pipelines.self_tuning.HALF_LIFE_CANDIDATES`.
     half_life_days: float | str | None = "auto"
+    #: Training rows (a random sample of the training part) on which the candidate
+    #: half-lives are compared when the part is larger; the chosen one is then fitted
+    #: once on all rows. None: compare on all rows.
+    half_life_sample_rows: int | None = 200_000
+    #: The newest training rows the models fit on (a bounded window; the time decay
+    #: gives older rows little weight anyway). None: the whole training part.
+    max_train_rows: int | None = 1_000_000
+    #: XGBoost training parts of at least this many rows are quantised once for all
+    #: targets and half-lives (:class:`QuantisedParts`); smaller ones per fit.
+    quantise_min_rows: int = 200_000
     combine_rules: bool = True
     xgboost: Mapping[str, Any] = field(default_factory=dict)
     keras: Mapping[str, Any] = field(default_factory=dict)
@@ -214,22 +226,101 @@ def time_decay_weights(
     return np.power(0.5, age_days / half_life_days)
 
 
+@dataclass
+class FitRows:
+    """The rows one fit learns from and validates on, quantised once for XGBoost."""
+
+    train: np.ndarray
+    val: np.ndarray
+    quantised: QuantisedParts | None = None
+
+
+def _fit_rows(
+    kind: str,
+    X: pd.DataFrame,
+    train: np.ndarray,
+    val: np.ndarray,
+    config: TrainingConfig,
+    ref: FitRows | None = None,
+) -> FitRows:
+    """Return the rows of one kind's fits; XGBoost's quantised once for all targets.
+
+    ``ref`` (a superset of ``train``, already quantised) lends its bin edges, so a
+    sample is binned exactly as the full training part. A training part below
+    ``quantise_min_rows`` is not quantised ahead: each fit then builds its own
+    ``DMatrix``, whose bin edges follow that fit's class and time weights (finer
+    where the rare classes are), which on small histories is worth the repeated
+    binning.
+    """
+    if kind != "xgboost":
+        return FitRows(train, val)
+    if (ref is None and len(train) < config.quantise_min_rows) or (
+        ref is not None and ref.quantised is None
+    ):
+        return FitRows(train, val)
+    params = config.params_for(kind)
+    started = time.perf_counter()
+    quantised = QuantisedParts(
+        X.iloc[train],
+        X.iloc[val],
+        max_bin=params.get("max_bin", 256),
+        n_jobs=params.get("n_jobs", 2),
+        ref=None if ref is None else ref.quantised,
+    )
+    log.info(
+        "quantised %d training and %d validation rows in %.1f s",
+        len(train),
+        len(val),
+        time.perf_counter() - started,
+    )
+    return FitRows(train, val, quantised)
+
+
+def _newest(train: np.ndarray, created: pd.Series, limit: int | None) -> np.ndarray:
+    """Return the newest ``limit`` rows of ``train`` (all when None or fewer)."""
+    if limit is None or len(train) <= limit:
+        return train
+    if limit < 1:
+        raise ValueError(
+            f"The 'max_train_rows' field must be a positive number of rows or None. "
+            f"Got {limit!r} instead."
+        )
+    times = pd.to_datetime(created).to_numpy(dtype="datetime64[ns]")[train]
+    return np.sort(train[np.argsort(times, kind="stable")[-limit:]])
+
+
+def _sample(train: np.ndarray, size: int | None, seed: int) -> np.ndarray:
+    """Return a random sample of ``size`` training rows, in row order (all: as is)."""
+    if size is None or len(train) <= size:
+        return train
+    if size < 1:
+        raise ValueError(
+            "The 'half_life_sample_rows' field must be a positive number of rows or "
+            f"None. Got {size!r} instead."
+        )
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(train, size=size, replace=False))
+
+
 def _fit_target(
     kind: str,
     target: str,
     X: pd.DataFrame,
     labels: np.ndarray,
-    parts: tuple[np.ndarray, np.ndarray, np.ndarray],
+    rows: FitRows,
     bins: BinSet,
     config: TrainingConfig,
     weights: np.ndarray | None,
+    progress: FitProgress,
+    label: str,
 ) -> tuple[ResourceClassifier, TailDecisionRule, float, np.ndarray]:
     """Fit one target's model and tail rule.
 
     Returns them, the validation macro-F1 and, per validation row, whether the
-    target was predicted right (False where its label is unknown).
+    target was predicted right (False where its label is unknown). ``label`` names
+    the fit on its progress bar.
     """
-    train, val, _ = parts
+    train, val = rows.train, rows.val
     tr = train[labels[train] >= 0]
     va = val[labels[val] >= 0]
     if len(np.unique(labels[tr])) < 2:
@@ -241,12 +332,32 @@ def _fit_target(
     factory: Callable[..., ResourceClassifier] = model_class(kind)
     model = factory(n_classes=bins[target].n_classes, **config.params_for(kind))
     log.info("fitting %s for %s on %d tasks", kind, target, len(tr))
-    model.fit(
-        X.iloc[tr],
-        labels[tr],
-        X_val=X.iloc[va],
-        y_val=labels[va],
-        sample_weight=None if weights is None else weights[tr],
+    started = time.perf_counter()
+    steps = int(getattr(model, "n_estimators", 0) or getattr(model, "epochs", 1))
+    unit = "round" if kind == "xgboost" else "epoch"
+    with progress.fit(label, len(tr), steps, unit) as on_step:
+        if rows.quantised is not None and isinstance(model, XGBoostResourceClassifier):
+            model.fit_quantised(
+                rows.quantised,
+                labels[train],
+                labels[val],
+                sample_weight=None if weights is None else weights[train],
+                on_step=on_step,
+            )
+        else:
+            model.fit(
+                X.iloc[tr],
+                labels[tr],
+                X_val=X.iloc[va],
+                y_val=labels[va],
+                sample_weight=None if weights is None else weights[tr],
+                on_step=on_step,
+            )
+    log.info(
+        "fitted %s in %.1f s (%s rounds or epochs)",
+        label,
+        time.perf_counter() - started,
+        getattr(model, "n_estimators_", None) or getattr(model, "n_epochs_", "?"),
     )
     rule = TailDecisionRule(
         recall_target=config.recall_target, min_precision=config.tail_min_precision
@@ -271,30 +382,44 @@ def _fit_kind(
     config: TrainingConfig,
     half_lives: Mapping[str, tuple[float | None, ...]],
     created: pd.Series,
+    progress: FitProgress,
 ) -> KindResult:
     """Fit every target with kind ``kind``, trying each of its half-lives.
 
     A target with several candidate half-lives keeps the one with the best
-    validation macro-F1 (:func:`pipelines.self_tuning.choose_half_life`).
+    validation macro-F1 (:func:`pipelines.self_tuning.choose_half_life`). On a
+    training part larger than ``half_life_sample_rows`` the candidates are compared
+    on a random sample of it and only the chosen one is fitted on all rows: at 4M
+    tasks that is one full fit per target instead of three.
     """
-    test = parts[2]
+    train, val, test = parts
     started = time.perf_counter()
     result = KindResult(kind, {}, {}, {}, {}, {}, 0.0)
-    for target, labels in y.items():
-        fits = {
-            h: _fit_target(
-                kind,
-                target,
-                X,
-                labels,
-                parts,
-                bins,
-                config,
-                time_decay_weights(created, h),
-            )
-            for h in half_lives[target]
-        }
-        chosen = choose_half_life({h: fit[2] for h, fit in fits.items()})
+    rows = _fit_rows(
+        kind, X, _newest(train, created, config.max_train_rows), val, config
+    )
+    sample_rows: FitRows | None = None
+
+    def fit(target: str, on: FitRows, h: float | None, what: str = "") -> Any:
+        label = f"{kind} {target}, half-life {_days(h)}{what}"
+        weights = time_decay_weights(created, h)
+        return _fit_target(
+            kind, target, X, y[target], on, bins, config, weights, progress, label
+        )
+
+    for target in y:
+        candidates = half_lives[target]
+        sampled = _sample(rows.train, config.half_life_sample_rows, config.seed)
+        if len(candidates) > 1 and len(sampled) < len(rows.train):
+            if sample_rows is None:
+                sample_rows = _fit_rows(kind, X, sampled, val, config, ref=rows)
+            trials = {h: fit(target, sample_rows, h, ", sample")[2] for h in candidates}
+            chosen = choose_half_life(trials)
+            fits = {chosen: fit(target, rows, chosen)}
+        else:
+            fits = {h: fit(target, rows, h) for h in candidates}
+            trials = {h: f[2] for h, f in fits.items()}
+            chosen = choose_half_life(trials)
         model, rule, val_f1, val_right = fits[chosen]
         proba_test = model.predict_proba(X.iloc[test])
         pred = rule.predict(proba_test)
@@ -304,12 +429,17 @@ def _fit_kind(
         result.val_right[target] = val_right
         result.half_life_days[target] = chosen
         result.half_life_scores[target] = {
-            str(h): round(fit[2], 4) for h, fit in fits.items()
+            str(h): round(score, 4) for h, score in trials.items()
         }
         result.test_pred[target] = pred
         result.test_conf[target] = confidence(proba_test, pred)
     result.fit_seconds = time.perf_counter() - started
     return result
+
+
+def _days(half_life: float | None) -> str:
+    """Return a half-life as people read it: '30 d' or 'none'."""
+    return "none" if half_life is None else f"{half_life:g} d"
 
 
 def _candidate_half_lives(config: TrainingConfig) -> tuple[float | None, ...]:
@@ -331,6 +461,7 @@ def _fit_kinds(
     bins: BinSet,
     config: TrainingConfig,
     created: pd.Series,
+    progress: FitProgress,
 ) -> dict[str, KindResult]:
     """Fit every kind; the half-lives are chosen with the first kind, then reused.
 
@@ -342,7 +473,9 @@ def _fit_kinds(
     kinds: dict[str, KindResult] = {}
     half_lives = {t: candidates for t in y}
     for kind in config.model_kinds:
-        kinds[kind] = _fit_kind(kind, X, y, parts, bins, config, half_lives, created)
+        kinds[kind] = _fit_kind(
+            kind, X, y, parts, bins, config, half_lives, created, progress
+        )
         half_lives = {t: (h,) for t, h in kinds[kind].half_life_days.items()}
     return kinds
 
@@ -402,13 +535,15 @@ def train(
     bins: BinSet,
     config: TrainingConfig | None = None,
     parts: TimeSplit | None = None,
+    progress: bool = False,
 ) -> TrainingResult:
     """Fit every model kind on the history and bundle the best kind per target.
 
     The test rows are the tasks of the test part whose four labels are all known,
     so every model and the joint metrics are scored on exactly the same tasks.
     ``parts`` overrides the configured split (walk-forward evaluation uses it);
-    ``config`` defaults to :class:`TrainingConfig` defaults.
+    ``config`` defaults to :class:`TrainingConfig` defaults. ``progress`` shows a
+    bar per fit (rounds or epochs, rows per second) on stderr.
     """
     config = config or TrainingConfig()
     frame = history.frame
@@ -426,7 +561,9 @@ def train(
     )
     X = pipeline.transform(tasks, history.history)
     fit_parts = (parts.train, parts.val, test_all)
-    kinds = _fit_kinds(X, y, fit_parts, bins, config, frame["creationdate"])
+    kinds = _fit_kinds(
+        X, y, fit_parts, bins, config, frame["creationdate"], FitProgress(progress)
+    )
     y_test = {t: y[t][test_all] for t in y}
     for res in kinds.values():
         res.evaluation = _evaluate(y_test, res.test_pred, bins)

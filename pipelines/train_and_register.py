@@ -174,7 +174,7 @@ def train_and_register(
                 **window_params(since, until),
             }
         )
-        result = train(history, bins, config)
+        result = train(history, bins, config, progress=progress)
         log_params(
             {"schema_hash": result.bundle.features.schema_hash_, **result.split_info}
         )

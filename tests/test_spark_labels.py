@@ -21,7 +21,7 @@ def write_layout(root, tasks: pd.DataFrame, jobs: pd.DataFrame, parts: int = 3):
     """Write tasks and jobs as the exporter does, split over ``parts`` partitions."""
     for name, frame in (("jedi_tasks", tasks), ("jobsarchived4", jobs)):
         for i in range(parts):
-            part = root / name / f"month=2026-0{i + 1}"
+            part = root / name / f"month=2026-{i + 1:02d}"
             part.mkdir(parents=True)
             frame.iloc[i::parts].to_parquet(part / "part-0.parquet", index=False)
 
@@ -55,6 +55,21 @@ def test_spark_labels_equal_the_python_labels_on_simulated_history(spark, tmp_pa
 
     assert_same_labels(got, labels_frame(jobs, tasks))
     assert got["cputime_unit"].notna().sum() > 100
+
+
+def test_spark_labels_equal_the_python_labels_on_100k_simulated_tasks(spark, tmp_path):
+    """The issue's size: 100,000 tasks, about 850,000 job rows, every label equal."""
+    from pipelines.simulation import SimulationConfig, simulate_frames
+
+    config = SimulationConfig(n_tasks=100_000, n_defined=0, seed=13)
+    frames = simulate_frames(config)
+    tasks, jobs = frames.jedi_tasks, frames.jobsarchived4
+    write_layout(tmp_path, tasks, jobs, parts=6)
+
+    got = spark_labels(spark, tmp_path)
+
+    assert len(got) == 100_000 and len(jobs) > 800_000
+    assert_same_labels(got, labels_frame(jobs, tasks))
 
 
 def test_missing_folder_is_a_clear_error(spark, tmp_path):

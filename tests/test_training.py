@@ -184,3 +184,45 @@ def test_time_decay_weights_halve_every_half_life():
     assert time_decay_weights(created, None) is None
     with pytest.raises(ValueError, match="'half_life_days' field must be positive"):
         time_decay_weights(created, 0.0)
+
+
+def test_half_lives_compared_on_a_sample_and_the_window_bounds_the_fit(
+    labelled_history, caplog, capsys
+):
+    """A large training part: candidates on a sample, one fit on the newest rows."""
+    config = TrainingConfig(
+        model_kinds=("xgboost",),
+        xgboost={"n_estimators": 30},
+        half_life_sample_rows=300,
+        max_train_rows=800,
+        quantise_min_rows=500,
+        combine_rules=False,
+    )
+    with caplog.at_level("INFO", logger="pipelines.train"):
+        result = train(labelled_history, load_bins(), config, progress=True)
+
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("quantised 800 training") for m in messages)
+    fits = [m for m in messages if m.startswith("fit")]
+    sample_fits = [m for m in fits if "sample" in m and m.startswith("fitted")]
+    assert len(sample_fits) == 3 * len(TARGETS)  # every candidate, on the sample
+    full = [m for m in fits if m.startswith("fitted") and "sample" not in m]
+    assert len(full) == len(TARGETS)  # then only the chosen half-life on all rows
+    assert {m.split(" on ")[-1] for m in fits if m.startswith("fitting")} <= {
+        f"{n} tasks" for n in range(801)
+    }
+    for target in TARGETS:
+        scores = result.kinds["xgboost"].half_life_scores[target]
+        assert set(scores) == {"30.0", "180.0", "None"}
+        chosen = result.kinds["xgboost"].half_life_days[target]
+        assert scores[str(chosen)] >= max(scores.values()) - 0.002  # best, or a tie
+    assert "rows/s" in capsys.readouterr().err  # the progress bars
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("max_train_rows", 0), ("half_life_sample_rows", -5)]
+)
+def test_bad_row_limits_get_clear_errors(labelled_history, field, value):
+    config = TrainingConfig(model_kinds=("xgboost",), **{field: value})
+    with pytest.raises(ValueError, match=f"'{field}' field must be a positive"):
+        train(labelled_history, load_bins(), config)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -131,7 +131,6 @@ class ResourceClassifier:
         self, X: Any, y: Any, X_val: Any, y_val: Any
     ) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame | None, np.ndarray | None]:
         """Validate training (and optional validation) data; record the schema."""
-        n_classes = self._check_n_classes()
         X, labels = self._validate_training(X, y)
         present = np.unique(labels)
         if present.size < 2:
@@ -144,7 +143,16 @@ class ResourceClassifier:
                 "The 'X_val' and 'y_val' arguments must be given together. "
                 f"Got only {'X_val' if y_val is None else 'y_val'} instead."
             )
-        self.classes_ = np.arange(n_classes)
+        self._record_schema(X)
+        X = self._align(X)
+        if X_val is None:
+            return X, labels, None, None
+        X_val, labels_val = self._validate_training(X_val, y_val, "X_val", "y_val")
+        return X, labels, self._align(X_val, "X_val"), labels_val
+
+    def _record_schema(self, X: pd.DataFrame) -> None:
+        """Remember the classes, columns and category sets serving must match."""
+        self.classes_ = np.arange(self._check_n_classes())
         self.feature_names_in_ = np.asarray(X.columns, dtype=object)
         self.n_features_in_ = len(self.feature_names_in_)
         self.categories_ = {
@@ -152,11 +160,6 @@ class ResourceClassifier:
             for c in X.columns
             if isinstance(X[c].dtype, pd.CategoricalDtype)
         }
-        X = self._align(X)
-        if X_val is None:
-            return X, labels, None, None
-        X_val, labels_val = self._validate_training(X_val, y_val, "X_val", "y_val")
-        return X, labels, self._align(X_val, "X_val"), labels_val
 
     def _align(self, X: Any, name: str = "X") -> pd.DataFrame:
         """Return X with the fitted columns, order and category sets.
@@ -242,8 +245,13 @@ class ResourceClassifier:
         X_val: Any = None,
         y_val: Any = None,
         sample_weight: Any = None,
+        on_step: Callable[[int], None] | None = None,
     ) -> ResourceClassifier:  # pragma: no cover - abstract
-        """Learn from features ``X`` and classes ``y``; validate on the given pair."""
+        """Learn from features ``X`` and classes ``y``; validate on the given pair.
+
+        ``on_step``, when given, is called with the number of rounds (or epochs)
+        done after each one, for a progress display.
+        """
         raise NotImplementedError
 
     # ---- prediction -----------------------------------------------------------------

@@ -135,12 +135,14 @@ class KerasResourceClassifier(KerasClassifierBase):
         X_val: pd.DataFrame | None = None,
         y_val: Any = None,
         sample_weight: Any = None,
+        on_step: Callable[[int], None] | None = None,
     ) -> KerasResourceClassifier:
         """Learn scaling and weights; stop early on validation loss.
 
         Without ``X_val`` the newest ``validation_fraction`` of the rows (the tail)
         is held out, so early stopping judges the model on later tasks than it saw.
-        ``sample_weight`` (one per row) multiplies the class weights.
+        ``sample_weight`` (one per row) multiplies the class weights. ``on_step`` is
+        called with the number of epochs done after each one (a progress bar).
         """
         X, labels, X_val, labels_val = self._validate_fit(X, y, X_val, y_val)
         row_weights = self._row_weights(sample_weight, len(labels))
@@ -182,7 +184,7 @@ class KerasResourceClassifier(KerasClassifierBase):
             validation_data=validation,
             epochs=self.epochs,
             batch_size=self.batch_size,
-            callbacks=[stop],
+            callbacks=[stop, *_epoch_hook(on_step)],
             shuffle=True,
             verbose=self.verbose,
         )
@@ -303,3 +305,10 @@ def joint_proba_matrix_fn(
         return [m._finish(o.numpy()) for m, o in zip(models, outputs, strict=True)]
 
     return predict
+
+
+def _epoch_hook(on_step: Callable[[int], None] | None) -> list[Any]:
+    """Return a Keras callback calling ``on_step(epochs done)``, or none."""
+    if on_step is None:
+        return []
+    return [keras.callbacks.LambdaCallback(on_epoch_end=lambda e, _: on_step(e + 1))]

@@ -8,6 +8,7 @@ DataFrame, which skips building a ``DMatrix`` and keeps one row well under 2 ms.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,75 @@ BOOSTER_FILE = "booster.ubj"
 #: OpenMP hand-off costs more than it saves, and on a busy 2-core host it makes
 #: p50 latency 5-10x worse (measured: 1.3 ms vs 5-30 ms).
 SMALL_BATCH = 64
+
+
+class QuantisedParts:
+    """The training and validation rows of every target, quantised once.
+
+    ``fit`` builds a ``DMatrix`` and XGBoost quantises it into histogram bins for
+    each model: at 4M tasks that is minutes of sketching and a full copy of the
+    matrix per target and per candidate half-life. Here the features of the training
+    and validation rows become one ``QuantileDMatrix`` each (the validation part
+    shares the training part's bin edges); each fit only sets its labels and
+    weights (:meth:`XGBoostResourceClassifier.fit_quantised`). A row whose label is
+    unknown for a target gets weight 0 there, so the same rows serve all targets.
+
+    Parameters
+    ----------
+    X_train, X_val : feature frames (the feature pipeline's columns, float32 and
+        categorical), aligned to each other.
+    max_bin : histogram bins per numeric feature; must equal the models' ``max_bin``.
+    n_jobs : threads used to build the matrices.
+    ref : another :class:`QuantisedParts` whose bin edges to reuse (a sample of the
+        same training rows), or None to compute them from ``X_train``.
+    """
+
+    def __init__(
+        self,
+        X_train: pd.DataFrame,
+        X_val: pd.DataFrame,
+        *,
+        max_bin: int = 256,
+        n_jobs: int = 2,
+        ref: QuantisedParts | None = None,
+    ) -> None:
+        if list(X_train.columns) != list(X_val.columns):
+            raise ValueError(
+                "The 'X_val' argument must have the columns of 'X_train' "
+                f"({list(X_train.columns)}). Got {list(X_val.columns)} instead."
+            )
+        X_train, X_val = _as_float32(X_train), _as_float32(X_val)
+        self.schema = X_train.iloc[:0]
+        self.max_bin = max_bin
+        self.n_train, self.n_val = len(X_train), len(X_val)
+        common = {"max_bin": max_bin, "nthread": n_jobs, "enable_categorical": True}
+        edges = None if ref is None else ref.train
+        self.train: xgb.QuantileDMatrix = xgb.QuantileDMatrix(
+            X_train, ref=edges, **common
+        )
+        self.val: xgb.QuantileDMatrix = xgb.QuantileDMatrix(
+            X_val, ref=self.train, **common
+        )
+
+
+def _as_float32(X: pd.DataFrame) -> pd.DataFrame:
+    """Return X with its numeric columns as float32, as ``fit`` aligns them."""
+    wide = [
+        c for c in X.columns if X[c].dtype.kind in "biuf" and X[c].dtype != np.float32
+    ]
+    return X.astype({c: np.float32 for c in wide}) if wide else X
+
+
+class _RoundHook(xgb.callback.TrainingCallback):
+    """Call ``on_step(rounds done)`` after every boosting round."""
+
+    def __init__(self, on_step: Callable[[int], None]) -> None:
+        super().__init__()
+        self.on_step = on_step
+
+    def after_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
+        self.on_step(epoch + 1)
+        return False  # never stops training
 
 
 class XGBoostResourceClassifier(ResourceClassifier):
@@ -110,12 +180,14 @@ class XGBoostResourceClassifier(ResourceClassifier):
         X_val: pd.DataFrame | None = None,
         y_val: Any = None,
         sample_weight: Any = None,
+        on_step: Callable[[int], None] | None = None,
     ) -> XGBoostResourceClassifier:
         """Learn the trees; stop early on (X_val, y_val) when they are given.
 
         The validation loss is weighted with the training class weights, so early
         stopping watches the same objective the trees minimise. ``sample_weight``
-        (one per row, e.g. a time decay) multiplies the class weights.
+        (one per row, e.g. a time decay) multiplies the class weights. ``on_step``
+        is called with the number of rounds done after each one (a progress bar).
         """
         X, labels, X_val, labels_val = self._validate_fit(X, y, X_val, y_val)
         weights = self._class_weights(labels)
@@ -126,7 +198,6 @@ class XGBoostResourceClassifier(ResourceClassifier):
             enable_categorical=True,
         )
         evals: list[tuple[xgb.DMatrix, str]] = []
-        stopping = None
         if X_val is not None and labels_val is not None:
             val = xgb.DMatrix(
                 X_val,
@@ -135,7 +206,16 @@ class XGBoostResourceClassifier(ResourceClassifier):
                 enable_categorical=True,
             )
             evals = [(val, "validation")]
-            stopping = self.early_stopping_rounds
+        return self._boost(train, evals, on_step)
+
+    def _boost(
+        self,
+        train: xgb.DMatrix,
+        evals: list[tuple[xgb.DMatrix, str]],
+        on_step: Callable[[int], None] | None = None,
+    ) -> XGBoostResourceClassifier:
+        """Run the boosting rounds, stopping early on ``evals`` when given."""
+        stopping = self.early_stopping_rounds if evals else None
         booster = xgb.train(
             self._booster_params(),
             train,
@@ -143,6 +223,7 @@ class XGBoostResourceClassifier(ResourceClassifier):
             evals=evals,
             early_stopping_rounds=stopping,
             verbose_eval=False,
+            callbacks=None if on_step is None else [_RoundHook(on_step)],
         )
         if stopping is not None:
             # Keep only the trees up to the best round, so serving, saving and the
@@ -151,6 +232,64 @@ class XGBoostResourceClassifier(ResourceClassifier):
         self.booster_ = booster
         self.n_estimators_ = booster.num_boosted_rounds()
         return self
+
+    def fit_quantised(
+        self,
+        parts: QuantisedParts,
+        y: Any,
+        y_val: Any,
+        *,
+        sample_weight: Any = None,
+        on_step: Callable[[int], None] | None = None,
+    ) -> XGBoostResourceClassifier:
+        """Learn the trees on pre-quantised rows (:class:`QuantisedParts`).
+
+        ``y`` and ``y_val`` hold one class per training and validation row, or -1
+        where the label is unknown: those rows weigh 0 in the trees and in early
+        stopping. Otherwise the same model as :meth:`fit` on the labelled rows
+        (class weights from the labelled rows, ``sample_weight`` multiplying them),
+        up to the bin edges, which here come from all the rows.
+        """
+        if parts.max_bin != self.max_bin:
+            raise ValueError(
+                f"The 'parts' argument must be quantised with max_bin={self.max_bin} "
+                f"like the model. Got max_bin={parts.max_bin} instead."
+            )
+        labels = self._quantised_labels(y, parts.n_train, "y")
+        labels_val = self._quantised_labels(y_val, parts.n_val, "y_val")
+        known = labels >= 0
+        present = np.unique(labels[known])
+        if present.size < 2:
+            raise ValueError(
+                "The 'y' argument must contain at least two classes. "
+                f"Got only {present.tolist()} instead."
+            )
+        self._record_schema(parts.schema)
+        classes = self._class_weights(labels[known])
+        rows = self._row_weights(sample_weight, parts.n_train)
+        parts.train.set_label(np.where(known, labels, 0))
+        parts.train.set_weight(np.where(known, classes[labels] * rows, 0.0))
+        val_known = labels_val >= 0
+        parts.val.set_label(np.where(val_known, labels_val, 0))
+        parts.val.set_weight(np.where(val_known, classes[labels_val], 0.0))
+        return self._boost(parts.train, [(parts.val, "validation")], on_step)
+
+    def _quantised_labels(self, y: Any, n: int, name: str) -> np.ndarray:
+        """Return ``y`` as n int64 classes in -1..n_classes-1 (-1: unknown)."""
+        labels = np.asarray(y)
+        if labels.shape != (n,) or labels.dtype.kind not in "iu":
+            raise ValueError(
+                f"The '{name}' argument must hold {n} integer classes (-1: unknown). "
+                f"Got shape {labels.shape} and dtype {labels.dtype} instead."
+            )
+        labels = labels.astype(np.int64)
+        outside = labels[(labels < -1) | (labels >= self._check_n_classes())]
+        if outside.size:
+            raise ValueError(
+                f"The '{name}' argument must hold classes in -1..{self.n_classes - 1}. "
+                f"Got {int(outside[0])} instead."
+            )
+        return labels
 
     def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
         """Return the probability of each class (columns follow ``classes_``)."""
