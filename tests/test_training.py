@@ -201,6 +201,8 @@ def test_half_lives_compared_on_a_sample_and_the_window_bounds_the_fit(
     with caplog.at_level("INFO", logger="pipelines.train"):
         result = train(labelled_history, load_bins(), config, progress=True)
 
+    assert result.split_info["train_rows"] == 800  # the newest 800 of the part
+    assert result.split_info["history_train_rows"] > 800
     messages = [r.getMessage() for r in caplog.records]
     assert any(m.startswith("quantised 800 training") for m in messages)
     fits = [m for m in messages if m.startswith("fit")]
