@@ -72,9 +72,9 @@ class TrainingConfig:
     #: Days over which a task's weight halves; None: no decay; "auto": chosen per
     #: target among :data:`pipelines.self_tuning.HALF_LIFE_CANDIDATES`.
     half_life_days: float | str | None = "auto"
-    #: Training rows (a random sample of the training part) on which the candidate
-    #: half-lives are compared when the part is larger; the chosen one is then fitted
-    #: once on all rows. None: compare on all rows.
+    #: Training rows (a random sample of the training part, and as many validation
+    #: rows) on which the candidate half-lives are compared when the part is larger;
+    #: the chosen one is then fitted once on all rows. None: compare on all rows.
     half_life_sample_rows: int | None = 200_000
     #: The newest training rows the models fit on (a bounded window; the time decay
     #: gives older rows little weight anyway). None: the whole training part.
@@ -305,17 +305,17 @@ def _window(
     return kept, TimeSplit(position[train], position[parts.val], position[parts.test])
 
 
-def _sample(train: np.ndarray, size: int | None, seed: int) -> np.ndarray:
-    """Return a random sample of ``size`` training rows, in row order (all: as is)."""
-    if size is None or len(train) <= size:
-        return train
+def _sample(rows: np.ndarray, size: int | None, seed: int) -> np.ndarray:
+    """Return a random sample of ``size`` of ``rows``, in row order (all: as is)."""
+    if size is None or len(rows) <= size:
+        return rows
     if size < 1:
         raise ValueError(
             "The 'half_life_sample_rows' field must be a positive number of rows or "
             f"None. Got {size!r} instead."
         )
     rng = np.random.default_rng(seed)
-    return np.sort(rng.choice(train, size=size, replace=False))
+    return np.sort(rng.choice(rows, size=size, replace=False))
 
 
 def _fit_target(
@@ -421,9 +421,9 @@ def _fit_kind(
             kind, target, X, y[target], on, bins, config, weights, progress, label
         )
 
+    sampled = _sample(rows.train, config.half_life_sample_rows, config.seed)
     for target in y:
         candidates = half_lives[target]
-        sampled = _sample(rows.train, config.half_life_sample_rows, config.seed)
         if len(candidates) > 1 and len(sampled) < len(rows.train):
             if sample_rows is None:
                 # The validation part is sampled alike: at 4M tasks it is 600k
