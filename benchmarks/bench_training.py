@@ -32,28 +32,30 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def training_config(kinds: list[str], overrides: list[str]) -> Any:
-    """Return the served training config with ``kinds`` and ``FIELD=VALUE`` overrides.
+    """Return the served training config (:func:`pipelines.train.training_config`)
+    with ``kinds`` and ``FIELD=VALUE`` overrides.
 
     Values are YAML (``null``, ``0.3``, ``auto``); a dotted field sets one model
     parameter (``xgboost.n_estimators=150``).
     """
+    import dataclasses
+
     import yaml
 
-    from pipelines.params import load_params
-    from pipelines.train import TrainingConfig
+    from panda_predictor.settings import load_settings
+    from pipelines.train import training_config as served_config
 
-    params = load_params("training")
-    params["model_kinds"] = tuple(kinds)
+    config = served_config(load_settings(), kinds=tuple(kinds))
     for item in overrides:
         field, sep, text = item.partition("=")
         if not sep:
             raise SystemExit(f"--set must be FIELD=VALUE. Got {item!r} instead.")
         section, _, name = field.partition(".")
+        value = yaml.safe_load(text)
         if name:
-            params[section] = {**params.get(section, {}), name: yaml.safe_load(text)}
-        else:
-            params[field] = yaml.safe_load(text)
-    return TrainingConfig(**params)
+            value = {**getattr(config, section), name: value}
+        config = dataclasses.replace(config, **{section: value})
+    return config
 
 
 def one_run(n_tasks: int, kinds: list[str], seed: int, overrides: list[str]) -> dict:

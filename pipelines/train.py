@@ -252,11 +252,11 @@ def _fit_rows(
     where the rare classes are), which on small histories is worth the repeated
     binning.
     """
-    if kind != "xgboost":
-        return FitRows(train, val)
-    if (ref is None and len(train) < config.quantise_min_rows) or (
-        ref is not None and ref.quantised is None
-    ):
+    if ref is not None:
+        quantise = ref.quantised is not None  # a sample follows its training part
+    else:
+        quantise = kind == "xgboost" and len(train) >= config.quantise_min_rows
+    if not quantise:
         return FitRows(train, val)
     params = config.params_for(kind)
     started = time.perf_counter()

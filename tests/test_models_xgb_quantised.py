@@ -91,9 +91,9 @@ def test_a_sample_is_binned_like_its_training_part():
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda y, yv: (y[:-1], yv), "'y' argument must hold 2000 integer classes"),
-        (lambda y, yv: (y.astype(float), yv), "integer classes .* dtype float64"),
-        (lambda y, yv: (y, yv + 5), "'y_val' argument must hold classes in -1..3"),
+        (lambda y, yv: (y[:-1], yv), "one label per row of 'X_train' \\(2000\\)"),
+        (lambda y, yv: (np.r_[0.5, y[1:]], yv), "integer class indices. Got 0.5"),
+        (lambda y, yv: (y, yv + 5), "'y_val' argument must contain .* in -1..3"),
         (lambda y, yv: (np.where(y > 0, -1, 0), yv), "at least two classes"),
     ],
 )

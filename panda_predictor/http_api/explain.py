@@ -91,9 +91,7 @@ def _contributions(model: Any, matrix: Any) -> np.ndarray:
 
 def _matrix_for(model: Any, names: list[str], pipeline: Any, M: np.ndarray) -> Any:
     """Return a DMatrix of the code matrix ``M`` with the model's feature types."""
-    from ..models.xgboost_import import import_xgboost
-
-    xgb = import_xgboost()
+    from ..models.xgb import xgb  # already imported: the model is an XGBoost one
 
     types = ["c" if n in pipeline.dtypes_ else "q" for n in names]
     return xgb.DMatrix(

@@ -87,18 +87,27 @@ class ResourceClassifier:
         self, X: Any, y: Any, name_x: str = "X", name_y: str = "y"
     ) -> tuple[pd.DataFrame, np.ndarray]:
         """Check one (X, y) pair and return X and y as an int64 array."""
-        n_classes = self._check_n_classes()
         X = check_values(X, name_x)
+        return X, self._check_labels(y, len(X), name_y, name_x)
+
+    def _check_labels(
+        self, y: Any, n: int, name_y: str, name_x: str, lowest: int = 0
+    ) -> np.ndarray:
+        """Return ``y`` as n int64 classes in ``lowest..n_classes-1``.
+
+        ``lowest=-1`` admits -1 for "label unknown" (rows fitted with weight 0).
+        """
+        n_classes = self._check_n_classes()
         labels = np.asarray(y)
         if labels.ndim != 1:
             raise ValueError(
                 f"The '{name_y}' argument must be one-dimensional. "
                 f"Got shape {labels.shape} instead."
             )
-        if len(labels) != len(X):
+        if len(labels) != n:
             raise ValueError(
                 f"The '{name_y}' argument must have one label per row of '{name_x}' "
-                f"({len(X)}). Got {len(labels)} labels instead."
+                f"({n}). Got {len(labels)} labels instead."
             )
         if labels.dtype.kind not in "iuf":
             raise ValueError(
@@ -119,13 +128,13 @@ class ResourceClassifier:
                     f"Got {float(fractional[0])!r} instead."
                 )
         labels = labels.astype(np.int64)
-        outside = labels[(labels < 0) | (labels >= n_classes)]
+        outside = labels[(labels < lowest) | (labels >= n_classes)]
         if outside.size:
             raise ValueError(
                 f"The '{name_y}' argument must contain class indices in "
-                f"0..{n_classes - 1}. Got {int(outside[0])} instead."
+                f"{lowest}..{n_classes - 1}. Got {int(outside[0])} instead."
             )
-        return X, labels
+        return labels
 
     def _validate_fit(
         self, X: Any, y: Any, X_val: Any, y_val: Any

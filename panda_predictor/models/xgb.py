@@ -255,8 +255,8 @@ class XGBoostResourceClassifier(ResourceClassifier):
                 f"The 'parts' argument must be quantised with max_bin={self.max_bin} "
                 f"like the model. Got max_bin={parts.max_bin} instead."
             )
-        labels = self._quantised_labels(y, parts.n_train, "y")
-        labels_val = self._quantised_labels(y_val, parts.n_val, "y_val")
+        labels = self._check_labels(y, parts.n_train, "y", "X_train", lowest=-1)
+        labels_val = self._check_labels(y_val, parts.n_val, "y_val", "X_val", lowest=-1)
         known = labels >= 0
         present = np.unique(labels[known])
         if present.size < 2:
@@ -273,23 +273,6 @@ class XGBoostResourceClassifier(ResourceClassifier):
         parts.val.set_label(np.where(val_known, labels_val, 0))
         parts.val.set_weight(np.where(val_known, classes[labels_val], 0.0))
         return self._boost(parts.train, [(parts.val, "validation")], on_step)
-
-    def _quantised_labels(self, y: Any, n: int, name: str) -> np.ndarray:
-        """Return ``y`` as n int64 classes in -1..n_classes-1 (-1: unknown)."""
-        labels = np.asarray(y)
-        if labels.shape != (n,) or labels.dtype.kind not in "iu":
-            raise ValueError(
-                f"The '{name}' argument must hold {n} integer classes (-1: unknown). "
-                f"Got shape {labels.shape} and dtype {labels.dtype} instead."
-            )
-        labels = labels.astype(np.int64)
-        outside = labels[(labels < -1) | (labels >= self._check_n_classes())]
-        if outside.size:
-            raise ValueError(
-                f"The '{name}' argument must hold classes in -1..{self.n_classes - 1}. "
-                f"Got {int(outside[0])} instead."
-            )
-        return labels
 
     def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
         """Return the probability of each class (columns follow ``classes_``)."""
