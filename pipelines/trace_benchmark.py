@@ -156,7 +156,7 @@ def run_benchmark(
                 wf.runs[target],
                 wf.task_key,
                 [n for n in per_name if n.startswith("model:")],
-                config.confidence_threshold,
+                1.0,  # every model row carries its own applied flags
             )
             result.replay[target] = [o.to_dict() for o in outcomes]
             sections += [format_replay(target, outcomes), ""]
@@ -285,13 +285,19 @@ def _lead_interval(
     baselines = [n for n in scores if n.startswith("baseline:")]
     if model is None or not baselines:
         return None
-    baseline = max(baselines, key=lambda n: scores[n]["macro_f1"])
+    baseline = max(
+        baselines, key=lambda n: np.nan_to_num(scores[n]["macro_f1"], nan=-1)
+    )
+    # Rows either side left without a class (-1) are not compared.
+    both = (run.predicted[model] >= 0) & (run.predicted[baseline] >= 0)
+    if not both.any():
+        return None
     days = frame["submit_s"].to_numpy()[run.rows] // 86400
     return margin_interval(
-        days,
-        run.y_true,
-        run.predicted[model],
-        run.predicted[baseline],
+        days[both],
+        run.y_true[both],
+        run.predicted[model][both],
+        run.predicted[baseline][both],
         run.bins.n_classes,
         names=(model, baseline),
     )

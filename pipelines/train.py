@@ -13,13 +13,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from panda_predictor.core.bins import BinSet
+from panda_predictor.core.cost_choice import CostSettings
 from panda_predictor.core.evaluation import (
     MultiTargetEvaluation,
     all_correct,
@@ -41,6 +42,7 @@ from panda_predictor.models import ResourceClassifier, model_class
 from panda_predictor.models.xgb import QuantisedParts, XGBoostResourceClassifier
 from panda_predictor.serving.bundle import Bundle
 from pipelines.combination import tune_combination
+from pipelines.cost_tuning import choose_price, use_tables
 from pipelines.dataset import LabelledHistory
 from pipelines.fit_progress import FitProgress
 from pipelines.self_tuning import (
@@ -67,7 +69,9 @@ class TrainingConfig:
     test_fraction: float = 0.15
     recall_target: float = 0.95
     tail_min_precision: float = 0.5
-    confidence_threshold: float = 0.6
+    #: Core-hours one core-hour of a job's delay is worth (the cost policy's one
+    #: price); "auto": chosen on the validation part (pipelines/cost_tuning.py).
+    delay_price: float | str = AUTO
     seed: int = 0
     #: Days over which a task's weight halves; None: no decay; "auto": chosen per
     #: target among :data:`pipelines.self_tuning.HALF_LIFE_CANDIDATES`.
@@ -134,7 +138,8 @@ def training_config(
 
     ``params_file`` defaults to ``pipelines/params/training.yaml``; the tail recall
     target and the confidence threshold come from the settings; ``kinds`` and
-    ``split`` (from the command line) win over the file.
+    ``split`` (from the command line) win over the file; the ``delay_price``
+    setting, where set, replaces the per-deployment choice.
     """
     from pipelines.params import load_params
 
@@ -145,7 +150,8 @@ def training_config(
         params["split"] = split
     params["model_kinds"] = tuple(params.get("model_kinds", ()))
     params.setdefault("recall_target", settings.tail_recall_target)
-    params.setdefault("confidence_threshold", settings.confidence_threshold)
+    if getattr(settings, "delay_price", None) is not None:
+        params.setdefault("delay_price", settings.delay_price)
     try:
         return TrainingConfig(**params)
     except TypeError as exc:
@@ -547,6 +553,17 @@ def _cadence(
     return choose_cadence(age[keep], right[keep] / known[keep], len(times) / span)
 
 
+def _cost_settings(
+    bundle: Bundle, frame: pd.DataFrame, val: np.ndarray, config: TrainingConfig
+) -> tuple[CostSettings, dict[str, Any]]:
+    """Return the cost policy's prices: the configured delay price, or the one
+    chosen on the validation part (:func:`pipelines.cost_tuning.choose_price`)."""
+    if config.delay_price != AUTO:
+        price = float(config.delay_price)
+        return replace(bundle.cost, delay_price=price), {"delay_price": price}
+    return choose_price(bundle, frame.iloc[val], frame)
+
+
 def train(
     history: LabelledHistory,
     bins: BinSet,
@@ -618,7 +635,8 @@ def train(
         bins=bins,
         models={t: kinds[served_kinds[t]].models[t] for t in y},
         tail_rules={t: kinds[served_kinds[t]].rules[t] for t in y},
-        confidence_threshold=config.confidence_threshold,
+        cost=CostSettings(),
+        use_tables=use_tables(frame, y, parts.train, bins),
         known_transformations=sorted(
             train_tasks["transpath"].dropna().astype(str).unique()
         )
@@ -640,6 +658,8 @@ def train(
         bundle.record_start = str(frame["creationdate"].iloc[val].min())
         split_info["combination"] = bundle.combination.to_dict()
         bundle.info["combination"] = split_info["combination"]
+    bundle.cost, split_info["cost"] = _cost_settings(bundle, frame, parts.val, config)
+    bundle.info["cost"] = split_info["cost"]
     return TrainingResult(
         bundle=bundle,
         kinds=kinds,

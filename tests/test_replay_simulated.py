@@ -11,6 +11,7 @@ import pytest
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
+from panda_predictor.core.cost_choice import CostSettings  # noqa: E402
 from pipelines.replay_simulated import (  # noqa: E402
     DEFAULT_SCOUT_RAM_MB,
     ReplayInputs,
@@ -62,10 +63,10 @@ def test_predictor_applies_some_tasks_and_starts_them_sooner(outcomes):
 
 
 def test_kept_scouts_tasks_run_exactly_as_scouts(inputs):
-    # Threshold 1.0 with the model alone: no probability reaches it. (A perfect
-    # recent record of an expert does, so the combination is switched off here.)
+    # A delay worth nothing: only a certain, free prediction would skip, and the
+    # model alone is never certain (the combination is switched off here).
     bundle = dataclasses.replace(
-        inputs.bundle, confidence_threshold=1.0, combination=None
+        inputs.bundle, cost=CostSettings(delay_price=0.0), combination=None
     )
     sure_only = dataclasses.replace(inputs, bundle=bundle)
     scouts, predictor, _ = replay_inputs(sure_only)

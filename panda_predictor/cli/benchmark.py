@@ -101,9 +101,9 @@ def _half_life(value: str) -> float | str | None:
 @click.option(
     "--n-estimators",
     type=click.IntRange(min=1),
-    default=150,
-    show_default=True,
-    help="Maximum boosting rounds of XGBoost (early stopping after 10 idle rounds).",
+    default=None,
+    help="Maximum boosting rounds of XGBoost; default: training.yaml's (early "
+    "stopping ends most fits sooner).",
 )
 @click.option(
     "--json",
@@ -132,7 +132,7 @@ def benchmark(
     max_jobs: int | None,
     max_train_rows: int,
     half_life: float | str | None,
-    n_estimators: int,
+    n_estimators: int | None,
     json_path: Path | None,
     out_dir: Path | None,
     no_mlflow: bool,
@@ -180,8 +180,8 @@ def benchmark(
         cadence=cadence,
         half_life_days=half_life,
         n_estimators=n_estimators,
-        confidence_threshold=settings.confidence_threshold,
         recall_target=settings.tail_recall_target,
+        delay_price=settings.delay_price,
     )
     base = out_dir or settings.home / "benchmarks"
     documents = []

@@ -26,8 +26,8 @@ def reason_kind(reason: str) -> str:
     """Return a short, bounded label for a decision reason (for metrics)."""
     text = reason.lower()
     for prefix, kind in (
-        ("confident", "confident"),
-        ("low confidence", "low_confidence"),
+        ("cheaper than scouts", "cheaper"),
+        ("scouts cost less", "costs_more"),
         ("outside training domain", "outside_domain"),
         ("legacy", "legacy"),
         ("shadow", "shadow"),

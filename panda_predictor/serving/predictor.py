@@ -1,8 +1,11 @@
 """Turn task rows into :class:`TaskPrediction` records with a loaded bundle.
 
-The same code serves the database hook, the HTTP service, the JEDI refiner plugin and
-``panda-predictor predict``: features -> per-target probabilities (the models' fast
-paths) -> tail decision rule -> confidence -> the applied / kept_scouts policy.
+The same code serves the database hook, the HTTP service, the JEDI refiner plugin,
+``panda-predictor predict`` and the benchmark: features -> per-target probabilities
+(the models' fast paths) -> tail decision rule and expert combination -> the
+served distribution -> the value of lowest expected cost per target and the
+applied / kept_scouts decision (:class:`~panda_predictor.core.scout_policy.CostPolicy`,
+one columnar rule, :meth:`Predictor.decide`, that every route ends in).
 
 Three routes give the same predictions: the DataFrame route (vectorised pandas, best
 for large batches), :meth:`Predictor.predict_table` (the same, returned as columns
@@ -26,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from panda_predictor.core.cost_choice import CostSettings
 from panda_predictor.core.experts import EXPERTS
 from panda_predictor.core.features import TASK_COLUMNS
 from panda_predictor.core.history import (
@@ -39,13 +43,12 @@ from panda_predictor.core.history import (
 )
 from panda_predictor.core.scout_policy import (
     NO_TRANSFORMATION,
-    TaskDecision,
     in_training_domain,
+    reason_of,
 )
 from panda_predictor.core.tail_rule import confidence
-from panda_predictor.core.task_features import REQUEST_COLUMNS
+from panda_predictor.core.task_features import REQUEST_COLUMNS, REQUEST_PREFIX
 from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
-from panda_predictor.core.units import from_panda
 from panda_predictor.serving.bundle import Bundle
 from panda_predictor.serving.combination import (
     ServingHistory,
@@ -114,10 +117,20 @@ class Predictor:
         The loaded bundle.
     model_name, model_version:
         Registry identity, written into every prediction and audit row.
+    cost:
+        Prices of the cost policy; default: the ones the bundle was trained with
+        (the ``delay_price`` setting overrides them, see :func:`cost_settings`).
     """
 
-    def __init__(self, bundle: Bundle, model_name: str, model_version: str) -> None:
+    def __init__(
+        self,
+        bundle: Bundle,
+        model_name: str,
+        model_version: str,
+        cost: CostSettings | None = None,
+    ) -> None:
         self.bundle = bundle
+        self.policy = bundle.policy(cost)
         self.model_name = model_name
         self.model_version = str(model_version)
         self._known_transformations = set(bundle.known_transformations)
@@ -234,12 +247,28 @@ class Predictor:
             self.bundle.features._check_tasks(tasks)
             columns = [*TASK_COLUMNS, *(c for c in REQUEST_COLUMNS if c in tasks)]
             return self.predict_records(tasks[columns].to_dict("records"), history, now)
-        proba, chosen, conf = self.classify(tasks, history)
-        domain = self.in_domain(tasks)
+        parts = self.classified(tasks, history)
+        decided = self.decide(parts, self.in_domain(tasks))
         with _no_cyclic_gc():
-            decisions = self.bundle.policy().decide_many(chosen, conf, domain)
             ids = tasks["jeditaskid"].to_numpy()
-            return self._assemble(ids, proba, chosen, conf, decisions, now)
+            return self._assemble(ids, parts, decided, now)
+
+    def decide(self, parts: Classified, in_domain: np.ndarray) -> dict[str, np.ndarray]:
+        """Return the one decision's columns for classified tasks.
+
+        Every route ends here: the value of lowest expected cost per target (never
+        above the task's request), its expected cost and the probability that it is
+        enough, and applied / kept_scouts per task (see
+        :meth:`~panda_predictor.core.scout_policy.CostPolicy.decide_table`).
+        """
+        requests = {}
+        for target in parts.chosen:
+            column = REQUEST_PREFIX + target
+            if column in parts.features:
+                requests[target] = parts.features[column].to_numpy(dtype=float)
+        return self.policy.decide_table(
+            served_distribution(parts), parts.chosen, requests, in_domain
+        )
 
     def predict_table(
         self,
@@ -248,14 +277,13 @@ class Predictor:
     ) -> pd.DataFrame:
         """Return the predictions of a large batch as columns, one row per task.
 
-        The same features, models, tail rules, confidences and policy as
-        :meth:`predict`, without building one record per task: for bulk callers
-        (drift checks, replays, offline scoring) that read columns anyway. Columns:
-        ``jeditaskid``, ``decision``, ``reason_kind``, ``weakest_target``,
-        ``weakest_confidence`` (see
-        :meth:`~panda_predictor.core.scout_policy.DecisionPolicy.decide_table`), then
-        per target ``<target>_class``, ``<target>_value`` (the value written, in the
-        bin's unit) and ``<target>_confidence``.
+        The same features, models, combination and decision as :meth:`predict`,
+        without building one record per task: for bulk callers (drift checks,
+        replays, the benchmark) that read columns anyway. Columns: ``jeditaskid``,
+        ``decision``, ``reason_kind``, ``total_cost``, ``costliest_target``, then
+        per target ``<target>_class`` (the class of the value), ``<target>_value``
+        (the value written, in the bin's unit), ``<target>_confidence`` (the
+        probability that it is enough) and ``<target>_cost`` (job runs).
         """
         if tasks.empty:
             return pd.DataFrame(columns=self.table_columns())
@@ -265,24 +293,22 @@ class Predictor:
         """Return :meth:`predict_table`'s columns for already classified tasks.
 
         Besides the columns above, ``<target>_expert`` names the followed expert
-        where the bundle combines experts.
+        where the bundle combines experts, and ``<target>_from_request`` says
+        whether the request itself was the cheapest value.
         """
-        chosen, conf = parts.chosen, parts.confidence
-        decided = self.bundle.policy().decide_table(chosen, conf, self.in_domain(tasks))
+        decided = self.decide(parts, self.in_domain(tasks))
         columns: dict[str, Any] = {"jeditaskid": tasks["jeditaskid"].to_numpy()}
-        columns.update(decided)
-        for t in chosen:
-            bins = self.bundle.bins[t]
-            # The value written, read back in the bin's unit (rounded as PanDA does).
-            values = np.array(
-                [
-                    from_panda(*bins.panda_value_of(cls))[0]
-                    for cls in range(bins.n_classes)
-                ]
-            )
-            columns[f"{t}_class"] = chosen[t]
-            columns[f"{t}_value"] = values[chosen[t]]
-            columns[f"{t}_confidence"] = conf[t]
+        columns.update(
+            {k: decided[k] for k in ("decision", "reason_kind", "total_cost")}
+        )
+        columns["costliest_target"] = decided["costliest_target"]
+        for t in parts.chosen:
+            value = decided[f"{t}_value"]
+            columns[f"{t}_class"] = self._class_of(t, value)
+            columns[f"{t}_value"] = value
+            columns[f"{t}_confidence"] = decided[f"{t}_confidence"]
+            columns[f"{t}_cost"] = decided[f"{t}_cost"]
+            columns[f"{t}_from_request"] = decided[f"{t}_from_request"]
             if t in parts.followed:
                 columns[f"{t}_expert"] = np.asarray(EXPERTS)[parts.followed[t]]
         return pd.DataFrame(columns, index=tasks.index)
@@ -293,11 +319,16 @@ class Predictor:
             "jeditaskid",
             "decision",
             "reason_kind",
-            "weakest_target",
-            "weakest_confidence",
+            "total_cost",
+            "costliest_target",
         ]
-        per_target = ("class", "value", "confidence")
+        per_target = ("class", "value", "confidence", "cost", "from_request")
         return fixed + [f"{t}_{c}" for t in self.bundle.models for c in per_target]
+
+    def _class_of(self, target: str, value: np.ndarray) -> np.ndarray:
+        """Return the class each written value falls in (the class it is audited as)."""
+        bins = self.bundle.bins[target]
+        return np.clip(bins.assign(value), 0, bins.n_classes - 1)
 
     def predict_records(
         self,
@@ -323,27 +354,45 @@ class Predictor:
         if self._matrix_fn is None:
             frame = pd.DataFrame(features._check_records(records))
             return self.predict(frame, history, now) if len(frame) else []
+        parts = self.classified_records(records, history, matrix)
+        if parts is None:
+            return []
+        domain = np.array([self._record_in_domain(r) for r in records], dtype=bool)
+        decided = self.decide(parts, domain)
+        ids = [r["jeditaskid"] for r in records]
+        return self._assemble(ids, parts, decided, now)
+
+    def classified_records(
+        self,
+        records: Sequence[Mapping[str, Any]],
+        history: RecentHistoryIndex | ServingHistory | None = None,
+        matrix: np.ndarray | None = None,
+    ) -> Classified | None:
+        """Return :meth:`classified`'s answer for task records (the code-matrix
+        route; None for no records)."""
+        features = self.bundle.features
+        assert self._matrix_fn is not None
         served = history if isinstance(history, ServingHistory) else None
         index = served.index if served is not None else history
         M = features.transform_records(records, index) if matrix is None else matrix
         if len(M) == 0:
-            return []
+            return None
         proba = self._matrix_fn(M)
         chosen = {t: self.bundle.tail_rules[t].predict(p) for t, p in proba.items()}
         conf = {t: confidence(proba[t], chosen[t]) for t in proba}
+        X = pd.DataFrame(M, columns=features.feature_names_out_)
+        parts = Classified(X, proba, dict(chosen), chosen, conf, {})
         params = self.bundle.combination
         if served is not None and params is not None:
             columns = HISTORY_GROUPS[params.key]
             keys = np.array([record_key(r, columns) for r in records], dtype=object)
-            X = pd.DataFrame(M, columns=features.feature_names_out_)
             for target, answer in combine_served(
                 self.bundle, keys, X, chosen, served
             ).items():
-                chosen[target], conf[target] = answer.classes, answer.confidence
-        domain = np.array([self._record_in_domain(r) for r in records], dtype=bool)
-        decisions = self.bundle.policy().decide_many(chosen, conf, domain)
-        ids = [r["jeditaskid"] for r in records]
-        return self._assemble(ids, proba, chosen, conf, decisions, now)
+                parts.chosen[target] = answer.classes
+                parts.confidence[target] = answer.confidence
+                parts.followed[target] = answer.leader
+        return parts
 
     def _record_in_domain(self, record: Mapping[str, Any]) -> bool:
         """Return :meth:`in_domain` for one task record."""
@@ -391,37 +440,59 @@ class Predictor:
     def _assemble(
         self,
         task_ids: Sequence[Any],
-        proba: dict[str, np.ndarray],
-        chosen: dict[str, np.ndarray],
-        conf: dict[str, np.ndarray],
-        decisions: list[TaskDecision],
+        parts: Classified,
+        decided: Mapping[str, np.ndarray],
         now: datetime | None,
     ) -> list[TaskPrediction]:
-        """Return the TaskPrediction records of a batch from its per-target arrays."""
+        """Return the TaskPrediction records of a batch from the decision's columns."""
         stamp = now or datetime.now(UTC).replace(tzinfo=None)
+        proba = parts.proba
+        targets = list(proba)
+        price = self.policy.settings.delay_price
         # Plain Python lists once per batch: indexing numpy per task costs more.
         columns = {
-            t: (chosen[t].tolist(), conf[t].tolist(), proba[t].tolist()) for t in proba
+            t: (
+                self._class_of(t, decided[f"{t}_value"]).tolist(),
+                decided[f"{t}_value"].tolist(),
+                decided[f"{t}_confidence"].tolist(),
+                decided[f"{t}_cost"].tolist(),
+                decided[f"{t}_from_request"].tolist(),
+                parts.chosen[t].tolist(),
+                proba[t].tolist(),
+            )
+            for t in targets
         }
-        classes = {t: self._classes(t) for t in proba}
+        decisions = decided["decision"].tolist()
+        classes = {t: self._classes(t) for t in targets}
         out = []
         for i, task_id in enumerate(task_ids):
-            targets = {}
-            for t, (cls_list, conf_list, proba_list) in columns.items():
-                cls = int(cls_list[i])
-                label, low, high, value, unit = classes[t][cls]
-                targets[t] = TargetPrediction(
+            row = {}
+            for t, (
+                cls_l,
+                val_l,
+                conf_l,
+                cost_l,
+                req_l,
+                pick_l,
+                p_l,
+            ) in columns.items():
+                cls = int(cls_l[i])
+                label, low, high, _, unit = classes[t][cls]
+                why = self.bundle.tail_rules[t].explain(
+                    p_l[i], int(pick_l[i]), [c[0] for c in classes[t]]
+                )
+                row[t] = TargetPrediction(
                     target=t,
                     class_index=cls,
                     class_label=label,
                     lower=low,
                     upper=high,
-                    value=value,
+                    value=float(val_l[i]),
                     unit=unit,
-                    confidence=float(conf_list[i]),
-                    probabilities=tuple(map(round, proba_list[i], _FOURS)),
-                    choice=self.bundle.tail_rules[t].explain(
-                        proba_list[i], cls, [row[0] for row in classes[t]]
+                    confidence=min(max(float(conf_l[i]), 0.0), 1.0),
+                    probabilities=tuple(map(round, p_l[i], _FOURS)),
+                    choice=_value_choice(
+                        why, float(val_l[i]), unit, cost_l[i], conf_l[i], req_l[i]
                     ),
                 )
             out.append(
@@ -429,9 +500,9 @@ class Predictor:
                     jeditaskid=int(task_id),
                     model_name=self.model_name,
                     model_version=self.model_version,
-                    decision=decisions[i].decision,  # type: ignore[arg-type]
-                    reason=decisions[i].reason,
-                    targets=targets,
+                    decision=decisions[i],
+                    reason=reason_of(decided, i, targets, price),
+                    targets=row,
                     predicted_at=stamp,
                 )
             )
@@ -458,3 +529,24 @@ class Predictor:
                 )
             cache[target] = rows
         return cache[target]
+
+
+def _value_choice(
+    why: str, value: float, unit: str, cost: float, enough: float, request: bool
+) -> str:
+    """Return why a target got its value: the class choice, then the cost choice."""
+    source = "the request" if request else "the cheapest value"
+    return (
+        f"{why}; writes {value:g} {unit}, {source} "
+        f"(expected cost {cost:.3f} job runs, enough with p={enough:.2f})"
+    )
+
+
+def served_distribution(parts: Classified) -> dict[str, np.ndarray]:
+    """Return the calibrated distribution per target the decision prices.
+
+    The calibrated served distribution (:attr:`Classified.distribution`) where
+    the bundle has one, else the models' probabilities.
+    """
+    distribution = getattr(parts, "distribution", None)
+    return distribution if distribution else parts.proba

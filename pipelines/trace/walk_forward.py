@@ -21,6 +21,7 @@ import logging
 import time
 import warnings
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,7 @@ from panda_predictor.ingest.swf import TRACE_TARGETS
 from panda_predictor.ingest.to_panda import jobs_to_tasks
 from panda_predictor.serving.predictor import Predictor
 from pipelines.dataset import LabelledHistory
-from pipelines.train import TrainingConfig, train
+from pipelines.train import TrainingConfig, train, training_config
 
 logger = logging.getLogger(__name__)
 
@@ -63,35 +64,38 @@ MIN_TRAIN_TASKS = 50
 
 @dataclass
 class WalkForwardConfig:
-    """Knobs of one benchmark run (one set of defaults for every log)."""
+    """Knobs of one benchmark run (one set of defaults for every log).
+
+    The model's own parameters are the production ones
+    (``pipelines/params/training.yaml`` through :func:`pipelines.train.training_config`,
+    XGBoost only); ``n_estimators`` caps its rounds (tests use few), ``delay_price``
+    replaces the per-deployment choice as the ``delay_price`` setting does.
+    """
 
     test_fraction: float = 0.2
     max_train_rows: int | None = 100_000
     max_periods: int | None = None
     cadence: str = "auto"
     half_life_days: float | str | None = "auto"
-    n_estimators: int = 150
-    learning_rate: float = 0.15
-    early_stopping_rounds: int = 10
-    max_depth: int = 6
-    confidence_threshold: float = 0.6
+    n_estimators: int | None = None
     recall_target: float = 0.95
+    delay_price: float | None = None
     seed: int = 0
 
     def training_config(self) -> TrainingConfig:
-        """Return the production training config these knobs make."""
-        return TrainingConfig(
-            model_kinds=("xgboost",),
-            recall_target=self.recall_target,
-            confidence_threshold=self.confidence_threshold,
+        """Return the production training config with these knobs applied."""
+        settings = SimpleNamespace(
+            tail_recall_target=self.recall_target, delay_price=self.delay_price
+        )
+        base = training_config(settings, kinds=("xgboost",))
+        xgboost = dict(base.xgboost)
+        if self.n_estimators is not None:
+            xgboost["n_estimators"] = self.n_estimators
+        return replace(
+            base,
             seed=self.seed,
             half_life_days=self.half_life_days,
-            xgboost={
-                "n_estimators": self.n_estimators,
-                "learning_rate": self.learning_rate,
-                "early_stopping_rounds": self.early_stopping_rounds,
-                "max_depth": self.max_depth,
-            },
+            xgboost=xgboost,
         )
 
 
@@ -108,6 +112,9 @@ class TargetRun:
     raw: dict[str, np.ndarray] = field(default_factory=dict)
     confidence: dict[str, np.ndarray] = field(default_factory=dict)
     applied: dict[str, np.ndarray] = field(default_factory=dict)
+    #: Per row, the concrete value a strategy writes (trace unit), where it is not
+    #: its class's value: the production decision's cost choice.
+    values: dict[str, np.ndarray] = field(default_factory=dict)
     followed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     combination: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -174,18 +181,27 @@ def fit_trace_bins(values: dict[str, np.ndarray]) -> tuple[BinSet, list[str]]:
 
 
 def baseline_values(
-    jobs: pd.DataFrame, X: pd.DataFrame, target: str, fallback: float
+    jobs: pd.DataFrame,
+    X: pd.DataFrame,
+    target: str,
+    fallback: float,
+    has_request: bool | None = None,
 ) -> dict[str, np.ndarray]:
     """Return each baseline's value for the test tasks, from the production features.
 
     The recency rules are the combination's experts (same history features); a
     task without the needed history falls back to its request, then to
     ``fallback`` (the training median), so every task gets a prediction.
+    ``has_request`` says whether the *log* records requests (default: whether
+    these jobs do); it must be the log's, so that every period yields the same
+    baselines (a period without a single request still gets the request rows,
+    which then fall back like any task without one).
     """
     request = jobs[REQUEST_OF[target]].to_numpy(dtype=float)
     default = bl.request_baseline(request, fallback)
     rules = rule_values(X, target, margin=BASELINE_MARGIN)
-    has_request = bool(np.isfinite(request).any())
+    if has_request is None:
+        has_request = bool(np.isfinite(request).any())
     names = {"last2": "user_last2_mean", "key_p75": "key_p75", "key_p95": "key_p95"}
     if has_request:
         names["ratio"] = "user_max5_ratio"
@@ -259,6 +275,7 @@ def _predict_period(
             pick
         ]
         run.applied[PRODUCTION][here] = applied_all[pick]
+        run.values[PRODUCTION][here] = table[f"{target}_value"].to_numpy()[pick]
         run.predicted["model:xgboost"][here] = classified.model_chosen[target][pick]
         run.confidence["model:xgboost"][here] = classified.proba[target][pick].max(
             axis=1
@@ -276,7 +293,11 @@ def _predict_period(
             (
                 here,
                 baseline_values(
-                    jobs_here, X.iloc[pick].reset_index(drop=True), target, median
+                    jobs_here,
+                    X.iloc[pick].reset_index(drop=True),
+                    target,
+                    median,
+                    bool(np.isfinite(jobs[REQUEST_OF[target]].to_numpy(float)).any()),
                 ),
             )
         )
@@ -306,6 +327,7 @@ def run_walk_forward(
             run.predicted[name] = np.full(rows.size, -1)
             run.confidence[name] = np.zeros(rows.size)
             run.applied[name] = np.zeros(rows.size, dtype=bool)
+        run.values[PRODUCTION] = np.full(rows.size, np.nan)
         run.followed = np.full(rows.size, -1)
         runs[target] = run
     baseline_parts: dict[str, list[tuple[np.ndarray, dict[str, np.ndarray]]]] = {
@@ -389,7 +411,7 @@ def run_walk_forward(
         "max_train_rows": config.max_train_rows,
         "half_life_days": config.half_life_days,
         "n_estimators": config.n_estimators,
-        "confidence_threshold": config.confidence_threshold,
+        "delay_price": config.delay_price,
         "combination": {t: r.combination for t, r in runs.items()},
     }
     key = bl.group_codes(jobs["user"], jobs["executable"].astype(object).fillna("-"))
@@ -428,7 +450,7 @@ def _drop_unpredicted(run: TargetRun) -> None:
         run.y_true[keep],
         run.actual[keep],
     )
-    for table in (run.predicted, run.raw, run.confidence, run.applied):
+    for table in (run.predicted, run.raw, run.confidence, run.applied, run.values):
         for name in table:
             table[name] = table[name][keep]
     run.followed = run.followed[keep]

@@ -1,0 +1,443 @@
+"""Size a task by expected cost, and keep its scouts only where skipping costs more.
+
+The models give, per task and target, a calibrated distribution over the target's
+classes. Inside each class the use is spread the way the training tasks of that
+class were spread (:class:`UseTable`, a few quantiles per class). Together they give
+a distribution of the task's use, and for every value we could write, what it is
+expected to cost under what PanDA does next:
+
+- **too little time** (``walltime``, ``cputime``): the attempt runs until its limit
+  and is lost, the job is delayed by it, and it is retried one class up (above the
+  top class: twice the value), up to :data:`MAX_ATTEMPTS` attempts;
+- **too little memory** (``ramcount``): the attempt runs its course and is lost
+  (an upper bound: logs do not say when memory ran out), the job is delayed by it,
+  and the retry asks for PanDA's next ``increase_memory`` step;
+- **too much**: the unused part is wasted.
+
+Costs are counted in *job runs*: one unit is the core-hours the job needs when it
+gets exactly what it uses. A time value v for a job that uses u wastes
+``(v - u) / E[u]`` units; memory converts GB-hours at :attr:`CostSettings.gb_per_core`
+GB per core (a slot's memory), so ``(v - u) / (gb_per_core * 1024)`` units per MB
+per core. A job's delay is priced by one setting, :attr:`CostSettings.delay_price`:
+the core-hours that one core-hour of waiting is worth. A failed attempt costs its
+own hours plus its delay (``1 + delay_price`` times its length), plus
+:attr:`CostSettings.failure_cost` units for the failure itself.
+
+The value written is the candidate with the lowest expected cost. Candidates are
+the class values, the quantiles of every class, and the task's request where it
+has one. The written value never exceeds the request: a job cannot use more than it
+asked for (its batch system kills it there), so use above the request is counted
+as use *of* the request when the request itself is priced.
+
+The scouts are kept where skipping them is expected to cost more than running
+them. Running them delays the bulk of the task by the scouts' own run, one job run:
+``delay_price`` units per job. So a task skips its scouts when the summed expected
+cost of its written values is at most ``delay_price``. ``iointensity`` is priced
+at zero (a wrong I/O class moves a job to another site, it does not fail it), so
+it never sends a task back to scouts.
+
+Pure numpy; one matrix product per target and batch, so a single task takes
+microseconds (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+#: How a wrong value of each target costs (module doc). ``None``: not priced.
+TIME = "time"
+MEMORY = "memory"
+KIND_OF: dict[str, str | None] = {
+    "walltime": TIME,
+    "cputime": TIME,
+    "ramcount": MEMORY,
+    "iointensity": None,
+}
+#: PanDA's ``increase_memory`` steps, MB per core (see core.replay_panda).
+MEMORY_STEPS_MB: tuple[float, ...] = (1000.0, 2000.0, 3000.0, 4000.0, 6000.0, 8000.0)
+#: Attempts priced per job (PanDA's retries go on; later ones are rare).
+MAX_ATTEMPTS = 3
+#: Quantiles kept per class in a :class:`UseTable`.
+DEFAULT_POINTS = 20
+#: Slot memory per core, GB (the WLCG standard slot: 2 GB per core).
+DEFAULT_GB_PER_CORE = 2.0
+#: Candidate delay prices tried per deployment (core-hours per core-hour of delay).
+DELAY_PRICES: tuple[float, ...] = (0.1, 0.25, 0.5, 1.0, 2.0)
+#: Share of tasks that should skip their scouts, used to choose the delay price.
+TARGET_COVERAGE = 0.8
+
+
+def _check_number(name: str, value: Any, low: float, high: float = math.inf) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not low <= value <= high
+    ):
+        raise ValueError(
+            f"The '{name}' field must be a number in [{low:g}, {high:g}]. "
+            f"Got {value!r} instead."
+        )
+    return float(value)
+
+
+@dataclass(frozen=True)
+class CostSettings:
+    """What a delay and a failure are worth (module doc), in job runs.
+
+    :param delay_price: core-hours that one core-hour of a job's delay is worth.
+    :param gb_per_core: GB of memory that one core-hour of a slot comes with.
+    :param failure_cost: extra units a failed attempt costs beyond its hours.
+    """
+
+    delay_price: float = 0.5
+    gb_per_core: float = DEFAULT_GB_PER_CORE
+    failure_cost: float = 0.0
+
+    def __post_init__(self) -> None:
+        _check_number("delay_price", self.delay_price, 0.0)
+        _check_number("gb_per_core", self.gb_per_core, 1e-6)
+        _check_number("failure_cost", self.failure_cost, 0.0)
+
+    def to_dict(self) -> dict[str, float]:
+        """Return the settings as plain numbers."""
+        return {
+            "delay_price": self.delay_price,
+            "gb_per_core": self.gb_per_core,
+            "failure_cost": self.failure_cost,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CostSettings:
+        """Rebuild the settings from :meth:`to_dict` output."""
+        unknown = sorted(set(data) - {"delay_price", "gb_per_core", "failure_cost"})
+        if unknown:
+            raise ValueError(
+                "The cost settings must have only 'delay_price', 'gb_per_core' and "
+                f"'failure_cost'. Got unexpected {unknown} instead."
+            )
+        return cls(**{k: float(v) for k, v in data.items()})
+
+
+@dataclass(frozen=True)
+class UseTable:
+    """How the use of one target is spread inside each of its classes.
+
+    ``points[k]`` holds :data:`DEFAULT_POINTS` ascending quantiles (at the middle
+    of equal probability slices) of the training values of class k, so the use of a
+    task of class k is taken as equally likely to be any of them.
+    """
+
+    points: tuple[tuple[float, ...], ...]
+
+    def __post_init__(self) -> None:
+        array = np.asarray(self.points, dtype=float)
+        if array.ndim != 2 or array.shape[0] < 1 or array.shape[1] < 1:
+            raise ValueError(
+                "The 'points' field must be a K x Q table of numbers. "
+                f"Got shape {array.shape} instead."
+            )
+        if not np.all(np.isfinite(array)) or np.any(np.diff(array, axis=1) < 0):
+            raise ValueError(
+                "The 'points' field must hold finite numbers, ascending per class. "
+                f"Got {array.tolist()!r:.200} instead."
+            )
+
+    @property
+    def array(self) -> np.ndarray:
+        """Return the K x Q table as a float array."""
+        return np.asarray(self.points, dtype=float)
+
+    @classmethod
+    def fit(
+        cls,
+        values: Any,
+        classes: Any,
+        bins: Any,
+        n_points: int = DEFAULT_POINTS,
+    ) -> UseTable:
+        """Return the table of the training ``values`` of each class of ``bins``.
+
+        A class without training values falls back to :meth:`from_bins`'s spread.
+        """
+        values = np.asarray(values, dtype=float)
+        classes = np.asarray(classes)
+        fallback = cls.from_bins(bins, n_points).array
+        mids = (np.arange(n_points) + 0.5) / n_points
+        rows = []
+        for k in range(bins.n_classes):
+            inside = values[(classes == k) & np.isfinite(values)]
+            if inside.size:
+                rows.append(tuple(float(q) for q in np.quantile(inside, mids)))
+            else:
+                rows.append(tuple(float(q) for q in fallback[k]))
+        return cls(tuple(rows))
+
+    @classmethod
+    def from_bins(cls, bins: Any, n_points: int = DEFAULT_POINTS) -> UseTable:
+        """Return a table spread evenly over each class's range (no training data).
+
+        The lowest class runs from a tenth of its upper edge, the top class from
+        its lower edge to 1.5 times it (or to its value, if larger): a guess that
+        only bundles trained before use tables existed rely on.
+        """
+        mids = (np.arange(n_points) + 0.5) / n_points
+        rows = []
+        for k in range(bins.n_classes):
+            low, high = bins.range_of(k)
+            value = float(bins.value_of(k))
+            if math.isinf(low):
+                low = min(0.1 * high, value)
+            if math.isinf(high):
+                high = max(1.5 * low, value, low + 1.0)
+            rows.append(tuple(float(low + (high - low) * m) for m in mids))
+        return cls(tuple(rows))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the table as plain lists."""
+        return {"points": [list(row) for row in self.points]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> UseTable:
+        """Rebuild the table from :meth:`to_dict` output."""
+        if not isinstance(data, Mapping) or "points" not in data:
+            raise ValueError(
+                "A use table must be a mapping with 'points'. "
+                f"Got {data!r:.200} instead."
+            )
+        return cls(tuple(tuple(float(v) for v in row) for row in data["points"]))
+
+
+@dataclass
+class Sizing:
+    """The cost choice for a batch of tasks, one target.
+
+    ``value`` the value to write (the target's unit), ``expected_cost`` its
+    expected cost in job runs, ``p_short`` the probability that it is too little
+    (the job fails at least once), ``from_request`` whether the request was chosen.
+    """
+
+    value: np.ndarray
+    expected_cost: np.ndarray
+    p_short: np.ndarray
+    from_request: np.ndarray
+
+
+def _retry_value(kind: str, value: np.ndarray, ladder: np.ndarray) -> np.ndarray:
+    """Return what a failed attempt of ``value`` is retried with."""
+    if kind == MEMORY:
+        steps = np.asarray(MEMORY_STEPS_MB)
+        idx = np.searchsorted(steps, value, side="right")
+        above = steps[np.minimum(idx, steps.size - 1)]
+        # Past PanDA's top step PanDA gives nothing more; price it as a doubling
+        # (the job is lost and the task resubmitted with more).
+        return np.where(idx >= steps.size, value * 2.0, above)
+    idx = np.searchsorted(ladder, value, side="right")
+    top = idx >= ladder.size
+    return np.where(top, value * 2.0, ladder[np.minimum(idx, ladder.size - 1)])
+
+
+def job_cost(
+    kind: str,
+    value: Any,
+    use: Any,
+    scale: Any,
+    ladder: Any,
+    settings: CostSettings,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return (cost in job runs, failed attempts) of writing ``value`` for ``use``.
+
+    ``scale`` is one job run in the target's unit for time (the expected use); for
+    memory it is ignored (one run is the slot's memory, ``gb_per_core * 1024`` MB
+    per core). The cost leaves out :attr:`CostSettings.failure_cost`, which the
+    caller adds per failed attempt. Arrays broadcast.
+    """
+    value = np.asarray(value, dtype=float)
+    use = np.asarray(use, dtype=float)
+    value, use = np.broadcast_arrays(value, use)
+    ladder = np.asarray(ladder, dtype=float)
+    per_unit = (
+        1.0 / (settings.gb_per_core * 1024.0)
+        if kind == MEMORY
+        else 1.0 / np.maximum(np.asarray(scale, dtype=float), 1e-12)
+    )
+    delay = 1.0 + settings.delay_price
+    cost = np.zeros(value.shape)
+    failures = np.zeros(value.shape)
+    request = value.copy()
+    open_ = np.ones(value.shape, dtype=bool)
+    for attempt in range(MAX_ATTEMPTS):
+        short = open_ & (request < use)
+        fits = open_ & ~short
+        cost = cost + np.where(fits, (request - use) * per_unit, 0.0)
+        # A failed time attempt runs until its limit; a failed memory attempt runs
+        # its course (one job run) holding its slot, or more memory than a slot.
+        if kind == MEMORY:
+            lost = delay * np.maximum(1.0, request * per_unit)
+        else:
+            lost = delay * request * per_unit
+        cost = cost + np.where(short, lost, 0.0)
+        failures = failures + short
+        open_ = short
+        if attempt < MAX_ATTEMPTS - 1:
+            request = np.where(short, _retry_value(kind, request, ladder), request)
+    # A job still short after MAX_ATTEMPTS is priced as getting its use at last.
+    return cost, failures
+
+
+class CostChooser:
+    """The expected-cost choice of one target, precomputed for its classes.
+
+    :param target: the target's name (its kind comes from :data:`KIND_OF`).
+    :param table: the use spread per class.
+    :param ladder: ascending class values (time retries go one class up).
+    :param settings: the prices.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        table: UseTable,
+        ladder: Sequence[float],
+        settings: CostSettings,
+    ) -> None:
+        if target not in KIND_OF:
+            raise ValueError(
+                f"The 'target' field must be one of {sorted(KIND_OF)}. "
+                f"Got {target!r} instead."
+            )
+        self.target = target
+        self.kind = KIND_OF[target]
+        self.settings = settings
+        self.points = table.array
+        self.ladder = np.sort(np.asarray(ladder, dtype=float))
+        if self.points.shape[0] != self.ladder.size:
+            raise ValueError(
+                f"The use table of {target!r} must have one row per class "
+                f"({self.ladder.size}). Got {self.points.shape[0]} instead."
+            )
+        self.class_mean = self.points.mean(axis=1)
+        grid = np.unique(np.concatenate([self.points.ravel(), self.ladder]))
+        self.candidates = grid[grid > 0] if np.any(grid > 0) else grid
+        if self.kind is not None:
+            # cost[k, j]: mean cost of candidate j over class k's points, for time in
+            # the target's own unit (divided by the task's scale in choose).
+            cost, failures = job_cost(
+                self.kind,
+                self.candidates[None, None, :],
+                self.points[:, :, None],
+                1.0,
+                self.ladder,
+                settings,
+            )
+            self.cost = cost.mean(axis=1)
+            self.failures = failures.mean(axis=1)
+            self.short = (self.points[:, :, None] > self.candidates).mean(axis=1)
+
+    def choose(
+        self,
+        distribution: np.ndarray,
+        request: Any = None,
+        fallback_class: Any = None,
+    ) -> Sizing:
+        """Return the cheapest value per task (rows of ``distribution`` sum to 1).
+
+        :param request: (n,) the task's request in the target's unit (NaN or <= 0:
+            none); the value never exceeds it and it is a candidate itself.
+        :param fallback_class: (n,) for an unpriced target, the class to write
+            (the tail rule's or the combination's choice).
+        """
+        p = np.asarray(distribution, dtype=float)
+        n = p.shape[0]
+        req = (
+            np.full(n, np.nan)
+            if request is None
+            else np.asarray(request, dtype=float).reshape(n)
+        )
+        has_req = np.isfinite(req) & (req > 0)
+        if self.kind is None:
+            cls = (
+                np.argmax(p, axis=1)
+                if fallback_class is None
+                else np.asarray(fallback_class, dtype=int)
+            )
+            value = self.ladder[cls]
+            value = np.where(
+                has_req, np.minimum(value, np.where(has_req, req, 0)), value
+            )
+            short = 1.0 - np.take_along_axis(np.cumsum(p, axis=1), cls[:, None], 1)
+            return Sizing(value, np.zeros(n), short[:, 0], np.zeros(n, dtype=bool))
+        per_scale = self._scale(p)
+        expected = (p @ self.cost) / per_scale[:, None]
+        if self.settings.failure_cost:
+            expected = expected + self.settings.failure_cost * (p @ self.failures)
+        # The request caps the value: candidates above it are not allowed.
+        allowed = ~has_req[:, None] | (self.candidates[None, :] <= req[:, None])
+        expected = np.where(allowed, expected, np.inf)
+        best = np.argmin(expected, axis=1)
+        rows = np.arange(n)
+        value = self.candidates[best]
+        cost = expected[rows, best]
+        p_short = (p @ self.short)[rows, best]
+        from_request = np.zeros(n, dtype=bool)
+        if has_req.any():
+            r_cost = self._request_cost(p[has_req], req[has_req], per_scale[has_req])
+            better = r_cost < cost[has_req]
+            idx = np.flatnonzero(has_req)[better]
+            value[idx] = req[idx]
+            cost[idx] = r_cost[better]
+            p_short[idx] = 0.0
+            from_request[idx] = True
+        return Sizing(value, cost, p_short, from_request)
+
+    def _scale(self, p: np.ndarray) -> np.ndarray:
+        """Return one job run in the target's unit per task (1 for memory)."""
+        if self.kind == MEMORY:
+            return np.ones(p.shape[0])
+        return np.maximum(p @ self.class_mean, 1e-12)
+
+    def _request_cost(
+        self, p: np.ndarray, request: np.ndarray, scale: np.ndarray
+    ) -> np.ndarray:
+        """Return the expected cost of writing the request itself (never short)."""
+        spare = np.maximum(request[:, None, None] - self.points[None, :, :], 0.0)
+        per_class = spare.mean(axis=2)
+        if self.kind == MEMORY:
+            per_unit = 1.0 / (self.settings.gb_per_core * 1024.0)
+            return (p * per_class).sum(axis=1) * per_unit
+        return (p * per_class).sum(axis=1) / scale
+
+
+def skip_scouts(total_cost: np.ndarray, settings: CostSettings) -> np.ndarray:
+    """Return, per task, whether skipping its scouts is expected to cost no more.
+
+    Running the scouts delays each bulk job by one job run: ``delay_price`` units.
+    """
+    return np.asarray(total_cost, dtype=float) <= settings.delay_price
+
+
+def choose_delay_price(
+    total_cost_at: Mapping[float, np.ndarray],
+    coverage: float = TARGET_COVERAGE,
+) -> float:
+    """Return the smallest candidate price at which ``coverage`` of tasks skip.
+
+    ``total_cost_at[price]`` is, per validation task, the summed expected cost of
+    its written values under that price (the cost itself depends on the price:
+    a failure delays the job). Without a price reaching the coverage the largest
+    candidate is returned. A price is a deployment's valuation of waiting; the
+    smallest one under which the product does its job for most tasks is the
+    one that values waiting least.
+    """
+    if not total_cost_at:
+        raise ValueError("The 'total_cost_at' field must hold at least one price.")
+    prices = sorted(total_cost_at)
+    for price in prices:
+        costs = np.asarray(total_cost_at[price], dtype=float)
+        if costs.size and float(np.mean(costs <= price)) >= coverage:
+            return float(price)
+    return float(prices[-1])
