@@ -5,13 +5,15 @@ like the half-life and the combination's settings:
 
 - **the use spread per class** (:class:`~panda_predictor.core.cost_choice.UseTable`):
   quantiles of the training part's label values inside each class;
-- **the delay price** (what one core-hour of a job's delay is worth, in core-hours):
+- **the delay price** (what one core-hour of a job's delay is worth, in core-hours;
+  a failed attempt delays its job, so the price sets how careful the values are):
   the served decision runs over the validation part (tasks the trees did not fit
   on, each with the history known before it) once per candidate price of
   :data:`~panda_predictor.core.cost_choice.DELAY_PRICES`; the smallest price at
-  which at least :data:`~panda_predictor.core.cost_choice.TARGET_COVERAGE` of the
-  validation tasks skip their scouts is kept (the largest where none does). An
-  operator's ``delay_price`` setting wins over it at run time.
+  which every priced target's values were enough for all but
+  :data:`~panda_predictor.core.cost_choice.MAX_SHORT` of the validation tasks is
+  kept (the largest where none is). An operator's ``delay_price`` setting wins
+  over it at run time.
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ import pandas as pd
 from panda_predictor.core.bins import BinSet
 from panda_predictor.core.cost_choice import (
     DELAY_PRICES,
+    KIND_OF,
     CostSettings,
     UseTable,
     choose_delay_price,
 )
+from panda_predictor.core.task_features import HOOK_COLUMNS
 from panda_predictor.serving.bundle import Bundle
 from panda_predictor.serving.predictor import Predictor
 
@@ -52,34 +56,41 @@ def choose_price(
     history: pd.DataFrame,
     prices: tuple[float, ...] = DELAY_PRICES,
 ) -> tuple[CostSettings, dict[str, Any]]:
-    """Return the prices to serve and what each candidate price would have skipped.
+    """Return the prices to serve and how short each candidate's values were.
 
     :param bundle: the trained bundle (use tables and combination already set).
-    :param val_tasks: the validation tasks (the newest :data:`MAX_PRICE_ROWS`
-        are used).
+    :param val_tasks: the validation tasks with their labels (the newest
+        :data:`MAX_PRICE_ROWS` are used).
     :param history: the labelled history the validation tasks are predicted with
         (each sees only what was known before it, as the hook would).
     """
     tasks = val_tasks.iloc[-MAX_PRICE_ROWS:]
-    if tasks.empty:
+    priced = [t for t in bundle.models if KIND_OF.get(t) is not None and t in tasks]
+    if tasks.empty or not priced:
         return bundle.cost, {"delay_price": bundle.cost.delay_price, "tasks": 0}
-    parts = Predictor(bundle, "tuning", "0").classified(tasks, history)
-    total_at: dict[float, np.ndarray] = {}
+    features = tasks[[c for c in HOOK_COLUMNS if c in tasks]]
+    parts = Predictor(bundle, "tuning", "0").classified(features, history)
+    short_at: dict[float, dict[str, float]] = {}
     for price in prices:
-        predictor = Predictor(
-            bundle, "tuning", "0", replace(bundle.cost, delay_price=price)
+        cost = replace(bundle.cost, delay_price=price)
+        decided = Predictor(bundle, "tuning", "0", cost).decide(
+            parts, np.ones(len(tasks), dtype=bool)
         )
-        domain = predictor.in_domain(tasks)
-        decided = predictor.decide(parts, domain)
-        # Out-of-domain tasks keep their scouts whatever the price.
-        total_at[price] = np.where(domain, decided["total_cost"], np.inf)
-    chosen = choose_delay_price(total_at)
+        short_at[price] = {}
+        for t in priced:
+            truth = tasks[t].to_numpy(dtype=float)
+            known = np.isfinite(truth)
+            written = decided[f"{t}_value"]
+            short_at[price][t] = (
+                float(np.mean(written[known] < truth[known])) if known.any() else 0.0
+            )
+    chosen = choose_delay_price(short_at)
     info = {
         "delay_price": chosen,
         "tasks": int(len(tasks)),
-        "skipped_at": {
-            f"{price:g}": round(float(np.mean(total <= price)), 4)
-            for price, total in total_at.items()
+        "short_at": {
+            f"{p:g}": {t: round(v, 4) for t, v in shares.items()}
+            for p, shares in short_at.items()
         },
     }
     return replace(bundle.cost, delay_price=chosen), info

@@ -12,7 +12,6 @@ from panda_predictor.core.cost_choice import (
     UseTable,
     choose_delay_price,
     job_cost,
-    skip_scouts,
 )
 
 #: Class 0 always uses 100 s, class 1 always 1000 s.
@@ -106,20 +105,26 @@ def test_job_cost_counts_the_failed_attempts():
     assert cost.tolist() == pytest.approx([0.1, 0.0])
 
 
-def test_skipping_pays_when_it_costs_no_more_than_the_scouts_delay():
-    assert skip_scouts(np.array([0.2, 0.5, 0.7]), CostSettings(0.5)).tolist() == [
-        True,
-        True,
-        False,
-    ]
+def test_the_scouts_cost_their_first_jobs_at_the_default():
+    # Scouts ask for the request (here 2000 s; certain class 0 uses 100: 1900 s
+    # spare per job of 100 s: 19 job runs) or, without one, the top class's value
+    # (1000: 9 job runs); they never fail.
+    sized = chooser(delay_price=0.5).choose(
+        np.array([[1.0, 0.0], [1.0, 0.0]]), request=[2000.0, np.nan]
+    )
+    assert sized.scouts_cost == pytest.approx([19.0, 9.0])
 
 
-def test_the_delay_price_is_the_smallest_that_covers_most_tasks():
-    costs = np.array([0.05, 0.2, 0.3, 0.4, 0.9])
-    # Skipped share at 0.1: 1/5, at 0.25: 2/5, at 0.5: 4/5 -> 0.5 is chosen.
-    assert choose_delay_price({0.1: costs, 0.25: costs, 0.5: costs, 1.0: costs}) == 0.5
-    # None reaches 80 %: the largest candidate.
-    assert choose_delay_price({0.1: costs, 0.25: costs}) == 0.25
+def test_the_delay_price_is_the_smallest_whose_values_are_rarely_short():
+    short = {
+        0.25: {"walltime": 0.05, "ramcount": 0.01},
+        0.5: {"walltime": 0.02, "ramcount": 0.03},
+        1.0: {"walltime": 0.015, "ramcount": 0.02},
+        2.0: {"walltime": 0.01, "ramcount": 0.0},
+    }
+    assert choose_delay_price(short) == 1.0
+    # None is careful enough: the most careful candidate.
+    assert choose_delay_price({0.25: {"walltime": 0.5}, 4.0: {"walltime": 0.3}}) == 4.0
 
 
 def test_use_tables_fit_round_trip_and_fall_back_to_the_bins():

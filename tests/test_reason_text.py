@@ -41,12 +41,12 @@ def test_policy_reason_of_a_cost_just_above_the_price_does_not_contradict():
     table = {
         "reason_kind": np.array(["costs_more", "cheaper"], dtype=object),
         "total_cost": np.array([0.5004, 0.4996]),
+        "scouts_cost": np.array([0.5, 0.5]),
         "walltime_cost": np.array([0.5004, 0.4996]),
     }
-    assert reason_of(table, 0, ["walltime"], 0.5) == (
-        "scouts cost less: expected cost 0.5004 > 0.50 job runs of delay "
-        "(walltime 0.50)"
+    assert reason_of(table, 0, ["walltime"], 0.5).startswith(
+        "scouts cost less: expected cost 0.5004 > 0.50 job runs"
     )
     assert reason_of(table, 1, ["walltime"], 0.5).startswith(
-        "cheaper than scouts: expected cost 0.4996 <= 0.50"
+        "cheaper than scouts: expected cost 0.4996 <= 0.50 job runs"
     )

@@ -48,19 +48,16 @@ def decide(p_walltime, in_domain=None, price=0.5, request=None):
 
 def test_skips_where_the_cheapest_values_cost_no_more_than_the_scouts():
     # Costs (see test_cost_choice): certain class 1 -> 0; (0.5, 0.5) -> 0.136;
-    # (0.1, 0.9) -> 0.099. All at most the delay price 0.1? Only the first and
-    # the last; at 0.5 all three skip.
-    p = [[0.0, 1.0], [0.5, 0.5], [0.1, 0.9]]
-    assert decide(p, price=0.1)["decision"].tolist() == [
-        APPLIED,
-        KEPT_SCOUTS,
-        APPLIED,
-    ]
-    table = decide(p, price=0.5)
+    # (0.1, 0.9) -> 0.099. The scouts' first jobs ask for the top class's value
+    # 1000 (no request): 0, 0.818 and 0.099 job runs, plus the delay 0.5.
+    table = decide([[0.0, 1.0], [0.5, 0.5], [0.1, 0.9]], price=0.5)
     assert table["decision"].tolist() == [APPLIED] * 3
     assert table["reason_kind"].tolist() == [CHEAPER] * 3
     assert table["walltime_value"].tolist() == [1000.0, 100.0, 1000.0]
     assert table["total_cost"] == pytest.approx([0.0, 0.5 * 150 / 550, 0.1 * 900 / 910])
+    assert table["scouts_cost"] == pytest.approx(
+        [0.5, 0.5 + 0.5 * 900 / 550, 0.5 + 0.1 * 900 / 910]
+    )
     assert table["costliest_target"].tolist() == ["walltime"] * 3
 
 
@@ -70,20 +67,26 @@ def test_outside_the_training_domain_keeps_the_scouts_whatever_the_cost():
     assert table["reason_kind"].tolist() == [CHEAPER, OUTSIDE_DOMAIN]
 
 
-def test_the_reasons_say_the_cost_and_the_price():
-    # At price 0.05 writing 100 costs 0.5 * 100 * 1.05 / 550 = 0.095 > 0.05.
-    table = decide([[0.5, 0.5], [0.5, 0.5], [1.0, 0.0]], [True, True, False], 0.05)
+def test_the_reasons_say_the_cost_and_the_scouts_cost():
+    table = decide([[0.5, 0.5], [1.0, 0.0]], [True, False], 0.5)
     targets = ["walltime", "iointensity"]
-    assert table["reason_kind"].tolist() == [COSTS_MORE, COSTS_MORE, OUTSIDE_DOMAIN]
-    assert reason_of(table, 0, targets, 0.05) == (
-        "scouts cost less: expected cost 0.10 > 0.05 job runs of delay (walltime 0.10)"
+    assert reason_of(table, 0, targets, 0.5) == (
+        "cheaper than scouts: expected cost 0.14 <= 1.32 job runs (scouts: first "
+        "jobs at the default plus 0.50 of delay): walltime 0.14"
     )
-    assert reason_of(table, 2, targets, 0.05) == (
+    assert reason_of(table, 1, targets, 0.5) == (
         "outside training domain: unknown transformation and framework"
     )
-    cheap = decide([[0.0, 1.0]])
-    assert reason_of(cheap, 0, targets, 0.5) == (
-        "cheaper than scouts: expected cost 0.00 <= 0.50 job runs of delay"
+    kept = {
+        "reason_kind": np.array([COSTS_MORE], dtype=object),
+        "total_cost": np.array([2.0]),
+        "scouts_cost": np.array([1.5]),
+        "walltime_cost": np.array([2.0]),
+        "iointensity_cost": np.array([0.0]),
+    }
+    assert reason_of(kept, 0, targets, 0.5) == (
+        "scouts cost less: expected cost 2.00 > 1.50 job runs (scouts: first jobs "
+        "at the default plus 0.50 of delay): walltime 2.00"
     )
 
 

@@ -8,7 +8,7 @@ expected to cost under what PanDA does next:
 
 - **too little time** (``walltime``, ``cputime``): the attempt runs until its limit
   and is lost, the job is delayed by it, and it is retried one class up (above the
-  top class: twice the value), up to :data:`MAX_ATTEMPTS` attempts;
+  top class: twice the value) until it fits;
 - **too little memory** (``ramcount``): the attempt runs its course and is lost
   (an upper bound: logs do not say when memory ran out), the job is delayed by it,
   and the retry asks for PanDA's next ``increase_memory`` step;
@@ -30,11 +30,24 @@ asked for (its batch system kills it there), so use above the request is counted
 as use *of* the request when the request itself is priced.
 
 The scouts are kept where skipping them is expected to cost more than running
-them. Running them delays the bulk of the task by the scouts' own run, one job run:
-``delay_price`` units per job. So a task skips its scouts when the summed expected
-cost of its written values is at most ``delay_price``. ``iointensity`` is priced
-at zero (a wrong I/O class moves a job to another site, it does not fail it), so
-it never sends a task back to scouts.
+them. Running them costs their own first jobs, which ask for the default (the
+task's request, else the top class's value), and the bulk's wait for them, one
+job run: ``delay_price`` units per job. Skipping costs the first jobs at the
+written value. After either, PanDA re-measures the task from its finished jobs
+(after 5 and after 100), so the rest of the task costs the same both ways. A task
+skips its scouts when the summed expected cost of its written values is at most
+the scouts' (:class:`~panda_predictor.core.scout_policy.CostPolicy`). Since the
+default is itself a candidate, that holds for every task whose expected costs
+can be priced: an uncertain target gets a safer value (the request, at worst);
+it does not send the task back to scouts.
+``iointensity`` is priced at zero (a wrong I/O class moves a job to another site,
+it does not fail it).
+
+The delay price also makes a failure dearer (a failed attempt delays its job), so
+it sets how careful the values are. Its default is chosen per deployment on the
+validation part (:func:`choose_delay_price`): the smallest candidate price at
+which every priced target's written values would have been enough for all but
+:data:`MAX_SHORT` of the validation tasks.
 
 Pure numpy; one matrix product per target and batch, so a single task takes
 microseconds (docs/performance.md).
@@ -60,16 +73,18 @@ KIND_OF: dict[str, str | None] = {
 }
 #: PanDA's ``increase_memory`` steps, MB per core (see core.replay_panda).
 MEMORY_STEPS_MB: tuple[float, ...] = (1000.0, 2000.0, 3000.0, 4000.0, 6000.0, 8000.0)
-#: Attempts priced per job (PanDA's retries go on; later ones are rare).
-MAX_ATTEMPTS = 3
+#: Attempts priced per job: retries go on until the job fits (one class up, then
+#: doubling), which this many attempts always reach for the values priced here.
+MAX_ATTEMPTS = 12
 #: Quantiles kept per class in a :class:`UseTable`.
 DEFAULT_POINTS = 20
 #: Slot memory per core, GB (the WLCG standard slot: 2 GB per core).
 DEFAULT_GB_PER_CORE = 2.0
 #: Candidate delay prices tried per deployment (core-hours per core-hour of delay).
-DELAY_PRICES: tuple[float, ...] = (0.1, 0.25, 0.5, 1.0, 2.0)
-#: Share of tasks that should skip their scouts, used to choose the delay price.
-TARGET_COVERAGE = 0.8
+DELAY_PRICES: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+#: Share of validation tasks a priced target may be written too little for, at
+#: the chosen delay price (PanDA's own scouts fail several per cent of jobs).
+MAX_SHORT = 0.02
 
 
 def _check_number(name: str, value: Any, low: float, high: float = math.inf) -> float:
@@ -218,13 +233,16 @@ class Sizing:
 
     ``value`` the value to write (the target's unit), ``expected_cost`` its
     expected cost in job runs, ``p_short`` the probability that it is too little
-    (the job fails at least once), ``from_request`` whether the request was chosen.
+    (the job fails at least once), ``from_request`` whether the request was chosen,
+    ``scouts_cost`` the expected cost of a scout job asking for the default (the
+    request, else the top class's value).
     """
 
     value: np.ndarray
     expected_cost: np.ndarray
     p_short: np.ndarray
     from_request: np.ndarray
+    scouts_cost: np.ndarray
 
 
 def _retry_value(kind: str, value: np.ndarray, ladder: np.ndarray) -> np.ndarray:
@@ -285,7 +303,8 @@ def job_cost(
         open_ = short
         if attempt < MAX_ATTEMPTS - 1:
             request = np.where(short, _retry_value(kind, request, ladder), request)
-    # A job still short after MAX_ATTEMPTS is priced as getting its use at last.
+    # A job still short after MAX_ATTEMPTS (more than 2**6 times above the top
+    # class) is priced as getting its use at last.
     return cost, failures
 
 
@@ -323,6 +342,7 @@ class CostChooser:
         self.class_mean = self.points.mean(axis=1)
         grid = np.unique(np.concatenate([self.points.ravel(), self.ladder]))
         self.candidates = grid[grid > 0] if np.any(grid > 0) else grid
+        self._top = int(np.searchsorted(self.candidates, self.ladder[-1]))
         if self.kind is not None:
             # cost[k, j]: mean cost of candidate j over class k's points, for time in
             # the target's own unit (divided by the task's scale in choose).
@@ -370,7 +390,8 @@ class CostChooser:
                 has_req, np.minimum(value, np.where(has_req, req, 0)), value
             )
             short = 1.0 - np.take_along_axis(np.cumsum(p, axis=1), cls[:, None], 1)
-            return Sizing(value, np.zeros(n), short[:, 0], np.zeros(n, dtype=bool))
+            zero = np.zeros(n)
+            return Sizing(value, zero, short[:, 0], np.zeros(n, dtype=bool), zero)
         per_scale = self._scale(p)
         expected = (p @ self.cost) / per_scale[:, None]
         if self.settings.failure_cost:
@@ -378,21 +399,24 @@ class CostChooser:
         # The request caps the value: candidates above it are not allowed.
         allowed = ~has_req[:, None] | (self.candidates[None, :] <= req[:, None])
         expected = np.where(allowed, expected, np.inf)
-        best = np.argmin(expected, axis=1)
         rows = np.arange(n)
+        # Without a request the scouts ask for the top class's value.
+        scouts = expected[rows, self._top].copy()
+        best = np.argmin(expected, axis=1)
         value = self.candidates[best]
         cost = expected[rows, best]
         p_short = (p @ self.short)[rows, best]
         from_request = np.zeros(n, dtype=bool)
         if has_req.any():
             r_cost = self._request_cost(p[has_req], req[has_req], per_scale[has_req])
+            scouts[has_req] = r_cost
             better = r_cost < cost[has_req]
             idx = np.flatnonzero(has_req)[better]
             value[idx] = req[idx]
             cost[idx] = r_cost[better]
             p_short[idx] = 0.0
             from_request[idx] = True
-        return Sizing(value, cost, p_short, from_request)
+        return Sizing(value, cost, p_short, from_request, scouts)
 
     def _scale(self, p: np.ndarray) -> np.ndarray:
         """Return one job run in the target's unit per task (1 for memory)."""
@@ -412,32 +436,18 @@ class CostChooser:
         return (p * per_class).sum(axis=1) / scale
 
 
-def skip_scouts(total_cost: np.ndarray, settings: CostSettings) -> np.ndarray:
-    """Return, per task, whether skipping its scouts is expected to cost no more.
+def choose_delay_price(short_at: Mapping[float, Mapping[str, float]]) -> float:
+    """Return the smallest candidate price whose values are short at most rarely.
 
-    Running the scouts delays each bulk job by one job run: ``delay_price`` units.
+    ``short_at[price][target]`` is the share of validation tasks whose written
+    value of ``target`` was below the task's true use under that price. The
+    smallest price at which every target's share is at most :data:`MAX_SHORT`
+    wins; without one, the largest candidate (the most careful values).
     """
-    return np.asarray(total_cost, dtype=float) <= settings.delay_price
-
-
-def choose_delay_price(
-    total_cost_at: Mapping[float, np.ndarray],
-    coverage: float = TARGET_COVERAGE,
-) -> float:
-    """Return the smallest candidate price at which ``coverage`` of tasks skip.
-
-    ``total_cost_at[price]`` is, per validation task, the summed expected cost of
-    its written values under that price (the cost itself depends on the price:
-    a failure delays the job). Without a price reaching the coverage the largest
-    candidate is returned. A price is a deployment's valuation of waiting; the
-    smallest one under which the product does its job for most tasks is the
-    one that values waiting least.
-    """
-    if not total_cost_at:
-        raise ValueError("The 'total_cost_at' field must hold at least one price.")
-    prices = sorted(total_cost_at)
+    if not short_at:
+        raise ValueError("The 'short_at' field must hold at least one price.")
+    prices = sorted(short_at)
     for price in prices:
-        costs = np.asarray(total_cost_at[price], dtype=float)
-        if costs.size and float(np.mean(costs <= price)) >= coverage:
+        if all(share <= MAX_SHORT for share in short_at[price].values()):
             return float(price)
     return float(prices[-1])

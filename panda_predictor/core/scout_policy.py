@@ -85,7 +85,9 @@ class CostPolicy:
         :param in_domain: (n,) booleans; None means every task is in domain.
 
         Returns ``decision``, ``reason_kind`` (OUTSIDE_DOMAIN, COSTS_MORE or
-        CHEAPER), ``total_cost`` (job runs), ``costliest_target``, and per target
+        CHEAPER), ``total_cost`` (job runs), ``scouts_cost`` (what running the
+        scouts is expected to cost: their own first jobs at the default plus the
+        bulk's delay, ``delay_price``), ``costliest_target``, and per target
         ``<t>_value``, ``<t>_cost``, ``<t>_confidence`` (the probability that the
         value is enough) and ``<t>_from_request``.
         """
@@ -118,6 +120,7 @@ class CostPolicy:
         request = request or {}
         out: dict[str, np.ndarray] = {}
         costs = []
+        scouts = np.full(n, self.settings.delay_price)
         for t in names:
             sized = self.choosers[t].choose(probs[t], request.get(t), fallback_class[t])
             out[f"{t}_value"] = sized.value
@@ -125,9 +128,10 @@ class CostPolicy:
             out[f"{t}_confidence"] = 1.0 - sized.p_short
             out[f"{t}_from_request"] = sized.from_request
             costs.append(sized.expected_cost)
+            scouts = scouts + sized.scouts_cost
         matrix = np.column_stack(costs)
         total = matrix.sum(axis=1)
-        cheaper = total <= self.settings.delay_price
+        cheaper = total <= scouts
         kind = np.where(
             ~dom, OUTSIDE_DOMAIN, np.where(cheaper, CHEAPER, COSTS_MORE)
         ).astype(object)
@@ -135,6 +139,7 @@ class CostPolicy:
             "decision": np.where(kind == CHEAPER, APPLIED, KEPT_SCOUTS).astype(object),
             "reason_kind": kind,
             "total_cost": total,
+            "scouts_cost": scouts,
             "costliest_target": np.asarray(names, dtype=object)[
                 np.argmax(matrix, axis=1)
             ],
@@ -153,7 +158,7 @@ def reason_of(
     kind = table["reason_kind"][i]
     if kind == OUTSIDE_DOMAIN:
         return "outside training domain: unknown transformation and framework"
-    total = float(table["total_cost"][i])
+    total, scouts = float(table["total_cost"][i]), float(table["scouts_cost"][i])
     parts = ", ".join(
         f"{t} {number(float(table[f'{t}_cost'][i]), None)}"
         for t in targets
@@ -161,6 +166,10 @@ def reason_of(
     )
     op = "<=" if kind == CHEAPER else ">"
     head = "cheaper than scouts" if kind == CHEAPER else "scouts cost less"
-    said = compared("expected cost", total, op, delay_price)
-    tail = f" ({parts})" if parts else ""
-    return f"{head}: {said} job runs of delay{tail}"
+    said = compared("expected cost", total, op, scouts)
+    tail = f": {parts}" if parts else ""
+    delay = number(delay_price, None)
+    return (
+        f"{head}: {said} job runs (scouts: first jobs at the default plus "
+        f"{delay} of delay){tail}"
+    )

@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -52,14 +52,18 @@ from panda_predictor.core.task_prediction import TargetPrediction, TaskPredictio
 from panda_predictor.serving.bundle import Bundle
 from panda_predictor.serving.combination import (
     ServingHistory,
+    as_history,
     combine,
     combine_served,
-    track_records,
 )
 
 #: Frames up to this many rows take the records route in :meth:`Predictor.predict`;
 #: beyond it vectorised pandas is faster per task.
 FAST_PATH_MAX_ROWS = 32
+
+#: What every prediction takes as history: a labelled history frame (judged per
+#: task as of its creation), a :class:`ServingHistory`, or None (no history).
+History: TypeAlias = ServingHistory | pd.DataFrame | None
 
 #: Code matrix -> probabilities per target.
 MatrixFn = Callable[[np.ndarray], dict[str, np.ndarray]]
@@ -136,7 +140,7 @@ class Predictor:
         self._known_transformations = set(bundle.known_transformations)
         self._known_frameworks = set(bundle.known_frameworks)
         self._class_cache: dict[str, list[Any]] = {}
-        self._record_cache: tuple[pd.DataFrame, Any] | None = None
+        self._record_cache: tuple[pd.DataFrame, ServingHistory] | None = None
         self._matrix_fn: MatrixFn | None = self._build_matrix_fn()
 
     def features(
@@ -167,87 +171,86 @@ class Predictor:
         return known_path.to_numpy(bool) | known_framework.to_numpy(bool)
 
     def classify(
-        self,
-        tasks: pd.DataFrame,
-        history: RecentHistoryIndex | pd.DataFrame | ServingHistory | None = None,
+        self, tasks: pd.DataFrame, history: History = None
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
         """Return per target the probabilities, chosen classes and confidences.
 
-        With a labelled history (a frame or a :class:`ServingHistory`) and a
-        bundle that combines experts, the chosen class is the followed expert's
-        and the confidence is that expert's recent weighted accuracy for the
-        task's key (see :meth:`classified`).
+        With a history and a bundle that combines experts, the chosen class is the
+        followed expert's and the confidence is that expert's recent weighted
+        accuracy for the task's key (see :meth:`classified`).
         """
         parts = self.classified(tasks, history)
         return parts.proba, parts.chosen, parts.confidence
 
-    def classified(
-        self,
-        tasks: pd.DataFrame,
-        history: RecentHistoryIndex | pd.DataFrame | ServingHistory | None = None,
-    ) -> Classified:
+    def history(self, history: History) -> ServingHistory | None:
+        """Return ``history`` as a :class:`ServingHistory` (see :func:`as_history`).
+
+        The last frame wrapped is kept, so that the batches of one hook pass
+        rebuild the model's track record once.
+        """
+        if isinstance(history, pd.DataFrame):
+            cached = self._record_cache
+            if cached is None or cached[0] is not history:
+                cached = (history, ServingHistory(history))
+                self._record_cache = cached
+            return cached[1]
+        return as_history(history)
+
+    def classified(self, tasks: pd.DataFrame, history: History = None) -> Classified:
         """Return :meth:`classify`'s answer with its parts (features, the model's
-        own class, the followed expert), for callers that score the parts."""
-        served = history if isinstance(history, ServingHistory) else None
-        X = self.features(tasks, served.index if served is not None else history)
+        own class, the followed expert), for callers that score the parts.
+
+        The combination runs whenever there is a history and the bundle has one;
+        a history with ``as_of`` serves tasks created then from its index.
+        """
+        served = self.history(history)
+        indexed = served is not None and served.as_of is not None
+        if served is None:
+            X = self.features(tasks, None)
+        else:
+            X = self.features(tasks, served.index if indexed else served.frame)
         proba = self.probabilities(X)
         chosen = {t: self.bundle.tail_rules[t].predict(p) for t, p in proba.items()}
         conf = {t: confidence(proba[t], chosen[t]) for t in proba}
         parts = Classified(X, proba, dict(chosen), chosen, conf, {})
-        combined: dict[str, Any] = {}
         params = self.bundle.combination
-        if params is not None and isinstance(history, pd.DataFrame):
-            combined = self.combined(tasks, X, chosen, history)
-        elif params is not None and served is not None:
+        combined: dict[str, Any] = {}
+        if params is not None and served is not None and indexed:
             keys = group_key(tasks, HISTORY_GROUPS[params.key]).to_numpy(object)
             combined = combine_served(self.bundle, keys, X, chosen, served)
+        elif params is not None and served is not None:
+            combined = combine(
+                self.bundle, tasks, X, chosen, served.records(self.bundle)
+            )
         for target, answer in combined.items():
             parts.chosen[target] = answer.classes
             parts.confidence[target] = answer.confidence
             parts.followed[target] = answer.leader
         return parts
 
-    def combined(
-        self,
-        tasks: pd.DataFrame,
-        X: pd.DataFrame,
-        chosen: dict[str, np.ndarray],
-        history: pd.DataFrame,
-    ) -> dict[str, Any]:
-        """Return the experts' combination per target (model + recency rules).
-
-        The model's track record is rebuilt from ``history`` once per history
-        frame (the last one is kept), see :mod:`panda_predictor.serving.combination`.
-        """
-
-        cached = self._record_cache
-        if cached is None or cached[0] is not history:
-            cached = (history, track_records(self.bundle, history))
-            self._record_cache = cached
-        return combine(self.bundle, tasks, X, chosen, cached[1])
-
     def predict(
         self,
         tasks: pd.DataFrame,
-        history: RecentHistoryIndex | pd.DataFrame | None = None,
+        history: History = None,
         now: datetime | None = None,
     ) -> list[TaskPrediction]:
         """Return one prediction (with its decision and reason) per row of ``tasks``.
 
-        Small frames (up to :data:`FAST_PATH_MAX_ROWS` rows, history None or a
-        :class:`RecentHistoryIndex`) take the records route; the result is the same.
+        Small frames (up to :data:`FAST_PATH_MAX_ROWS` rows, with no history or
+        one indexed as of a time) take the records route; the result is the same.
         """
         if tasks.empty:
             return []
+        served = self.history(history)
         if (
             self._matrix_fn is not None
             and len(tasks) <= FAST_PATH_MAX_ROWS
-            and not isinstance(history, pd.DataFrame)
+            and (served is None or served.as_of is not None)
         ):
             self.bundle.features._check_tasks(tasks)
             columns = [*TASK_COLUMNS, *(c for c in REQUEST_COLUMNS if c in tasks)]
-            return self.predict_records(tasks[columns].to_dict("records"), history, now)
-        parts = self.classified(tasks, history)
+            return self.predict_records(tasks[columns].to_dict("records"), served, now)
+        parts = self.classified(tasks, served)
         decided = self.decide(parts, self.in_domain(tasks))
         with _no_cyclic_gc():
             ids = tasks["jeditaskid"].to_numpy()
@@ -271,9 +274,7 @@ class Predictor:
         )
 
     def predict_table(
-        self,
-        tasks: pd.DataFrame,
-        history: RecentHistoryIndex | pd.DataFrame | None = None,
+        self, tasks: pd.DataFrame, history: History = None
     ) -> pd.DataFrame:
         """Return the predictions of a large batch as columns, one row per task.
 
@@ -333,7 +334,7 @@ class Predictor:
     def predict_records(
         self,
         records: Sequence[Mapping[str, Any]],
-        history: RecentHistoryIndex | ServingHistory | None = None,
+        history: ServingHistory | None = None,
         now: datetime | None = None,
         matrix: np.ndarray | None = None,
     ) -> list[TaskPrediction]:
@@ -341,9 +342,9 @@ class Predictor:
 
         Parameters: ``records`` are maps with the keys of
         :data:`~panda_predictor.core.features.TASK_COLUMNS` (one task as the HTTP
-        service or the JEDI plugin sees it; NULL is None or NaN); ``history`` the
-        recent-history index, or a :class:`ServingHistory` (history features and
-        the experts' records as of one time), or None (history unknown); ``now``
+        service or the JEDI plugin sees it; NULL is None or NaN); ``history`` a
+        :class:`ServingHistory` indexed as of one time (history features and
+        the experts' records as of then), or None (history unknown); ``now``
         the time
         stamped on the predictions; ``matrix`` the records' code matrix
         (``FeaturePipeline.transform_records`` with the same history), when the
@@ -365,15 +366,20 @@ class Predictor:
     def classified_records(
         self,
         records: Sequence[Mapping[str, Any]],
-        history: RecentHistoryIndex | ServingHistory | None = None,
+        history: ServingHistory | None = None,
         matrix: np.ndarray | None = None,
     ) -> Classified | None:
         """Return :meth:`classified`'s answer for task records (the code-matrix
         route; None for no records)."""
         features = self.bundle.features
         assert self._matrix_fn is not None
-        served = history if isinstance(history, ServingHistory) else None
-        index = served.index if served is not None else history
+        served = as_history(history)
+        if served is not None and served.as_of is None:
+            raise ValueError(
+                "Task records are served from a history indexed as of one time: "
+                "give the ServingHistory an 'as_of'."
+            )
+        index = served.index if served is not None else None
         M = features.transform_records(records, index) if matrix is None else matrix
         if len(M) == 0:
             return None

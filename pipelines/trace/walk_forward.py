@@ -31,9 +31,12 @@ from panda_predictor.core import baselines as bl
 from panda_predictor.core.bins import BinSet, TargetBins, fit_bins
 from panda_predictor.core.experts import EXPERTS, rule_values
 from panda_predictor.core.splits import TimeSplit, time_ordered_split
+from panda_predictor.core.task_features import HOOK_COLUMNS
 from panda_predictor.errors import UserInputError
 from panda_predictor.ingest.swf import TRACE_TARGETS
 from panda_predictor.ingest.to_panda import jobs_to_tasks
+from panda_predictor.serving.combination import ServingHistory
+from panda_predictor.serving.decision import decide_table
 from panda_predictor.serving.predictor import Predictor
 from pipelines.dataset import LabelledHistory
 from pipelines.train import TrainingConfig, train, training_config
@@ -260,10 +263,15 @@ def _predict_period(
 ) -> None:
     """Predict one period's tasks as the hook would, and score the baselines too."""
     predictor = Predictor(result.bundle, "trace", period)
-    history = tasks[created < created[in_period].max() + np.timedelta64(1, "ns")]
+    history = ServingHistory(
+        tasks[created < created[in_period].max() + np.timedelta64(1, "ns")]
+    )
+    # The hook's schema: task columns and requests, never the labels (a label
+    # column has a preset's name and must not be read as one).
     period_tasks = tasks.iloc[in_period]
+    period_tasks = period_tasks[[c for c in HOOK_COLUMNS if c in period_tasks]]
     classified = predictor.classified(period_tasks, history)
-    table = predictor.table_of(period_tasks, classified)
+    table = decide_table(predictor, period_tasks, history, classified)
     X = classified.features
     applied_all = (table["decision"] == "applied").to_numpy()
     for target in targets:
