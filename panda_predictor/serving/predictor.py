@@ -282,9 +282,11 @@ class Predictor:
         without building one record per task: for bulk callers (drift checks,
         replays, the benchmark) that read columns anyway. Columns: ``jeditaskid``,
         ``decision``, ``reason_kind``, ``total_cost``, ``costliest_target``, then
-        per target ``<target>_class`` (the class of the value), ``<target>_value``
-        (the value written, in the bin's unit), ``<target>_confidence`` (the
-        probability that it is enough) and ``<target>_cost`` (job runs).
+        per target ``<target>_class`` (the predicted class: the model with its tail
+        rule, or the followed expert), ``<target>_value`` (the value written, in
+        the bin's unit: the cost choice, which may lie above the class when the
+        class is uncertain), ``<target>_confidence`` (the probability that the
+        value is enough) and ``<target>_cost`` (job runs).
         """
         if tasks.empty:
             return pd.DataFrame(columns=self.table_columns())
@@ -305,7 +307,7 @@ class Predictor:
         columns["costliest_target"] = decided["costliest_target"]
         for t in parts.chosen:
             value = decided[f"{t}_value"]
-            columns[f"{t}_class"] = self._class_of(t, value)
+            columns[f"{t}_class"] = parts.chosen[t]
             columns[f"{t}_value"] = value
             columns[f"{t}_confidence"] = decided[f"{t}_confidence"]
             columns[f"{t}_cost"] = decided[f"{t}_cost"]
@@ -325,11 +327,6 @@ class Predictor:
         ]
         per_target = ("class", "value", "confidence", "cost", "from_request")
         return fixed + [f"{t}_{c}" for t in self.bundle.models for c in per_target]
-
-    def _class_of(self, target: str, value: np.ndarray) -> np.ndarray:
-        """Return the class each written value falls in (the class it is audited as)."""
-        bins = self.bundle.bins[target]
-        return np.clip(bins.assign(value), 0, bins.n_classes - 1)
 
     def predict_records(
         self,
@@ -458,12 +455,11 @@ class Predictor:
         # Plain Python lists once per batch: indexing numpy per task costs more.
         columns = {
             t: (
-                self._class_of(t, decided[f"{t}_value"]).tolist(),
+                parts.chosen[t].tolist(),
                 decided[f"{t}_value"].tolist(),
                 decided[f"{t}_confidence"].tolist(),
                 decided[f"{t}_cost"].tolist(),
                 decided[f"{t}_from_request"].tolist(),
-                parts.chosen[t].tolist(),
                 proba[t].tolist(),
             )
             for t in targets
@@ -479,13 +475,12 @@ class Predictor:
                 conf_l,
                 cost_l,
                 req_l,
-                pick_l,
                 p_l,
             ) in columns.items():
                 cls = int(cls_l[i])
                 label, low, high, _, unit = classes[t][cls]
                 why = self.bundle.tail_rules[t].explain(
-                    p_l[i], int(pick_l[i]), [c[0] for c in classes[t]]
+                    p_l[i], cls, [c[0] for c in classes[t]]
                 )
                 row[t] = TargetPrediction(
                     target=t,
