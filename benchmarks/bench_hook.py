@@ -215,7 +215,8 @@ def main() -> None:
             f"{os.cpu_count()} cores, Python {platform.python_version()}, local "
             f"PostgreSQL; command: `python {' '.join(sys.argv)}`. XGBoost bundle "
             f"(200 trees per target) trained on {args.history:,} simulated tasks; "
-            f"labelled history of the last 180 days read once ({history_seconds:.1f} s).",
+            "labelled history of the last 180 days read once "
+            f"({history_seconds:.1f} s).",
             "",
             "| measure | value |",
             "|---|---:|",
