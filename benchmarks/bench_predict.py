@@ -230,8 +230,8 @@ def report(results: list[dict], args: argparse.Namespace, command: str) -> str:
         "choice and the decision. 'Bare boosters' are the four XGBoost "
         "`inplace_predict` calls alone on the same tasks' code rows, in the same "
         "run (goal: the decision within 3x of them). 'DataFrame route' is the same "
-        "through `FeaturePipeline.transform` on a one-row frame (the route before the fast "
-        f"path; {args.frame_calls} calls). Batch: `Predictor.predict` (one "
+        "through `FeaturePipeline.transform` on a one-row frame (the route before "
+        f"the fast path; {args.frame_calls} calls). Batch: `Predictor.predict` (one "
         "TaskPrediction per task) and `Predictor.predict_table` (the same "
         f"predictions as columns) on a {args.batch:,}-task frame. Goals: "
         "p99 <= 2 ms, within 3x of the bare boosters, > 50,000 tasks/s.",
