@@ -212,12 +212,12 @@ def test_table_route_equals_the_records(predictor, records, served_history):
     assert table["jeditaskid"].tolist() == [p.jeditaskid for p in expected]
     assert table["decision"].tolist() == [p.decision for p in expected]
     kinds = {
-        "confident": "confident",
-        "low": "low_confidence",
-        "outside": "outside_domain",
+        "cheaper than scouts": "cheaper",
+        "scouts cost less": "costs_more",
+        "outside training domain": "outside_domain",
     }
     assert table["reason_kind"].tolist() == [
-        kinds[p.reason.split(" ")[0].rstrip(":")] for p in expected
+        kinds[p.reason.split(":")[0]] for p in expected
     ]
     for target in predictor.bundle.models:
         got = table[[f"{target}_class", f"{target}_value", f"{target}_confidence"]]

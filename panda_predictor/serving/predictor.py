@@ -295,16 +295,17 @@ class Predictor:
     def table_of(self, tasks: pd.DataFrame, parts: Classified) -> pd.DataFrame:
         """Return :meth:`predict_table`'s columns for already classified tasks.
 
-        Besides the columns above, ``<target>_expert`` names the followed expert
-        where the bundle combines experts, and ``<target>_from_request`` says
-        whether the request itself was the cheapest value.
+        Besides the columns above, ``scouts_cost`` is what running the scouts is
+        expected to cost, ``<target>_from_request`` says whether the request
+        itself was the cheapest value, and ``<target>_expert`` names the followed
+        expert where the bundle combines experts (``model`` without a history).
         """
         decided = self.decide(parts, self.in_domain(tasks))
         columns: dict[str, Any] = {"jeditaskid": tasks["jeditaskid"].to_numpy()}
-        columns.update(
-            {k: decided[k] for k in ("decision", "reason_kind", "total_cost")}
-        )
+        for key in ("decision", "reason_kind", "total_cost", "scouts_cost"):
+            columns[key] = decided[key]
         columns["costliest_target"] = decided["costliest_target"]
+        combined = self.bundle.combination is not None
         for t in parts.chosen:
             value = decided[f"{t}_value"]
             columns[f"{t}_class"] = parts.chosen[t]
@@ -312,8 +313,13 @@ class Predictor:
             columns[f"{t}_confidence"] = decided[f"{t}_confidence"]
             columns[f"{t}_cost"] = decided[f"{t}_cost"]
             columns[f"{t}_from_request"] = decided[f"{t}_from_request"]
-            if t in parts.followed:
-                columns[f"{t}_expert"] = np.asarray(EXPERTS)[parts.followed[t]]
+            if combined:  # without a history every task follows the model
+                followed = parts.followed.get(t)
+                columns[f"{t}_expert"] = (
+                    np.asarray(EXPERTS)[followed]
+                    if followed is not None
+                    else np.full(len(tasks), EXPERTS[0], dtype=object)
+                )
         return pd.DataFrame(columns, index=tasks.index)
 
     def table_columns(self) -> list[str]:
@@ -323,9 +329,12 @@ class Predictor:
             "decision",
             "reason_kind",
             "total_cost",
+            "scouts_cost",
             "costliest_target",
         ]
-        per_target = ("class", "value", "confidence", "cost", "from_request")
+        per_target = ["class", "value", "confidence", "cost", "from_request"]
+        if self.bundle.combination is not None:
+            per_target.append("expert")
         return fixed + [f"{t}_{c}" for t in self.bundle.models for c in per_target]
 
     def predict_records(
