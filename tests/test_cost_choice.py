@@ -20,9 +20,10 @@ TWO_TIMES = UseTable(((100.0,) * 4, (1000.0,) * 4))
 TWO_MEMORIES = UseTable(((900.0,) * 4, (1900.0,) * 4))
 
 
-def chooser(table=TWO_TIMES, target="walltime", **settings):
+def chooser(table=TWO_TIMES, target="walltime", requeue_runs=0.0, **settings):
     ladder = [row[0] for row in table.points]
-    return CostChooser(target, table, ladder, CostSettings(**settings))
+    settings = CostSettings(requeue_runs=requeue_runs, **settings)
+    return CostChooser(target, table, ladder, settings)
 
 
 def test_a_certain_use_is_written_exactly_and_costs_nothing():
@@ -50,12 +51,13 @@ def test_time_takes_the_value_of_lowest_expected_cost(p, written, cost):
     assert sized.expected_cost[0] == pytest.approx(cost)
 
 
-def test_a_price_per_failure_makes_the_choice_safer():
-    # p = (0.5, 0.5): writing 100 costs 0.136 + 0.5 * failure_cost, writing 1000
-    # costs 0.818. Failure cost 1: 0.636 < 0.818 (still 100); 2: 1.136 (1000).
+def test_the_retrys_wait_in_the_queue_makes_the_choice_safer():
+    # p = (0.5, 0.5): writing 100 costs 0.136 + 0.5 * 0.5 * requeue_runs (the
+    # failed half waits requeue_runs runs at price 0.5), writing 1000 costs 0.818.
+    # 2 runs: 0.636 < 0.818 (still 100); 3 runs: 0.886 (1000).
     p = np.array([[0.5, 0.5]])
-    assert chooser(delay_price=0.5, failure_cost=1.0).choose(p).value[0] == 100.0
-    assert chooser(delay_price=0.5, failure_cost=2.0).choose(p).value[0] == 1000.0
+    assert chooser(delay_price=0.5, requeue_runs=2.0).choose(p).value[0] == 100.0
+    assert chooser(delay_price=0.5, requeue_runs=3.0).choose(p).value[0] == 1000.0
 
 
 def test_memory_follows_pandas_steps_after_a_failure():
@@ -144,6 +146,7 @@ def test_use_tables_fit_round_trip_and_fall_back_to_the_bins():
         (lambda: CostSettings(gb_per_core=0.0), "'gb_per_core' field"),
         (lambda: UseTable(((2.0, 1.0),)), "'points' field"),
         (lambda: CostSettings.from_dict({"price": 1}), "unexpected ['price']"),
+        (lambda: CostSettings(requeue_runs=-1.0), "'requeue_runs' field"),
         (lambda: chooser(target="disk"), "'target' field"),
     ],
 )

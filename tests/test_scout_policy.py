@@ -25,7 +25,7 @@ TABLES = {
 
 
 def policy(price: float = 0.5) -> CostPolicy:
-    settings = CostSettings(delay_price=price)
+    settings = CostSettings(delay_price=price, requeue_runs=0.0)
     return CostPolicy(
         {
             t: CostChooser(t, table, [row[0] for row in table.points], settings)

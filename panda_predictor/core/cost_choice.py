@@ -20,8 +20,10 @@ gets exactly what it uses. A time value v for a job that uses u wastes
 GB per core (a slot's memory), so ``(v - u) / (gb_per_core * 1024)`` units per MB
 per core. A job's delay is priced by one setting, :attr:`CostSettings.delay_price`:
 the core-hours that one core-hour of waiting is worth. A failed attempt costs its
-own hours plus its delay (``1 + delay_price`` times its length), plus
-:attr:`CostSettings.failure_cost` units for the failure itself.
+own hours plus the delay they cause (``1 + delay_price`` times its length), plus
+the wait of its retry in the queue again, taken as
+:attr:`CostSettings.requeue_runs` job runs of delay (``delay_price *
+requeue_runs``).
 
 The value written is the candidate with the lowest expected cost. Candidates are
 the class values, the quantiles of every class, and the task's request where it
@@ -80,6 +82,9 @@ MAX_ATTEMPTS = 12
 DEFAULT_POINTS = 20
 #: Slot memory per core, GB (the WLCG standard slot: 2 GB per core).
 DEFAULT_GB_PER_CORE = 2.0
+#: Job runs a retried job waits in the queue again: about one (an assumption; a
+#: grid job's queue wait is of the order of its run).
+DEFAULT_REQUEUE_RUNS = 1.0
 #: Candidate delay prices tried per deployment (core-hours per core-hour of delay).
 DELAY_PRICES: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 #: Share of validation tasks a priced target may be written too little for, at
@@ -106,34 +111,40 @@ class CostSettings:
 
     :param delay_price: core-hours that one core-hour of a job's delay is worth.
     :param gb_per_core: GB of memory that one core-hour of a slot comes with.
-    :param failure_cost: extra units a failed attempt costs beyond its hours.
+    :param requeue_runs: job runs a retried job waits in the queue again.
     """
 
-    delay_price: float = 0.5
+    delay_price: float = 1.0
     gb_per_core: float = DEFAULT_GB_PER_CORE
-    failure_cost: float = 0.0
+    requeue_runs: float = DEFAULT_REQUEUE_RUNS
 
     def __post_init__(self) -> None:
         _check_number("delay_price", self.delay_price, 0.0)
         _check_number("gb_per_core", self.gb_per_core, 1e-6)
-        _check_number("failure_cost", self.failure_cost, 0.0)
+        _check_number("requeue_runs", self.requeue_runs, 0.0)
+
+    @property
+    def failure_cost(self) -> float:
+        """Return what a failed attempt costs beyond its own hours: its retry's
+        wait in the queue, in job runs."""
+        return self.delay_price * self.requeue_runs
 
     def to_dict(self) -> dict[str, float]:
         """Return the settings as plain numbers."""
         return {
             "delay_price": self.delay_price,
             "gb_per_core": self.gb_per_core,
-            "failure_cost": self.failure_cost,
+            "requeue_runs": self.requeue_runs,
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CostSettings:
         """Rebuild the settings from :meth:`to_dict` output."""
-        unknown = sorted(set(data) - {"delay_price", "gb_per_core", "failure_cost"})
+        unknown = sorted(set(data) - {"delay_price", "gb_per_core", "requeue_runs"})
         if unknown:
             raise ValueError(
                 "The cost settings must have only 'delay_price', 'gb_per_core' and "
-                f"'failure_cost'. Got unexpected {unknown} instead."
+                f"'requeue_runs'. Got unexpected {unknown} instead."
             )
         return cls(**{k: float(v) for k, v in data.items()})
 
