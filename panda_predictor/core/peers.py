@@ -113,24 +113,31 @@ def peer_requests(
     if n == 0:
         return first, first.copy()
     start, end = _visible_rows(code, submit, known, window)
-    order = np.lexsort((known, code))
-    use_sorted = use[order]
-    x_sorted = feature[order] if feature is not None else None
-    for lo in range(0, n, _BLOCK):
-        rows = slice(lo, min(lo + _BLOCK, n))
-        first[rows] = _block_requests(
-            method,
-            start[rows],
-            end[rows],
-            use_sorted,
-            x_sorted,
-            feature[rows] if feature is not None else None,
-        )
     seen = end > start
+    # Jobs submitted before any new job of their key ended share one window: each
+    # distinct window is sized once.
+    windows, which = np.unique(
+        start[seen] * np.int64(n + 1) + end[seen], return_inverse=True
+    )
+    order = np.lexsort((known, code))
+    sized = _size_windows(
+        method,
+        windows // (n + 1),
+        windows % (n + 1),
+        use[order],
+        feature[order] if feature is not None else None,
+    )
+    which = which.reshape(-1)
+    if method == "witt_lwr":
+        assert feature is not None
+        intercept, slope, offset, smallest = (part[which] for part in sized)
+        first[seen] = np.maximum(intercept + slope * feature[seen] + offset, smallest)
+    else:
+        first[seen] = sized[0][which]
     retry = np.full(n, np.nan)
     if method == "tovar":
         # The largest visible use: the retry Tovar et al. call "max seen".
-        retry[seen] = _window_max(start[seen], end[seen], use_sorted)
+        retry[seen] = sized[1][which]
     else:
         retry[seen] = WITT_RETRY_FACTOR * first[seen]
     first = np.where(seen, np.minimum(first, cap_v), cap_v)
@@ -191,15 +198,29 @@ def _check_columns(
             f"only after it is submitted). Got known_s {out['known_s'][early][:3]} "
             f"for submit_s {out['submit_s'][early][:3]} instead."
         )
-    code = np.unique(keys, return_inverse=True)[1].reshape(-1).astype(np.int64)
     return (
-        code,
+        _key_codes(keys),
         out["submit_s"],
         out["known_s"],
         out["used"],
         out["cap"],
         out.get("x"),
     )
+
+
+def _key_codes(keys: np.ndarray) -> np.ndarray:
+    """Return an integer code per key (one code per distinct value)."""
+    try:
+        return np.unique(keys, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    except TypeError:
+        # Values numpy cannot order (text mixed with missing values): code them by
+        # first appearance instead.
+        seen: dict[Any, int] = {}
+        return np.fromiter(
+            (seen.setdefault(k, len(seen)) for k in keys.tolist()),
+            dtype=np.int64,
+            count=keys.size,
+        )
 
 
 def _visible_rows(
@@ -232,46 +253,41 @@ def _window(
     return matrix, valid
 
 
-def _window_max(start: np.ndarray, end: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Return the largest value of each (non-empty) window."""
-    out = np.empty(start.size)
-    for lo in range(0, start.size, _BLOCK):
-        rows = slice(lo, lo + _BLOCK)
-        matrix, _ = _window(start[rows], end[rows], values, -np.inf)
-        out[rows] = matrix.max(axis=1)
-    return out
-
-
-def _block_requests(
+def _size_windows(
     method: str,
     start: np.ndarray,
     end: np.ndarray,
     use_sorted: np.ndarray,
     x_sorted: np.ndarray | None,
-    x_job: np.ndarray | None,
-) -> np.ndarray:
-    """Return the first request of a block of jobs (NaN where nothing is visible)."""
-    out = np.full(start.size, np.nan)
-    seen = end > start
-    if not seen.any():
-        return out
-    start, end = start[seen], end[seen]
-    if method == "witt_lwr":
-        assert x_sorted is not None and x_job is not None
-        out[seen] = _lwr(start, end, use_sorted, x_sorted, x_job[seen])
-        return out
-    uses, _ = _window(start, end, use_sorted, np.inf)
-    uses.sort(axis=1)
-    m = (end - start).astype(float)
-    if method == "tovar":
-        out[seen] = _tovar(uses, m)
-    else:
-        out[seen] = _percentile(uses, m, WITT_PERCENTILE)
+) -> list[np.ndarray]:
+    """Return what ``method`` learns from each (non-empty) window, block by block.
+
+    Tovar: (first allocation, largest use); percentile: (allocation,); LWR:
+    (intercept, slope, offset, smallest use), the request being
+    ``max(intercept + slope * x + offset, smallest use)``.
+    """
+    parts = {"tovar": 2, "witt_percentile": 1, "witt_lwr": 4}[method]
+    out = [np.empty(start.size) for _ in range(parts)]
+    for lo in range(0, start.size, _BLOCK):
+        rows = slice(lo, lo + _BLOCK)
+        if method == "witt_lwr":
+            assert x_sorted is not None
+            learned = _lwr(start[rows], end[rows], use_sorted, x_sorted)
+        else:
+            uses, _ = _window(start[rows], end[rows], use_sorted, np.inf)
+            uses.sort(axis=1)
+            m = (end[rows] - start[rows]).astype(float)
+            if method == "tovar":
+                learned = _tovar(uses, m)
+            else:
+                learned = (_percentile(uses, m, WITT_PERCENTILE),)
+        for target, part in zip(out, learned, strict=True):
+            target[rows] = part
     return out
 
 
-def _tovar(uses: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """Return the waste-minimising first allocation of each row of sorted uses.
+def _tovar(uses: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return the waste-minimising first allocation and the largest use per row.
 
     Row-wise over sorted uses s_0 <= ... <= s_{m-1} (inf-padded) with M = s_{m-1},
     candidate s_j has expected waste (times m, minus the constant sum of uses)
@@ -284,7 +300,7 @@ def _tovar(uses: np.ndarray, m: np.ndarray) -> np.ndarray:
     cost[j >= m[:, None]] = np.inf
     # argmin of the reversed columns: the largest allocation among equal costs.
     best = uses.shape[1] - 1 - np.argmin(cost[:, ::-1], axis=1)
-    return uses[np.arange(uses.shape[0]), best]
+    return uses[np.arange(uses.shape[0]), best], top[:, 0]
 
 
 def _percentile(uses: np.ndarray, m: np.ndarray, q: float) -> np.ndarray:
@@ -302,17 +318,17 @@ def _lwr(
     end: np.ndarray,
     use_sorted: np.ndarray,
     x_sorted: np.ndarray,
-    x_job: np.ndarray,
-) -> np.ndarray:
-    """Return the low-wastage regression's first allocation per job (see above)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Return the low-wastage regression of each window (see :func:`_size_windows`)."""
     u, valid = _window(start, end, use_sorted, 0.0)
     xs, _ = _window(start, end, x_sorted, 0.0)
-    m = valid.sum(axis=1).astype(float)
+    m = (end - start).astype(float)
     x_mean = xs.sum(axis=1) / m
     u_mean = u.sum(axis=1) / m
     dx = np.where(valid, xs - x_mean[:, None], 0.0)
-    sxx = (dx * dx).sum(axis=1)
-    sxy = (dx * (u - u_mean[:, None])).sum(axis=1)
+    sxx = np.einsum("ij,ij->i", dx, dx)
+    # Padded cells hold u = 0 and dx = 0, and the dx sum to 0: no centring of u.
+    sxy = np.einsum("ij,ij->i", dx, u)
     # A fit on one row, or on x that do not vary (relative to their size), is
     # degenerate: predict the key's mean.
     scale = np.maximum(np.abs(x_mean), 1.0)
@@ -323,25 +339,22 @@ def _lwr(
     resid = np.where(valid, u - pred, np.inf)
     order = np.argsort(resid, axis=1)
     r = np.take_along_axis(resid, order, axis=1)
-    p = np.take_along_axis(np.where(valid, pred, 0.0), order, axis=1)
+    p = np.take_along_axis(pred, order, axis=1)
     j = np.arange(r.shape[1])[None, :]
     inside = j < m[:, None]
-    r_fin = np.where(inside, r, 0.0)
+    r = np.where(inside, r, 0.0)
+    p[~inside] = 0.0
     # Candidate j (offset r_j) fails the rows after it; a failed row wastes its
     # allocation a and the retry's spare, which is WITT_RETRY_FACTOR * a more
-    # than a fit would.
-    p_above = np.cumsum(p[:, ::-1], axis=1)[:, ::-1] - p
-    n_above = m[:, None] - 1 - j
-    cost = (
-        m[:, None] * r_fin
-        - r_fin.sum(axis=1, keepdims=True)
-        + WITT_RETRY_FACTOR * (p_above + n_above * r_fin)
-    )
+    # than a fit would. The residuals of a least-squares fit sum to 0, so the
+    # wastage of the fits, sum(o - r), is m * o.
+    p_above = p.sum(axis=1, keepdims=True) - np.cumsum(p, axis=1)
+    cost = m[:, None] * r + WITT_RETRY_FACTOR * (p_above + (m[:, None] - 1 - j) * r)
     # Below this offset some visible job would need a second doubling, which the
     # cost above does not count: such offsets are not candidates.
     one_retry = np.where(valid, u / WITT_RETRY_FACTOR - pred, -np.inf).max(axis=1)
-    cost[~inside | (r_fin < one_retry[:, None])] = np.inf
+    cost[~inside | (r < one_retry[:, None])] = np.inf
     best = r.shape[1] - 1 - np.argmin(cost[:, ::-1], axis=1)
     offset = r[np.arange(r.shape[0]), best]
     smallest = np.where(valid, u, np.inf).min(axis=1)
-    return np.maximum(intercept + slope * x_job + offset, smallest)
+    return intercept, slope, offset, smallest
