@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from pipelines.trace.pareto import log_name, main, pareto_front, wasted_hours
+from pipelines.trace.pareto import _view, log_name, main, pareto_front, wasted_hours
 
 
 def _outcome(strategy, failed, core_h, gb_h, delay):
@@ -118,3 +118,16 @@ def test_cli_rejects_two_files_of_one_log(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([*paths, "-o", str(tmp_path / "img")])
     assert "more than once" in capsys.readouterr().err
+
+
+def test_a_far_worse_row_does_not_stretch_the_view():
+    # Scouts (0.06, 59k) and the predictor (0.11, 68k) span the view; the request
+    # (0, 60k) is on the front; a rule failing 69 % of the jobs is drawn on the
+    # edge instead of squashing the others into a corner.
+    names = ["scouts", "predictor (model:production)", "user request", "rule (x)"]
+    failed = [0.06, 0.11, 0.0, 0.69]
+    wasted = [59_000.0, 68_000.0, 60_000.0, 128_000.0]
+    front = [2, 0]
+    (x_lo, x_hi), (y_lo, y_hi) = _view(failed, wasted, front, [0, 1, 2, 3], names)
+    assert x_lo < 0.0 and 0.11 < x_hi < 0.2
+    assert y_lo < 59_000 and 68_000 < y_hi < 75_000

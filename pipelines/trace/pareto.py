@@ -7,8 +7,9 @@ for run time, GB-hours for memory), coloured and sized by its bulk delay (hours 
 task waits for its scouts), and labelled with its name. The step line joins the
 non-dominated strategies (no other row fails fewer jobs and wastes fewer hours);
 the oracle (every job asks for what it used) is drawn for reference but kept off
-that front. Scouts are drawn as squares, our predictor's rows as diamonds. Lower
-left is better. Drawn with matplotlib's object API on the Agg canvas.
+that front. Scouts are drawn as squares, our predictor's rows as diamonds. The
+view spans the front and those rows; a row far worse is drawn hollow on its edge,
+its label giving its figures. Lower left is better. Drawn with matplotlib's object API on the Agg canvas.
 
     python -m pipelines.trace.pareto BENCHMARKS/*/full.json -o docs/img/pareto
 """
@@ -111,28 +112,40 @@ def _panel(ax: Any, target: str, outcomes: list[dict[str, Any]], norm: Any) -> N
             alpha=0.7,
             zorder=1,
         )
+    (x_lo, x_hi), (y_lo, y_hi) = _view(failed, wasted, front, rows, names)
+    # Rows beyond the view are drawn hollow on its edge; their label gives them.
+    shown = {
+        i: (
+            min(failed[i], x_hi - 0.02 * (x_hi - x_lo)),
+            min(wasted[i], y_hi - 0.02 * (y_hi - y_lo)),
+        )
+        for i in rows
+    }
     top = max(norm.vmax, 1e-9)
     for i in rows:
         marker = _marker(names[i])
         highlighted = marker != "o"
+        beyond = shown[i] != (failed[i], wasted[i])
         ax.scatter(
-            failed[i],
-            wasted[i],
+            *shown[i],
             c=[delay[i]],
             cmap="viridis",
             norm=norm,
             s=30 + 170 * delay[i] / top + (50 if highlighted else 0),
             marker=marker,
-            edgecolors="black" if highlighted else "none",
-            linewidths=1.2 if highlighted else 0,
+            edgecolors="black" if highlighted or beyond else "none",
+            linewidths=1.2 if highlighted or beyond else 0,
+            alpha=0.35 if beyond else 1.0,
             zorder=3,
         )
     ranked = sorted(rows, key=lambda i: (-wasted[i], failed[i]))
     for rank, i in enumerate(ranked):
         text = names[i] + (f"  ({delay[i]:.2f} h)" if delay[i] > 0 else "")
+        if shown[i] != (failed[i], wasted[i]):
+            text += f"  [beyond: {failed[i]:.3f}, {wasted[i]:,.0f} {unit}]"
         ax.annotate(
             text,
-            (failed[i], wasted[i]),
+            shown[i],
             xytext=(1.03, 1 - (rank + 0.5) / len(ranked)),
             textcoords="axes fraction",
             va="center",
@@ -140,6 +153,8 @@ def _panel(ax: Any, target: str, outcomes: list[dict[str, Any]], norm: Any) -> N
             fontweight="bold" if i in front else "normal",
             arrowprops={"arrowstyle": "-", "color": "grey", "lw": 0.5, "alpha": 0.6},
         )
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(y_lo, y_hi)
     for i, name in enumerate(names):
         if name in _REFERENCES:
             ax.text(
@@ -155,7 +170,31 @@ def _panel(ax: Any, target: str, outcomes: list[dict[str, Any]], norm: Any) -> N
     ax.set_xlabel("failed-job rate (jobs with a failed attempt)")
     ax.set_ylabel(f"wasted {unit}")
     ax.grid(alpha=0.3)
-    ax.margins(0.12)
+
+
+def _view(
+    failed: list[float],
+    wasted: list[float],
+    front: list[int],
+    rows: list[int],
+    names: list[str],
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Return the x and y limits: the front and the highlighted rows, with room.
+
+    Rows far worse than those (a rule failing most jobs) would squash the rows
+    that matter into one corner; they are drawn on the edge instead.
+    """
+    focus = set(front) | {i for i in rows if _marker(names[i]) != "o"}
+    if not focus:
+        focus = set(rows)
+    limits = []
+    for values in (failed, wasted):
+        low = min(values[i] for i in focus)
+        high = max(values[i] for i in focus)
+        span = high - low if high > low else max(abs(high) * 0.1, 1e-3)
+        inside = [values[i] for i in rows if values[i] <= high + 0.6 * span]
+        limits.append((low - 0.12 * span, max(inside, default=high) + 0.12 * span))
+    return limits[0], limits[1]
 
 
 def draw_log(full: dict[str, Any], path: Path, name: str) -> Path:
