@@ -9,7 +9,8 @@ non-dominated strategies (no other row fails fewer jobs and wastes fewer hours);
 the oracle (every job asks for what it used) is drawn for reference but kept off
 that front. Scouts are drawn as squares, our predictor's rows as diamonds. The
 view spans the front and those rows; a row far worse is drawn hollow on its edge,
-its label giving its figures. Lower left is better. Drawn with matplotlib's object API on the Agg canvas.
+its label giving its figures. Lower left is better. Drawn with matplotlib's object
+API on the Agg canvas.
 
     python -m pipelines.trace.pareto BENCHMARKS/*/full.json -o docs/img/pareto
 """
