@@ -60,8 +60,9 @@ def peer_requests(
     Requests never exceed ``cap``.
 
     Method by method (expected waste is computed without run-time weights: the
-    caller gives none, and Tovar et al. treat peak use and run time as independent,
-    so the expected run time is a common factor that does not move the minimum):
+    caller gives none, and in our reading Tovar et al. treat peak use and run time
+    as independent, so the expected run time is a common factor that does not move
+    the minimum; docs/peers.md gives every reading and deviation):
 
     - ``"tovar"``: over the m visible uses u with largest M, the waste of a first
       allocation a is ``sum_{u<=a} (a-u) + sum_{u>a} (a + M - u)``, which
@@ -83,7 +84,8 @@ def peer_requests(
       :data:`WITT_RETRY_FACTOR` times the first request.
 
     :param method: one of :data:`PEER_METHODS`.
-    :param key: (n,) the key of each job (any hashable values numpy can sort).
+    :param key: (n,) the key of each job; equal values are one key (a missing
+        value too: give such jobs distinct keys if they must not share history).
     :param submit_s: (n,) submission time of each job, seconds.
     :param known_s: (n,) when each job's use became known (its end), seconds;
         never before its own submission.

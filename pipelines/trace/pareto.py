@@ -6,7 +6,7 @@ replayed strategy: its failed-job rate (x) against its wasted hours (y: core-hou
 for run time, GB-hours for memory), coloured and sized by its bulk delay (hours a
 task waits for its scouts), and labelled with its name. The step line joins the
 non-dominated strategies (no other row fails fewer jobs and wastes fewer hours);
-the oracle (every job asks for what it used) is drawn for reference but kept off
+the oracle (every job asks for what it used) is given as a note, kept off
 that front. Scouts are drawn as squares, our predictor's rows as diamonds. The
 view spans the front and those rows; a row far worse is drawn hollow on its edge,
 its label giving its figures. Lower left is better. Drawn with matplotlib's object
