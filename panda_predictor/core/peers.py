@@ -272,6 +272,7 @@ def _size_windows(
     out = [np.empty(start.size) for _ in range(parts)]
     for lo in range(0, start.size, _BLOCK):
         rows = slice(lo, lo + _BLOCK)
+        learned: tuple[np.ndarray, ...]
         if method == "witt_lwr":
             assert x_sorted is not None
             learned = _lwr(start[rows], end[rows], use_sorted, x_sorted)
