@@ -309,6 +309,8 @@ class SubmitHook:
         self._history_factory = history_factory or self._recent_history
         self._history: Any = None
         self._stop = threading.Event()
+        #: The broker connection of the ``publish`` output, opened at first use.
+        self.publisher: Any = None
         declare_hook_series(HOOK)
 
     def _champion(self) -> Predictor:
@@ -379,7 +381,7 @@ class SubmitHook:
                 report.predictions += predictions
                 if dry_run:
                     continue
-                result, write_failures = self._write(predictions)
+                result, write_failures = self._output(predictions)
                 failures += write_failures
                 errors = write_error_audits(self.engine, self.settings, failures)
                 self._record(report, predictions, result, errors)
@@ -387,6 +389,22 @@ class SubmitHook:
                     KILL_SWITCH_TASKS.labels(HOOK).inc(len(result.kept_scouts))
                 _log_tasks(predictions, result, failures, errors)
                 claims.release()
+
+    def _output(
+        self, predictions: list[TaskPrediction]
+    ) -> tuple[WriteResult, list[TaskFailure]]:
+        """Write the batch (``output: database``) or publish it (``publish``,
+        ``both``: :mod:`panda_predictor.messages.hook_output`)."""
+        if self.settings.output == "database":
+            return self._write(predictions)
+        from panda_predictor.messages.hook_output import publish_batch
+        from panda_predictor.messages.publisher import StompPublisher
+
+        if self.publisher is None:
+            self.publisher = StompPublisher(self.settings)
+        return publish_batch(
+            self.settings, self.engine, self.publisher, predictions, self._write
+        )
 
     def _write(
         self, predictions: list[TaskPrediction]
@@ -488,6 +506,8 @@ def run_hook_once(
     try:
         return hook.run_once(task_ids, dry_run)
     finally:
+        if hook.publisher is not None:
+            hook.publisher.close()
         hook.engine.dispose()
 
 
