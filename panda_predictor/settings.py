@@ -206,8 +206,10 @@ class Settings(BaseSettings):
         description="STOMP passcode; set it in the environment "
         "(PANDA_PREDICTOR_BROKER_PASSCODE), never in a file.",
     )
-    broker_vhost: str | None = Field(
-        None, description="STOMP virtual host header; None: the host name."
+    broker_vhost: str = Field(
+        "/",
+        description="Virtual host sent as the STOMP CONNECT 'host' header "
+        "(RabbitMQ's vhost; ActiveMQ ignores it).",
     )
     broker_receipt_timeout_seconds: float = Field(
         10.0,

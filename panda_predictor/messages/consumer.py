@@ -128,18 +128,28 @@ class StompConsumer:
         attempt = 0
         while not self._stop.is_set() and not (until and until()):
             try:
-                if (
-                    self._conn is None
-                    or self._listener is None
-                    or self._listener.lost.is_set()
-                ):
+                lost = self._listener is not None and self._listener.lost.is_set()
+                if self._conn is None or lost:
+                    if lost:
+                        self.reconnects += 1
+                        log.warning("consumer: broker connection lost, reconnecting")
                     self._close()
                     self._connect()
                     attempt = 0
                 batch = self._next_batch()
                 if not batch:
                     continue
-                self.handler(batch)
+                try:
+                    self.handler(batch)
+                except Exception:  # noqa: BLE001  not acknowledged: delivered again
+                    log.exception(
+                        "consumer: handler failed, %d messages left unacknowledged",
+                        len(batch),
+                    )
+                    self._close()
+                    attempt += 1
+                    time.sleep(min(0.2 * 2 ** min(attempt, 5), 5.0))
+                    continue
                 for message in batch:
                     self._conn.ack(message.ack_id)
                 self.handled += len(batch)

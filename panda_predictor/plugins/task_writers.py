@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import sqlalchemy as sa
@@ -252,6 +253,7 @@ class SqlTaskWriter:
             for r in conn.execute(query)
         }
         types = self.resource_types(conn)
+        now = datetime.now(UTC).replace(tzinfo=None)
         outcomes: dict[str, tuple[str, str]] = {}
         groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
         plans: dict[str, Plan] = {}
@@ -273,6 +275,7 @@ class SqlTaskWriter:
                 continue
             assert row is not None
             values = {COLUMNS[k]: v for k, v in plan.changes.items()}
+            values["modificationtime"] = now  # as JEDI's updateTask_JEDI does
             if plan.ram_changed:
                 merged = {**row, **plan.changes}
                 values["resource_type"] = resource_type_of(

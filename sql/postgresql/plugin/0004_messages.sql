@@ -22,7 +22,7 @@ CREATE TABLE IF NOT EXISTS {plugin_schema}pp_message_published (
 );
 
 /* sql/postgresql/plugin/0004_messages.sql */
-CREATE INDEX IF NOT EXISTS {plugin_schema}pp_message_published_task_idx
+CREATE INDEX IF NOT EXISTS pp_message_published_task_idx
     ON {plugin_schema}pp_message_published (jeditaskid);
 
 /* sql/postgresql/plugin/0004_messages.sql */
@@ -39,7 +39,7 @@ CREATE TABLE IF NOT EXISTS {plugin_schema}pp_message_applied (
 );
 
 /* sql/postgresql/plugin/0004_messages.sql */
-CREATE INDEX IF NOT EXISTS {plugin_schema}pp_message_applied_task_idx
+CREATE INDEX IF NOT EXISTS pp_message_applied_task_idx
     ON {plugin_schema}pp_message_applied (jeditaskid);
 
 /* sql/postgresql/plugin/0004_messages.sql */

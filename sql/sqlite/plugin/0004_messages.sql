@@ -23,7 +23,7 @@ CREATE TABLE IF NOT EXISTS {plugin_schema}pp_message_published (
 
 /* sql/sqlite/plugin/0004_messages.sql */
 CREATE INDEX IF NOT EXISTS {plugin_schema}pp_message_published_task_idx
-    ON {plugin_schema}pp_message_published (jeditaskid);
+    ON pp_message_published (jeditaskid);
 
 /* sql/sqlite/plugin/0004_messages.sql */
 CREATE TABLE IF NOT EXISTS {plugin_schema}pp_message_applied (
@@ -40,7 +40,7 @@ CREATE TABLE IF NOT EXISTS {plugin_schema}pp_message_applied (
 
 /* sql/sqlite/plugin/0004_messages.sql */
 CREATE INDEX IF NOT EXISTS {plugin_schema}pp_message_applied_task_idx
-    ON {plugin_schema}pp_message_applied (jeditaskid);
+    ON pp_message_applied (jeditaskid);
 
 /* sql/sqlite/plugin/0004_messages.sql */
 INSERT INTO {plugin_schema}pp_schema_version (component, version, applied_at, description)
