@@ -1,8 +1,8 @@
 """Consume a STOMP destination in batches and acknowledge what a handler accepted.
 
-The consumer subscribes with ``client-individual`` acknowledgement and a prefetch
-limit, hands each batch of received messages to a handler, and acknowledges them
-only after the handler returned; when the handler raises, or the connection is lost,
+The consumer subscribes with ``client`` (cumulative) acknowledgement and a prefetch
+limit, hands each batch of received messages to a handler, and acknowledges the
+batch with one frame only after the handler returned; when the handler raises, or the connection is lost,
 nothing of the batch is acknowledged and the broker delivers it again (at least
 once). It stands in for JEDI's message processor where JEDI is not running (tests,
 benchmarks, a standalone adjuster) and keeps the same contract: return = done,
@@ -106,7 +106,7 @@ class StompConsumer:
         conn.subscribe(
             s.broker_destination,
             id=f"pp-{uuid.uuid4().hex[:8]}",
-            ack="client-individual",
+            ack="client",
             headers={"prefetch-count": str(2 * self.batch_size)},
         )
         self._conn = conn
@@ -150,8 +150,9 @@ class StompConsumer:
                     attempt += 1
                     time.sleep(min(0.2 * 2 ** min(attempt, 5), 5.0))
                     continue
-                for message in batch:
-                    self._conn.ack(message.ack_id)
+                # 'client' acknowledgement is cumulative: the batch's last message
+                # acknowledges it all, in one frame.
+                self._conn.ack(batch[-1].ack_id)
                 self.handled += len(batch)
             except (StompException, OSError) as exc:
                 attempt += 1
