@@ -250,7 +250,8 @@ def main() -> None:
         rows = [
             "## scout_prediction messages (benchmarks/bench_messages.py)",
             "",
-            f"Measured {datetime.now(UTC):%Y-%m-%d} on {machine}; command: `{command}`. "
+            f"Measured {datetime.now(UTC):%Y-%m-%d} on {machine}; "
+            f"command: `{command}`. "
             "PanDA's own PostgreSQL DDL (schema doma_panda); "
             f"{args.threads} plugin instances (JEDI's `n_threads`) consume in "
             f"received batches of up to {args.batch_size}.",

@@ -28,12 +28,10 @@ from panda_predictor.core.resource_type import ResourceType, resource_type_of
 from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
 from panda_predictor.db.engine import make_engine
 from panda_predictor.db.migrations import init_database
-from panda_predictor.settings import Settings, load_settings
 from panda_predictor.plugins.task_writers import COLUMNS
+from panda_predictor.settings import Settings, load_settings
 
-SCHEMA_DIR = Path(
-    os.environ.get("PANDA_SCHEMA_DIR", "/work/shared/data/panda-schema")
-)
+SCHEMA_DIR = Path(os.environ.get("PANDA_SCHEMA_DIR", "/work/shared/data/panda-schema"))
 PG_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 STOMP_PORT = 61613
 #: ATLAS's four resource types (RESOURCE_TYPES rows).
@@ -134,10 +132,14 @@ def insert_tasks(engine: sa.Engine, ids: list[int], **overrides: Any) -> None:
 def task(engine: sa.Engine, task_id: int) -> dict[str, Any]:
     """Return a JEDI_TASKS row as a dict."""
     with engine.connect() as conn:
-        row = conn.execute(
-            sa.text("SELECT * FROM doma_panda.jedi_tasks WHERE jeditaskid = :i"),
-            {"i": task_id},
-        ).mappings().first()
+        row = (
+            conn.execute(
+                sa.text("SELECT * FROM doma_panda.jedi_tasks WHERE jeditaskid = :i"),
+                {"i": task_id},
+            )
+            .mappings()
+            .first()
+        )
     return dict(row) if row else {}
 
 
@@ -151,6 +153,7 @@ def prediction(
     version: str = "7",
 ) -> TaskPrediction:
     """Return a TaskPrediction as the predictor makes one (four targets)."""
+
     def target(name: str, value: float, unit: str) -> TargetPrediction:
         return TargetPrediction(name, 1, "b", None, None, value, unit, 0.9, (0.1, 0.9))
 
@@ -220,22 +223,43 @@ class StandInTaskBuffer:
         self.schema = schema
         self.calls: list[str] = []
 
-    def getTaskWithID_JEDI(self, jediTaskID, fullFlag=False, lockTask=False,  # noqa: N802,N803
-                           pid=None, lockInterval=None, clearError=False):  # noqa: N803
+    def getTaskWithID_JEDI(
+        self,
+        jediTaskID,
+        fullFlag=False,
+        lockTask=False,  # noqa: N802,N803
+        pid=None,
+        lockInterval=None,
+        clearError=False,
+    ):  # noqa: N803
         self.calls.append("getTaskWithID_JEDI")
         names = ", ".join(COLUMNS.values())
         with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.text(f"SELECT {names} FROM {self.schema}.jedi_tasks "
-                        "WHERE jeditaskid = :i"),
-                {"i": jediTaskID},
-            ).mappings().first()
+            row = (
+                conn.execute(
+                    sa.text(
+                        f"SELECT {names} FROM {self.schema}.jedi_tasks "
+                        "WHERE jeditaskid = :i"
+                    ),
+                    {"i": jediTaskID},
+                )
+                .mappings()
+                .first()
+            )
         if row is None:
             return True, None
         return True, TaskSpec({a: row[c] for a, c in COLUMNS.items()})
 
-    def updateTask_JEDI(self, taskSpec, criteria, oldStatus=None, updateDEFT=False,  # noqa: N802,N803
-                        insertUnknown=None, setFrozenTime=True, setOldModTime=False):  # noqa: N803
+    def updateTask_JEDI(
+        self,
+        taskSpec,
+        criteria,
+        oldStatus=None,
+        updateDEFT=False,  # noqa: N802,N803
+        insertUnknown=None,
+        setFrozenTime=True,
+        setOldModTime=False,
+    ):  # noqa: N803
         self.calls.append("updateTask_JEDI")
         values = {COLUMNS[a]: getattr(taskSpec, a) for a in taskSpec._changed}
         values["modificationtime"] = datetime.now(UTC).replace(tzinfo=None)
@@ -247,8 +271,11 @@ class StandInTaskBuffer:
         params = {f"v_{c}": v for c, v in values.items()}
         params.update({f"c_{k}": v for k, v in criteria.items() if v is not None})
         if oldStatus:
-            where += " AND status IN (" + ", ".join(
-                f":s{i}" for i in range(len(oldStatus))) + ")"
+            where += (
+                " AND status IN ("
+                + ", ".join(f":s{i}" for i in range(len(oldStatus)))
+                + ")"
+            )
             params.update({f"s{i}": s for i, s in enumerate(oldStatus)})
         with self.engine.begin() as conn:
             result = conn.execute(
@@ -261,16 +288,26 @@ class StandInTaskBuffer:
         self.calls.append("reset_resource_type_task")
         with self.engine.begin() as conn:
             row = conn.execute(
-                sa.text(f"SELECT corecount, ramcount, baseramcount, ramunit FROM "
-                        f"{self.schema}.jedi_tasks WHERE jeditaskid = :i"),
+                sa.text(
+                    f"SELECT corecount, ramcount, baseramcount, ramunit FROM "
+                    f"{self.schema}.jedi_tasks WHERE jeditaskid = :i"
+                ),
                 {"i": jedi_task_id},
             ).one()
-            types = [ResourceType(*r) for r in conn.execute(sa.text(
-                f"SELECT resource_name, mincore, maxcore, minrampercore, "
-                f"maxrampercore FROM {self.schema}.resource_types"))]
+            types = [
+                ResourceType(*r)
+                for r in conn.execute(
+                    sa.text(
+                        f"SELECT resource_name, mincore, maxcore, minrampercore, "
+                        f"maxrampercore FROM {self.schema}.resource_types"
+                    )
+                )
+            ]
             conn.execute(
-                sa.text(f"UPDATE {self.schema}.jedi_tasks SET resource_type = :r "
-                        "WHERE jeditaskid = :i"),
+                sa.text(
+                    f"UPDATE {self.schema}.jedi_tasks SET resource_type = :r "
+                    "WHERE jeditaskid = :i"
+                ),
                 {"r": resource_type_of(types, *row), "i": jedi_task_id},
             )
         return True

@@ -119,9 +119,7 @@ def test_the_hook_publishes_and_jedi_applies(panda, monkeypatch):
 
 def test_a_lost_broker_fails_the_pass_and_leaves_the_tasks_eligible(panda):
     settings, engine = panda
-    down = settings.model_copy(
-        update={"broker_port": 1, "broker_retry_seconds": 0.5}
-    )
+    down = settings.model_copy(update={"broker_port": 1, "broker_retry_seconds": 0.5})
     report = run_hook(down)
     assert report.failure is not None and "BrokerUnavailable" in report.failure
     assert count(engine, "pp_prediction_audit") == 0

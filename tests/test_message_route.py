@@ -105,7 +105,11 @@ def test_applied_through_jedi_calls_with_resource_type_reset(panda):
     # 2600 x 0.9 = 2340 MB per core > SCORE's 2000: PanDA's rule says SCORE_HIMEM.
     assert row["resource_type"] == "SCORE_HIMEM"
     calls = plugin.applier.tb_writer.tb.calls
-    assert calls == ["getTaskWithID_JEDI", "updateTask_JEDI", "reset_resource_type_task"]
+    assert calls == [
+        "getTaskWithID_JEDI",
+        "updateTask_JEDI",
+        "reset_resource_type_task",
+    ]
     assert handled(engine)[1]["outcome"] == "applied"
 
 
@@ -144,7 +148,13 @@ def test_poison_messages_cost_only_themselves(panda, writer):
     plugin = adjuster(settings, engine, writer)
     outcomes = [h.outcome for h in plugin.process_batch(batch)]
     assert outcomes == [
-        "applied", "rejected", "refused", "rejected", "refused", "expired", "applied"
+        "applied",
+        "rejected",
+        "refused",
+        "rejected",
+        "refused",
+        "expired",
+        "applied",
     ]
     for applied in (1, 5):
         assert task(engine, applied)["splitrule"] == "NG=1,TW=1"
@@ -161,8 +171,9 @@ def test_poison_messages_cost_only_themselves(panda, writer):
 
 def test_fixed_units_and_a_larger_walltime_stay(panda):
     settings, engine = panda
-    insert_tasks(engine, [1], ramunit="MBPerCoreFixed", walltime=500,
-                 walltimeunit="kSI2kseconds")
+    insert_tasks(
+        engine, [1], ramunit="MBPerCoreFixed", walltime=500, walltimeunit="kSI2kseconds"
+    )
     adjuster(settings, engine).process(Msg(body(1)))
     row = task(engine, 1)
     assert (row["ramcount"], row["ramunit"]) == (1000, "MBPerCoreFixed")
@@ -177,10 +188,15 @@ def test_the_sql_writer_skips_a_row_jedi_holds_without_waiting(panda):
     plugin = adjuster(settings, engine, "sql")
     with engine.connect() as jedi:
         jedi.begin()
-        jedi.execute(sa.text(
-            "SELECT * FROM doma_panda.jedi_tasks WHERE jeditaskid = 1 FOR UPDATE"))
+        jedi.execute(
+            sa.text(
+                "SELECT * FROM doma_panda.jedi_tasks WHERE jeditaskid = 1 FOR UPDATE"
+            )
+        )
         started = time.monotonic()
-        outcomes = plugin.process_batch([Delivery("a", body(1)), Delivery("b", body(2))])
+        outcomes = plugin.process_batch(
+            [Delivery("a", body(1)), Delivery("b", body(2))]
+        )
         waited = time.monotonic() - started
         jedi.rollback()
     assert [h.outcome for h in outcomes] == ["refused", "applied"]
@@ -249,10 +265,17 @@ def test_a_broker_restart_loses_nothing_and_applies_nothing_twice(panda):
 
     def publish():
         for start in range(0, 200, 5):  # ~8 s of sending, the restart inside
-            batch = [from_prediction(prediction(i), 600) for i in ids[start:start + 5]]
-            confirmed.update(publisher.publish(
-                [OutgoingMessage(m.idempotency_key, m.task_id, m.to_json())
-                 for m in batch]))
+            batch = [
+                from_prediction(prediction(i), 600) for i in ids[start : start + 5]
+            ]
+            confirmed.update(
+                publisher.publish(
+                    [
+                        OutgoingMessage(m.idempotency_key, m.task_id, m.to_json())
+                        for m in batch
+                    ]
+                )
+            )
             time.sleep(0.2)
 
     sender = threading.Thread(target=publish)

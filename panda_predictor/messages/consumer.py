@@ -2,11 +2,11 @@
 
 The consumer subscribes with ``client`` (cumulative) acknowledgement and a prefetch
 limit, hands each batch of received messages to a handler, and acknowledges the
-batch with one frame only after the handler returned; when the handler raises, or the connection is lost,
-nothing of the batch is acknowledged and the broker delivers it again (at least
-once). It stands in for JEDI's message processor where JEDI is not running (tests,
-benchmarks, a standalone adjuster) and keeps the same contract: return = done,
-raise = deliver again.
+batch with one frame only after the handler returned; when the handler raises, or
+the connection is lost, nothing of the batch is acknowledged and the broker
+delivers it again (at least once). It stands in for JEDI's message processor
+where JEDI is not running (tests, benchmarks, a standalone adjuster) and keeps
+the same contract: return = done, raise = deliver again.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from panda_predictor.core.task_prediction import TaskPrediction
 from panda_predictor.core.units import prediction_to_panda
 
 #: The ``msg_type`` JEDI's AIParameterAdjuster dispatches on.
-MSG_TYPE = "scout_prediction"
+MSG_TYPE: Literal["scout_prediction"] = "scout_prediction"
 #: Major version of this message; a consumer refuses any other major version.
 SCHEMA_VERSION = "1.0"
 #: Our target name -> (JediTaskSpec value attribute, unit attribute).

@@ -256,7 +256,6 @@ class SqlTaskWriter:
         now = datetime.now(UTC).replace(tzinfo=None)
         outcomes: dict[str, tuple[str, str]] = {}
         groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-        plans: dict[str, Plan] = {}
         handled: set[int] = set()
         for message in messages:
             if message.task_id in handled:  # a task's first message wins
@@ -288,11 +287,10 @@ class SqlTaskWriter:
             params = {f"v_{k}": v for k, v in values.items()}
             params.update(b_id=message.task_id, b_rule=row["splitRule"])
             groups.setdefault(tuple(sorted(values)), []).append(params)
-            plans[message.idempotency_key] = plan
             outcomes[message.idempotency_key] = ("applied", describe(plan))
-        for columns, params in groups.items():
+        for columns, group in groups.items():
             if dialect == "postgresql":
-                _update_from_values(conn, tasks, columns, params)
+                _update_from_values(conn, tasks, columns, group)
                 continue
             update = (
                 sa.update(tasks)
@@ -305,12 +303,16 @@ class SqlTaskWriter:
                 .values({c: sa.bindparam(f"v_{c}") for c in columns})
                 .prefix_with("/* task_writers.apply_batch */", dialect="*")
             )
-            conn.execute(update, params)
+            conn.execute(update, group)
         return outcomes
 
 
 #: PostgreSQL array type of each kind of written column.
-_PG_ARRAY = {"Integer": "integer[]", "BigInteger": "bigint[]", "DateTime": "timestamp[]"}
+_PG_ARRAY = {
+    "Integer": "integer[]",
+    "BigInteger": "bigint[]",
+    "DateTime": "timestamp[]",
+}
 
 
 def _update_from_values(
