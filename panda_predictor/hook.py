@@ -26,6 +26,10 @@ nothing and audits each task as ``kept_scouts``; it wins over shadow mode. In
 written to JEDI_TASKS; with ``rollout_share`` below 1 the tasks outside the share
 are audited ``held_back`` and keep their scouts (:mod:`panda_predictor.core.rollout`).
 
+With ``output: publish`` (or ``both``) a batch's decided tasks are sent as
+``scout_prediction`` messages for JEDI's AIParameterAdjuster instead of (or besides)
+being written (:mod:`panda_predictor.messages.hook_output`).
+
 The model and the history are loaded only when a pass finds an eligible task, and
 the history is kept between passes and refreshed incrementally
 (:class:`~panda_predictor.serving.recent.IncrementalHistory`), so an idle pass costs
