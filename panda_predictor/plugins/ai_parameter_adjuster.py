@@ -229,11 +229,15 @@ def _log(h: Handled) -> None:
         )
 
 
+#: Keys of the processor's entry the plugin reads (as attributes or in "params").
+_ENTRY_KEYS = ("config_file", "writer")
+
+
 class AIParameterAdjuster(_Base):
     """JEDI message processor for ``scout_prediction`` messages (module docstring).
 
-    Parameters (the processor's entry in JEDI's msg-processor JSON config, passed by
-    JEDI's plugin factory):
+    Parameters (``params`` of the processor's entry in JEDI's msg-processor JSON
+    config, which PanDA's plugin factory passes to the constructor):
 
     ``config_file``
         panda-predictor's YAML settings (db_url, schemas); default: the
@@ -246,7 +250,12 @@ class AIParameterAdjuster(_Base):
 
     def initialize(self, *args: Any, **kwargs: Any) -> None:
         """Set up the settings, the database and the writer (once per thread)."""
-        params = getattr(self, "params", {}) or {}
+        # PanDA's plugin factory passes the entry's "params" to __init__ and sets its
+        # other keys as attributes: read both.
+        params = {
+            **{k: getattr(self, k) for k in _ENTRY_KEYS if hasattr(self, k)},
+            **(getattr(self, "params", {}) or {}),
+        }
         self.settings = load_settings(params.get("config_file"))
         task_buffer = params.get("task_buffer")
         if task_buffer is None and params.get("writer", "task_buffer") == "task_buffer":
