@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import socket
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -46,11 +47,16 @@ from panda_predictor.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
 
-try:  # PanDA's base class when JEDI is installed; the plugin runs without it too.
+#: Inside JEDI (its configuration is loaded) the plugin subclasses PanDA's own base
+#: class; elsewhere PanDA's modules do not import without JEDI's configuration and
+#: dependencies (rucio), so a stand-in base with the same methods is used.
+IN_JEDI = "pandajedi.jediconfig" in sys.modules
+
+if IN_JEDI:
     from pandajedi.jedimsgprocessor.base_msg_processor import (  # type: ignore
         BaseMsgProcPlugin as _Base,
     )
-except ImportError:  # pragma: no cover - depends on the installation
+else:
 
     class _Base:  # type: ignore[no-redef]
         """Stand-in for PanDA's BaseMsgProcPlugin outside JEDI."""
@@ -266,8 +272,15 @@ class AIParameterAdjuster(_Base):
                     "The 'writer' parameter is 'task_buffer' but JEDI's task buffer "
                     "is not available here. Run inside JEDI or set writer: sql."
                 )
+        self._own_engine = params.get("engine") is None
         self.engine = params.get("engine") or make_engine(self.settings)
         self.applier = MessageApplier(self.engine, self.settings, task_buffer)
+
+    def terminate(self) -> None:
+        """Close the plugin's database connections (JEDI calls it at stop)."""
+        if getattr(self, "_own_engine", False):
+            self.engine.dispose()
+        super().terminate()
 
     def process(self, msg_obj: Any, decoded_data: Any = None) -> None:
         """Handle one message from JEDI's queue (``msg_obj.data``); see the module."""
