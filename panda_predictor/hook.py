@@ -26,6 +26,10 @@ nothing and audits each task as ``kept_scouts``; it wins over shadow mode. In
 written to JEDI_TASKS; with ``rollout_share`` below 1 the tasks outside the share
 are audited ``held_back`` and keep their scouts (:mod:`panda_predictor.core.rollout`).
 
+With ``output: publish`` (or ``both``) a batch's decided tasks are sent as
+``scout_prediction`` messages for JEDI's AIParameterAdjuster instead of (or besides)
+being written (:mod:`panda_predictor.messages.hook_output`).
+
 The model and the history are loaded only when a pass finds an eligible task, and
 the history is kept between passes and refreshed incrementally
 (:class:`~panda_predictor.serving.recent.IncrementalHistory`), so an idle pass costs
@@ -307,6 +311,8 @@ class SubmitHook:
         self._history_factory = history_factory or self._recent_history
         self._history: Any = None
         self._stop = threading.Event()
+        #: The broker connection of the ``publish`` output, opened at first use.
+        self.publisher: Any = None
         declare_hook_series(HOOK)
 
     def _champion(self) -> Predictor:
@@ -377,7 +383,7 @@ class SubmitHook:
                 report.predictions += predictions
                 if dry_run:
                     continue
-                result, write_failures = self._write(predictions)
+                result, write_failures = self._output(predictions)
                 failures += write_failures
                 errors = write_error_audits(self.engine, self.settings, failures)
                 self._record(report, predictions, result, errors)
@@ -385,6 +391,22 @@ class SubmitHook:
                     KILL_SWITCH_TASKS.labels(HOOK).inc(len(result.kept_scouts))
                 _log_tasks(predictions, result, failures, errors)
                 claims.release()
+
+    def _output(
+        self, predictions: list[TaskPrediction]
+    ) -> tuple[WriteResult, list[TaskFailure]]:
+        """Write the batch (``output: database``) or publish it (``publish``,
+        ``both``: :mod:`panda_predictor.messages.hook_output`)."""
+        if self.settings.output == "database":
+            return self._write(predictions)
+        from panda_predictor.messages.hook_output import publish_batch
+        from panda_predictor.messages.publisher import StompPublisher
+
+        if self.publisher is None:
+            self.publisher = StompPublisher(self.settings)
+        return publish_batch(
+            self.settings, self.engine, self.publisher, predictions, self._write
+        )
 
     def _write(
         self, predictions: list[TaskPrediction]
@@ -486,6 +508,8 @@ def run_hook_once(
     try:
         return hook.run_once(task_ids, dry_run)
     finally:
+        if hook.publisher is not None:
+            hook.publisher.close()
         hook.engine.dispose()
 
 

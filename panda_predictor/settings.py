@@ -188,6 +188,53 @@ class Settings(BaseSettings):
         None,
         description="If this file exists, every hook behaves as in mode=legacy.",
     )
+    output: Literal["database", "publish", "both"] = Field(
+        "database",
+        description="Where the hook sends a decided task: 'database' writes "
+        "JEDI_TASKS, 'publish' sends a scout_prediction message to the broker for "
+        "JEDI's AIParameterAdjuster, 'both' does both.",
+    )
+    broker_host: str = Field(
+        "127.0.0.1", description="STOMP broker host of the 'publish' output."
+    )
+    broker_port: int = Field(
+        61613, gt=0, lt=65536, description="STOMP port of the broker."
+    )
+    broker_destination: str = Field(
+        "/queue/panda_predictor.scout_prediction",
+        description="STOMP destination JEDI's AIParameterAdjuster listens on.",
+    )
+    broker_username: str | None = Field(
+        None, description="STOMP login; None sends no login header."
+    )
+    broker_passcode: str | None = Field(
+        None,
+        description="STOMP passcode; set it in the environment "
+        "(PANDA_PREDICTOR_BROKER_PASSCODE), never in a file.",
+    )
+    broker_vhost: str = Field(
+        "/",
+        description="Virtual host sent as the STOMP CONNECT 'host' header "
+        "(RabbitMQ's vhost; ActiveMQ ignores it).",
+    )
+    broker_receipt_timeout_seconds: float = Field(
+        10.0,
+        gt=0,
+        description="How long the publisher waits for the broker's receipts of a "
+        "batch before it reconnects and sends the missing messages again.",
+    )
+    broker_retry_seconds: float = Field(
+        60.0,
+        ge=0,
+        description="How long the publisher keeps reconnecting to a lost broker "
+        "before the pass fails open (tasks left unaudited, published next pass).",
+    )
+    message_ttl_seconds: float = Field(
+        3600.0,
+        gt=0,
+        description="A published scout_prediction expires this long after it was "
+        "made; JEDI's plugin refuses it afterwards.",
+    )
     api_token: str | None = Field(
         None,
         description="Bearer token required for write requests to the HTTP service.",

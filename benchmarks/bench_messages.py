@@ -1,0 +1,294 @@
+"""Benchmark the scout_prediction route through RabbitMQ on PanDA's PostgreSQL schema.
+
+Two runs, both on a fresh database built from PanDA's own DDL:
+
+1. throughput: ``--tasks`` messages are published (receipts awaited), then the
+   AIParameterAdjuster consumes them in received batches (``writer: sql``, one
+   transaction per batch) and the applied rate is measured; the same with JEDI's
+   per-message task-buffer calls (the stand-in task buffer) on ``--tb-tasks``;
+2. faults: ``--tasks`` more messages are published while the plugin consumes, and
+   the broker is restarted (``rabbitmqctl stop_app`` / ``start_app``) after a
+   quarter was confirmed; then
+   the database is checked: lost, applied twice, audited.
+
+Usage: ``python benchmarks/bench_messages.py [--tasks 10000] [--no-write]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
+import sqlalchemy as sa  # noqa: E402
+
+from panda_predictor.db.engine import make_engine  # noqa: E402
+from panda_predictor.messages.consumer import StompConsumer  # noqa: E402
+from panda_predictor.messages.publisher import (  # noqa: E402
+    OutgoingMessage,
+    StompPublisher,
+)
+from panda_predictor.messages.scout_prediction import from_prediction  # noqa: E402
+from panda_predictor.plugins.ai_parameter_adjuster import (  # noqa: E402
+    AIParameterAdjuster,
+    Delivery,
+)
+from tests.message_parts import (  # noqa: E402
+    StandInTaskBuffer,
+    broker_settings,
+    build_panda_database,
+    drop_database,
+    insert_tasks,
+    prediction,
+    require_broker,
+)
+
+
+def outgoing(ids: list[int]) -> list[OutgoingMessage]:
+    messages = [from_prediction(prediction(i), 3600) for i in ids]
+    return [
+        OutgoingMessage(m.idempotency_key, m.task_id, m.to_json()) for m in messages
+    ]
+
+
+def handled(engine, low: int, high: int) -> int:
+    with engine.connect() as conn:
+        return conn.execute(
+            sa.text(
+                "SELECT count(*) FROM doma_panda.pp_message_applied "
+                "WHERE jeditaskid BETWEEN :a AND :b"
+            ),
+            {"a": low, "b": high},
+        ).scalar()
+
+
+def make_plugin(engine, writer: str) -> AIParameterAdjuster:
+    params = {"engine": engine, "writer": writer}
+    if writer == "task_buffer":
+        params["task_buffer"] = StandInTaskBuffer(engine)
+    plugin = AIParameterAdjuster(**params)
+    plugin.initialize()
+    return plugin
+
+
+def consume(settings, plugins, engine, low, high, batch_size) -> tuple[float, list]:
+    """Consume with one consumer per plugin (JEDI's ``n_threads``) until every task
+    in [low, high] was handled; return the seconds and the consumers."""
+    n = high - low + 1
+    done = threading.Event()
+    consumers, threads = [], []
+    for plugin in plugins:
+
+        def handle(batch, plugin=plugin):
+            plugin.process_batch([Delivery(m.message_id, m.body) for m in batch])
+
+        consumer = StompConsumer(settings, handle, batch_size=batch_size)
+        consumers.append(consumer)
+        threads.append(
+            threading.Thread(
+                target=consumer.run, kwargs={"until": done.is_set}, daemon=True
+            )
+        )
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    while handled(engine, low, high) < n:
+        time.sleep(0.2)
+    elapsed = time.perf_counter() - started
+    done.set()
+    for thread in threads:
+        thread.join(30)
+    return elapsed, consumers
+
+
+def rabbitmqctl(*args: str) -> None:
+    subprocess.run(["rabbitmqctl", *args], check=True, capture_output=True, timeout=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int, default=10_000)
+    parser.add_argument("--tb-tasks", type=int, default=2_000)
+    parser.add_argument("--batch-size", type=int, default=200)
+    parser.add_argument("--publish-batch", type=int, default=500)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=2,
+        help="plugin instances consuming at once (JEDI's n_threads)",
+    )
+    parser.add_argument("--no-write", action="store_true")
+    args = parser.parse_args()
+    require_broker()
+    home = Path(tempfile.mkdtemp(prefix="bench_messages_"))
+    name, base = build_panda_database(home)
+    os.environ["PANDA_PREDICTOR_DB_URL"] = base.db_url
+    os.environ["PANDA_PREDICTOR_DB_SCHEMA"] = "doma_panda"
+    engine = make_engine(base)
+    rows: list[str] = []
+    try:
+        n = args.tasks
+        # 1. throughput, SQL writer (one transaction per received batch)
+        settings = broker_settings(base)
+        ids = list(range(1, n + 1))
+        insert_tasks(engine, ids)
+        publisher = StompPublisher(settings)
+        started = time.perf_counter()
+        for start in range(0, n, args.publish_batch):
+            publisher.publish(outgoing(ids[start : start + args.publish_batch]))
+        publish_s = time.perf_counter() - started
+        publisher.close()
+        sql_s, _ = consume(
+            settings,
+            [make_plugin(engine, "sql") for _ in range(args.threads)],
+            engine,
+            1,
+            n,
+            args.batch_size,
+        )
+        # 1b. JEDI's per-message task-buffer calls (stand-in task buffer)
+        settings_tb = broker_settings(base)
+        tb_ids = list(range(100_001, 100_001 + args.tb_tasks))
+        insert_tasks(engine, tb_ids)
+        publisher = StompPublisher(settings_tb)
+        for start in range(0, len(tb_ids), args.publish_batch):
+            publisher.publish(outgoing(tb_ids[start : start + args.publish_batch]))
+        publisher.close()
+        tb_s, _ = consume(
+            settings_tb,
+            [make_plugin(engine, "task_buffer") for _ in range(args.threads)],
+            engine,
+            tb_ids[0],
+            tb_ids[-1],
+            args.batch_size,
+        )
+        # 2. faults: publish while consuming, broker restarted mid-stream
+        fault = broker_settings(
+            base, broker_receipt_timeout_seconds=5.0, broker_retry_seconds=120.0
+        )
+        f_ids = list(range(200_001, 200_001 + n))
+        insert_tasks(engine, f_ids)
+        confirmed: dict[str, str] = {}
+        publisher = StompPublisher(fault)
+        halfway = threading.Event()
+
+        def send() -> None:
+            for start in range(0, n, 100):
+                confirmed.update(
+                    publisher.publish(outgoing(f_ids[start : start + 100]))
+                )
+                if len(confirmed) >= n // 4:
+                    halfway.set()  # rabbitmqctl takes ~2 s to act: mid-stream
+                time.sleep(0.05)
+
+        sender = threading.Thread(target=send, daemon=True)
+        plugin = make_plugin(engine, "sql")
+        restart: dict[str, float] = {}
+
+        def restart_broker() -> None:
+            halfway.wait()
+            t0 = time.perf_counter()
+            rabbitmqctl("stop_app")
+            restart["stop"] = time.perf_counter() - t0
+            rabbitmqctl("start_app")
+            restart["total"] = time.perf_counter() - t0
+
+        restarter = threading.Thread(target=restart_broker, daemon=True)
+        started = time.perf_counter()
+        sender.start()
+        restarter.start()
+        fault_s, consumers = consume(
+            fault,
+            [plugin] + [make_plugin(engine, "sql") for _ in range(args.threads - 1)],
+            engine,
+            f_ids[0],
+            f_ids[-1],
+            args.batch_size,
+        )
+        sender.join(300)
+        restarter.join(300)
+        publisher.close()
+        with engine.connect() as conn:
+            check = conn.execute(
+                sa.text(
+                    "SELECT count(*) AS audited, "
+                    "count(*) FILTER (WHERE outcome = 'applied') AS applied, "
+                    "sum(deliveries) AS deliveries FROM doma_panda.pp_message_applied "
+                    "WHERE jeditaskid BETWEEN :a AND :b"
+                ),
+                {"a": f_ids[0], "b": f_ids[-1]},
+            ).one()
+            still_scouted = conn.execute(
+                sa.text(
+                    "SELECT count(*) FROM doma_panda.jedi_tasks WHERE jeditaskid "
+                    "BETWEEN :a AND :b AND splitrule LIKE '%US=%'"
+                ),
+                {"a": f_ids[0], "b": f_ids[-1]},
+            ).scalar()
+        lost = n - check.audited
+        twice = check.audited - check.applied if check.applied <= n else 0
+        machine = (
+            f"{platform.machine()}, {os.cpu_count()} cores, Python "
+            f"{platform.python_version()}, local PostgreSQL and RabbitMQ "
+            "(STOMP plugin, persistent messages)"
+        )
+        command = (
+            f"python benchmarks/bench_messages.py --tasks {n} --tb-tasks "
+            f"{args.tb_tasks} --batch-size {args.batch_size} --threads {args.threads}"
+        )
+        rows = [
+            "## scout_prediction messages (benchmarks/bench_messages.py)",
+            "",
+            f"Measured {datetime.now(UTC):%Y-%m-%d} on {machine}; "
+            f"command: `{command}`. "
+            "PanDA's own PostgreSQL DDL (schema doma_panda); "
+            f"{args.threads} plugin instances (JEDI's `n_threads`) consume in "
+            f"received batches of up to {args.batch_size}.",
+            "",
+            "| measure | value |",
+            "|---|---:|",
+            f"| publish {n:,} messages, every receipt awaited | {publish_s:.1f} s "
+            f"({n / publish_s:,.0f} messages/s) |",
+            f"| applied on PostgreSQL, `writer: sql` (one transaction per received "
+            f"batch) | {n / sql_s:,.0f} messages/s ({n:,} in {sql_s:.1f} s) |",
+            f"| applied through JEDI's per-message task-buffer calls (stand-in task "
+            f"buffer) | {args.tb_tasks / tb_s:,.0f} messages/s ({args.tb_tasks:,} in "
+            f"{tb_s:.1f} s) |",
+            f"| {n:,} messages published while consumed, broker restarted mid-stream: "
+            f"stop_app + start_app | {restart.get('total', float('nan')):.1f} s |",
+            f"| same run, until every message was handled | {fault_s:.1f} s |",
+            f"| confirmed by receipt / audited in pp_message_applied | "
+            f"{len(confirmed):,} / {check.audited:,} |",
+            f"| lost (confirmed, never handled) | {lost:,} |",
+            f"| applied / applied twice | {check.applied:,} / {twice:,} |",
+            f"| deliveries counted (redelivered copies changed nothing) | "
+            f"{check.deliveries:,} |",
+            f"| tasks still holding US= afterwards | {still_scouted:,} |",
+            f"| publisher / consumer reconnects | {publisher.reconnects} / "
+            f"{sum(c.reconnects for c in consumers)} |",
+        ]
+    finally:
+        engine.dispose()
+        drop_database(name)
+    text = "\n".join(rows)
+    print(text)
+    if not args.no_write:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from perfdoc import write_section
+
+        write_section("bench_messages", text)
+
+
+if __name__ == "__main__":
+    main()
