@@ -150,7 +150,7 @@ def test_hook_http_and_benchmark_write_the_same_values(parity_db):
     table = decide_table(predictor, tasks, history).set_index("jeditaskid")
     records = tasks.to_dict("records")
     http = {
-        r["jeditaskid"]: r
+        r["jediTaskID"]: r
         for r in predict_tasks(
             predictor, records, ServingHistory(history, LATER), explain_features=False
         )
