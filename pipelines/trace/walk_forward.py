@@ -108,6 +108,7 @@ class TargetRun:
     raw: dict[str, np.ndarray] = field(default_factory=dict)
     confidence: dict[str, np.ndarray] = field(default_factory=dict)
     applied: dict[str, np.ndarray] = field(default_factory=dict)
+    values: dict[str, np.ndarray] = field(default_factory=dict)
     followed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     combination: dict[str, dict[str, Any]] = field(default_factory=dict)
 
