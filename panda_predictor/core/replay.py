@@ -30,7 +30,6 @@ from panda_predictor.core.replay_panda import (
     next_class_up,
     panda_measurement,
     replay_task,
-    task_groups,
 )
 
 __all__ = [
@@ -174,26 +173,27 @@ def replay(
             f"Got {a['scouts'][a['scouts'] % 1 > 0][:3]} instead."
         )
     steps = np.sort(np.asarray(ladder, dtype=float))
+    code, order, starts, sizes = _task_index(np.asarray(task))
+    # Every figure below is a sum over jobs: work in task order, where each task's
+    # rows are one slice (a view, no copy).
+    a = {name: values[order] for name, values in a.items()}
+    code = code[order]
+    n_scouts = a["scouts"][starts].astype(int)
+    measure = a["remeasure"][starts] > 0
     final = a["requested"].copy()
     attempts = np.zeros(n, dtype=int)
     lost = np.zeros(n, dtype=bool)
     lost_s = np.zeros(n)
     lost_mb_s = np.zeros(n)
-    groups = task_groups(np.asarray(task))
-    code = np.unique(np.asarray(task), return_inverse=True)[1].reshape(-1)
-    sizes = np.bincount(code, minlength=len(groups))
-    first = np.array([rows[0] for rows in groups], dtype=np.int64)
-    n_scouts = a["scouts"][first].astype(int) if groups else np.zeros(0, int)
-    measure = a["remeasure"][first] > 0 if groups else np.zeros(0, bool)
     # Only tasks where a job fails or a measurement changes requests need the
     # job-by-job replay; the others keep their requests as they are.
-    needs = np.zeros(len(groups), dtype=bool)
+    needs = np.zeros(sizes.size, dtype=bool)
     np.logical_or.at(needs, code, a["requested"] < a["used"])
     needs |= (n_scouts > 0) & (sizes > n_scouts)
     if rules.remeasure_after:
         needs |= measure & (sizes > rules.remeasure_after[0])
-    for k in np.flatnonzero(needs):
-        rows = groups[k]
+    for k in np.flatnonzero(needs).tolist():
+        rows = slice(int(starts[k]), int(starts[k] + sizes[k]))
         out = replay_task(
             a["used"][rows],
             a["run_s"][rows],
@@ -220,22 +220,35 @@ def replay(
     else:
         wasted_core_h = 0.0
         wasted_gb_h = float(np.sum(spare * a["cores"] * a["run_s"]) / 1024 / 3600)
-    bulk = np.zeros(len(groups))
+    bulk = np.zeros(sizes.size)
     np.maximum.at(bulk, code, a["bulk_delay_s"])
     return ReplayOutcome(
         strategy=strategy,
         n_jobs=int(n),
-        n_tasks=len(groups),
+        n_tasks=int(sizes.size),
         failed_job_rate=float((attempts > 0).mean()) if n else 0.0,
         lost_core_hours=float(np.sum(lost_s * a["cores"]) / 3600.0),
         wasted_core_hours=wasted_core_h,
         wasted_gb_hours=wasted_gb_h,
-        mean_bulk_delay_hours=float(bulk.mean() / 3600.0) if groups else 0.0,
+        mean_bulk_delay_hours=float(bulk.mean() / 3600.0) if sizes.size else 0.0,
         mean_retry_delay_hours=float(lost_s.mean() / 3600.0) if n else 0.0,
         lost_job_rate=float(lost.mean()) if n else 0.0,
         lost_gb_hours=float(np.sum(lost_mb_s * a["cores"]) / 1024 / 3600),
         retries_per_job=float((attempts.sum() - lost.sum()) / n) if n else 0.0,
     )
+
+
+def _task_index(task: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Return (code per job, rows by task, first position and size of each task).
+
+    Tasks are numbered in sorted order and keep their rows' given order, as
+    :func:`~panda_predictor.core.replay_panda.task_groups` does.
+    """
+    code = np.unique(task, return_inverse=True)[1].reshape(-1)
+    order = np.argsort(code, kind="stable")
+    sizes = np.bincount(code) if code.size else np.zeros(0, dtype=np.int64)
+    starts = np.cumsum(sizes) - sizes
+    return code, order, starts, sizes
 
 
 def scout_delay(task: Any, run_s: Any, n_scouts: Any = DEFAULT_N_SCOUTS) -> np.ndarray:
@@ -253,12 +266,13 @@ def scout_delay(task: Any, run_s: Any, n_scouts: Any = DEFAULT_N_SCOUTS) -> np.n
         raise ValueError(
             f"The 'n_scouts' field must hold integers >= 1. Got {n_scouts!r} instead."
         )
-    delay = np.zeros(task.size)
-    for rows in task_groups(task):
-        count = int(counts[rows[0]])
-        if rows.size > count:
-            delay[rows[count:]] = float(run_s[rows[:count]].max())
-    return delay
+    code, order, starts, sizes = _task_index(task)
+    rank = np.empty(task.size, dtype=np.int64)
+    rank[order] = np.arange(task.size) - np.repeat(starts, sizes)
+    scout = rank < counts[order[starts]][code]
+    slowest = np.zeros(sizes.size)
+    np.maximum.at(slowest, code[scout], run_s[scout])
+    return np.where(scout, 0.0, slowest[code])
 
 
 def tasks_from_bursts(submit: Any, key: Any, gap_s: float = 3600.0) -> np.ndarray:

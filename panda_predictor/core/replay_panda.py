@@ -211,16 +211,27 @@ def panda_measurement(
             f"Got {uses[:3]} instead."
         )
     if resource == "memory":
-        per_job_kb = np.ceil(uses * 1024.0)
-        kb = float(np.quantile(per_job_kb, params.ram_quantile))
+        kb = _percentile(np.ceil(uses * 1024.0), params.ram_quantile)
         # PanDA's integer margin (``(100 + 10) // 100``) and int(): rounds down.
         percent = round(params.ram_margin * 100)
         return float(max(int(kb * percent // 100 / 1024.0), 1))
     if time_rule == "cputime":
-        seconds = float(np.quantile(uses, params.cpu_quantile)) * params.cpu_margin
+        seconds = _percentile(uses, params.cpu_quantile) * params.cpu_margin
     else:
         seconds = float(uses.max()) * params.walltime_margin
     return float(max(math.ceil(seconds), 1))
+
+
+def _percentile(values: np.ndarray, q: float) -> float:
+    """Return the ``q`` quantile of ``values`` interpolated linearly, as
+    ``CoreUtils.percentile`` does (``numpy.quantile``'s default, without its cost).
+    """
+    ordered = np.sort(values)
+    k = (ordered.size - 1) * q
+    below, above = math.floor(k), math.ceil(k)
+    if below == above:
+        return float(ordered[below])
+    return float(ordered[below] * (above - k) + ordered[above] * (k - below))
 
 
 def next_class_up(request: np.ndarray, ladder: np.ndarray) -> np.ndarray:
@@ -361,105 +372,76 @@ def replay_task(
     and overwrites the task's ramCount (an earlier task-wide raise is dropped). A
     memory task with ``rules.fixed_unit`` is never measured.
 
-    Jobs that pass between two events (a failure, the end of the scouts, a
-    re-measurement) are settled at once with numpy, so a task costs time in its
-    failures and measurements, not in its length.
+    One pass over the jobs in Python; the finished uses are only sorted at the
+    few measurements (PanDA's percentiles), so a task costs O(n) plus those sorts.
     """
     n = used.size
     panda_memory = resource == "memory" and rules.memory_retry == "panda"
     measured = not (resource == "memory" and rules.fixed_unit)
-    base = np.asarray(requested, dtype=float).copy()
-    out = TaskReplay(
-        base.copy(),
-        np.zeros(n, dtype=int),
-        np.zeros(n, dtype=bool),
-        np.zeros(n),
-        np.zeros(n),
-    )
-    steps = [float(v) for v in ladder]
+    time_resource = resource == "time"
+    base = requested.tolist()
     use, run = used.tolist(), run_s.tolist()
-    done = np.zeros(n, dtype=bool)
+    caps = cap.tolist() if cap is not None else None
+    retries = retry_request.tolist() if retry_request is not None else None
+    steps = ladder.tolist()
     points = list(rules.remeasure_after) if remeasure and measured else []
     scouts_end = n_scouts - 1 if 0 < n_scouts < n else -1
+    final = [0.0] * n
+    failed = [0] * n
+    lost = [False] * n
+    lost_s = [0.0] * n
+    lost_mb_s = [0.0] * n
     files = _RaisedFiles(n)
+    finished: list[float] = []
+    value: float | None = None  # PanDA's latest measurement, if any
     floor = 0.0
-    n_done = 0
-    i = 0
-    dirty = True
-    start, req, fails = 0, base, np.zeros(0, dtype=np.int64)
-    while i < n:
-        if dirty:
-            # Requests changed: find the jobs that fail under them, once.
-            start = i
-            req = np.maximum(base[i:], floor) if panda_memory else base[i:].copy()
-            fails = np.flatnonzero(req < used[i:]) + i
-            dirty = False
-        k = int(np.searchsorted(fails, i))
-        stop = int(fails[k]) if k < fails.size else n - 1
-        if i <= scouts_end:
-            stop = min(stop, scouts_end)
-        elif points:
-            stop = min(stop, i + points[0] - n_done - 1)
-        if stop > i:
-            out.final_request[i:stop] = req[i - start : stop - start]
-            done[i:stop] = True
-            n_done += stop - i
-        request = float(req[stop - start])
+    for j in range(n):
+        own_request = base[j]
+        if value is not None:
+            own_request = value if caps is None else min(value, caps[j])
+        request = max(own_request, floor) if panda_memory else own_request
         attempts = 0
-        while request < use[stop]:
-            attempt_s = request if resource == "time" else run[stop]
+        while request < use[j]:
+            attempt_s = request if time_resource else run[j]
             attempts += 1
-            out.lost_s[stop] += attempt_s
-            if resource == "memory":
-                out.lost_mb_s[stop] += request * attempt_s
+            lost_s[j] += attempt_s
+            if not time_resource:
+                lost_mb_s[j] += request * attempt_s
             if attempts >= rules.max_attempts:
-                out.lost[stop] = True
+                lost[j] = True
                 break
             if panda_memory:
-                task_ram = max(float(base[stop]), floor)
-                own, raised = files.retry(stop, request, task_ram, rules)
+                task_ram = max(own_request, floor)
+                own, raised = files.retry(j, request, task_ram, rules)
                 if raised > task_ram:
-                    floor, dirty = raised, True
+                    floor = raised
                 retry = max(task_ram, floor, own)
             else:
                 at = bisect_right(steps, request)
                 retry = steps[at] if at < len(steps) else request * 2.0
-            if retry_request is not None:
-                retry = max(retry, float(retry_request[stop]))
+            if retries is not None:
+                retry = max(retry, retries[j])
             request = retry
-        out.failed_attempts[stop] = attempts
-        out.final_request[stop] = request
-        if not out.lost[stop]:
-            done[stop] = True
-            n_done += 1
-        if stop == scouts_end:
-            if measured and n_done:
-                _remeasure(base, stop, used, done, resource, rules, cap)
-                floor, dirty = 0.0, True
-            points = [p for p in points if p > n_done]
-        elif stop > scouts_end and points and n_done == points[0]:
-            _remeasure(base, stop, used, done, resource, rules, cap)
-            floor, dirty = 0.0, True
+        failed[j] = attempts
+        final[j] = request
+        if not lost[j]:
+            finished.append(use[j])
+        if j == scouts_end:
+            if measured and finished:
+                value = panda_measurement(resource, finished, rules.time_rule)
+                floor = 0.0
+            points = [p for p in points if p > len(finished)]
+        elif j > scouts_end and points and len(finished) == points[0]:
+            value = panda_measurement(resource, finished, rules.time_rule)
+            floor = 0.0
             points.pop(0)
-        i = stop + 1
-    return out
-
-
-def _remeasure(
-    base: np.ndarray,
-    last: int,
-    used: np.ndarray,
-    done: np.ndarray,
-    resource: str,
-    rules: ReplayRules,
-    cap: np.ndarray | None,
-) -> None:
-    """Set the requests after job ``last`` to PanDA's measurement of the done jobs."""
-    value = panda_measurement(
-        resource, used[: last + 1][done[: last + 1]], rules.time_rule
+    return TaskReplay(
+        np.array(final),
+        np.array(failed, dtype=int),
+        np.array(lost, dtype=bool),
+        np.array(lost_s),
+        np.array(lost_mb_s),
     )
-    rest = base[last + 1 :]
-    rest[:] = value if cap is None else np.minimum(value, cap[last + 1 :])
 
 
 def task_groups(task: Any) -> list[np.ndarray]:
