@@ -148,3 +148,9 @@ def test_replay_errors(kwargs, match):
     }
     with pytest.raises(ValueError, match=match):
         replay(**{**args, **kwargs})
+
+
+@pytest.mark.parametrize("n_scouts", [0, 1.5], ids=["none", "fractional"])
+def test_scout_delay_errors(n_scouts):
+    with pytest.raises(ValueError, match="The 'n_scouts' field must hold integers"):
+        scout_delay([0, 0], [1, 1], n_scouts)
