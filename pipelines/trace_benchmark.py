@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from panda_predictor.core.experts import EXPERTS
+from panda_predictor.core.peers import PEER_METHODS, peer_requests
 from panda_predictor.errors import UserInputError
 from panda_predictor.ingest import available_targets, read_job_log, trace_name
 from panda_predictor.ingest.swf import MIN_RECORDED, TRACE_TARGETS
@@ -38,6 +39,7 @@ from pipelines.trace.scoring import (
 from pipelines.trace.walk_forward import (
     MIN_TRAIN_TASKS,
     PRODUCTION,
+    REQUEST_OF,
     TargetRun,
     WalkForwardConfig,
     development_part,
@@ -157,6 +159,7 @@ def run_benchmark(
                 wf.task_key,
                 [n for n in per_name if n.startswith("model:")],
                 1.0,  # every model row carries its own applied flags
+                peers=peer_rows(frame, wf, target),
             )
             result.replay[target] = [o.to_dict() for o in outcomes]
             sections += [format_replay(target, outcomes), ""]
@@ -166,6 +169,39 @@ def run_benchmark(
     sections.append(f"- run time of the benchmark: {result.seconds:.0f} s")
     result.report = "\n".join(sections)
     return result
+
+
+def peer_rows(
+    frame: pd.DataFrame, wf: Any, target: str
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Return each published sizing method's (first, retry) request per test row.
+
+    Sized from every job of the log (its key's history known strictly before the
+    job's submission: a past job counts from its finish), then read at the test
+    rows; the user's request caps them and is the regression's input where the
+    log has one (else the processors). See :mod:`panda_predictor.core.peers`.
+    """
+    run = wf.runs[target]
+    used = wf.tasks[target].to_numpy(dtype=float)
+    finish = frame["finish_s"].to_numpy(dtype=float)
+    known = np.where(np.isfinite(finish) & np.isfinite(used), finish, np.inf)
+    request = frame[REQUEST_OF[target]].to_numpy(dtype=float)
+    given = np.isfinite(request) & (request > 0)
+    procs = frame["procs"].to_numpy(dtype=float)
+    x = np.where(given, request, np.where(np.isfinite(procs), procs, 1.0))
+    out = {}
+    for method in PEER_METHODS:
+        first, retry = peer_requests(
+            method,
+            wf.task_key,
+            frame["submit_s"].to_numpy(dtype=float),
+            known,
+            np.where(np.isfinite(used), used, 0.0),
+            np.where(given, request, np.inf),
+            x,
+        )
+        out[f"peer ({method})"] = (first[run.rows], retry[run.rows])
+    return out
 
 
 def _without(mapping: dict[str, Any], key: str) -> dict[str, Any]:
