@@ -6,7 +6,8 @@ A bundle is one folder, the unit the model registry versions::
                      bins version, training-domain lists, metrics
     features.json    the fitted FeaturePipeline
     bins.yaml        the class edges and values of every target
-    decisions.json   the tail rule per target and the confidence policy
+    decisions.json   the tail rule and the calibrator per target, the confidence
+                     policy and the expert combination
     models/<target>/ the classifier of each target (its own save format)
 
 Loading checks that the stored feature schema and bins version agree with the
@@ -23,6 +24,11 @@ from typing import Any
 import yaml
 
 from panda_predictor.core.bins import BinSet
+from panda_predictor.core.calibration import (
+    Calibrator,
+    IdentityCalibrator,
+    calibrator_from_dict,
+)
 from panda_predictor.core.experts import CombinationParams
 from panda_predictor.core.features import FeaturePipeline
 from panda_predictor.core.scout_policy import DecisionPolicy
@@ -62,6 +68,10 @@ class Bundle:
     record_start:
         Tasks created from then on were not fitted on: the model's track record
         for the combination starts there (ISO time; None: no record).
+    calibrators:
+        Per target, the map from the served distribution (the combination's
+        output) to calibrated probabilities, fitted on the validation part; a
+        target without one (an older bundle) is served uncalibrated.
     """
 
     features: FeaturePipeline
@@ -75,6 +85,7 @@ class Bundle:
     info: dict[str, Any] = field(default_factory=dict)
     combination: CombinationParams | None = None
     record_start: str | None = None
+    calibrators: dict[str, Calibrator] = field(default_factory=dict)
 
     @property
     def targets(self) -> list[str]:
@@ -84,6 +95,14 @@ class Bundle:
     def policy(self) -> DecisionPolicy:
         """Return the confidence policy of this bundle."""
         return DecisionPolicy(confidence_threshold=self.confidence_threshold)
+
+    def calibrator(self, target: str) -> Calibrator:
+        """Return ``target``'s calibrator (the identity where none was fitted)."""
+        found = self.calibrators.get(target)
+        if found is None:
+            found = IdentityCalibrator(self.bins[target].n_classes)
+            self.calibrators[target] = found
+        return found
 
 
 def save_bundle(bundle: Bundle, directory: Path | str) -> Path:
@@ -105,6 +124,7 @@ def save_bundle(bundle: Bundle, directory: Path | str) -> Path:
             bundle.combination.to_dict() if bundle.combination is not None else None
         ),
         "record_start": bundle.record_start,
+        "calibrators": {t: c.to_dict() for t, c in bundle.calibrators.items()},
     }
     (root / "decisions.json").write_text(json.dumps(decisions, indent=1))
     for target, model in bundle.models.items():
@@ -182,4 +202,8 @@ def load_bundle(directory: Path | str) -> Bundle:
             else None
         ),
         record_start=decisions.get("record_start"),
+        calibrators={
+            t: calibrator_from_dict(d)
+            for t, d in (decisions.get("calibrators") or {}).items()
+        },
     )

@@ -19,13 +19,14 @@ import gc
 import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from panda_predictor.core.calibration import served_mixture
 from panda_predictor.core.experts import EXPERTS
 from panda_predictor.core.features import TASK_COLUMNS
 from panda_predictor.core.history import (
@@ -88,9 +89,13 @@ class Classified:
     """What :meth:`Predictor.classified` computed for a batch of tasks.
 
     ``features`` the model inputs; per target ``proba``, ``model_chosen`` (the
-    model with its tail rule), ``chosen`` and ``confidence`` (after the expert
-    combination, when the bundle has one) and ``followed`` (index into
-    :data:`~panda_predictor.core.experts.EXPERTS`; empty without combination).
+    model with its tail rule), ``chosen`` (after the expert combination, when the
+    bundle has one), ``followed`` (index into
+    :data:`~panda_predictor.core.experts.EXPERTS`) and ``record_accuracy`` (the
+    followed expert's recent weighted accuracy; both empty without combination),
+    ``distribution`` (the calibrated served distribution, n x K, see
+    :meth:`Predictor.distribution_of`) and ``confidence`` (P(true class <=
+    chosen) under it).
     """
 
     features: pd.DataFrame
@@ -99,6 +104,8 @@ class Classified:
     chosen: dict[str, np.ndarray]
     confidence: dict[str, np.ndarray]
     followed: dict[str, np.ndarray]
+    record_accuracy: dict[str, np.ndarray] = field(default_factory=dict)
+    distribution: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _bound(value: float) -> float | None:
@@ -179,8 +186,7 @@ class Predictor:
         X = self.features(tasks, served.index if served is not None else history)
         proba = self.probabilities(X)
         chosen = {t: self.bundle.tail_rules[t].predict(p) for t, p in proba.items()}
-        conf = {t: confidence(proba[t], chosen[t]) for t in proba}
-        parts = Classified(X, proba, dict(chosen), chosen, conf, {})
+        parts = Classified(X, proba, dict(chosen), chosen, {}, {})
         combined: dict[str, Any] = {}
         params = self.bundle.combination
         if params is not None and isinstance(history, pd.DataFrame):
@@ -190,9 +196,38 @@ class Predictor:
             combined = combine_served(self.bundle, keys, X, chosen, served)
         for target, answer in combined.items():
             parts.chosen[target] = answer.classes
-            parts.confidence[target] = answer.confidence
+            parts.record_accuracy[target] = answer.confidence
             parts.followed[target] = answer.leader
+        parts.distribution = self.distribution_of(
+            proba, parts.chosen, parts.followed, parts.record_accuracy
+        )
+        parts.confidence = {
+            t: confidence(parts.distribution[t], parts.chosen[t]) for t in proba
+        }
         return parts
+
+    def distribution_of(
+        self,
+        proba: Mapping[str, np.ndarray],
+        chosen: Mapping[str, np.ndarray],
+        followed: Mapping[str, np.ndarray],
+        record_accuracy: Mapping[str, np.ndarray],
+    ) -> dict[str, np.ndarray]:
+        """Return per target the calibrated served distribution (n x K).
+
+        The served distribution is the model's probabilities where the task follows
+        the model (or nothing is combined), else ``w * onehot(chosen) + (1 - w) *
+        proba`` for the followed rule's class and recent weighted accuracy ``w``
+        (:func:`~panda_predictor.core.calibration.served_mixture`); the bundle's
+        calibrator of the target then maps it to calibrated probabilities. Both
+        routes call this, so they cannot drift apart.
+        """
+        return {
+            t: self.bundle.calibrator(t).transform(
+                served_mixture(p, chosen[t], followed.get(t), record_accuracy.get(t))
+            )
+            for t, p in proba.items()
+        }
 
     def combined(
         self,
@@ -330,7 +365,8 @@ class Predictor:
             return []
         proba = self._matrix_fn(M)
         chosen = {t: self.bundle.tail_rules[t].predict(p) for t, p in proba.items()}
-        conf = {t: confidence(proba[t], chosen[t]) for t in proba}
+        followed: dict[str, np.ndarray] = {}
+        accuracy: dict[str, np.ndarray] = {}
         params = self.bundle.combination
         if served is not None and params is not None:
             columns = HISTORY_GROUPS[params.key]
@@ -339,7 +375,10 @@ class Predictor:
             for target, answer in combine_served(
                 self.bundle, keys, X, chosen, served
             ).items():
-                chosen[target], conf[target] = answer.classes, answer.confidence
+                chosen[target] = answer.classes
+                followed[target], accuracy[target] = answer.leader, answer.confidence
+        distribution = self.distribution_of(proba, chosen, followed, accuracy)
+        conf = {t: confidence(distribution[t], chosen[t]) for t in proba}
         domain = np.array([self._record_in_domain(r) for r in records], dtype=bool)
         decisions = self.bundle.policy().decide_many(chosen, conf, domain)
         ids = [r["jeditaskid"] for r in records]
