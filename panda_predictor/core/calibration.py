@@ -331,7 +331,8 @@ def _binned_gap(conf: np.ndarray, hit: np.ndarray, n_bins: int) -> float:
     if conf.size == 0:
         return float("nan")
     table = _bins(conf, hit, n_bins)
-    return float(np.sum(table.count * np.abs(table.accuracy - table.confidence)))
+    gaps = np.abs(table.accuracy - table.confidence)
+    return float(np.sum(np.where(table.n > 0, table.count * gaps, 0.0)))
 
 
 @dataclass(frozen=True)
@@ -349,7 +350,7 @@ class ReliabilityTable:
     confidence: np.ndarray
     accuracy: np.ndarray
 
-    def to_dict(self) -> dict[str, list[float]]:
+    def to_dict(self) -> dict[str, list[float | None]]:
         """Return the columns as lists (NaN as None), JSON-ready."""
         return {
             f: [None if np.isnan(v) else float(v) for v in getattr(self, f)]

@@ -88,7 +88,8 @@ def _no_cyclic_gc() -> Iterator[None]:
 class Classified:
     """What :meth:`Predictor.classified` computed for a batch of tasks.
 
-    ``features`` the model inputs; per target ``proba``, ``model_chosen`` (the
+    ``features`` the model inputs (None on the records route unless the
+    combination needed them); per target ``proba``, ``model_chosen`` (the
     model with its tail rule), ``chosen`` (after the expert combination, when the
     bundle has one), ``followed`` (index into
     :data:`~panda_predictor.core.experts.EXPERTS`) and ``record_accuracy`` (the
@@ -98,7 +99,7 @@ class Classified:
     chosen) under it).
     """
 
-    features: pd.DataFrame
+    features: pd.DataFrame | None
     proba: dict[str, np.ndarray]
     model_chosen: dict[str, np.ndarray]
     chosen: dict[str, np.ndarray]
@@ -358,31 +359,55 @@ class Predictor:
         if self._matrix_fn is None:
             frame = pd.DataFrame(features._check_records(records))
             return self.predict(frame, history, now) if len(frame) else []
+        parts = self.classified_records(records, history, matrix)
+        if parts is None:
+            return []
+        chosen, conf = parts.chosen, parts.confidence
+        domain = np.array([self._record_in_domain(r) for r in records], dtype=bool)
+        decisions = self.bundle.policy().decide_many(chosen, conf, domain)
+        ids = [r["jeditaskid"] for r in records]
+        return self._assemble(ids, parts.proba, chosen, conf, decisions, now)
+
+    def classified_records(
+        self,
+        records: Sequence[Mapping[str, Any]],
+        history: RecentHistoryIndex | ServingHistory | None = None,
+        matrix: np.ndarray | None = None,
+    ) -> Classified | None:
+        """Return :meth:`classified`'s parts for task records (the records route).
+
+        None when the bundle's models have no code-matrix route or there is no
+        record. ``features`` is None unless the combination needed the frame.
+        """
+        features = self.bundle.features
+        if self._matrix_fn is None:
+            return None
         served = history if isinstance(history, ServingHistory) else None
         index = served.index if served is not None else history
         M = features.transform_records(records, index) if matrix is None else matrix
         if len(M) == 0:
-            return []
+            return None
         proba = self._matrix_fn(M)
         chosen = {t: self.bundle.tail_rules[t].predict(p) for t, p in proba.items()}
-        followed: dict[str, np.ndarray] = {}
-        accuracy: dict[str, np.ndarray] = {}
+        parts = Classified(None, proba, dict(chosen), chosen, {}, {})
         params = self.bundle.combination
         if served is not None and params is not None:
             columns = HISTORY_GROUPS[params.key]
             keys = np.array([record_key(r, columns) for r in records], dtype=object)
-            X = pd.DataFrame(M, columns=features.feature_names_out_)
+            parts.features = X = pd.DataFrame(M, columns=features.feature_names_out_)
             for target, answer in combine_served(
                 self.bundle, keys, X, chosen, served
             ).items():
                 chosen[target] = answer.classes
-                followed[target], accuracy[target] = answer.leader, answer.confidence
-        distribution = self.distribution_of(proba, chosen, followed, accuracy)
-        conf = {t: confidence(distribution[t], chosen[t]) for t in proba}
-        domain = np.array([self._record_in_domain(r) for r in records], dtype=bool)
-        decisions = self.bundle.policy().decide_many(chosen, conf, domain)
-        ids = [r["jeditaskid"] for r in records]
-        return self._assemble(ids, proba, chosen, conf, decisions, now)
+                parts.followed[target] = answer.leader
+                parts.record_accuracy[target] = answer.confidence
+        parts.distribution = self.distribution_of(
+            proba, chosen, parts.followed, parts.record_accuracy
+        )
+        parts.confidence = {
+            t: confidence(parts.distribution[t], chosen[t]) for t in proba
+        }
+        return parts
 
     def _record_in_domain(self, record: Mapping[str, Any]) -> bool:
         """Return :meth:`in_domain` for one task record."""
