@@ -37,7 +37,7 @@ METHODS: tuple[str, ...] = ("none", "temperature", "isotonic")
 #: The method every target uses (chosen by worst-case ECE, docs/models.md).
 DEFAULT_METHOD = "temperature"
 #: Probabilities are floored here before taking logs.
-EPS = 1e-6
+EPS = 1e-12
 #: Bounds of the temperature search (log-spaced golden section).
 T_BOUNDS = (0.05, 20.0)
 
