@@ -12,7 +12,7 @@ the same way, after the validation part, for the figures and the metrics.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -35,13 +35,16 @@ class ServedParts:
     """One target's served distributions before calibration, with the true classes.
 
     ``val`` / ``test`` (n x K) on the validation and test parts, ``y_val`` /
-    ``y_test`` their classes (-1: unknown).
+    ``y_test`` their classes (-1: unknown), ``followed_val`` / ``followed_test``
+    the expert each task followed (0: the model; empty without combination).
     """
 
     val: np.ndarray
     y_val: np.ndarray
     test: np.ndarray
     y_test: np.ndarray
+    followed_val: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    followed_test: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 def union_rows(val: np.ndarray, test: np.ndarray) -> np.ndarray:
@@ -77,14 +80,22 @@ def served_parts(
     at_val, at_test = np.searchsorted(both, val), np.searchsorted(both, test)
     val_proba = {t: p[at_val] for t, p in proba.items()}
     if params is None:
-        mixed_val = val_proba
-        mixed_test = {t: p[at_test] for t, p in proba.items()}
-    else:
-        everything = np.arange(len(val))
-        mixed_val = _mixed(params, rules, val_proba, X, frame, y, bins, val, everything)
-        mixed_test = _mixed(params, rules, proba, X, frame, y, bins, both, at_test)
+        return {
+            t: ServedParts(val_proba[t], y[t][val], p[at_test], y[t][test])
+            for t, p in proba.items()
+        }
+    everything = np.arange(len(val))
+    mixed_val = _mixed(params, rules, val_proba, X, frame, y, bins, val, everything)
+    mixed_test = _mixed(params, rules, proba, X, frame, y, bins, both, at_test)
     return {
-        t: ServedParts(mixed_val[t], y[t][val], mixed_test[t], y[t][test])
+        t: ServedParts(
+            mixed_val[t][0],
+            y[t][val],
+            mixed_test[t][0],
+            y[t][test],
+            mixed_val[t][1],
+            mixed_test[t][1],
+        )
         for t in proba
     }
 
@@ -99,8 +110,9 @@ def _mixed(
     bins: BinSet,
     rows: np.ndarray,
     keep: np.ndarray,
-) -> dict[str, np.ndarray]:
-    """Return the served mixtures of the replay over ``rows``, at positions keep."""
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Return the served mixtures and followed experts of the replay over ``rows``,
+    at positions ``keep``."""
     answers = replay(
         params,
         rules,
@@ -111,7 +123,10 @@ def _mixed(
         bins,
     )
     return {
-        t: served_mixture(p, a.classes, a.leader, a.confidence)[keep]
+        t: (
+            served_mixture(p, a.classes, a.leader, a.confidence)[keep],
+            a.leader[keep],
+        )
         for (t, p), a in zip(proba.items(), answers.values(), strict=True)
     }
 
@@ -120,7 +135,10 @@ def fit_calibrators(
     parts: Mapping[str, ServedParts], method: str
 ) -> dict[str, Calibrator]:
     """Return each target's calibrator of ``method`` fitted on its validation part."""
-    return {t: fit_calibrator(p.val, p.y_val, method) for t, p in parts.items()}
+    return {
+        t: fit_calibrator(p.val, p.y_val, method, p.followed_val)
+        for t, p in parts.items()
+    }
 
 
 def calibration_metrics(
@@ -137,7 +155,8 @@ def calibration_metrics(
         if not known.any():
             continue
         raw, y = p.test[known], p.y_test[known]
-        calibrated = calibrators[target].transform(raw)
+        followed = p.followed_test[known] if len(p.followed_test) else None
+        calibrated = calibrators[target].transform(raw, followed)
         out[f"{target}.ece"] = expected_calibration_error(calibrated, y)
         out[f"{target}.ece_uncalibrated"] = expected_calibration_error(raw, y)
         out[f"{target}.cumulative_ece"] = cumulative_calibration_error(calibrated, y)

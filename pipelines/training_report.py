@@ -190,13 +190,15 @@ def _calibration_section(
     for target, served in calibration.items():
         calibrator = calibrators[target]
         parts = {}
-        for name, raw, y in (
-            ("validation", served.val, served.y_val),
-            ("test", served.test, served.y_test),
+        for name, raw, y, followed in (
+            ("validation", served.val, served.y_val, served.followed_val),
+            ("test", served.test, served.y_test, served.followed_test),
         ):
             known = y >= 0
+            groups = followed[known] if len(followed) else None
             if known.any():
-                parts[name] = (raw[known], calibrator.transform(raw[known]), y[known])
+                after = calibrator.transform(raw[known], groups)
+                parts[name] = (raw[known], after, y[known])
         for name, (before, after, y) in parts.items():
             rows.append(
                 [

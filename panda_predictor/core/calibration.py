@@ -33,7 +33,15 @@ import numpy as np
 from panda_predictor.core.errors import NotFittedError
 
 #: The methods :func:`make_calibrator` knows, in the order they are compared.
-METHODS: tuple[str, ...] = ("none", "temperature", "isotonic")
+METHODS: tuple[str, ...] = (
+    "none",
+    "temperature",
+    "isotonic",
+    "top_isotonic",
+    "temperature+expert",
+    "isotonic+expert",
+    "top_isotonic+expert",
+)
 #: The method every target uses (chosen by worst-case ECE, docs/models.md).
 DEFAULT_METHOD = "temperature"
 #: Probabilities are floored here before taking logs.
@@ -123,27 +131,35 @@ class Calibrator:
 
     method: ClassVar[str] = ""
 
-    def fit(self, proba: Any, y: Any) -> Calibrator:
-        """Learn the map from validation probabilities and true classes."""
+    def fit(self, proba: Any, y: Any, followed: Any = None) -> Calibrator:
+        """Learn the map from validation probabilities and true classes.
+
+        ``followed`` (n,) is the expert each row followed (0: the model; None:
+        no combination); only :class:`ByExpertCalibrator` reads it.
+        """
         p = _check_proba(proba)
         labels = _check_labels(y, p.shape[0], p.shape[1])
         self.n_classes_ = p.shape[1]
-        self._fit(p, labels)
+        self._fit(p, labels, _rule_rows(followed, p.shape[0]))
         return self
 
-    def _fit(self, proba: np.ndarray, y: np.ndarray) -> None:
+    def _fit(self, proba: np.ndarray, y: np.ndarray, rule: np.ndarray) -> None:
         """Learn from checked inputs (subclasses)."""
 
-    def transform(self, proba: Any) -> np.ndarray:
-        """Return the calibrated probabilities (rows sum to 1)."""
+    def transform(self, proba: Any, followed: Any = None) -> np.ndarray:
+        """Return the calibrated probabilities (rows sum to 1).
+
+        ``followed`` as in :meth:`fit`.
+        """
         if not hasattr(self, "n_classes_"):
             raise NotFittedError(
                 f"This {type(self).__name__} is not fitted yet. Call 'fit' with "
                 "validation probabilities and labels first."
             )
-        return self._transform(_check_proba(proba, self.n_classes_))
+        p = _check_proba(proba, self.n_classes_)
+        return self._transform(p, _rule_rows(followed, p.shape[0]))
 
-    def _transform(self, proba: np.ndarray) -> np.ndarray:
+    def _transform(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
         return _normalised(proba)
 
     def _state(self) -> dict[str, Any]:
@@ -166,7 +182,7 @@ class IdentityCalibrator(Calibrator):
         if n_classes is not None:
             self.n_classes_ = int(n_classes)
 
-    def transform(self, proba: Any) -> np.ndarray:
+    def transform(self, proba: Any, followed: Any = None) -> np.ndarray:
         """Return ``proba`` with rows summing to 1 (any number of classes if unset)."""
         return _normalised(_check_proba(proba, getattr(self, "n_classes_", None)))
 
@@ -196,6 +212,19 @@ def _golden_min(fn: Any, low: float, high: float, iterations: int = 60) -> float
     return (a + b) / 2.0
 
 
+def _rule_rows(followed: Any, n: int) -> np.ndarray:
+    """Return per row whether it followed a recency rule (not the model)."""
+    if followed is None or len(followed) == 0:
+        return np.zeros(n, dtype=bool)
+    arr = np.asarray(followed)
+    if arr.shape != (n,):
+        raise ValueError(
+            f"The 'followed' field must be a 1-D array of {n} expert indices. "
+            f"Got shape {arr.shape} instead."
+        )
+    return arr > 0
+
+
 class TemperatureCalibrator(Calibrator):
     """Scale the log-probabilities by one temperature: ``softmax(log p / T)``.
 
@@ -206,7 +235,7 @@ class TemperatureCalibrator(Calibrator):
 
     method = "temperature"
 
-    def _fit(self, proba: np.ndarray, y: np.ndarray) -> None:
+    def _fit(self, proba: np.ndarray, y: np.ndarray, rule: np.ndarray) -> None:
         if y.size == 0:
             self.temperature_ = 1.0
             return
@@ -218,7 +247,7 @@ class TemperatureCalibrator(Calibrator):
         )
         self.temperature_ = float(math.exp(log_t))
 
-    def _transform(self, proba: np.ndarray) -> np.ndarray:
+    def _transform(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
         z = np.log(np.maximum(proba, EPS)) / self.temperature_
         z = z - z.max(axis=1, keepdims=True)
         e = np.exp(z)
@@ -267,7 +296,7 @@ class IsotonicCalibrator(Calibrator):
 
     method = "isotonic"
 
-    def _fit(self, proba: np.ndarray, y: np.ndarray) -> None:
+    def _fit(self, proba: np.ndarray, y: np.ndarray, rule: np.ndarray) -> None:
         self.knots_x_: list[list[float]] = []
         self.knots_y_: list[list[float]] = []
         for k in range(proba.shape[1]):
@@ -278,7 +307,7 @@ class IsotonicCalibrator(Calibrator):
             self.knots_x_.append(kx.tolist())
             self.knots_y_.append(ky.tolist())
 
-    def _transform(self, proba: np.ndarray) -> np.ndarray:
+    def _transform(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
         out = np.column_stack(
             [
                 np.interp(proba[:, k], self.knots_x_[k], self.knots_y_[k])
@@ -293,34 +322,121 @@ class IsotonicCalibrator(Calibrator):
         return {"knots_x_": self.knots_x_, "knots_y_": self.knots_y_}
 
 
+class TopLabelCalibrator(Calibrator):
+    """Map the most likely class's probability by isotonic regression on its hits.
+
+    Top-label calibration (Gupta and Ramdas, ICLR 2022): the top probability
+    becomes the validation hit rate of rows as confident; the other classes share
+    the rest in their own proportions.
+    """
+
+    method = "top_isotonic"
+
+    def _fit(self, proba: np.ndarray, y: np.ndarray, rule: np.ndarray) -> None:
+        if y.size == 0:
+            kx, ky = np.array([0.0, 1.0]), np.array([0.0, 1.0])
+        else:
+            hit = (np.argmax(proba, axis=1) == y).astype(np.float64)
+            kx, ky = _isotonic(proba.max(axis=1), hit)
+        self.knots_x_, self.knots_y_ = kx.tolist(), ky.tolist()
+
+    def _transform(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
+        p = _normalised(proba)
+        top = np.argmax(p, axis=1)
+        rows = np.arange(p.shape[0])
+        old = p[rows, top]
+        new = np.interp(old, self.knots_x_, self.knots_y_)
+        rest = 1.0 - old
+        scale = np.where(rest > 0, (1.0 - new) / np.where(rest > 0, rest, 1.0), 0.0)
+        out = p * scale[:, None]
+        out[rows, top] = new
+        # A top row with nothing else to share the rest spreads it evenly.
+        short = 1.0 - out.sum(axis=1)
+        lone = (rest <= 0) & (short > 0)
+        out[lone] += (short[lone] / (p.shape[1] - 1))[:, None]
+        out[lone, top[lone]] = new[lone]
+        return _normalised(out)
+
+    def _state(self) -> dict[str, Any]:
+        return {"knots_x_": self.knots_x_, "knots_y_": self.knots_y_}
+
+
+#: Fewest validation rows a group of :class:`ByExpertCalibrator` needs for its own
+#: map; a smaller group uses the map fitted on every row.
+MIN_GROUP_ROWS = 100
+
+
+class ByExpertCalibrator(Calibrator):
+    """One calibrator of ``base`` for rows that follow the model, one for rules.
+
+    The two kinds of served distribution err differently (a rule's recent
+    accuracy overstates how often it is right next time), so each gets its own
+    map; a group with fewer than :data:`MIN_GROUP_ROWS` validation rows uses the
+    map fitted on all rows.
+    """
+
+    def __init__(self, base: str = "isotonic") -> None:
+        self.base = base
+
+    @property
+    def method(self) -> str:  # type: ignore[override]
+        return f"{self.base}+expert"
+
+    def _fit(self, proba: np.ndarray, y: np.ndarray, rule: np.ndarray) -> None:
+        every = make_calibrator(self.base).fit(proba, y)
+        self.parts_: dict[str, Calibrator] = {}
+        for name, rows in (("model", ~rule), ("rule", rule)):
+            enough = int(rows.sum()) >= MIN_GROUP_ROWS
+            self.parts_[name] = (
+                make_calibrator(self.base).fit(proba[rows], y[rows])
+                if enough
+                else every
+            )
+
+    def _transform(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
+        out = self.parts_["model"].transform(proba)
+        if rule.any():
+            out[rule] = self.parts_["rule"].transform(proba[rule])
+        return out
+
+    def _state(self) -> dict[str, Any]:
+        return {"parts_": {k: c.to_dict() for k, c in self.parts_.items()}}
+
+
 _CLASSES: dict[str, type[Calibrator]] = {
     "none": IdentityCalibrator,
     "temperature": TemperatureCalibrator,
     "isotonic": IsotonicCalibrator,
+    "top_isotonic": TopLabelCalibrator,
 }
+_GROUPED = "+expert"
 
 
 def make_calibrator(method: str = DEFAULT_METHOD) -> Calibrator:
     """Return an unfitted calibrator of ``method`` (one of :data:`METHODS`)."""
-    if method not in _CLASSES:
+    if method not in METHODS:
         raise ValueError(
             f"The calibration method must be one of {list(METHODS)}. "
             f"Got {method!r} instead."
         )
+    if method.endswith(_GROUPED):
+        return ByExpertCalibrator(method.removesuffix(_GROUPED))
     return _CLASSES[method]()
 
 
 def calibrator_from_dict(data: Mapping[str, Any]) -> Calibrator:
     """Rebuild a fitted calibrator from :meth:`Calibrator.to_dict` output."""
     method = data.get("method")
-    if method not in _CLASSES or "n_classes_" not in data:
+    if method not in METHODS or "n_classes_" not in data:
         raise ValueError(
             f"A stored calibrator must name its method among {list(METHODS)} and "
             f"its 'n_classes_'. Got {dict(data)!r} instead."
         )
-    calibrator = _CLASSES[str(method)]()
+    calibrator = make_calibrator(str(method))
     calibrator.n_classes_ = int(data["n_classes_"])
     for key, value in data.items():
+        if key == "parts_":
+            value = {k: calibrator_from_dict(v) for k, v in value.items()}
         if key.endswith("_") and key != "n_classes_":
             setattr(calibrator, key, value)
     return calibrator
@@ -422,12 +538,16 @@ def reliability_table(
     return _bins(conf, hit, n_bins)
 
 
-def fit_calibrator(proba: Any, y: Any, method: str = DEFAULT_METHOD) -> Calibrator:
+def fit_calibrator(
+    proba: Any, y: Any, method: str = DEFAULT_METHOD, followed: Any = None
+) -> Calibrator:
     """Return a calibrator of ``method`` fitted on the rows whose class is known.
 
-    ``y`` may hold -1 (unknown label): those rows are left out.
+    ``y`` may hold -1 (unknown label): those rows are left out; ``followed`` as in
+    :meth:`Calibrator.fit`.
     """
     p = _check_proba(proba)
     labels = np.asarray(y)
     known = labels >= 0
-    return make_calibrator(method).fit(p[known], labels[known])
+    rule = _rule_rows(followed, p.shape[0])
+    return make_calibrator(method).fit(p[known], labels[known], rule[known])

@@ -220,12 +220,14 @@ class Predictor:
         the model (or nothing is combined), else ``w * onehot(chosen) + (1 - w) *
         proba`` for the followed rule's class and recent weighted accuracy ``w``
         (:func:`~panda_predictor.core.calibration.served_mixture`); the bundle's
-        calibrator of the target then maps it to calibrated probabilities. Both
+        calibrator of the target then maps it to calibrated probabilities (a
+        calibrator may treat rows that follow a rule apart). Both
         routes call this, so they cannot drift apart.
         """
         return {
             t: self.bundle.calibrator(t).transform(
-                served_mixture(p, chosen[t], followed.get(t), record_accuracy.get(t))
+                served_mixture(p, chosen[t], followed.get(t), record_accuracy.get(t)),
+                followed.get(t),
             )
             for t, p in proba.items()
         }

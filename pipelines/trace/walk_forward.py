@@ -298,12 +298,14 @@ def _record_distributions(
     training fits the production one, and applied to the period's served mixture.
     """
     t = run.target
+    followed = classified.followed.get(t)
     raw = served_mixture(
         classified.proba[t],
         classified.chosen[t],
-        classified.followed.get(t),
+        followed,
         classified.record_accuracy.get(t),
     )[pick]
+    followed = None if followed is None else followed[pick]
     run.distribution[PRODUCTION][here] = classified.distribution[t][pick]
     parts = result.calibration.get(t)
     for method in METHODS:
@@ -311,8 +313,8 @@ def _record_distributions(
         if parts is None:
             run.distribution[name][here] = raw
             continue
-        calibrator = fit_calibrator(parts.val, parts.y_val, method)
-        run.distribution[name][here] = calibrator.transform(raw)
+        calibrator = fit_calibrator(parts.val, parts.y_val, method, parts.followed_val)
+        run.distribution[name][here] = calibrator.transform(raw, followed)
 
 
 def run_walk_forward(
