@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from panda_predictor.core.calibration import (
+    DEFAULT_METHOD,
     METHODS,
     IdentityCalibrator,
     TemperatureCalibrator,
@@ -76,8 +77,8 @@ def test_every_method_lowers_an_overconfident_ece(calibrated, method):
     ece = expected_calibration_error(out, y[10_000:])
     if method == "none":
         assert ece > 0.10
-    else:
-        assert ece < 0.03
+    else:  # top-label isotonic may move the top class: a coarser fit
+        assert ece < (0.06 if method.startswith("top") else 0.03)
 
 
 def test_temperature_keeps_each_rows_class_order(calibrated):
@@ -159,11 +160,16 @@ def test_training_fits_one_calibrator_per_target_and_the_bundle_keeps_it(
 ):
     bundle = load_bundle(bundle_dir)
     assert set(bundle.calibrators) == set(bundle.models)
-    assert {c.method for c in bundle.calibrators.values()} == {"temperature"}
+    assert {c.method for c in bundle.calibrators.values()} == {DEFAULT_METHOD}
     for target in bundle.models:
         assert 0.0 <= bundle.metrics[f"{target}.ece"] <= 1.0
         assert f"{target}.ece_uncalibrated" in bundle.metrics
-    bundle.calibrators["ramcount"].temperature_ = 1.7
+    calibrator = TemperatureCalibrator()
+    calibrator.n_classes_, calibrator.temperature_ = (
+        bundle.bins["ramcount"].n_classes,
+        1.7,
+    )
+    bundle.calibrators["ramcount"] = calibrator
     again = load_bundle(save_bundle(bundle, tmp_path / "again"))
     assert again.calibrators["ramcount"].to_dict() == (
         bundle.calibrators["ramcount"].to_dict()
@@ -189,8 +195,6 @@ def test_records_and_frame_routes_give_the_same_distribution(
     bundle_dir, labelled_history
 ):
     bundle = load_bundle(bundle_dir)
-    for calibrator in bundle.calibrators.values():
-        calibrator.temperature_ = 1.7  # a visible calibration on both routes
     predictor = Predictor(bundle, "p", "1")
     history = labelled_history.history
     tasks = labelled_history.tasks.tail(40).assign(creationdate=LATER)
@@ -211,6 +215,13 @@ def test_records_and_frame_routes_give_the_same_distribution(
         )
     rules = np.concatenate([by_frame.followed[t] for t in bundle.models]) > 0
     assert rules.any(), "some task follows a rule: the mixture is exercised"
+    raw = served_mixture(
+        by_frame.proba["ramcount"],
+        by_frame.chosen["ramcount"],
+        by_frame.followed["ramcount"],
+        by_frame.record_accuracy["ramcount"],
+    )
+    assert not np.allclose(raw, by_frame.distribution["ramcount"]), "calibrated"
     predictions = predictor.predict_records(tasks.to_dict("records"), served)
     for p in predictions:
         row = int(np.flatnonzero(tasks["jeditaskid"].to_numpy() == p.jeditaskid)[0])

@@ -184,6 +184,17 @@ def load_bundle(directory: Path | str) -> Bundle:
                 f"The {target} model must have {bins[target].n_classes} classes like "
                 f"bins version {bins.version!r}. Got {model.n_classes} instead."
             )
+    calibrators = {
+        t: calibrator_from_dict(d)
+        for t, d in (decisions.get("calibrators") or {}).items()
+    }
+    for target, calibrator in calibrators.items():
+        if calibrator.n_classes_ != bins[target].n_classes:
+            raise BundleError(
+                f"The {target} calibrator must have {bins[target].n_classes} classes "
+                f"like bins version {bins.version!r}. Got {calibrator.n_classes_} "
+                "instead."
+            )
     return Bundle(
         features=features,
         bins=bins,
@@ -202,8 +213,5 @@ def load_bundle(directory: Path | str) -> Bundle:
             else None
         ),
         record_start=decisions.get("record_start"),
-        calibrators={
-            t: calibrator_from_dict(d)
-            for t, d in (decisions.get("calibrators") or {}).items()
-        },
+        calibrators=calibrators,
     )
