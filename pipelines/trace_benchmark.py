@@ -31,6 +31,8 @@ from pipelines.trace.replay_run import RESOURCE, format_replay, replay_target
 from pipelines.trace.scoring import (
     JSON_KEYS,
     best_model,
+    calibration_scores,
+    format_calibration,
     format_table,
     goal_summary,
     score_run,
@@ -64,6 +66,9 @@ class BenchmarkResult:
     notes: list[str] = field(default_factory=list)
     margins: dict[str, dict[str, Any]] = field(default_factory=dict)
     production: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Per target, the test part's ECE of each served distribution
+    #: (:func:`~pipelines.trace.scoring.calibration_scores`).
+    calibration: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     report: str = ""
     seconds: float = 0.0
 
@@ -150,6 +155,8 @@ def run_benchmark(
             sections.append(f"- {lead.describe()}")
         result.production[target] = _production_summary(run)
         sections += _production_lines(result.production[target])
+        result.calibration[target] = calibration_scores(run)
+        sections.append(format_calibration(result.calibration[target]))
         sections.append("")
         best = best_model(per_name)
         if best is not None and target in RESOURCE:
@@ -355,6 +362,7 @@ def write_outputs(
         "goal": {t: goal_summary(s) for t, s in result.scores.items()},
         "macro_f1_lead": result.margins,
         "production": result.production,
+        "calibration": result.calibration,
     }
     written[1].write_text(json.dumps(full, indent=2, default=str))
     if json_path is not None:
@@ -394,6 +402,10 @@ def log_to_mlflow(settings: Any, result: BenchmarkResult, files: list[Path]) -> 
         )
         metrics: dict[str, float] = {}
         for target, per_name in result.scores.items():
+            for name, scores in per_name.items():
+                for key, value in scores.items():
+                    metrics[f"{target}.{name.replace(':', '.')}.{key}"] = value
+        for target, per_name in result.calibration.items():
             for name, scores in per_name.items():
                 for key, value in scores.items():
                     metrics[f"{target}.{name.replace(':', '.')}.{key}"] = value

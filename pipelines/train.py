@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from panda_predictor.core.bins import BinSet
+from panda_predictor.core.calibration import DEFAULT_METHOD
 from panda_predictor.core.cost_choice import CostSettings
 from panda_predictor.core.evaluation import (
     MultiTargetEvaluation,
@@ -41,6 +42,13 @@ from panda_predictor.core.targets import TARGET_NAMES
 from panda_predictor.models import ResourceClassifier, model_class
 from panda_predictor.models.xgb import QuantisedParts, XGBoostResourceClassifier
 from panda_predictor.serving.bundle import Bundle
+from pipelines.calibration import (
+    ServedParts,
+    calibration_metrics,
+    fit_calibrators,
+    served_parts,
+    union_rows,
+)
 from pipelines.combination import tune_combination
 from pipelines.cost_tuning import choose_price, use_tables
 from pipelines.dataset import LabelledHistory
@@ -87,6 +95,9 @@ class TrainingConfig:
     #: targets and half-lives (:class:`QuantisedParts`); smaller ones per fit.
     quantise_min_rows: int = 200_000
     combine_rules: bool = True
+    #: How the served distribution is calibrated, one method for every target
+    #: (see :mod:`panda_predictor.core.calibration`, docs/models.md).
+    calibration_method: str = DEFAULT_METHOD
     xgboost: Mapping[str, Any] = field(default_factory=dict)
     keras: Mapping[str, Any] = field(default_factory=dict)
 
@@ -126,6 +137,9 @@ class TrainingResult:
     y_test: dict[str, np.ndarray]
     coverage: dict[str, CoverageCurve]
     split_info: dict[str, Any]
+    #: Per target the served distributions (before calibration) on the
+    #: validation and test parts, for the reliability figures.
+    calibration: dict[str, ServedParts] = field(default_factory=dict)
 
 
 def training_config(
@@ -645,19 +659,30 @@ def train(
         metrics=gate_metrics(served),
         info={**split_info, "served_kinds": served_kinds},
     )
+    val = parts.val
+    rules = {t: kinds[served_kinds[t]].rules[t] for t in y}
+    both = union_rows(val, test_all)
+    proba = {t: m.predict_proba(X.iloc[both]) for t, m in bundle.models.items()}
     if config.combine_rules:
-        val = parts.val
+        at_val = np.searchsorted(both, val)
         bundle.combination = tune_combination(
-            {t: kinds[served_kinds[t]].rules[t] for t in y},
-            {t: kinds[served_kinds[t]].models[t] for t in y},
+            rules,
+            bundle.models,
             X.iloc[val],
             frame.iloc[val],
             {t: y[t][val] for t in y},
             bins,
+            proba={t: p[at_val] for t, p in proba.items()},
         )
         bundle.record_start = str(frame["creationdate"].iloc[val].min())
         split_info["combination"] = bundle.combination.to_dict()
         bundle.info["combination"] = split_info["combination"]
+    calibration = served_parts(
+        bundle.combination, rules, proba, X, frame, y, bins, val, test_all
+    )
+    bundle.calibrators = fit_calibrators(calibration, config.calibration_method)
+    bundle.metrics.update(calibration_metrics(calibration, bundle.calibrators))
+    bundle.info["calibration_method"] = config.calibration_method
     bundle.cost, split_info["cost"] = _cost_settings(bundle, frame, parts.val, config)
     bundle.info["cost"] = split_info["cost"]
     return TrainingResult(
@@ -669,4 +694,5 @@ def train(
         y_test=y_test,
         coverage=coverage,
         split_info=split_info,
+        calibration=calibration,
     )

@@ -6,8 +6,9 @@ A bundle is one folder, the unit the model registry versions::
                      bins version, training-domain lists, metrics
     features.json    the fitted FeaturePipeline
     bins.yaml        the class edges and values of every target
-    decisions.json   the tail rule per target, the use spread per class and the
-                     prices of the cost policy (docs/decisions.md)
+    decisions.json   the tail rule, the calibrator and the use spread per target,
+                     the expert combination and the prices of the cost policy
+                     (docs/decisions.md)
     models/<target>/ the classifier of each target (its own save format)
 
 Loading checks that the stored feature schema and bins version agree with the
@@ -24,6 +25,11 @@ from typing import Any
 import yaml
 
 from panda_predictor.core.bins import BinSet
+from panda_predictor.core.calibration import (
+    Calibrator,
+    IdentityCalibrator,
+    calibrator_from_dict,
+)
 from panda_predictor.core.cost_choice import CostChooser, CostSettings, UseTable
 from panda_predictor.core.experts import CombinationParams
 from panda_predictor.core.features import FeaturePipeline
@@ -67,6 +73,10 @@ class Bundle:
     use_tables:
         How the use of each target is spread inside its classes (training
         values); a target without one is spread evenly over its class ranges.
+    calibrators:
+        Per target, the map from the served distribution (the combination's
+        output) to calibrated probabilities, fitted on the validation part; a
+        target without one (an older bundle) is served uncalibrated.
     """
 
     features: FeaturePipeline
@@ -81,6 +91,7 @@ class Bundle:
     combination: CombinationParams | None = None
     record_start: str | None = None
     use_tables: dict[str, UseTable] = field(default_factory=dict)
+    calibrators: dict[str, Calibrator] = field(default_factory=dict)
 
     @property
     def targets(self) -> list[str]:
@@ -100,6 +111,14 @@ class Bundle:
             for t in self.models
         }
         return CostPolicy(choosers, settings)
+
+    def calibrator(self, target: str) -> Calibrator:
+        """Return ``target``'s calibrator (the identity where none was fitted)."""
+        found = self.calibrators.get(target)
+        if found is None:
+            found = IdentityCalibrator(self.bins[target].n_classes)
+            self.calibrators[target] = found
+        return found
 
 
 def save_bundle(bundle: Bundle, directory: Path | str) -> Path:
@@ -122,6 +141,7 @@ def save_bundle(bundle: Bundle, directory: Path | str) -> Path:
             bundle.combination.to_dict() if bundle.combination is not None else None
         ),
         "record_start": bundle.record_start,
+        "calibrators": {t: c.to_dict() for t, c in bundle.calibrators.items()},
     }
     (root / "decisions.json").write_text(json.dumps(decisions, indent=1))
     for target, model in bundle.models.items():
@@ -181,6 +201,17 @@ def load_bundle(directory: Path | str) -> Bundle:
                 f"The {target} model must have {bins[target].n_classes} classes like "
                 f"bins version {bins.version!r}. Got {model.n_classes} instead."
             )
+    calibrators = {
+        t: calibrator_from_dict(d)
+        for t, d in (decisions.get("calibrators") or {}).items()
+    }
+    for target, calibrator in calibrators.items():
+        if calibrator.n_classes_ != bins[target].n_classes:
+            raise BundleError(
+                f"The {target} calibrator must have {bins[target].n_classes} classes "
+                f"like bins version {bins.version!r}. Got {calibrator.n_classes_} "
+                "instead."
+            )
     return Bundle(
         features=features,
         bins=bins,
@@ -204,4 +235,5 @@ def load_bundle(directory: Path | str) -> Bundle:
             t: UseTable.from_dict(d)
             for t, d in (decisions.get("use_tables") or {}).items()
         },
+        calibrators=calibrators,
     )

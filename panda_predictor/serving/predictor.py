@@ -22,13 +22,14 @@ import gc
 import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
 
+from panda_predictor.core.calibration import served_mixture
 from panda_predictor.core.cost_choice import CostSettings
 from panda_predictor.core.experts import EXPERTS
 from panda_predictor.core.features import TASK_COLUMNS
@@ -94,18 +95,25 @@ def _no_cyclic_gc() -> Iterator[None]:
 class Classified:
     """What :meth:`Predictor.classified` computed for a batch of tasks.
 
-    ``features`` the model inputs; per target ``proba``, ``model_chosen`` (the
-    model with its tail rule), ``chosen`` and ``confidence`` (after the expert
-    combination, when the bundle has one) and ``followed`` (index into
-    :data:`~panda_predictor.core.experts.EXPERTS`; empty without combination).
+    ``features`` the model inputs (None on the records route unless the
+    combination needed them); per target ``proba``, ``model_chosen`` (the
+    model with its tail rule), ``chosen`` (after the expert combination, when the
+    bundle has one), ``followed`` (index into
+    :data:`~panda_predictor.core.experts.EXPERTS`) and ``record_accuracy`` (the
+    followed expert's recent weighted accuracy; both empty without combination),
+    ``distribution`` (the calibrated served distribution, n x K, see
+    :meth:`Predictor.distribution_of`) and ``confidence`` (P(true class <=
+    chosen) under it).
     """
 
-    features: pd.DataFrame
+    features: pd.DataFrame | None
     proba: dict[str, np.ndarray]
     model_chosen: dict[str, np.ndarray]
     chosen: dict[str, np.ndarray]
     confidence: dict[str, np.ndarray]
     followed: dict[str, np.ndarray]
+    record_accuracy: dict[str, np.ndarray] = field(default_factory=dict)
+    distribution: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _bound(value: float) -> float | None:
@@ -211,8 +219,7 @@ class Predictor:
             X = self.features(tasks, served.index if indexed else served.frame)
         proba = self.probabilities(X)
         chosen = {t: self.bundle.tail_rules[t].predict(p) for t, p in proba.items()}
-        conf = {t: confidence(proba[t], chosen[t]) for t in proba}
-        parts = Classified(X, proba, dict(chosen), chosen, conf, {})
+        parts = Classified(X, proba, dict(chosen), chosen, {}, {})
         params = self.bundle.combination
         combined: dict[str, Any] = {}
         if params is not None and served is not None and indexed:
@@ -224,9 +231,40 @@ class Predictor:
             )
         for target, answer in combined.items():
             parts.chosen[target] = answer.classes
-            parts.confidence[target] = answer.confidence
+            parts.record_accuracy[target] = answer.confidence
             parts.followed[target] = answer.leader
+        parts.distribution = self.distribution_of(
+            proba, parts.chosen, parts.followed, parts.record_accuracy
+        )
+        parts.confidence = {
+            t: confidence(parts.distribution[t], parts.chosen[t]) for t in proba
+        }
         return parts
+
+    def distribution_of(
+        self,
+        proba: Mapping[str, np.ndarray],
+        chosen: Mapping[str, np.ndarray],
+        followed: Mapping[str, np.ndarray],
+        record_accuracy: Mapping[str, np.ndarray],
+    ) -> dict[str, np.ndarray]:
+        """Return per target the calibrated served distribution (n x K).
+
+        The served distribution is the model's probabilities where the task follows
+        the model (or nothing is combined), else ``w * onehot(chosen) + (1 - w) *
+        proba`` for the followed rule's class and recent weighted accuracy ``w``
+        (:func:`~panda_predictor.core.calibration.served_mixture`); the bundle's
+        calibrator of the target then maps it to calibrated probabilities (a
+        calibrator may treat rows that follow a rule apart). Both
+        routes call this, so they cannot drift apart.
+        """
+        return {
+            t: self.bundle.calibrator(t).transform(
+                served_mixture(p, chosen[t], followed.get(t), record_accuracy.get(t)),
+                followed.get(t),
+            )
+            for t, p in proba.items()
+        }
 
     def predict(
         self,
@@ -265,10 +303,11 @@ class Predictor:
         :meth:`~panda_predictor.core.scout_policy.CostPolicy.decide_table`).
         """
         requests = {}
+        features = parts.features if parts.features is not None else pd.DataFrame()
         for target in parts.chosen:
             column = REQUEST_PREFIX + target
-            if column in parts.features:
-                requests[target] = parts.features[column].to_numpy(dtype=float)
+            if column in features:
+                requests[target] = features[column].to_numpy(dtype=float)
         return self.policy.decide_table(
             served_distribution(parts), parts.chosen, requests, in_domain
         )
@@ -391,9 +430,8 @@ class Predictor:
             return None
         proba = self._matrix_fn(M)
         chosen = {t: self.bundle.tail_rules[t].predict(p) for t, p in proba.items()}
-        conf = {t: confidence(proba[t], chosen[t]) for t in proba}
         X = pd.DataFrame(M, columns=features.feature_names_out_)
-        parts = Classified(X, proba, dict(chosen), chosen, conf, {})
+        parts = Classified(X, proba, dict(chosen), chosen, {}, {})
         params = self.bundle.combination
         if served is not None and params is not None:
             columns = HISTORY_GROUPS[params.key]
@@ -401,9 +439,15 @@ class Predictor:
             for target, answer in combine_served(
                 self.bundle, keys, X, chosen, served
             ).items():
-                parts.chosen[target] = answer.classes
-                parts.confidence[target] = answer.confidence
+                chosen[target] = answer.classes
                 parts.followed[target] = answer.leader
+                parts.record_accuracy[target] = answer.confidence
+        parts.distribution = self.distribution_of(
+            proba, chosen, parts.followed, parts.record_accuracy
+        )
+        parts.confidence = {
+            t: confidence(parts.distribution[t], chosen[t]) for t in proba
+        }
         return parts
 
     def _record_in_domain(self, record: Mapping[str, Any]) -> bool:
@@ -555,8 +599,7 @@ def _value_choice(
 def served_distribution(parts: Classified) -> dict[str, np.ndarray]:
     """Return the calibrated distribution per target the decision prices.
 
-    The calibrated served distribution (:attr:`Classified.distribution`) where
-    the bundle has one, else the models' probabilities.
+    The calibrated served distribution (:attr:`Classified.distribution`), else
+    (parts built without one) the models' probabilities.
     """
-    distribution = getattr(parts, "distribution", None)
-    return distribution if distribution else parts.proba
+    return parts.distribution or parts.proba

@@ -15,6 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from panda_predictor.core.calibration import (
+    cumulative_calibration_error,
+    expected_calibration_error,
+)
 from panda_predictor.core.evaluation import evaluate_target
 from pipelines.trace.walk_forward import TargetRun
 
@@ -192,3 +196,32 @@ def format_table(target: str, unit: str, scores: dict[str, dict[str, float]]) ->
             f"{'' if raw is None else f'{raw:.3f}'} |"
         )
     return "\n".join(lines)
+
+
+def calibration_scores(run: TargetRun) -> dict[str, dict[str, float]]:
+    """Return the test part's ECE of each served distribution of ``run``.
+
+    Per name (``model:production``, the calibrated distribution it served, and
+    ``calibration:<method>``, the same served mixture calibrated by each method
+    on the retraining's validation part): ``ece`` (top-label) and
+    ``cumulative_ece`` (P(y <= k) pooled over k).
+    """
+    out = {}
+    for name, proba in run.distribution.items():
+        if not len(proba):
+            continue
+        out[name] = {
+            "ece": expected_calibration_error(proba, run.y_true),
+            "cumulative_ece": cumulative_calibration_error(proba, run.y_true),
+        }
+    return out
+
+
+def format_calibration(scores: dict[str, dict[str, float]]) -> str:
+    """Return the calibration scores of one target as one report line."""
+    parts = [
+        f"{name.removeprefix('calibration:')} {s['ece']:.3f} / "
+        f"{s['cumulative_ece']:.3f}"
+        for name, s in scores.items()
+    ]
+    return "- calibration, test-part ECE (top-label / cumulative): " + "; ".join(parts)

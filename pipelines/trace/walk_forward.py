@@ -29,6 +29,7 @@ import pandas as pd
 
 from panda_predictor.core import baselines as bl
 from panda_predictor.core.bins import BinSet, TargetBins, fit_bins
+from panda_predictor.core.calibration import METHODS, fit_calibrator, served_mixture
 from panda_predictor.core.experts import EXPERTS, rule_values
 from panda_predictor.core.splits import TimeSplit, time_ordered_split
 from panda_predictor.core.task_features import HOOK_COLUMNS
@@ -37,7 +38,7 @@ from panda_predictor.ingest.swf import TRACE_TARGETS
 from panda_predictor.ingest.to_panda import jobs_to_tasks
 from panda_predictor.serving.combination import ServingHistory
 from panda_predictor.serving.decision import decide_table
-from panda_predictor.serving.predictor import Predictor
+from panda_predictor.serving.predictor import Classified, Predictor
 from pipelines.dataset import LabelledHistory
 from pipelines.train import TrainingConfig, train, training_config
 
@@ -120,6 +121,10 @@ class TargetRun:
     values: dict[str, np.ndarray] = field(default_factory=dict)
     followed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     combination: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Per row (n x K) the production's calibrated served distribution and, per
+    #: ``calibration:<method>``, the same distribution calibrated by that method
+    #: fitted on the retraining's validation part (for the method comparison).
+    distribution: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass
@@ -273,6 +278,7 @@ def _predict_period(
     classified = predictor.classified(period_tasks, history)
     table = decide_table(predictor, period_tasks, history, classified)
     X = classified.features
+    assert X is not None  # the frame route always keeps the features
     applied_all = (table["decision"] == "applied").to_numpy()
     for target in targets:
         run = runs[target]
@@ -289,6 +295,7 @@ def _predict_period(
             axis=1
         )
         run.applied["model:xgboost"][here] = applied_all[pick]
+        _record_distributions(run, here, pick, classified, result)
         followed = table.get(f"{target}_expert")
         if followed is not None:
             names = followed.to_numpy()[pick]
@@ -309,6 +316,34 @@ def _predict_period(
                 ),
             )
         )
+
+
+def _record_distributions(
+    run: TargetRun, here: np.ndarray, pick: np.ndarray, classified: Classified, result
+) -> None:
+    """Keep the period's served distributions: production's and each method's.
+
+    Each calibration method is fitted on the retraining's validation part, as the
+    training fits the production one, and applied to the period's served mixture.
+    """
+    t = run.target
+    followed = classified.followed.get(t)
+    raw = served_mixture(
+        classified.proba[t],
+        classified.chosen[t],
+        followed,
+        classified.record_accuracy.get(t),
+    )[pick]
+    followed = None if followed is None else followed[pick]
+    run.distribution[PRODUCTION][here] = classified.distribution[t][pick]
+    parts = result.calibration.get(t)
+    for method in METHODS:
+        name = f"calibration:{method}"
+        if parts is None:
+            run.distribution[name][here] = raw
+            continue
+        calibrator = fit_calibrator(parts.val, parts.y_val, method, parts.followed_val)
+        run.distribution[name][here] = calibrator.transform(raw, followed)
 
 
 def run_walk_forward(
@@ -337,6 +372,8 @@ def run_walk_forward(
             run.applied[name] = np.zeros(rows.size, dtype=bool)
         run.values[PRODUCTION] = np.full(rows.size, np.nan)
         run.followed = np.full(rows.size, -1)
+        for name in (PRODUCTION, *(f"calibration:{m}" for m in METHODS)):
+            run.distribution[name] = np.zeros((rows.size, tb.n_classes))
         runs[target] = run
     baseline_parts: dict[str, list[tuple[np.ndarray, dict[str, np.ndarray]]]] = {
         t: [] for t in targets
@@ -458,7 +495,15 @@ def _drop_unpredicted(run: TargetRun) -> None:
         run.y_true[keep],
         run.actual[keep],
     )
-    for table in (run.predicted, run.raw, run.confidence, run.applied, run.values):
+    tables = (
+        run.predicted,
+        run.raw,
+        run.confidence,
+        run.applied,
+        run.values,
+        run.distribution,
+    )
+    for table in tables:
         for name in table:
             table[name] = table[name][keep]
     run.followed = run.followed[keep]
