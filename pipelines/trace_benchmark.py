@@ -207,7 +207,7 @@ def peer_rows(
             np.where(given, request, np.inf),
             x,
         )
-        out[f"peer ({method})"] = (first[run.rows], retry[run.rows])
+        out[method] = (first[run.rows], retry[run.rows])
     return out
 
 
@@ -235,10 +235,16 @@ def _self_tuning_lines(choices: dict[str, dict[str, Any]]) -> list[str]:
         for t, c in per_target.items()
     )
     every = ", ".join(f"{d} d x{n}" for d, n in sorted(cadences.items()))
+    prices = Counter(c.get("delay_price") for c in choices.values())
+    priced = ", ".join(
+        f"{p:g} x{n}" for p, n in sorted(prices.items()) if p is not None
+    )
     return [
         f"- self-tuning: {len(choices)} retrainings; days to the next one chosen: "
         f"{every}",
         f"- self-tuning: half-life of the training weights chosen: {lives}",
+        f"- self-tuning: delay price chosen (core-hours per core-hour of delay, "
+        f"docs/decisions.md): {priced or 'none'}",
     ]
 
 

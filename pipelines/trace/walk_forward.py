@@ -416,6 +416,7 @@ def run_walk_forward(
             "trained_on": int(len(window)),
             "retrain_every_days": chosen,
             "half_life_days": result.split_info["half_life_days"],
+            "delay_price": result.split_info.get("cost", {}).get("delay_price"),
         }
         _predict_period(
             result,
