@@ -40,6 +40,7 @@ __all__ = [
     "SwfReport",
     "available_targets",
     "job_log_format",
+    "job_logs_in",
     "read_htcondor_history",
     "read_job_log",
     "read_nextflow_trace",
@@ -69,8 +70,13 @@ def job_log_format(path: str | Path) -> str:
     fields is a Nextflow trace. A folder is a Nextflow history (its trace files).
     """
     path = Path(path)
-    if path.is_dir() and trace_files(path):
-        return "nextflow"
+    if path.is_dir():
+        if trace_files(path):
+            return "nextflow"
+        raise JobLogError(
+            "A job log folder must hold Nextflow trace files (*.txt, *.tsv, *.csv, "
+            f"plain or gzip, with a trace header). Got none in {str(path)!r} instead."
+        )
     if not path.is_file():
         raise FileNotFoundError(
             f"The job log file must exist. Got {str(path)!r} instead."
@@ -95,6 +101,26 @@ def job_log_format(path: str | Path) -> str:
         "or JSON lines) or a Nextflow trace (a header naming its fields), plain or "
         f"gzip. Got {str(path)!r} with {found} instead."
     )
+
+
+#: Suffixes of SWF and HTCondor logs that ``--all`` picks up by name.
+LOG_SUFFIXES = (".swf", ".swf.gz", ".json", ".json.gz", ".jsonl", ".jsonl.gz")
+
+
+def job_logs_in(folder: str | Path) -> list[Path]:
+    """Return the job logs of a folder, one history each, in name order.
+
+    SWF and HTCondor logs by suffix; Nextflow traces by header: each trace file
+    directly in ``folder`` is one history, and so is each sub-folder holding trace
+    files (one pipeline's runs).
+    """
+    folder = Path(folder)
+    out = []
+    for path in sorted(folder.iterdir()):
+        by_name = path.is_file() and path.name.endswith(LOG_SUFFIXES)
+        if by_name or (path.is_dir() and trace_files(path)):
+            out.append(path)
+    return sorted([*out, *trace_files(folder)])
 
 
 def read_job_log(path: str | Path, **kw: Any) -> tuple[pd.DataFrame, JobLogReport]:

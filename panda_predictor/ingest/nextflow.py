@@ -53,13 +53,16 @@ from panda_predictor.ingest.report import JobLogReport
 
 #: Every field of Nextflow's trace file (``trace.fields``), for telling it by header.
 NEXTFLOW_FIELDS: frozenset[str] = frozenset(
-    (
-        "task_id hash native_id process tag name status exit module container cpus "
-        "time disk memory attempt submit start complete duration realtime queue "
-        "%cpu %mem rss vmem peak_rss peak_vmem rchar wchar syscr syscw read_bytes "
-        "write_bytes vol_ctxt inv_ctxt env workdir script scratch error_action "
-        "hostname cpu_model accelerator accelerator_type"
-    ).split()
+    {
+        *("task_id", "hash", "native_id", "process", "tag", "name", "status"),
+        *("exit", "module", "container", "cpus", "time", "disk", "memory"),
+        *("attempt", "submit", "start", "complete", "duration", "realtime"),
+        *("queue", "%cpu", "%mem", "rss", "vmem", "peak_rss", "peak_vmem"),
+        *("rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes"),
+        *("vol_ctxt", "inv_ctxt", "env", "workdir", "script", "scratch"),
+        *("error_action", "hostname", "cpu_model", "accelerator"),
+        "accelerator_type",
+    }
 )
 #: A header naming at least this many trace fields is a Nextflow trace.
 MIN_KNOWN_FIELDS = 2
@@ -107,7 +110,9 @@ class NextflowReport(JobLogReport):
             "as lower bounds, never as labels",
         ]
         if self.n_not_finished:
-            out.append(f"not finished when the trace was written: {self.n_not_finished}")
+            out.append(
+                f"not finished when the trace was written: {self.n_not_finished}"
+            )
         if self.ignored_fields:
             out.append(f"fields not used: {', '.join(self.ignored_fields)}")
         return out
@@ -316,7 +321,7 @@ def _jobs(
         [KILLED_FOR.get(int(c)) if np.isfinite(c) else None for c in exit_code],
         dtype=object,
     )
-    killed = np.where(failed, killed, None)
+    killed[~failed] = None
     by_memory, by_time = killed == "memory", killed == "time"
     report.n_failed += int(failed.sum())
     for kind in KILLED_FOR.values():

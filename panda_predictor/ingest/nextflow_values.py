@@ -188,9 +188,7 @@ def timestamps(cells: Cells) -> np.ndarray:
         when = pd.to_datetime(text, format="%Y-%m-%d %H:%M:%S.%f", errors="coerce")
         again = when.isna()
         if again.any():
-            when[again] = pd.to_datetime(
-                text[again], format="ISO8601", errors="coerce"
-            )
+            when[again] = pd.to_datetime(text[again], format="ISO8601", errors="coerce")
         if when.isna().any():
             raise cells.error("timestamp", str(text[when.isna()].iloc[0]))
         if getattr(when.dt, "tz", None) is not None:
