@@ -353,11 +353,19 @@ def test_benchmark_reports_ramcount_and_iointensity_on_a_synthetic_trace(tmp_pat
     from panda_predictor.cli.benchmark import benchmark
     from panda_predictor.settings import load_settings
 
-    path = write_trace(tmp_path / "synthetic_trace.txt", 800, seed=3)
+    path = write_trace(tmp_path / "synthetic_trace.txt", 600, seed=3)
     settings = load_settings(home=tmp_path / "home")
     result = CliRunner().invoke(
         benchmark,
-        ["--log", str(path), "--n-estimators", "15", "--no-mlflow"],
+        [
+            "--log",
+            str(path),
+            "--n-estimators",
+            "15",
+            "--half-life",
+            "none",
+            "--no-mlflow",
+        ],
         obj=settings,
     )
     assert result.exit_code == 0, result.output

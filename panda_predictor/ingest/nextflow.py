@@ -39,7 +39,6 @@ from panda_predictor.ingest.frame import (
     ASSUMED_WAIT_S,
     check_assumed_wait,
     finish_times,
-    string_categories,
 )
 from panda_predictor.ingest.nextflow_values import (
     Cells,
@@ -150,8 +149,8 @@ def trace_files(folder: Path) -> list[Path]:
 
 def _read_table(
     path: Path, report: NextflowReport
-) -> tuple[list[str], list[list[str]], np.ndarray]:
-    """Return the header, the rows and each row's line number of one trace file."""
+) -> tuple[list[str], list[tuple[str, ...]], np.ndarray]:
+    """Return the header, the columns and each row's line number of one trace."""
     try:
         with open_text(path) as fh:
             text = fh.read()
@@ -184,19 +183,21 @@ def _read_table(
         rows = [line.split("\t") for line in body]
     else:
         rows = list(csv.reader(body))
-    for number, row in zip(numbers, rows, strict=True):
-        if len(row) != len(header):
-            raise JobLogError(
-                f"A trace line must have as many fields as its header "
-                f"({len(header)}). Got {len(row)} at line {number} of {path} "
-                "instead."
-            )
-    return header, rows, np.asarray(numbers, dtype=np.int64)
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    wrong = np.flatnonzero(lengths != len(header))
+    if wrong.size:
+        raise JobLogError(
+            f"A trace line must have as many fields as its header ({len(header)}). "
+            f"Got {lengths[wrong[0]]} at line {numbers[wrong[0]]} of {path} instead."
+        )
+    columns: list[tuple[str, ...]] = list(zip(*rows, strict=True))
+    columns = columns or [() for _ in header]
+    return header, columns, np.asarray(numbers, dtype=np.int64)
 
 
 def _parse_file(path: Path, report: NextflowReport) -> pd.DataFrame:
     """Return one trace file's tasks as parsed fields (``NaN``/None = missing)."""
-    header, rows, lines = _read_table(path, report)
+    header, columns, lines = _read_table(path, report)
     where = {name: j for j, name in enumerate(header)}
     missing = [f for f in ("submit",) if f not in where]
     if "process" not in where and "name" not in where:
@@ -207,19 +208,18 @@ def _parse_file(path: Path, report: NextflowReport) -> pd.DataFrame:
             f"fields {header} at line {lines[0] - 1 if lines.size else 1} of {path} "
             "instead."
         )
-    n = len(rows)
+    n = len(lines)
 
     def cells(name: str) -> Cells | None:
         if name not in where:
             return None
-        j = where[name]
-        return Cells(str(path), name, [row[j] for row in rows], lines)
+        return Cells(str(path), name, columns[where[name]], lines)
 
     def text(name: str) -> pd.Series:
         c = cells(name)
         if c is None:
             return pd.Series([None] * n, dtype=object)
-        return c.text.where(~c.missing, None)
+        return pd.Series(c.texts(), dtype=object)
 
     def number(name: str, parse, *args) -> np.ndarray:
         c = cells(name)
@@ -264,9 +264,14 @@ def _parse_file(path: Path, report: NextflowReport) -> pd.DataFrame:
         raise JobLogError(
             "The 'submit' field of a completed task must be a timestamp: "
             "'YYYY-MM-DD HH:MM:SS.mmm' or epoch milliseconds. Got "
-            f"{rows[row][where['submit']]!r} at line {lines[row]} of {path} instead."
+            f"{columns[where['submit']][row]!r} at line {lines[row]} of {path} instead."
         )
     return frame
+
+
+def _nothing(n: int) -> pd.Categorical:
+    """Return a categorical column of ``n`` missing values."""
+    return pd.Categorical.from_codes(np.full(n, -1, np.int64), [])
 
 
 def _process_of(name: pd.Series) -> pd.Series:
@@ -317,11 +322,9 @@ def _jobs(
     cpu = raw["cpu_percent"].to_numpy() / 100.0 * realtime / cpus
     positive = np.where(realtime > 0, realtime, np.nan)
     io = raw["io_bytes"].to_numpy() / 1024.0 / positive / cpus
-    killed = np.array(
-        [KILLED_FOR.get(int(c)) if np.isfinite(c) else None for c in exit_code],
-        dtype=object,
-    )
-    killed[~failed] = None
+    killed = np.full(len(raw), None, dtype=object)
+    for code, kind in KILLED_FOR.items():
+        killed[failed & (exit_code == code)] = kind
     by_memory, by_time = killed == "memory", killed == "time"
     report.n_failed += int(failed.sum())
     for kind in KILLED_FOR.values():
@@ -330,7 +333,10 @@ def _jobs(
                 (killed == kind).sum()
             )
     report.n_retries += int((raw["attempt"].to_numpy() > 1).sum())
-    process = raw["process"].fillna(_process_of(raw["name"]))
+    process = raw["process"].copy()
+    unnamed = process.isna().to_numpy()
+    if unnamed.any():
+        process[unnamed] = _process_of(raw["name"][unnamed])
     instance = raw["tag"].fillna(raw["name"])
     task_id = pd.to_numeric(raw["task_id"], errors="coerce").to_numpy(dtype=float)
 
@@ -347,11 +353,11 @@ def _jobs(
             "job_id": np.where(np.isnan(task_id), np.arange(1.0, n + 1), task_id),
             "submit_s": submit,
             "submit_time": pd.to_datetime(submit, unit="s"),
-            "user": string_categories(pd.Series([history] * n, dtype=object)),
-            "group": string_categories(pd.Series([None] * n, dtype=object)),
-            "executable": string_categories(process),
-            "queue": string_categories(raw["queue"]),
-            "partition": string_categories(pd.Series([None] * n, dtype=object)),
+            "user": pd.Categorical.from_codes(np.zeros(n, np.int64), [history]),
+            "group": _nothing(n),
+            "executable": pd.Categorical(process.to_numpy(dtype=object)),
+            "queue": pd.Categorical(raw["queue"].to_numpy(dtype=object)),
+            "partition": _nothing(n),
             "req_procs": cpus,
             "req_time_s": req_time,
             "req_memory_mb": req_memory,

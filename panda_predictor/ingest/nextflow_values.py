@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -64,6 +64,9 @@ _DURATION_PART = re.compile(r"([0-9]*\.?[0-9]+)\s*([A-Za-z]+)\s*")
 class Cells:
     """One file's cells of one field, with the line each came from, for parsing.
 
+    The cells are factorised once: each distinct string is parsed once, and the
+    values are taken back per row by code (a trace repeats most values).
+
     :param path: the file, for error messages.
     :param field: the field (header) name.
     :param values: the cells, one per task row.
@@ -71,55 +74,55 @@ class Cells:
     """
 
     def __init__(
-        self, path: str, field: str, values: list[str], lines: np.ndarray
+        self, path: str, field: str, values: Sequence[str], lines: np.ndarray
     ) -> None:
         self.path = path
         self.field = field
-        self.text = pd.Series(values, dtype=object).str.strip()
         self.lines = lines
-        self.missing = self.text.isin(MISSING).to_numpy()
+        codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+        self.codes = codes
+        self.uniques = np.array([str(u).strip() for u in uniques], dtype=object)
+        self.unique_missing = np.isin(self.uniques, MISSING)
+        self.missing = self.unique_missing[codes] if codes.size else np.zeros(0, bool)
 
-    def error(self, kind: str, value: str) -> JobLogError:
-        """Return the error for the first row holding ``value``."""
-        line = int(self.lines[np.flatnonzero(self.text.to_numpy() == value)[0]])
+    def texts(self) -> np.ndarray:
+        """Return the stripped cells, ``None`` where missing."""
+        uniques = self.uniques.copy()
+        uniques[self.unique_missing] = None
+        return uniques[self.codes] if self.codes.size else np.zeros(0, object)
+
+    def error(self, kind: str, unique: int) -> JobLogError:
+        """Return the error for the first row holding the distinct value ``unique``."""
+        line = int(self.lines[np.flatnonzero(self.codes == unique)[0]])
         return JobLogError(
-            f"The {self.field!r} field must be {EXPECTED[kind]}. Got {value!r} at "
-            f"line {line} of {self.path} instead."
+            f"The {self.field!r} field must be {EXPECTED[kind]}. Got "
+            f"{self.uniques[unique]!r} at line {line} of {self.path} instead."
         )
 
-    def numbers(self) -> np.ndarray:
-        """Return the cells that are plain numbers as floats (``NaN`` elsewhere)."""
-        present = self.text.where(~self.missing)
-        return np.array(pd.to_numeric(present, errors="coerce"), dtype=float)
+    def parse(
+        self,
+        kind: str,
+        number: Callable[[float], float],
+        named: Callable[[str], float | None],
+        minimum: float | None = 0.0,
+    ) -> np.ndarray:
+        """Return the cells as floats: plain numbers through ``number``, the other
+        strings through ``named`` (``None``: not understood, an error).
 
-    def rest(self, parsed: np.ndarray) -> np.ndarray:
-        """Return a mask of cells present but not parsed yet."""
-        return ~self.missing & np.isnan(parsed)
-
-    def check(self, kind: str, values: np.ndarray, minimum: float) -> np.ndarray:
-        """Raise for the first value below ``minimum`` or infinite; return them."""
-        bad = ~np.isnan(values) & ~((values >= minimum) & np.isfinite(values))
-        if bad.any():
-            raise self.error(kind, str(self.text.iloc[np.flatnonzero(bad)[0]]))
-        return values
-
-    def by_value(self, kind: str, parse: Callable[[str], float | None]) -> np.ndarray:
-        """Return the cells parsed one distinct string at a time (raw numbers first).
-
-        ``parse`` returns ``None`` for a string it does not understand: an error.
+        :param minimum: values below it (or infinite) are errors; ``None``: any.
         """
-        out = self.numbers()
-        todo = self.rest(out)
-        if todo.any():
-            wanted = self.text[todo]
-            table: dict[str, float] = {}
-            for value in wanted.unique():
-                number = parse(value)
-                if number is None:
-                    raise self.error(kind, value)
-                table[value] = number
-            out[todo] = wanted.map(table).to_numpy(dtype=float)
-        return out
+        out = np.full(len(self.uniques), np.nan)
+        for k, value in enumerate(self.uniques):
+            if self.unique_missing[k]:
+                continue
+            raw = _float(value)
+            parsed = number(raw) if raw is not None else named(value)
+            if parsed is None or not math.isfinite(parsed):
+                raise self.error(kind, k)
+            if minimum is not None and parsed < minimum:
+                raise self.error(kind, k)
+            out[k] = parsed
+        return out[self.codes] if self.codes.size else np.zeros(0)
 
 
 def _size(value: str) -> float | None:
@@ -145,29 +148,26 @@ def _duration(value: str) -> float | None:
 
 def sizes(cells: Cells) -> np.ndarray:
     """Return a size field in bytes (raw: bytes already)."""
-    return cells.check("size", cells.by_value("size", _size), 0.0)
+    return cells.parse("size", lambda b: b, _size)
 
 
 def durations(cells: Cells) -> np.ndarray:
     """Return a duration field in seconds (raw: milliseconds)."""
-    raw = cells.numbers() / 1000.0
-    todo = cells.rest(raw)
-    if todo.any():
-        named = cells.by_value("duration", _duration)
-        raw[todo] = named[todo]
-    return cells.check("duration", raw, 0.0)
+    return cells.parse("duration", lambda ms: ms / 1000.0, _duration)
 
 
 def percents(cells: Cells) -> np.ndarray:
     """Return a percentage field as a number (``87.5%`` and raw ``87.5`` alike)."""
-    return cells.check(
-        "percent",
-        cells.by_value("percent", lambda v: _float(v.removesuffix("%").strip())),
-        0.0,
-    )
+    return cells.parse("percent", lambda p: p, lambda v: _float(v.removesuffix("%")))
 
 
 def _float(value: str) -> float | None:
+    """Return a plain finite number, else ``None`` (a unit, a date, a word)."""
+    # Most human-readable cells end in a unit or hold a space or a colon: skip the
+    # exception float() would raise for each of them.
+    last = value[-1:]
+    if not (last.isdigit() or last == ".") or " " in value or ":" in value:
+        return None
     try:
         number = float(value)
     except ValueError:
@@ -179,32 +179,43 @@ def timestamps(cells: Cells) -> np.ndarray:
     """Return a timestamp field in unix seconds (raw: epoch milliseconds).
 
     Human-readable timestamps carry no time zone (Nextflow writes the run's local
-    time); they are read as UTC, so one history should come from one zone.
+    time); they are read as UTC, so one history should come from one zone. Every
+    distinct value is unique here, so the column is parsed in vectorised passes:
+    Nextflow's format, then plain numbers, then ISO 8601.
     """
-    out = cells.numbers() / 1000.0
-    todo = cells.rest(out)
-    if todo.any():
-        text = cells.text[todo]
-        when = pd.to_datetime(text, format="%Y-%m-%d %H:%M:%S.%f", errors="coerce")
-        again = when.isna()
-        if again.any():
-            when[again] = pd.to_datetime(text[again], format="ISO8601", errors="coerce")
-        if when.isna().any():
-            raise cells.error("timestamp", str(text[when.isna()].iloc[0]))
-        if getattr(when.dt, "tz", None) is not None:
-            when = when.dt.tz_convert(None)
-        out[todo] = when.to_numpy(dtype="datetime64[ns]").astype(np.int64) / 1e9
-    return out
+    present = np.flatnonzero(~cells.unique_missing)
+    text = pd.Series(cells.uniques[present], dtype=object)
+    seconds = np.full(len(cells.uniques), np.nan)
+    stamp = pd.to_datetime(text, format="%Y-%m-%d %H:%M:%S.%f", errors="coerce")
+    found = stamp.notna().to_numpy()
+    seconds[present[found]] = _unix(stamp[found])
+    rest = ~found
+    if rest.any():
+        numbers = pd.to_numeric(text[rest], errors="coerce").to_numpy(dtype=float)
+        seconds[present[rest]] = numbers / 1000.0
+        rest[rest] = np.isnan(numbers)
+    if rest.any():
+        iso = pd.to_datetime(text[rest], format="ISO8601", errors="coerce", utc=True)
+        ok = iso.notna().to_numpy()
+        if not ok.all():
+            raise cells.error("timestamp", int(present[np.flatnonzero(rest)[~ok][0]]))
+        seconds[present[rest]] = _unix(iso.dt.tz_convert(None))
+    bad = ~cells.unique_missing & ~np.isfinite(seconds)
+    if bad.any():
+        raise cells.error("timestamp", int(np.flatnonzero(bad)[0]))
+    return seconds[cells.codes] if cells.codes.size else np.zeros(0)
+
+
+def _unix(stamp: pd.Series) -> np.ndarray:
+    """Return timestamps as unix seconds."""
+    return stamp.to_numpy(dtype="datetime64[ns]").astype(np.int64) / 1e9
 
 
 def integers(cells: Cells, minimum: float | None = None) -> np.ndarray:
     """Return a field of whole numbers (``exit``, ``cpus``, ``attempt``)."""
     kind = "integer" if minimum is None else "count"
-    out = cells.numbers()
-    todo = cells.rest(out)
-    if todo.any():
-        raise cells.error(kind, str(cells.text[todo].iloc[0]))
+    out = cells.parse(kind, lambda x: x, lambda v: None, minimum=minimum)
     fractional = ~np.isnan(out) & (out != np.round(out))
     if fractional.any():
-        raise cells.error(kind, str(cells.text.iloc[np.flatnonzero(fractional)[0]]))
-    return out if minimum is None else cells.check(kind, out, minimum)
+        raise cells.error(kind, int(cells.codes[np.flatnonzero(fractional)[0]]))
+    return out
