@@ -28,6 +28,7 @@ is in ``docs/job-logs.md``):
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -149,7 +150,7 @@ def trace_files(folder: Path) -> list[Path]:
 
 def _read_table(
     path: Path, report: NextflowReport
-) -> tuple[list[str], list[tuple[str, ...]], np.ndarray]:
+) -> tuple[list[str], list[np.ndarray], np.ndarray]:
     """Return the header, the columns and each row's line number of one trace."""
     try:
         with open_text(path) as fh:
@@ -172,26 +173,37 @@ def _read_table(
     delimiter = "\t" if "\t" in lines[first] else ","
     report.layouts.append("tab-separated" if delimiter == "\t" else "comma-separated")
     header = _header_names(lines[first])
-    numbers, body = [], []
-    for i in range(first + 1, len(lines)):
-        if lines[i].strip():
-            numbers.append(i + 1)
-            body.append(lines[i])
-        else:
-            report.n_blank += 1
+    numbers = [i + 1 for i in range(first + 1, len(lines)) if lines[i].strip()]
+    report.n_blank += len(lines) - first - 1 - len(numbers)
+    body = [lines[i - 1] for i in numbers]
     if delimiter == "\t":
-        rows = [line.split("\t") for line in body]
+        lengths = np.fromiter((b.count("\t") + 1 for b in body), np.int64, len(body))
     else:
         rows = list(csv.reader(body))
-    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+        lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
     wrong = np.flatnonzero(lengths != len(header))
     if wrong.size:
         raise JobLogError(
             f"A trace line must have as many fields as its header ({len(header)}). "
             f"Got {lengths[wrong[0]]} at line {numbers[wrong[0]]} of {path} instead."
         )
-    columns: list[tuple[str, ...]] = list(zip(*rows, strict=True))
-    columns = columns or [() for _ in header]
+    if not body:
+        return header, [np.zeros(0, object) for _ in header], np.zeros(0, np.int64)
+    if delimiter == "\t":
+        # Nextflow never quotes: pandas' C parser splits the checked lines at once.
+        table = pd.read_csv(
+            io.StringIO("\n".join(body)),
+            sep="\t",
+            header=None,
+            dtype=object,
+            na_filter=False,
+            quoting=csv.QUOTE_NONE,
+            skip_blank_lines=False,
+            engine="c",
+        )
+        columns = [table[j].to_numpy(dtype=object) for j in range(len(header))]
+    else:
+        columns = [np.asarray(c, dtype=object) for c in zip(*rows, strict=True)]
     return header, columns, np.asarray(numbers, dtype=np.int64)
 
 

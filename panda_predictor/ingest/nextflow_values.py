@@ -74,7 +74,11 @@ class Cells:
     """
 
     def __init__(
-        self, path: str, field: str, values: Sequence[str], lines: np.ndarray
+        self,
+        path: str,
+        field: str,
+        values: Sequence[str] | np.ndarray,
+        lines: np.ndarray,
     ) -> None:
         self.path = path
         self.field = field
