@@ -374,3 +374,15 @@ def test_benchmark_reports_ramcount_and_iointensity_on_a_synthetic_trace(tmp_pat
     assert "### replay: ramcount" in result.output
     assert "replay: n/a for iointensity" in result.output
     assert "over-alloc (kBPerS)" in result.output
+
+
+def test_a_quoted_comma_separated_export_keeps_names_with_commas(tmp_path):
+    rows = [r.replace("NF:FASTQC (s1)", '"NF:FASTQC (s1, lane 2)"') for r in RAW_ROWS]
+    path = tmp_path / "export.csv"
+    path.write_text(trace_text(rows, sep=","))
+    frame, _ = read_job_log(path)
+    assert frame.loc[0, "instance"] == "s1" and frame.loc[0, "run_s"] == 120.0
+    bad = tmp_path / "short.csv"
+    bad.write_text(trace_text([rows[0], rows[1].rsplit("|", 1)[0]], sep=","))
+    with pytest.raises(JobLogError, match="Got 22 at line 3"):
+        read_job_log(bad)

@@ -176,11 +176,16 @@ def _read_table(
     numbers = [i + 1 for i in range(first + 1, len(lines)) if lines[i].strip()]
     report.n_blank += len(lines) - first - 1 - len(numbers)
     body = [lines[i - 1] for i in numbers]
-    if delimiter == "\t":
-        lengths = np.fromiter((b.count("\t") + 1 for b in body), np.int64, len(body))
-    else:
+    # Without quotes a line's fields are its separators + 1; quoted (comma-separated
+    # exports may quote a name holding a comma) lines go through the csv module.
+    quoted = delimiter == "," and any('"' in b for b in body)
+    if quoted:
         rows = list(csv.reader(body))
         lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    else:
+        lengths = np.fromiter(
+            (b.count(delimiter) + 1 for b in body), np.int64, len(body)
+        )
     wrong = np.flatnonzero(lengths != len(header))
     if wrong.size:
         raise JobLogError(
@@ -189,11 +194,11 @@ def _read_table(
         )
     if not body:
         return header, [np.zeros(0, object) for _ in header], np.zeros(0, np.int64)
-    if delimiter == "\t":
-        # Nextflow never quotes: pandas' C parser splits the checked lines at once.
+    if not quoted:
+        # pandas' C parser splits the checked lines at once.
         table = pd.read_csv(
             io.StringIO("\n".join(body)),
-            sep="\t",
+            sep=delimiter,
             header=None,
             dtype=object,
             na_filter=False,
