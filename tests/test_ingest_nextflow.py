@@ -311,7 +311,7 @@ def test_the_format_is_told_by_the_header(tmp_path, text, kind, packed):
 def test_a_csv_that_is_not_a_trace_is_refused(tmp_path):
     path = tmp_path / "other.csv"
     path.write_text("alpha,beta,gamma\n1,2,3\n")
-    with pytest.raises(JobLogError, match="Nextflow trace .* Got .*alpha,beta"):
+    with pytest.raises(JobLogError, match="or a Nextflow trace .* Got .*alpha,beta"):
         job_log_format(path)
 
 

@@ -97,7 +97,7 @@ def job_log_format(path: str | Path) -> str:
         return "nextflow"
     found = f"text starting {body[:40]!r}" if body else "an empty file"
     raise JobLogError(
-        "The job log must be SWF text, condor_history -json output (a JSON array "
+        "The job log must be SWF text or condor_history -json output (a JSON array "
         "or JSON lines) or a Nextflow trace (a header naming its fields), plain or "
         f"gzip. Got {str(path)!r} with {found} instead."
     )
