@@ -353,7 +353,7 @@ def test_benchmark_reports_ramcount_and_iointensity_on_a_synthetic_trace(tmp_pat
     from panda_predictor.cli.benchmark import benchmark
     from panda_predictor.settings import load_settings
 
-    path = write_trace(tmp_path / "synthetic_trace.txt", 600, seed=3)
+    path = write_trace(tmp_path / "synthetic_trace.txt", 400, seed=3)
     settings = load_settings(home=tmp_path / "home")
     result = CliRunner().invoke(
         benchmark,
