@@ -54,30 +54,33 @@ def main() -> None:
                 Path(folder) / f"trace-{len(rows)}.txt", args.tasks, 0, raw, sep
             )
             size_mb = path.stat().st_size / 1024**2
-            read_s, map_s = [], []
+            read_s, map_s, cpu_s = [], [], []
             for _ in range(args.repeat):
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 frame, report = read_job_log(path)
                 t1 = time.perf_counter()
                 jobs_to_tasks(frame)
                 read_s.append(t1 - t0)
                 map_s.append(time.perf_counter() - t1)
+                cpu_s.append(time.process_time() - c0)
             assert report.n_jobs == args.tasks
-            rows.append((form, size_mb, min(read_s), min(map_s)))
+            rows.append((form, size_mb, min(read_s), min(map_s), min(cpu_s)))
             print(
                 f"{form}: {size_mb:.1f} MB, read {min(read_s):.2f} s, "
-                f"to tasks {min(map_s):.2f} s"
+                f"to tasks {min(map_s):.2f} s, CPU {min(cpu_s):.2f} s"
             )
     worst = max(r[2] + r[3] for r in rows)
+    worst_cpu = max(r[4] for r in rows)
     verdict = "met" if worst <= GOAL_S else "NOT met"
     table = [
-        "| form | file MB | read_job_log s | jobs_to_tasks s | tasks/s |",
-        "|---|---:|---:|---:|---:|",
+        "| form | file MB | read_job_log s | jobs_to_tasks s | tasks/s | CPU s |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
-    for form, size_mb, read, mapped in rows:
+    for form, size_mb, read, mapped, cpu in rows:
         rate = args.tasks / (read + mapped)
         table.append(
-            f"| {form} | {size_mb:.1f} | {read:.2f} | {mapped:.2f} | {rate:,.0f} |"
+            f"| {form} | {size_mb:.1f} | {read:.2f} | {mapped:.2f} | {rate:,.0f} | "
+            f"{cpu:.2f} |"
         )
     body = "\n".join(
         [
@@ -96,12 +99,16 @@ def main() -> None:
             "(`benchmarks/synthetic_nextflow.py`: made-up tasks of one pipeline, "
             "22 fields) in each form; best of "
             f"{args.repeat} runs. `read_job_log` is detection, parsing and the "
-            "mapping onto the job frame; `jobs_to_tasks` the task schema.",
+            "mapping onto the job frame; `jobs_to_tasks` the task schema; 'CPU s' "
+            "the process time of both (wall-clock time on a shared machine also "
+            "counts the waits for a core).",
             "",
             *table,
             "",
             f"**Goal (<= {GOAL_S:g} s for a 100,000-task trace, read and mapped): "
-            f"{verdict}** (slowest form {worst:.2f} s).",
+            f"{verdict}** (slowest form {worst:.2f} s of wall-clock time, "
+            f"{worst_cpu:.2f} s of CPU time: the time the reader itself needs when "
+            "it has a core to itself).",
         ]
     )
     print(body)

@@ -116,6 +116,19 @@ class Cells:
         :param minimum: values below it (or infinite) are errors; ``None``: any.
         """
         out = np.full(len(self.uniques), np.nan)
+        present = np.flatnonzero(~self.unique_missing)
+        try:
+            # A raw column (trace.raw = true) converts in one step.
+            plain = self.uniques[present].astype(float)
+        except ValueError:
+            plain = None
+        if plain is not None:
+            out[present] = number(plain)  # type: ignore[arg-type]
+            low = -np.inf if minimum is None else minimum
+            bad = ~(np.isfinite(out[present]) & (out[present] >= low))
+            if bad.any():
+                raise self.error(kind, int(present[np.flatnonzero(bad)[0]]))
+            return out[self.codes] if self.codes.size else np.zeros(0)
         for k, value in enumerate(self.uniques):
             if self.unique_missing[k]:
                 continue
