@@ -201,6 +201,11 @@ def timestamps(cells: Cells) -> np.ndarray:
     Nextflow's format, then plain numbers, then ISO 8601.
     """
     present = np.flatnonzero(~cells.unique_missing)
+    try:
+        # A raw column (epoch milliseconds) converts in one step.
+        return cells.parse("timestamp", lambda ms: ms / 1000.0, _never, minimum=None)
+    except JobLogError:
+        pass
     text = pd.Series(cells.uniques[present], dtype=object)
     seconds = np.full(len(cells.uniques), np.nan)
     stamp = pd.to_datetime(text, format="%Y-%m-%d %H:%M:%S.%f", errors="coerce")
@@ -221,6 +226,11 @@ def timestamps(cells: Cells) -> np.ndarray:
     if bad.any():
         raise cells.error("timestamp", int(np.flatnonzero(bad)[0]))
     return seconds[cells.codes] if cells.codes.size else np.zeros(0)
+
+
+def _never(value: str) -> None:
+    """Return ``None``: no named form is understood (raw numbers only)."""
+    return None
 
 
 def _unix(stamp: pd.Series) -> np.ndarray:
