@@ -107,11 +107,15 @@ def run_benchmark(
         frame = frame.iloc[-max_jobs:].reset_index(drop=True)
     if dev:
         frame = development_part(frame, config.test_fraction)
-    targets = [t for t in available_targets(report) if t in RESOURCE or t == "cputime"]
+    targets = [
+        t
+        for t in available_targets(report)
+        if t in RESOURCE or t in ("cputime", "iointensity")
+    ]
     if not targets:
         raise UserInputError(
-            f"The job log must record at least one target (run time, CPU time or "
-            f"used memory) for {MIN_RECORDED} jobs or more. Got none in "
+            f"The job log must record at least one target (run time, CPU time, "
+            f"used memory or I/O) for {MIN_RECORDED} jobs or more. Got none in "
             f"{str(path)!r} instead."
         )
     wf = run_walk_forward(frame, targets, config)
@@ -170,6 +174,12 @@ def run_benchmark(
             )
             result.replay[target] = [o.to_dict() for o in outcomes]
             sections += [format_replay(target, outcomes), ""]
+        elif target == "iointensity":
+            sections += [
+                "- replay: n/a for iointensity (no log records an I/O request, and "
+                "the replay covers time and memory only)",
+                "",
+            ]
     for target in result.not_available:
         sections.append(f"- {target}: not available in this file")
     result.seconds = time.perf_counter() - started

@@ -45,7 +45,7 @@ from pipelines.train import TrainingConfig, train, training_config
 logger = logging.getLogger(__name__)
 
 #: Classes per trace target (quantile bins of the training part).
-TRACE_N_CLASSES = {"walltime": 5, "cputime": 4, "ramcount": 4}
+TRACE_N_CLASSES = {"walltime": 5, "cputime": 4, "ramcount": 4, "iointensity": 4}
 #: Fixed retraining cadences of the walk forward and their pandas period codes;
 #: ``"auto"`` retrains after the number of days each retraining chose.
 CADENCES = {"month": "M", "week": "W", "day": "D"}
@@ -57,6 +57,9 @@ REQUEST_OF: dict[str, str] = {
     "walltime": "req_time_s",
     "cputime": "req_time_s",
     "ramcount": "req_memory_mb",
+    # No log records an I/O request: the Nextflow reader's column is all NaN, so
+    # iointensity has no request baseline (and no replay, see replay_run.RESOURCE).
+    "iointensity": "req_io_kbps",
 }
 #: Margin of the percentile baselines (the field's rule: 75th/95th + 10 %).
 BASELINE_MARGIN = 0.10
