@@ -89,7 +89,7 @@ DEFAULT_REQUEUE_RUNS = 1.0
 DELAY_PRICES: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 #: Share of validation tasks a priced target may be written too little for, at
 #: the chosen delay price (PanDA's own scouts fail several per cent of jobs).
-MAX_SHORT = 0.02
+MAX_SHORT = 0.01
 
 
 def _check_number(name: str, value: Any, low: float, high: float = math.inf) -> float:
