@@ -127,3 +127,21 @@ def test_in_training_domain(transformation, framework, expected):
         in_training_domain(transformation, framework, {"Reco_tf.py"}, ["Athena"])
         is expected
     )
+
+
+def test_an_unfamiliar_task_with_requests_starts_at_once_with_them():
+    # Outside the domain the distribution says nothing; with a request for every
+    # priced target the task asks for it, as its scouts would, and skips them.
+    table = decide(
+        [[1.0, 0.0], [1.0, 0.0]],
+        in_domain=[False, False],
+        request=np.array([700.0, np.nan]),
+    )
+    assert table["decision"].tolist() == [APPLIED, KEPT_SCOUTS]
+    assert table["reason_kind"].tolist() == ["outside_domain_request", OUTSIDE_DOMAIN]
+    assert (
+        table["walltime_value"][0] == 700.0 and table["walltime_confidence"][0] == 1.0
+    )
+    assert reason_of(table, 0, ["walltime", "iointensity"], 0.5).startswith(
+        "outside training domain, starts at once with its requests"
+    )

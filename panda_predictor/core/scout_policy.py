@@ -31,6 +31,9 @@ KEPT_SCOUTS = "kept_scouts"
 OUTSIDE_DOMAIN = "outside_domain"
 COSTS_MORE = "costs_more"
 CHEAPER = "cheaper"
+#: An unfamiliar task whose priced targets all have a request: it starts at once
+#: with them, the values its scouts would have asked for.
+OUTSIDE_DOMAIN_REQUEST = "outside_domain_request"
 
 
 #: Stands for "no transformation" in a bundle's known transformations: a log
@@ -84,9 +87,13 @@ class CostPolicy:
             (NaN: none); the written value never exceeds it.
         :param in_domain: (n,) booleans; None means every task is in domain.
 
-        Returns ``decision``, ``reason_kind`` (OUTSIDE_DOMAIN, COSTS_MORE or
-        CHEAPER), ``total_cost`` (job runs), ``scouts_cost`` (what running the
-        scouts is expected to cost: their own first jobs at the default plus the
+        An unfamiliar task (outside the training domain) keeps its scouts, unless
+        every priced target has a request: then it starts at once with them
+        (OUTSIDE_DOMAIN_REQUEST), the values its scouts would have run with.
+
+        Returns ``decision``, ``reason_kind`` (OUTSIDE_DOMAIN,
+        OUTSIDE_DOMAIN_REQUEST, COSTS_MORE or CHEAPER), ``total_cost`` (job
+        runs), ``scouts_cost`` (what running the scouts is expected to cost: their own first jobs at the default plus the
         bulk's delay, ``delay_price``), ``costliest_target``, and per target
         ``<t>_value``, ``<t>_cost``, ``<t>_confidence`` (the probability that the
         value is enough) and ``<t>_from_request``.
@@ -121,8 +128,29 @@ class CostPolicy:
         out: dict[str, np.ndarray] = {}
         costs = []
         scouts = np.full(n, self.settings.delay_price)
+        requested = ~dom
         for t in names:
             sized = self.choosers[t].choose(probs[t], request.get(t), fallback_class[t])
+            if self.choosers[t].kind is not None:
+                req = request.get(t)
+                given = (
+                    np.zeros(n, bool)
+                    if req is None
+                    else np.isfinite(np.asarray(req, dtype=float))
+                    & (np.asarray(req, dtype=float) > 0)
+                )
+                requested &= given
+                # An unfamiliar task's distribution says nothing: it asks for its
+                # request, as its scouts would (never short: use <= request).
+                own = ~dom & given
+                sized.value = np.where(
+                    own, req if req is not None else 0.0, sized.value
+                )
+                sized.expected_cost = np.where(
+                    own, sized.scouts_cost, sized.expected_cost
+                )
+                sized.p_short = np.where(own, 0.0, sized.p_short)
+                sized.from_request = sized.from_request | own
             out[f"{t}_value"] = sized.value
             out[f"{t}_cost"] = sized.expected_cost
             out[f"{t}_confidence"] = 1.0 - sized.p_short
@@ -133,10 +161,13 @@ class CostPolicy:
         total = matrix.sum(axis=1)
         cheaper = total <= scouts
         kind = np.where(
-            ~dom, OUTSIDE_DOMAIN, np.where(cheaper, CHEAPER, COSTS_MORE)
+            ~dom,
+            np.where(requested, OUTSIDE_DOMAIN_REQUEST, OUTSIDE_DOMAIN),
+            np.where(cheaper, CHEAPER, COSTS_MORE),
         ).astype(object)
+        applied = (kind == CHEAPER) | (kind == OUTSIDE_DOMAIN_REQUEST)
         return {
-            "decision": np.where(kind == CHEAPER, APPLIED, KEPT_SCOUTS).astype(object),
+            "decision": np.where(applied, APPLIED, KEPT_SCOUTS).astype(object),
             "reason_kind": kind,
             "total_cost": total,
             "scouts_cost": scouts,
@@ -158,6 +189,11 @@ def reason_of(
     kind = table["reason_kind"][i]
     if kind == OUTSIDE_DOMAIN:
         return "outside training domain: unknown transformation and framework"
+    if kind == OUTSIDE_DOMAIN_REQUEST:
+        return (
+            "outside training domain, starts at once with its requests (what its "
+            "scouts would ask for); PanDA measures it after 5 jobs"
+        )
     total, scouts = float(table["total_cost"][i]), float(table["scouts_cost"][i])
     parts = ", ".join(
         f"{t} {number(float(table[f'{t}_cost'][i]), None)}"
