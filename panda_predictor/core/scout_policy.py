@@ -93,8 +93,9 @@ class CostPolicy:
 
         Returns ``decision``, ``reason_kind`` (OUTSIDE_DOMAIN,
         OUTSIDE_DOMAIN_REQUEST, COSTS_MORE or CHEAPER), ``total_cost`` (job
-        runs), ``scouts_cost`` (what running the scouts is expected to cost: their own first jobs at the default plus the
-        bulk's delay, ``delay_price``), ``costliest_target``, and per target
+        runs), ``scouts_cost`` (what running the scouts is expected to cost:
+        their own first jobs at the default plus the bulk's delay,
+        ``delay_price``), ``costliest_target``, and per target
         ``<t>_value``, ``<t>_cost``, ``<t>_confidence`` (the probability that the
         value is enough) and ``<t>_from_request``.
         """
