@@ -391,7 +391,7 @@ def write_outputs(
 def _metric_name(strategy: str) -> str:
     """Return a replay strategy as an MLflow metric name part, one per strategy.
 
-    ``predictor (model:production+refine)`` -> ``predictor.model.production+refine``.
+    ``peer (tovar)`` -> ``peer.tovar``.
     """
     cleaned = strategy.replace(" (", ".").replace(")", "").replace(":", ".")
     return cleaned.replace(" ", "_")

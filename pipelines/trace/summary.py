@@ -87,6 +87,31 @@ def replay_rows(full: dict[str, Any]) -> list[str]:
     return rows
 
 
+def calibration_rows(full: dict[str, Any]) -> list[str]:
+    """Return the test-part ECE rows of one log: the production distribution's,
+    and the uncalibrated one's (``none``), per target."""
+    rows = []
+    name = Path(str(full.get("file", "?"))).name.split(".swf")[0]
+    for target, per_name in full.get("calibration", {}).items():
+        ours = per_name.get(PRODUCTION, {})
+        raw = per_name.get("calibration:none", {})
+        if not ours:
+            continue
+        rows.append(
+            f"| {name} | {target} | {ours['ece']:.3f} | {ours['cumulative_ece']:.3f}"
+            f" | {raw.get('ece', float('nan')):.3f} | "
+            f"{'met' if ours['ece'] <= ECE_GOAL else 'not met'} |"
+        )
+    return rows
+
+
+#: The calibration goal: top-label ECE at most this on every log's test part.
+ECE_GOAL = 0.05
+CALIBRATION_HEADER = (
+    "| log | target | ECE (top-label) | ECE (cumulative) | ECE uncalibrated | "
+    "ECE <= 0.05 |\n" + "|---" * 6 + "|"
+)
+
 REPLAY_HEADER = (
     "| log | target | strategy | failed jobs | wasted hours | bulk delay (h/task) |\n"
     + "|---" * 6
@@ -190,17 +215,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("files", nargs="+", type=Path, help="full.json files")
     parser.add_argument(
         "--table",
-        choices=("goal", "choices", "replay"),
+        choices=("goal", "choices", "replay", "calibration"),
         default="goal",
         help="goal: the goal per log and target (default); choices: the experts "
         "followed, the self-tuned choices and the top-class misses; replay: scouts, "
-        "production, the request rows and the published peers per log and target",
+        "production, the request rows and the published peers per log and target; "
+        "calibration: the production distribution's test-part ECE",
     )
     args = parser.parse_args(argv)
     header, rows_of = {
         "goal": (HEADER, summary_rows),
         "choices": (CHOICES_HEADER, choice_rows),
         "replay": (REPLAY_HEADER, replay_rows),
+        "calibration": (CALIBRATION_HEADER, calibration_rows),
     }[args.table]
     print(header)
     for path in args.files:
