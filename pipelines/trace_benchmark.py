@@ -201,7 +201,10 @@ def peer_rows(
     run = wf.runs[target]
     used = wf.tasks[target].to_numpy(dtype=float)
     finish = frame["finish_s"].to_numpy(dtype=float)
-    known = np.where(np.isfinite(finish) & np.isfinite(used), finish, np.inf)
+    # A job that never finished (or has no label) never becomes history: its use
+    # is "known" only after every submission of the log.
+    never = float(np.nanmax(frame["submit_s"].to_numpy(dtype=float))) + 1.0
+    known = np.where(np.isfinite(finish) & np.isfinite(used), finish, never)
     request = frame[REQUEST_OF[target]].to_numpy(dtype=float)
     given = np.isfinite(request) & (request > 0)
     procs = frame["procs"].to_numpy(dtype=float)
