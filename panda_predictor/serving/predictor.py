@@ -58,6 +58,8 @@ from panda_predictor.serving.combination import (
     combine_served,
 )
 
+#: Decimals the models' probabilities are rounded to before calibration.
+PROBA_DECIMALS = 5
 #: Frames up to this many rows take the records route in :meth:`Predictor.predict`;
 #: beyond it vectorised pandas is faster per task.
 FAST_PATH_MAX_ROWS = 32
@@ -258,9 +260,17 @@ class Predictor:
         calibrator may treat rows that follow a rule apart). Both
         routes call this, so they cannot drift apart.
         """
+        # Rounded first: the frame and the records routes may differ in the last
+        # float32 digits (Keras), which a steep isotonic step or the cost choice
+        # must not turn into different answers.
         return {
             t: self.bundle.calibrator(t).transform(
-                served_mixture(p, chosen[t], followed.get(t), record_accuracy.get(t)),
+                served_mixture(
+                    np.round(np.asarray(p, dtype=float), PROBA_DECIMALS),
+                    chosen[t],
+                    followed.get(t),
+                    record_accuracy.get(t),
+                ),
                 followed.get(t),
             )
             for t, p in proba.items()
