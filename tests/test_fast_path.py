@@ -127,9 +127,10 @@ def exact(predictor: Predictor) -> bool:
 
 
 def frame_path(predictor: Predictor, frame: pd.DataFrame, history) -> dict:
-    """Return per target (probabilities, chosen classes) of the DataFrame path."""
-    proba, chosen, _ = predictor.classify(frame, history)
-    return {t: (proba[t], chosen[t]) for t in proba}
+    """Return per target (probabilities, the model's own classes) of the DataFrame
+    path (the classes before the expert combination)."""
+    parts = predictor.classified(frame, history)
+    return {t: (parts.proba[t], parts.model_chosen[t]) for t in parts.proba}
 
 
 @pytest.mark.parametrize("with_history", [True, False], ids=["index", "no-history"])
@@ -168,7 +169,8 @@ def test_records_predictions_equal_frame_predictions(
     by_records = predictor.predict_records(records, history, now=NOW)
     assert_same_predictions(by_records, by_frame, exact(predictor))
     raw = frame_path(predictor, frame, history)
-    M = predictor.bundle.features.transform_records(records, history)
+    index = history.index if history is not None else None
+    M = predictor.bundle.features.transform_records(records, index)
     for target, model in predictor.bundle.models.items():
         proba, chosen = raw[target]
         fast = model.predict_proba_matrix(M)
