@@ -98,10 +98,11 @@ def records(labelled_history) -> list[dict]:
 
 
 def assert_same_predictions(got: list, expected: list, exact: bool) -> None:
-    """Assert equal classes and decisions; probabilities equal or within 1e-6.
+    """Assert equal classes, values and decisions; confidences within 1e-5.
 
     XGBoost gives bit-identical probabilities on both paths; Keras' graph differs
-    in float32 rounding (~1e-7), which the 4-decimal stored probabilities may show.
+    in float32 rounding (~1e-7), which the 4-decimal stored probabilities may show
+    and the calibration's interpolation carries into the confidence (~1e-6).
     """
     if exact:
         assert got == expected
@@ -118,7 +119,7 @@ def assert_same_predictions(got: list, expected: list, exact: bool) -> None:
             assert dataclasses.replace(pa, confidence=0.0, probabilities=()) == (
                 dataclasses.replace(pb, confidence=0.0, probabilities=())
             )
-            assert math.isclose(pa.confidence, pb.confidence, abs_tol=1e-6)
+            assert math.isclose(pa.confidence, pb.confidence, abs_tol=1e-5)
             np.testing.assert_allclose(pa.probabilities, pb.probabilities, atol=1.01e-4)
 
 
