@@ -102,7 +102,7 @@ def decide(
     problems = _problems(tasks)
     valid = np.array([p is None for p in problems], dtype=bool)
     predicted = iter(
-        predictor.predict(tasks[valid].reset_index(drop=True), history, stamp)
+        predictor.predict(tasks[valid].reset_index(drop=True), history)
         if valid.any()
         else []
     )
