@@ -98,7 +98,7 @@ def main() -> None:
     from panda_predictor.db.reader import find_changed_tasks
     from panda_predictor.hook import SubmitHook
     from panda_predictor.serving.predictor import Predictor
-    from panda_predictor.serving.recent import IncrementalHistory, read_recent_history
+    from panda_predictor.serving.recent import IncrementalHistory, read_history_frame
     from panda_predictor.settings import load_settings
     from pipelines.dataset import read_labelled_history
     from pipelines.demo import history_end
@@ -129,7 +129,7 @@ def main() -> None:
         )
         predictor = Predictor(result.bundle, "bench", "1")
         started = time.perf_counter()
-        index = read_recent_history(engine, settings)
+        index = read_history_frame(engine, settings)
         history_seconds = time.perf_counter() - started
         hook = SubmitHook(
             settings,
@@ -215,7 +215,8 @@ def main() -> None:
             f"{os.cpu_count()} cores, Python {platform.python_version()}, local "
             f"PostgreSQL; command: `python {' '.join(sys.argv)}`. XGBoost bundle "
             f"(200 trees per target) trained on {args.history:,} simulated tasks; "
-            f"history index of the last 180 days read once ({history_seconds:.1f} s).",
+            "labelled history of the last 180 days read once "
+            f"({history_seconds:.1f} s).",
             "",
             "| measure | value |",
             "|---|---:|",

@@ -2,12 +2,16 @@
 
 Builds (or takes with --bundle-xgboost / --bundle-keras) one bundle per model kind,
 trained on a simulated history (NOT real data) in a temporary SQLite database, then
-measures with the recent-history index of that history:
+measures with that history as the hook and the service serve it (a
+``ServingHistory`` indexed as of its last label):
 
-* single-task latency, p50/p99 over ``--calls`` calls of
-  ``Predictor.predict_records([record])``: features, all four targets, tail rules,
-  confidences and the decision (each call a different task); the DataFrame route of
-  one task is timed too, for comparison;
+* single-task latency, p50/p99 over ``--calls`` calls of the one decision,
+  ``serving.decision.decide_records([record], history)``: task checks, features,
+  all four targets, tail rules, the expert combination, the calibrated
+  distribution, the cost choice and the decision (each call a different task);
+  in the same run, for XGBoost, the four bare ``Booster.inplace_predict`` calls on
+  the same tasks' code rows (the floor any decision pays), and the DataFrame route
+  of one task, for comparison;
 * batch throughput (tasks/s) of ``Predictor.predict`` (one record per task) and of
   ``Predictor.predict_table`` (columns) on a ``--batch`` task frame.
 
@@ -81,14 +85,41 @@ def percentiles(seconds: list[float]) -> tuple[float, float]:
 
 
 def time_single(predictor, records: list[dict], history, calls: int) -> list[float]:
-    """Return the seconds of ``calls`` one-task predictions (after a warm-up)."""
+    """Return the seconds of ``calls`` one-task decisions (after a warm-up)."""
+    from panda_predictor.serving.decision import decide_records
+
     for record in records[:50]:
-        predictor.predict_records([record], history)
+        decide_records(predictor, [record], history)
     out = []
     for i in range(calls):
         one = [records[i % len(records)]]
         start = time.perf_counter()
-        predictor.predict_records(one, history)
+        decide_records(predictor, one, history)
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def time_bare_boosters(
+    predictor, records: list[dict], history, calls: int
+) -> list[float] | None:
+    """Return the seconds of the four boosters' ``inplace_predict`` on one task's
+    code row each call (None for a bundle that is not all XGBoost)."""
+    models = predictor.bundle.models
+    if not all(getattr(m, "kind", "") == "xgboost" for m in models.values()):
+        return None
+    features = predictor.bundle.features
+    rows = features.transform_records(
+        records[: min(len(records), calls)], history.index
+    )
+    boosters = [m._single_thread() for m in models.values()]
+    for booster in boosters:
+        booster.inplace_predict(rows[:1], validate_features=False)
+    out = []
+    for i in range(calls):
+        row = rows[i % len(rows)][None, :]
+        start = time.perf_counter()
+        for booster in boosters:
+            booster.inplace_predict(row, validate_features=False)
         out.append(time.perf_counter() - start)
     return out
 
@@ -146,16 +177,18 @@ def time_batch(predictor, frame, history) -> dict[str, float]:
 
 def measure(kind: str, bundle_dir: Path, history_frame, tasks, args) -> dict:
     """Run the three measurements for one bundle; return the figures."""
-    from panda_predictor.core.history import RecentHistoryIndex
     from panda_predictor.serving.bundle import load_bundle
+    from panda_predictor.serving.combination import ServingHistory
     from panda_predictor.serving.predictor import Predictor
 
     predictor = Predictor(load_bundle(bundle_dir), "panda-predictor", "bench")
-    history = RecentHistoryIndex.from_frame(history_frame)
+    history = ServingHistory(history_frame, history_frame["labels_known_at"].max())
     pool = tasks.iloc[-min(len(tasks), 5000) :]
     records = pool.to_dict("records")
     load_before = os.getloadavg()[0]
     single = percentiles(time_single(predictor, records, history, args.calls))
+    bare_seconds = time_bare_boosters(predictor, records, history, args.calls)
+    bare = percentiles(bare_seconds) if bare_seconds else (float("nan"),) * 2
     frame_single = percentiles(
         time_frame_single(predictor, pool, history, args.frame_calls)
     )
@@ -164,6 +197,8 @@ def measure(kind: str, bundle_dir: Path, history_frame, tasks, args) -> dict:
         "kind": kind,
         "p50_ms": single[0],
         "p99_ms": single[1],
+        "bare_p50_ms": bare[0],
+        "bare_p99_ms": bare[1],
         "frame_p50_ms": frame_single[0],
         "frame_p99_ms": frame_single[1],
         "batch": args.batch,
@@ -186,26 +221,32 @@ def report(results: list[dict], args: argparse.Namespace, command: str) -> str:
         f"{os.cpu_count()} cores, Python {platform.python_version()}; bundles trained "
         f"on {args.tasks:,} simulated tasks (XGBoost {args.xgb_estimators} rounds "
         f"with early stopping, Keras {args.keras_epochs} epochs); history features "
-        "from a RecentHistoryIndex of that history. Command: "
+        "served from that history as of its last label (`ServingHistory`). Command: "
         f"`{command}`.",
         "",
-        f"Single task: `Predictor.predict_records([record])`, {args.calls:,} calls, "
-        "each a different task, all four targets including features, tail rules, "
-        "confidences and the decision. 'DataFrame route' is the same through "
-        "`FeaturePipeline.transform` on a one-row frame (the route before the fast "
-        f"path; {args.frame_calls} calls). Batch: `Predictor.predict` (one "
+        f"Single task: the one decision, `decide_records([record], history)`, "
+        f"{args.calls:,} calls, each a different task: task checks, features, all "
+        "four targets, tail rules, the expert combination, calibration, the cost "
+        "choice and the decision. 'Bare boosters' are the four XGBoost "
+        "`inplace_predict` calls alone on the same tasks' code rows, in the same "
+        "run (goal: the decision within 3x of them). 'DataFrame route' is the same "
+        "through `FeaturePipeline.transform` on a one-row frame (the route before "
+        f"the fast path; {args.frame_calls} calls). Batch: `Predictor.predict` (one "
         "TaskPrediction per task) and `Predictor.predict_table` (the same "
         f"predictions as columns) on a {args.batch:,}-task frame. Goals: "
-        "p99 < 2 ms, > 50,000 tasks/s.",
+        "p99 <= 2 ms, within 3x of the bare boosters, > 50,000 tasks/s.",
         "",
-        "| model kind | p50 (ms) | p99 (ms) | DataFrame route p50 / p99 (ms) "
+        "| model kind | p50 (ms) | p99 (ms) | bare boosters p50 / p99 (ms) "
+        "| ratio p50 | DataFrame route p50 / p99 (ms) "
         "| batch tasks/s (per CPU-second) | table route tasks/s (per CPU-second) "
         "| features share of batch | load avg (1 min) before / after |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         lines.append(
             f"| {r['kind']} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} "
+            f"| {r['bare_p50_ms']:.2f} / {r['bare_p99_ms']:.2f} "
+            f"| {r['p50_ms'] / r['bare_p50_ms']:.1f}x "
             f"| {r['frame_p50_ms']:.1f} / {r['frame_p99_ms']:.1f} "
             f"| {r['tasks_per_s']:,.0f} ({r['tasks_per_cpu_s']:,.0f}) "
             f"| {r['table_tasks_per_s']:,.0f} ({r['table_tasks_per_cpu_s']:,.0f}) "
@@ -260,7 +301,8 @@ def main(argv: list[str] | None = None) -> None:
             r = results[-1]
             print(
                 f"{kind}: single task p50 {r['p50_ms']:.2f} ms, p99 "
-                f"{r['p99_ms']:.2f} ms (DataFrame route {r['frame_p50_ms']:.1f} / "
+                f"{r['p99_ms']:.2f} ms (bare boosters {r['bare_p50_ms']:.2f} / "
+                f"{r['bare_p99_ms']:.2f} ms; DataFrame route {r['frame_p50_ms']:.1f} / "
                 f"{r['frame_p99_ms']:.1f} ms); batch {r['tasks_per_s']:,.0f} tasks/s "
                 f"({r['batch_seconds']:.2f} s for {r['batch']:,}), table route "
                 f"{r['table_tasks_per_s']:,.0f} tasks/s; load "

@@ -72,8 +72,8 @@ from panda_predictor.metrics import (
     record_kill_switch,
     record_pass,
 )
+from panda_predictor.serving.decision import decide
 from panda_predictor.serving.predictor import Predictor
-from panda_predictor.serving.task_rules import predict_checked
 from panda_predictor.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -219,10 +219,8 @@ class _PassServing:
         def attempt(part: list[int]) -> list[TaskPrediction]:
             # Invalid rows and requests PanDA would exhaust keep their scouts.
             if len(part) == len(tasks):
-                return predict_checked(predictor, tasks, history)
-            return predict_checked(
-                predictor, tasks.iloc[part].reset_index(drop=True), history
-            )
+                return decide(predictor, tasks, history)
+            return decide(predictor, tasks.iloc[part].reset_index(drop=True), history)
 
         results, failed = isolate(
             list(range(len(tasks))), attempt, lambda row: task_ids[row]

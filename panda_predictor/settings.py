@@ -142,11 +142,17 @@ class Settings(BaseSettings):
         description="YAML file with the class edges per target; default: the "
         "packaged panda_predictor/resources/bins.yaml.",
     )
-    confidence_threshold: float = Field(
-        0.6,
+    confidence_threshold: float | None = Field(
+        None,
+        description="Replaced by delay_price (scouts are kept where skipping them is "
+        "expected to cost more, docs/decisions.md); setting it is refused.",
+    )
+    delay_price: float | None = Field(
+        None,
         ge=0.0,
-        le=1.0,
-        description="Below this probability of the chosen class, keep the scouts.",
+        description="Core-hours that one core-hour of a job's delay is worth: a task "
+        "skips its scouts where its written values are expected to cost less than "
+        "the scouts' delay. Default: the price its model chose on its validation part.",
     )
     tail_recall_target: float = Field(
         0.95,
@@ -322,6 +328,19 @@ class Settings(BaseSettings):
         if name not in LOG_LEVELS:
             raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
         return name
+
+    @field_validator("confidence_threshold")
+    @classmethod
+    def _replaced_threshold(cls, value: float | None) -> None:
+        """Refuse the old threshold rather than ignore it silently."""
+        if value is not None:
+            raise ValueError(
+                "was replaced by 'delay_price': scouts are now kept where skipping "
+                "them is expected to cost more than running them (docs/decisions.md)"
+                "; remove it, or set delay_price (core-hours one core-hour of delay "
+                f"is worth). Got {value!r}"
+            )
+        return None
 
     def database_url(self) -> str:
         """Return the database URL, defaulting to the SQLite file under ``home``."""

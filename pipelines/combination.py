@@ -26,6 +26,7 @@ from panda_predictor.core.evaluation import evaluate_target
 from panda_predictor.core.experts import (
     RECORD_KEYS,
     CombinationParams,
+    Combined,
     RecordScores,
     TrackRecord,
     expert_classes,
@@ -61,19 +62,22 @@ def tune_combination(
     val_tasks: pd.DataFrame,
     y_val: Mapping[str, np.ndarray],
     bins: BinSet,
+    proba: Mapping[str, np.ndarray] | None = None,
 ) -> CombinationParams:
     """Return the candidate with the best mean macro-F1 on the validation tasks.
 
     Parameters: ``rules`` and ``models`` per target (tail rule, classifier);
     ``X_val`` their features; ``val_tasks`` the same rows of the labelled
     history (key columns, ``creationdate``, ``labels_known_at``); ``y_val`` the
-    true classes (-1: unknown).
+    true classes (-1: unknown); ``proba`` the models' probabilities on ``X_val``
+    when the caller has them already.
     """
     created = to_naive_ns(val_tasks["creationdate"], "creationdate").to_numpy()
     known_at = to_naive_ns(val_tasks["labels_known_at"], "labels_known_at").to_numpy()
     experts: dict[tuple[str, float], np.ndarray] = {}
     for target, model in models.items():
-        model_class = rules[target].predict(model.predict_proba(X_val))
+        p = model.predict_proba(X_val) if proba is None else proba[target]
+        model_class = rules[target].predict(p)
         for margin in MARGINS:
             values = rule_values(X_val, target, margin)
             experts[target, margin] = expert_classes(
@@ -108,6 +112,42 @@ def tune_combination(
     # rule allocates better in both directions at once: prefer such candidates.
     undominated = [t for t in tried if t[2]] or tried
     return max(undominated, key=lambda t: t[1])[0]
+
+
+def replay(
+    params: CombinationParams,
+    rules: Mapping[str, Any],
+    proba: Mapping[str, np.ndarray],
+    X: pd.DataFrame,
+    tasks: pd.DataFrame,
+    y: Mapping[str, np.ndarray],
+    bins: BinSet,
+) -> dict[str, Combined]:
+    """Return, per target, the combination's answer on labelled tasks in time order.
+
+    Each task is judged on the records of the tasks before it (labels known before
+    its creation), as serving judges a new task with that history: what
+    :func:`tune_combination` replays for one candidate, here for ``params``. The
+    answer's ``confidence`` is the followed expert's recent weighted accuracy.
+
+    Parameters: ``proba`` the models' probabilities on ``X``; ``tasks`` the same
+    rows of the labelled history; ``y`` their true classes (-1: unknown).
+    """
+    created = to_naive_ns(tasks["creationdate"], "creationdate").to_numpy()
+    known_at = to_naive_ns(tasks["labels_known_at"], "labels_known_at").to_numpy()
+    keys = group_key(tasks, HISTORY_GROUPS[params.key]).to_numpy(object)
+    out = {}
+    for target, p in proba.items():
+        matrix = expert_classes(
+            rules[target].predict(p),
+            rule_values(X, target, params.margin),
+            bins[target].assign,
+        )
+        record = TrackRecord(matrix, y[target], keys, known_at)
+        out[target] = follow(
+            matrix, record_scores(keys, created, record, params), params
+        )
+    return out
 
 
 def allocation(classes: np.ndarray, truth: np.ndarray) -> tuple[float, float]:

@@ -218,7 +218,7 @@ def check_drift(
     from panda_predictor.db.outcomes import read_created_tasks, read_outcomes
     from panda_predictor.serving.bundle import load_bundle
     from panda_predictor.serving.predictor import Predictor
-    from panda_predictor.serving.recent import read_recent_history
+    from panda_predictor.serving.recent import read_history_frame
 
     until = until or datetime.now(UTC).replace(tzinfo=None)
     since = since or until - timedelta(days=days)
@@ -257,7 +257,7 @@ def check_drift(
                 predictor = Predictor(
                     bundle, settings.model_name, str(champion.version)
                 )
-                history = read_recent_history(engine, settings, now=until)
+                history = read_history_frame(engine, settings, now=until)
                 _, chosen, _ = predictor.classify(tasks, history)
                 result.classes = class_drift(profile, chosen)
     finally:

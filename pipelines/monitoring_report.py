@@ -153,6 +153,11 @@ def _feedback_section(
     return out
 
 
+#: The confidence (probability that the written value is enough) the coverage
+#: table is read at: the decision itself weighs costs, not a threshold.
+REFERENCE_CONFIDENCE = 0.9
+
+
 def _confidence_section(
     folder: Path, outcomes: pd.DataFrame, threshold: float
 ) -> list[str]:
@@ -166,13 +171,13 @@ def _confidence_section(
     ):
         return out + ["<p>No audited confidences with outcomes yet.</p>"]
     out += [
-        "<p>Observed accuracy against the predicted confidence (the probability of "
-        "the chosen class), in ten bins; the dashed diagonal is perfect calibration "
-        "and the numbers are tasks per bin.</p>",
+        "<p>Observed accuracy against the predicted confidence (the probability "
+        "that the written value is enough), in ten bins; the dashed diagonal is "
+        "perfect calibration and the numbers are tasks per bin.</p>",
         _img(figures.calibration_figure(folder, outcomes), "calibration per target"),
-        "<p>Coverage (share of tasks whose confidence reaches the threshold, which "
-        "the hook would apply) and the accuracy on those tasks as the threshold "
-        f"moves; the dotted line is the configured threshold {threshold:g}.</p>",
+        "<p>Coverage (share of tasks whose confidence reaches a threshold) and the "
+        "accuracy on those tasks as the threshold moves; the dotted line is the "
+        f"reference {threshold:g} (the hook itself weighs expected costs).</p>",
         _img(
             figures.coverage_figure(folder, outcomes, threshold),
             "coverage versus accuracy per target",
@@ -339,7 +344,7 @@ def write_monitoring_report(
     bins: BinSet | None = None,
     gate: GateResult | None = None,
     training_reports: Sequence[Path] = (),
-    confidence_threshold: float = 0.6,
+    confidence_threshold: float = REFERENCE_CONFIDENCE,
     drift_runs: Sequence[Mapping[str, Any]] | None = None,
 ) -> Path:
     """Write ``index.html``: feedback, calibration, gate, drift, confusions, decisions.
@@ -446,6 +451,6 @@ def render_report(
         bins=bins_from_settings(settings),
         gate=latest_gate(settings.home),
         training_reports=training_reports(settings.home),
-        confidence_threshold=settings.confidence_threshold,
+        confidence_threshold=REFERENCE_CONFIDENCE,
         drift_runs=drift_runs,
     )

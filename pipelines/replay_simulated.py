@@ -4,20 +4,25 @@ The trace replay (:mod:`pipelines.trace.replay_run`) has no PanDA task; the simu
 history has real JEDI tasks, their scout flags and their job records. This pipeline
 simulates a history, trains a small XGBoost bundle on its older part, and replays the
 finished job records (JOBSARCHIVED4) of the newest tasks for ``ramcount``
-(MBPerCore) with :func:`panda_predictor.core.replay.replay`:
+(MBPerCore) with :func:`panda_predictor.core.replay.replay`, under the trace
+replay's rules (:class:`~panda_predictor.core.replay.ReplayRules`: PanDA's memory
+steps, maxAttempt, and PanDA's re-measurement after 5 and 100 finished jobs):
 
 - *scouts*: a task's finished scout jobs (SPECIALHANDLING ``sj``, ordered first) ask
   for PanDA's default (2000 MBPerCore); the other jobs wait for the slowest scout and
-  ask for the scouts' largest use + 10 % (:func:`core.replay.scout_plan`);
+  ask for PanDA's measurement of the scouts
+  (:func:`~panda_predictor.core.replay.panda_measurement`), then PanDA re-measures;
 - *predictor*: a task whose decision is ``applied`` asks for the predicted ramcount
-  at once (no wait); a ``kept_scouts`` task runs exactly as under *scouts*;
+  at once (no wait) and is re-measured by PanDA; a ``kept_scouts`` task runs exactly
+  as under *scouts*;
+- *request + PanDA re-measurement*: every task starts at once with the default and
+  is re-measured (the bar a prediction must beat);
 - *oracle*: every job asks for the value of its task's true label class.
 
 A job's memory use per core, in MB, is ``(MAXPSS / 1024 - BASERAMCOUNT) / CORECOUNT``
 (at least 1): PanDA requests ``ramCount * coreCount + baseRamCount`` MB, so a job
 fails exactly when that use exceeds its ramcount. Run time is ENDTIME - STARTTIME and
-cores CORECOUNT. A failed job is retried one ramcount class up (bins of
-``bins.yaml``). Simulated data: NOT real ATLAS figures.
+cores CORECOUNT. Simulated data: NOT real ATLAS figures.
 
 Run: ``python -m pipelines.replay_simulated --tasks 20000 --seed 1``.
 """
@@ -32,12 +37,13 @@ import pandas as pd
 
 from panda_predictor.bins_file import load_bins
 from panda_predictor.core.bins import BinSet
-from panda_predictor.core.replay import ReplayOutcome, replay, scout_plan
+from panda_predictor.core.replay import ReplayOutcome, replay, scout_delay
 from panda_predictor.errors import UserInputError
 from panda_predictor.serving.bundle import Bundle
 from panda_predictor.serving.predictor import Predictor
 from pipelines.dataset import LabelledHistory, frames_to_history
 from pipelines.simulation import SimulationConfig, simulate_frames
+from pipelines.trace.replay_run import REMEASURED, format_goals
 from pipelines.train import TrainingConfig, train
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
@@ -132,35 +138,19 @@ def prepare(n_tasks: int, seed: int) -> ReplayInputs:
     )
 
 
-def scouts_requests(
-    jobs: pd.DataFrame, default: float = DEFAULT_SCOUT_RAM_MB
-) -> tuple[np.ndarray, np.ndarray]:
-    """Return (requested, bulk_delay_s) of the scouts strategy per row of ``jobs``.
-
-    Each task keeps its own number of finished scouts: rows are grouped by that count
-    and :func:`scout_plan` runs once per group.
-    """
-    task = jobs["jeditaskid"].to_numpy()
-    n_scouts = jobs.groupby("jeditaskid")["scout"].transform("sum").to_numpy(int)
-    requested = np.full(len(jobs), float(default))
-    delay = np.zeros(len(jobs))
-    for count in np.unique(n_scouts):
-        rows = np.flatnonzero(n_scouts == count)
-        req, wait = scout_plan(
-            task[rows],
-            jobs["used_mb"].to_numpy()[rows],
-            jobs["run_s"].to_numpy()[rows],
-            default,
-            n_scouts=max(int(count), 1),
-        )
-        requested[rows], delay[rows] = req, wait
-    return requested, delay
+def scout_counts(jobs: pd.DataFrame) -> np.ndarray:
+    """Return, per row of ``jobs``, its task's finished scouts (at least 1)."""
+    counts = jobs.groupby("jeditaskid")["scout"].transform("sum").to_numpy(int)
+    return np.maximum(counts, 1)
 
 
 def replay_inputs(
     inputs: ReplayInputs, default: float = DEFAULT_SCOUT_RAM_MB
 ) -> list[ReplayOutcome]:
-    """Return the scouts, predictor and oracle outcomes of ``inputs``' jobs."""
+    """Return the scouts, predictor, request and oracle outcomes of ``inputs``' jobs.
+
+    Each task keeps its own number of finished scouts (:func:`scout_counts`).
+    """
     jobs, bins = inputs.jobs, inputs.bins[TARGET]
     task = jobs["jeditaskid"].to_numpy()
     common = dict(
@@ -171,7 +161,9 @@ def replay_inputs(
         cores=jobs["cores"].to_numpy(),
         ladder=np.asarray(bins.values, dtype=float),
     )
-    scout_req, scout_delay = scouts_requests(jobs, default)
+    n_scouts = scout_counts(jobs)
+    delay = scout_delay(task, jobs["run_s"].to_numpy(), n_scouts)
+    first = np.full(len(jobs), float(default))
     table = Predictor(inputs.bundle, "replay", "1").predict_table(
         inputs.test_tasks, inputs.history
     )
@@ -187,13 +179,23 @@ def replay_inputs(
     classes = bins.assign(labels.to_numpy())
     truth = pd.Series([bins.value_of(int(c)) for c in classes], index=labels.index)
     return [
-        replay("scouts", requested=scout_req, bulk_delay_s=scout_delay, **common),
         replay(
-            "predictor",
-            requested=np.where(keep, scout_req, predicted),
-            bulk_delay_s=np.where(keep, scout_delay, 0.0),
+            "scouts",
+            requested=first,
+            bulk_delay_s=delay,
+            scouts=n_scouts,
+            remeasure=True,
             **common,
         ),
+        replay(
+            "predictor",
+            requested=np.where(keep, first, predicted),
+            bulk_delay_s=np.where(keep, delay, 0.0),
+            scouts=np.where(keep, n_scouts, 0),
+            remeasure=True,
+            **common,
+        ),
+        replay(REMEASURED, requested=first, remeasure=True, **common),
         replay("oracle", requested=truth.reindex(task).to_numpy(), **common),
     ]
 
@@ -204,19 +206,24 @@ def replay_simulated(n_tasks: int, seed: int) -> list[ReplayOutcome]:
 
 
 def format_outcomes(outcomes: list[ReplayOutcome]) -> str:
-    """Return a Markdown table of replay outcomes (one row per strategy)."""
+    """Return a Markdown table of replay outcomes (one row per strategy), then the
+    predictor's goals against scouts (:func:`pipelines.trace.replay_run.format_goals`).
+    """
     lines = [
-        "| strategy | jobs / tasks | failed jobs | lost core-h | wasted GB-h | "
-        "bulk delay (h/task) | retry delay (h/job) |",
-        "|---" * 7 + "|",
+        "| strategy | jobs / tasks | failed jobs | lost jobs | lost core-h | "
+        "wasted GB-h | bulk delay (h/task) | retry delay (h/job) |",
+        "|---" * 8 + "|",
     ]
     for o in outcomes:
         lines.append(
             f"| {o.strategy} | {o.n_jobs:,} / {o.n_tasks:,} | "
-            f"{o.failed_job_rate:.3f} | {o.lost_core_hours:.4g} | "
-            f"{o.wasted_gb_hours:.4g} | {o.mean_bulk_delay_hours:.3f} | "
-            f"{o.mean_retry_delay_hours:.3f} |"
+            f"{o.failed_job_rate:.3f} | {o.lost_job_rate:.3f} | "
+            f"{o.lost_core_hours:.4g} | {o.wasted_gb_hours:.4g} | "
+            f"{o.mean_bulk_delay_hours:.3f} | {o.mean_retry_delay_hours:.3f} |"
         )
+    names = {o.strategy for o in outcomes}
+    if {"scouts", "predictor"} <= names:
+        lines += ["", format_goals(TARGET, outcomes, "predictor")]
     return "\n".join(lines)
 
 

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from panda_predictor.core.experts import EXPERTS
+from panda_predictor.core.peers import PEER_METHODS, peer_requests
 from panda_predictor.errors import UserInputError
 from panda_predictor.ingest import available_targets, read_job_log, trace_name
 from panda_predictor.ingest.swf import MIN_RECORDED, TRACE_TARGETS
@@ -30,6 +31,8 @@ from pipelines.trace.replay_run import RESOURCE, format_replay, replay_target
 from pipelines.trace.scoring import (
     JSON_KEYS,
     best_model,
+    calibration_scores,
+    format_calibration,
     format_table,
     goal_summary,
     score_run,
@@ -38,6 +41,7 @@ from pipelines.trace.scoring import (
 from pipelines.trace.walk_forward import (
     MIN_TRAIN_TASKS,
     PRODUCTION,
+    REQUEST_OF,
     TargetRun,
     WalkForwardConfig,
     development_part,
@@ -62,6 +66,9 @@ class BenchmarkResult:
     notes: list[str] = field(default_factory=list)
     margins: dict[str, dict[str, Any]] = field(default_factory=dict)
     production: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Per target, the test part's ECE of each served distribution
+    #: (:func:`~pipelines.trace.scoring.calibration_scores`).
+    calibration: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     report: str = ""
     seconds: float = 0.0
 
@@ -100,11 +107,15 @@ def run_benchmark(
         frame = frame.iloc[-max_jobs:].reset_index(drop=True)
     if dev:
         frame = development_part(frame, config.test_fraction)
-    targets = [t for t in available_targets(report) if t in RESOURCE or t == "cputime"]
+    targets = [
+        t
+        for t in available_targets(report)
+        if t in RESOURCE or t in ("cputime", "iointensity")
+    ]
     if not targets:
         raise UserInputError(
-            f"The job log must record at least one target (run time, CPU time or "
-            f"used memory) for {MIN_RECORDED} jobs or more. Got none in "
+            f"The job log must record at least one target (run time, CPU time, "
+            f"used memory or I/O) for {MIN_RECORDED} jobs or more. Got none in "
             f"{str(path)!r} instead."
         )
     wf = run_walk_forward(frame, targets, config)
@@ -148,6 +159,8 @@ def run_benchmark(
             sections.append(f"- {lead.describe()}")
         result.production[target] = _production_summary(run)
         sections += _production_lines(result.production[target])
+        result.calibration[target] = calibration_scores(run)
+        sections.append(format_calibration(result.calibration[target]))
         sections.append("")
         best = best_model(per_name)
         if best is not None and target in RESOURCE:
@@ -156,16 +169,59 @@ def run_benchmark(
                 wf.runs[target],
                 wf.task_key,
                 [n for n in per_name if n.startswith("model:")],
-                config.confidence_threshold,
+                1.0,  # every model row carries its own applied flags
+                peers=peer_rows(frame, wf, target),
             )
             result.replay[target] = [o.to_dict() for o in outcomes]
             sections += [format_replay(target, outcomes), ""]
+        elif target == "iointensity":
+            sections += [
+                "- replay: n/a for iointensity (no log records an I/O request, and "
+                "the replay covers time and memory only)",
+                "",
+            ]
     for target in result.not_available:
         sections.append(f"- {target}: not available in this file")
     result.seconds = time.perf_counter() - started
     sections.append(f"- run time of the benchmark: {result.seconds:.0f} s")
     result.report = "\n".join(sections)
     return result
+
+
+def peer_rows(
+    frame: pd.DataFrame, wf: Any, target: str
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Return each published sizing method's (first, retry) request per test row.
+
+    Sized from every job of the log (its key's history known strictly before the
+    job's submission: a past job counts from its finish), then read at the test
+    rows; the user's request caps them and is the regression's input where the
+    log has one (else the processors). See :mod:`panda_predictor.core.peers`.
+    """
+    run = wf.runs[target]
+    used = wf.tasks[target].to_numpy(dtype=float)
+    finish = frame["finish_s"].to_numpy(dtype=float)
+    # A job that never finished (or has no label) never becomes history: its use
+    # is "known" only after every submission of the log.
+    never = float(np.nanmax(frame["submit_s"].to_numpy(dtype=float))) + 1.0
+    known = np.where(np.isfinite(finish) & np.isfinite(used), finish, never)
+    request = frame[REQUEST_OF[target]].to_numpy(dtype=float)
+    given = np.isfinite(request) & (request > 0)
+    procs = frame["procs"].to_numpy(dtype=float)
+    x = np.where(given, request, np.where(np.isfinite(procs), procs, 1.0))
+    out = {}
+    for method in PEER_METHODS:
+        first, retry = peer_requests(
+            method,
+            wf.task_key,
+            frame["submit_s"].to_numpy(dtype=float),
+            known,
+            np.where(np.isfinite(used), used, 0.0),
+            np.where(given, request, np.inf),
+            x,
+        )
+        out[method] = (first[run.rows], retry[run.rows])
+    return out
 
 
 def _without(mapping: dict[str, Any], key: str) -> dict[str, Any]:
@@ -192,10 +248,16 @@ def _self_tuning_lines(choices: dict[str, dict[str, Any]]) -> list[str]:
         for t, c in per_target.items()
     )
     every = ", ".join(f"{d} d x{n}" for d, n in sorted(cadences.items()))
+    prices = Counter(c.get("delay_price") for c in choices.values())
+    priced = ", ".join(
+        f"{p:g} x{n}" for p, n in sorted(prices.items()) if p is not None
+    )
     return [
         f"- self-tuning: {len(choices)} retrainings; days to the next one chosen: "
         f"{every}",
         f"- self-tuning: half-life of the training weights chosen: {lives}",
+        f"- self-tuning: delay price chosen (core-hours per core-hour of delay, "
+        f"docs/decisions.md): {priced or 'none'}",
     ]
 
 
@@ -285,13 +347,19 @@ def _lead_interval(
     baselines = [n for n in scores if n.startswith("baseline:")]
     if model is None or not baselines:
         return None
-    baseline = max(baselines, key=lambda n: scores[n]["macro_f1"])
+    baseline = max(
+        baselines, key=lambda n: np.nan_to_num(scores[n]["macro_f1"], nan=-1)
+    )
+    # Rows either side left without a class (-1) are not compared.
+    both = (run.predicted[model] >= 0) & (run.predicted[baseline] >= 0)
+    if not both.any():
+        return None
     days = frame["submit_s"].to_numpy()[run.rows] // 86400
     return margin_interval(
-        days,
-        run.y_true,
-        run.predicted[model],
-        run.predicted[baseline],
+        days[both],
+        run.y_true[both],
+        run.predicted[model][both],
+        run.predicted[baseline][both],
         run.bins.n_classes,
         names=(model, baseline),
     )
@@ -313,6 +381,7 @@ def write_outputs(
         "goal": {t: goal_summary(s) for t, s in result.scores.items()},
         "macro_f1_lead": result.margins,
         "production": result.production,
+        "calibration": result.calibration,
     }
     written[1].write_text(json.dumps(full, indent=2, default=str))
     if json_path is not None:
@@ -325,7 +394,7 @@ def write_outputs(
 def _metric_name(strategy: str) -> str:
     """Return a replay strategy as an MLflow metric name part, one per strategy.
 
-    ``predictor (model:production+refine)`` -> ``predictor.model.production+refine``.
+    ``peer (tovar)`` -> ``peer.tovar``.
     """
     cleaned = strategy.replace(" (", ".").replace(")", "").replace(":", ".")
     return cleaned.replace(" ", "_")
@@ -352,6 +421,10 @@ def log_to_mlflow(settings: Any, result: BenchmarkResult, files: list[Path]) -> 
         )
         metrics: dict[str, float] = {}
         for target, per_name in result.scores.items():
+            for name, scores in per_name.items():
+                for key, value in scores.items():
+                    metrics[f"{target}.{name.replace(':', '.')}.{key}"] = value
+        for target, per_name in result.calibration.items():
             for name, scores in per_name.items():
                 for key, value in scores.items():
                     metrics[f"{target}.{name.replace(':', '.')}.{key}"] = value

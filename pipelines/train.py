@@ -13,13 +13,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from panda_predictor.core.bins import BinSet
+from panda_predictor.core.calibration import DEFAULT_METHOD
+from panda_predictor.core.cost_choice import CostSettings
 from panda_predictor.core.evaluation import (
     MultiTargetEvaluation,
     all_correct,
@@ -40,7 +42,15 @@ from panda_predictor.core.targets import TARGET_NAMES
 from panda_predictor.models import ResourceClassifier, model_class
 from panda_predictor.models.xgb import QuantisedParts, XGBoostResourceClassifier
 from panda_predictor.serving.bundle import Bundle
+from pipelines.calibration import (
+    ServedParts,
+    calibration_metrics,
+    fit_calibrators,
+    served_parts,
+    union_rows,
+)
 from pipelines.combination import tune_combination
+from pipelines.cost_tuning import choose_price, use_tables
 from pipelines.dataset import LabelledHistory
 from pipelines.fit_progress import FitProgress
 from pipelines.self_tuning import (
@@ -67,7 +77,9 @@ class TrainingConfig:
     test_fraction: float = 0.15
     recall_target: float = 0.95
     tail_min_precision: float = 0.5
-    confidence_threshold: float = 0.6
+    #: Core-hours one core-hour of a job's delay is worth (the cost policy's one
+    #: price); "auto": chosen on the validation part (pipelines/cost_tuning.py).
+    delay_price: float | str = AUTO
     seed: int = 0
     #: Days over which a task's weight halves; None: no decay; "auto": chosen per
     #: target among :data:`pipelines.self_tuning.HALF_LIFE_CANDIDATES`.
@@ -83,6 +95,9 @@ class TrainingConfig:
     #: targets and half-lives (:class:`QuantisedParts`); smaller ones per fit.
     quantise_min_rows: int = 200_000
     combine_rules: bool = True
+    #: How the served distribution is calibrated, one method for every target
+    #: (see :mod:`panda_predictor.core.calibration`, docs/models.md).
+    calibration_method: str = DEFAULT_METHOD
     xgboost: Mapping[str, Any] = field(default_factory=dict)
     keras: Mapping[str, Any] = field(default_factory=dict)
 
@@ -122,6 +137,9 @@ class TrainingResult:
     y_test: dict[str, np.ndarray]
     coverage: dict[str, CoverageCurve]
     split_info: dict[str, Any]
+    #: Per target the served distributions (before calibration) on the
+    #: validation and test parts, for the reliability figures.
+    calibration: dict[str, ServedParts] = field(default_factory=dict)
 
 
 def training_config(
@@ -134,7 +152,8 @@ def training_config(
 
     ``params_file`` defaults to ``pipelines/params/training.yaml``; the tail recall
     target and the confidence threshold come from the settings; ``kinds`` and
-    ``split`` (from the command line) win over the file.
+    ``split`` (from the command line) win over the file; the ``delay_price``
+    setting, where set, replaces the per-deployment choice.
     """
     from pipelines.params import load_params
 
@@ -145,7 +164,8 @@ def training_config(
         params["split"] = split
     params["model_kinds"] = tuple(params.get("model_kinds", ()))
     params.setdefault("recall_target", settings.tail_recall_target)
-    params.setdefault("confidence_threshold", settings.confidence_threshold)
+    if getattr(settings, "delay_price", None) is not None:
+        params.setdefault("delay_price", settings.delay_price)
     try:
         return TrainingConfig(**params)
     except TypeError as exc:
@@ -547,6 +567,17 @@ def _cadence(
     return choose_cadence(age[keep], right[keep] / known[keep], len(times) / span)
 
 
+def _cost_settings(
+    bundle: Bundle, frame: pd.DataFrame, val: np.ndarray, config: TrainingConfig
+) -> tuple[CostSettings, dict[str, Any]]:
+    """Return the cost policy's prices: the configured delay price, or the one
+    chosen on the validation part (:func:`pipelines.cost_tuning.choose_price`)."""
+    if config.delay_price != AUTO:
+        price = float(config.delay_price)
+        return replace(bundle.cost, delay_price=price), {"delay_price": price}
+    return choose_price(bundle, frame.iloc[val], frame)
+
+
 def train(
     history: LabelledHistory,
     bins: BinSet,
@@ -618,7 +649,8 @@ def train(
         bins=bins,
         models={t: kinds[served_kinds[t]].models[t] for t in y},
         tail_rules={t: kinds[served_kinds[t]].rules[t] for t in y},
-        confidence_threshold=config.confidence_threshold,
+        cost=CostSettings(),
+        use_tables=use_tables(frame, y, parts.train, bins),
         known_transformations=sorted(
             train_tasks["transpath"].dropna().astype(str).unique()
         )
@@ -627,19 +659,32 @@ def train(
         metrics=gate_metrics(served),
         info={**split_info, "served_kinds": served_kinds},
     )
+    val = parts.val
+    rules = {t: kinds[served_kinds[t]].rules[t] for t in y}
+    both = union_rows(val, test_all)
+    proba = {t: m.predict_proba(X.iloc[both]) for t, m in bundle.models.items()}
     if config.combine_rules:
-        val = parts.val
+        at_val = np.searchsorted(both, val)
         bundle.combination = tune_combination(
-            {t: kinds[served_kinds[t]].rules[t] for t in y},
-            {t: kinds[served_kinds[t]].models[t] for t in y},
+            rules,
+            bundle.models,
             X.iloc[val],
             frame.iloc[val],
             {t: y[t][val] for t in y},
             bins,
+            proba={t: p[at_val] for t, p in proba.items()},
         )
         bundle.record_start = str(frame["creationdate"].iloc[val].min())
         split_info["combination"] = bundle.combination.to_dict()
         bundle.info["combination"] = split_info["combination"]
+    calibration = served_parts(
+        bundle.combination, rules, proba, X, frame, y, bins, val, test_all
+    )
+    bundle.calibrators = fit_calibrators(calibration, config.calibration_method)
+    bundle.metrics.update(calibration_metrics(calibration, bundle.calibrators))
+    bundle.info["calibration_method"] = config.calibration_method
+    bundle.cost, split_info["cost"] = _cost_settings(bundle, frame, parts.val, config)
+    bundle.info["cost"] = split_info["cost"]
     return TrainingResult(
         bundle=bundle,
         kinds=kinds,
@@ -649,4 +694,5 @@ def train(
         y_test=y_test,
         coverage=coverage,
         split_info=split_info,
+        calibration=calibration,
     )

@@ -94,6 +94,8 @@ def _report(result: TrainingResult, out_dir: Path, extra: dict[str, Any]) -> Pat
         title="panda-predictor training report",
         served_kinds=result.served_kinds,
         validation_f1={k: r.val_macro_f1 for k, r in result.kinds.items()},
+        calibration=result.calibration,
+        calibrators=result.bundle.calibrators,
     )
 
 
@@ -183,6 +185,14 @@ def train_and_register(
                 log_metrics(
                     {f"{kind}.{k}": v for k, v in gate_metrics(res.evaluation).items()}
                 )
+        # The calibration errors of the served distribution (test part).
+        log_metrics(
+            {
+                k: v
+                for k, v in result.bundle.metrics.items()
+                if "ece" in k.rsplit(".", 1)[-1]
+            }
+        )
         log_feature_schema(result.bundle.features.to_dict())
         mlflow.log_dict(bins.to_dict(), "config/bins.yaml")
         report = _report(result, report_dir, {"mlflow run": run.info.run_id})
@@ -261,6 +271,7 @@ def metrics_table(metrics: dict[str, float]) -> pd.DataFrame:
                     "macro_f1": metrics[f"{target}.macro_f1"],
                     "tail_recall": metrics[f"{target}.tail_recall"],
                     "under_alloc": metrics[f"{target}.under_allocation"],
+                    "ece": metrics.get(f"{target}.ece", float("nan")),
                 }
             )
     return pd.DataFrame(rows)

@@ -33,6 +33,12 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from panda_predictor.core.calibration import (
+    Calibrator,
+    cumulative_calibration_error,
+    expected_calibration_error,
+    reliability_table,
+)
 from panda_predictor.core.evaluation import MultiTargetEvaluation, TargetEvaluation
 from panda_predictor.core.reason_text import number
 from panda_predictor.core.tail_rule import CoverageCurve
@@ -132,6 +138,111 @@ def plot_coverage(
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def plot_reliability(
+    target: str, parts: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+) -> Figure:
+    """Draw one target's reliability diagram per part, before and after calibration.
+
+    ``parts`` maps a part's name to (served distribution before calibration,
+    after, true classes); each panel plots the accuracy of the most likely class
+    against its confidence per bin (the diagonal is perfect calibration).
+    """
+    fig = Figure(figsize=(3.4 * len(parts), 3.4))
+    for i, (name, (before, after, y)) in enumerate(parts.items()):
+        ax = fig.add_subplot(1, len(parts), i + 1)
+        ax.plot([0, 1], [0, 1], color="grey", linewidth=0.8, linestyle="--")
+        for label, proba in (("before", before), ("after", after)):
+            table = reliability_table(proba, y)
+            keep = table.n > 0
+            ece = expected_calibration_error(proba, y)
+            ax.plot(
+                table.confidence[keep],
+                table.accuracy[keep],
+                marker="o",
+                markersize=3,
+                label=f"{label} (ECE {ece:.3f})",
+            )
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("confidence of the most likely class")
+        ax.set_ylabel("accuracy")
+        ax.set_title(f"{target}: {name} part ({len(y)} tasks)", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def _calibration_section(
+    calibration: Mapping[str, Any],
+    calibrators: Mapping[str, Calibrator],
+    img: Path,
+    out_dir: Path,
+) -> list[str]:
+    """Return the ECE table per target and write the reliability figures.
+
+    ``calibration`` maps a target to its served distributions before calibration
+    (:class:`pipelines.calibration.ServedParts`); ``calibrators`` the fitted ones.
+    """
+    rows, images = [], []
+    for target, served in calibration.items():
+        calibrator = calibrators[target]
+        parts = {}
+        for name, raw, y, followed in (
+            ("validation", served.val, served.y_val, served.followed_val),
+            ("test", served.test, served.y_test, served.followed_test),
+        ):
+            known = y >= 0
+            groups = followed[known] if len(followed) else None
+            if known.any():
+                after = calibrator.transform(raw[known], groups)
+                parts[name] = (raw[known], after, y[known])
+        for name, (before, after, y) in parts.items():
+            rows.append(
+                [
+                    target,
+                    name,
+                    calibrator.method,
+                    int(y.size),
+                    expected_calibration_error(before, y),
+                    expected_calibration_error(after, y),
+                    cumulative_calibration_error(before, y),
+                    cumulative_calibration_error(after, y),
+                ]
+            )
+        if parts:
+            png = img / f"reliability_{_slug(target)}.png"
+            save_png(plot_reliability(target, parts), png)
+            images.append(
+                f"![{target} reliability]({png.relative_to(out_dir).as_posix()})"
+            )
+    header = [
+        "target",
+        "part",
+        "method",
+        "tasks",
+        "ECE before",
+        "ECE after",
+        "cumulative ECE before",
+        "cumulative ECE after",
+    ]
+    return (
+        [
+            "## Calibration of the served distribution",
+            "",
+            "Per target the served distribution (the model's probabilities, or "
+            "their mix with the class of the rule the combination follows) is "
+            "calibrated on the validation part; the confidence is P(true class <= "
+            "written class) under the calibrated one. ECE: top-label expected "
+            "calibration error (15 bins); cumulative: of P(y <= k) pooled over k.",
+            "",
+        ]
+        + _table(header, rows)
+        + images
+        + [""]
+    )
 
 
 def _joint_section(evaluations: Mapping[str, MultiTargetEvaluation]) -> list[str]:
@@ -335,6 +446,8 @@ def write_report(
     title: str = "panda-predictor evaluation",
     served_kinds: Mapping[str, str] | None = None,
     validation_f1: Mapping[str, Mapping[str, float]] | None = None,
+    calibration: Mapping[str, Any] | None = None,
+    calibrators: Mapping[str, Calibrator] | None = None,
 ) -> Path:
     """Write ``report.md`` and its PNG plots into ``out_dir``; return the report's path.
 
@@ -347,6 +460,10 @@ def write_report(
     :param served_kinds: target -> kind the bundle serves (training reports).
     :param validation_f1: kind -> target -> validation macro-F1, the numbers the
         served kind was chosen on; with ``served_kinds`` the report says why.
+    :param calibration: target -> served distributions before calibration on the
+        validation and test parts (``pipelines.calibration.ServedParts``); with
+        ``calibrators`` (target -> fitted calibrator) the report shows the ECE
+        and a reliability figure per target.
     """
     if not evaluations:
         raise ValueError(
@@ -375,6 +492,8 @@ def write_report(
         lines += _tail_section(tail_reports)
     if coverage:
         lines += _coverage_section(coverage, img, out)
+    if calibration and calibrators:
+        lines += _calibration_section(calibration, calibrators, img, out)
     path = out / "report.md"
     path.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
     return path

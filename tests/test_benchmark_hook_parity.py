@@ -107,3 +107,64 @@ def test_service_history_gives_the_frame_answer_at_its_time(parity_db):
         [by_frame[f"{t}_expert"].to_numpy() for t in predictor.bundle.models]
     )
     assert (experts != "model").any()
+
+
+def test_hook_http_and_benchmark_write_the_same_values(parity_db):
+    """The one decision (serving/decision.py) behind every consumer: for tasks
+    defined now, the hook (frame history), the benchmark's column form and the
+    HTTP service's records route (history indexed as of now) give every task the
+    same decision, written value, class and confidence."""
+    from sqlalchemy import update
+
+    from panda_predictor.db.engine import get_panda_tables
+    from panda_predictor.http_api.results import predict_tasks
+    from panda_predictor.serving.combination import ServingHistory
+    from panda_predictor.serving.decision import decide_table
+
+    settings, engine = parity_db
+    jedi = get_panda_tables(settings, engine).jedi_tasks
+    with engine.begin() as conn:
+        conn.execute(
+            update(jedi).where(jedi.c.status == "defined").values(creationdate=LATER)
+        )
+
+    def read_history():
+        return read_history_frame(engine, settings, now=LATER, days=100 * 365)
+
+    history = read_history()
+    config = TrainingConfig(model_kinds=("xgboost",), xgboost={"n_estimators": 30})
+    predictor = Predictor(
+        train(LabelledHistory(history), load_bins(), config).bundle, "p", "1"
+    )
+    hook = SubmitHook(
+        settings,
+        engine,
+        predictor_factory=lambda: predictor,
+        history_factory=read_history,
+    )
+    served = hook.run_once(dry_run=True)
+    assert served.failure is None and len(served.predictions) == 20
+    ids = [p.jeditaskid for p in served.predictions]
+    with engine.connect() as conn:
+        tasks = read_task_features(conn, settings, ids)
+    table = decide_table(predictor, tasks, history).set_index("jeditaskid")
+    records = tasks.to_dict("records")
+    http = {
+        r["jediTaskID"]: r
+        for r in predict_tasks(
+            predictor, records, ServingHistory(history, LATER), explain_features=False
+        )
+    }
+    assert {p.decision for p in served.predictions} >= {"applied"}
+    for p in served.predictions:
+        row, answer = table.loc[p.jeditaskid], http[p.jeditaskid]
+        assert row["decision"] == p.decision == answer["decision"]
+        for target, tp in p.targets.items():
+            by_http = answer["targets"][target]
+            assert row[f"{target}_class"] == tp.class_index == by_http["class_index"]
+            np.testing.assert_allclose(
+                [row[f"{target}_value"], by_http["value"]], tp.value, rtol=1e-6
+            )
+            np.testing.assert_allclose(row[f"{target}_confidence"], tp.confidence)
+            # The service prints confidences to 4 decimals.
+            assert by_http["confidence"] == pytest.approx(tp.confidence, abs=5e-5)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from panda_predictor.core.reason_text import compared, number
-from panda_predictor.core.scout_policy import DecisionPolicy
+from panda_predictor.core.scout_policy import reason_of
 
 
 @pytest.mark.parametrize(
@@ -37,10 +37,16 @@ def test_compared_reads_true_for_many_close_values(seed):
         assert (left < right) if op == "<" else (left >= right), text
 
 
-def test_policy_reason_of_a_just_low_confidence_does_not_contradict():
-    policy = DecisionPolicy(confidence_threshold=0.6)
-    [low] = policy.decide_many({"ramcount": [1]}, {"ramcount": [0.5996]})
-    assert low.decision == "kept_scouts"
-    assert low.reason == "low confidence: ramcount 0.5996 < 0.60"
-    [ok] = policy.decide_many({"ramcount": [1]}, {"ramcount": [0.6004]})
-    assert ok.reason == "confident: lowest ramcount 0.6004 >= 0.60"
+def test_policy_reason_of_a_cost_just_above_the_price_does_not_contradict():
+    table = {
+        "reason_kind": np.array(["costs_more", "cheaper"], dtype=object),
+        "total_cost": np.array([0.5004, 0.4996]),
+        "scouts_cost": np.array([0.5, 0.5]),
+        "walltime_cost": np.array([0.5004, 0.4996]),
+    }
+    assert reason_of(table, 0, ["walltime"], 0.5).startswith(
+        "scouts cost less: expected cost 0.5004 > 0.50 job runs"
+    )
+    assert reason_of(table, 1, ["walltime"], 0.5).startswith(
+        "cheaper than scouts: expected cost 0.4996 <= 0.50 job runs"
+    )

@@ -9,7 +9,7 @@ from panda_predictor.core.replay import (
     ReplayRules,
     next_class_up,
     replay,
-    scout_plan,
+    scout_delay,
     tasks_from_bursts,
 )
 
@@ -82,18 +82,34 @@ def test_above_the_top_class_the_request_doubles():
     assert out.lost_core_hours == pytest.approx((40 + 80) / 3600)
 
 
-def test_scout_plan_and_bursts():
-    requested, delay = scout_plan(
-        [0, 0, 0, 0, 0, 1],
-        [1, 2, 3, 4, 5, 9],
-        [10, 30, 1, 1, 1, 1],
-        default=50,
-        n_scouts=2,
-    )
-    assert list(requested) == pytest.approx([50, 50, 2.2, 2.2, 2.2, 50])
+def test_scout_delay_and_bursts():
+    delay = scout_delay([0, 0, 0, 0, 0, 1], [10, 30, 1, 1, 1, 1], n_scouts=2)
     assert list(delay) == [0, 0, 30, 30, 30, 0]
+    # Each task may have its own number of scouts (its first row counts).
+    per_task = scout_delay([0, 0, 0, 1, 1, 1], [5, 1, 1, 2, 7, 1], [1, 1, 1, 2, 2, 2])
+    assert list(per_task) == [0, 5, 5, 0, 0, 7]
     codes = tasks_from_bursts([0, 100, 5000, 10], [1, 1, 1, 2], gap_s=3600)
     assert codes[0] == codes[1] and len({codes[1], codes[2], codes[3]}) == 3
+
+
+def test_the_scouts_row_asks_for_pandas_measurement_of_the_scouts():
+    # Task 0: 2 scouts at the request 5000 use 1000 and 1200; the bulk asks
+    # p75(1024000, 1228800 kB) = 1177600 kB, x 110 // 100 = 1295360, / 1024 =
+    # 1265 MB (PanDA rounds down). Task 1 has one job: a scout, nothing after it.
+    out = replay(
+        "scouts",
+        "memory",
+        task=[0, 0, 0, 0, 1],
+        used=[1000, 1200, 1100, 1250, 900],
+        run_s=[3600] * 5,
+        cores=[1] * 5,
+        requested=[5000] * 5,
+        ladder=[5000],
+        scouts=2,
+    )
+    assert out.failed_job_rate == 0.0
+    wasted_mb = (5000 - 1000) + (5000 - 1200) + (1265 - 1100) + (1265 - 1250) + 4100
+    assert out.wasted_gb_hours == pytest.approx(wasted_mb / 1024)
 
 
 @pytest.mark.parametrize(
@@ -103,18 +119,20 @@ def test_scout_plan_and_bursts():
         ({"used": [1, 2]}, "one length"),
         ({"requested": [0]}, "'requested' field must hold positive"),
         ({"cores": [-1]}, "'cores' field must hold finite numbers >= 0"),
-        ({"reestimate_after": [1.5]}, "'reestimate_after' field must hold whole"),
-        ({"reestimate_after": [-1]}, "'reestimate_after' field must hold finite"),
+        ({"scouts": [1.5]}, "'scouts' field must hold whole"),
+        ({"scouts": [-1]}, "'scouts' field must hold finite"),
         ({"cap": [0]}, "'cap' field must hold positive"),
+        ({"retry_request": [np.nan]}, "'retry_request' field must hold finite"),
     ],
     ids=[
         "bad-resource",
         "length-mismatch",
         "zero-request",
         "negative-cores",
-        "fractional-reestimate",
-        "negative-reestimate",
+        "fractional-scouts",
+        "negative-scouts",
         "zero-cap",
+        "nan-retry",
     ],
 )
 def test_replay_errors(kwargs, match):
@@ -130,3 +148,9 @@ def test_replay_errors(kwargs, match):
     }
     with pytest.raises(ValueError, match=match):
         replay(**{**args, **kwargs})
+
+
+@pytest.mark.parametrize("n_scouts", [0, 1.5], ids=["none", "fractional"])
+def test_scout_delay_errors(n_scouts):
+    with pytest.raises(ValueError, match="The 'n_scouts' field must hold integers"):
+        scout_delay([0, 0], [1, 1], n_scouts)

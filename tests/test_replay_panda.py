@@ -1,11 +1,15 @@
-"""PanDA's memory retries and the re-estimates, on cases small enough to do by hand."""
+"""PanDA's retries, maxAttempt and re-measurements, on cases done by hand."""
 
 from __future__ import annotations
 
 import pytest
 
 from panda_predictor.core.replay import ReplayRules, replay
-from panda_predictor.core.replay_panda import PANDA_RAM_STEPS_MB, panda_memory_retry
+from panda_predictor.core.replay_panda import (
+    PANDA_RAM_STEPS_MB,
+    panda_measurement,
+    panda_memory_retry,
+)
 
 RULES = ReplayRules()
 
@@ -60,7 +64,8 @@ def test_more_than_30_percent_raised_files_raise_the_task():
 
 
 def test_one_job_climbs_the_steps_and_every_attempt_is_lost():
-    out = replay("s", "memory", [0], [4500], [3600], [1], [1500], [1500])
+    five = ReplayRules(max_attempts=5)
+    out = replay("s", "memory", [0], [4500], [3600], [1], [1500], [1500], rules=five)
     # 1500 -> 2000 -> 3000 -> 4000 -> 6000: four failed attempts of an hour each.
     assert out.retries_per_job == 4 and out.lost_job_rate == 0.0
     assert out.lost_core_hours == pytest.approx(4.0)
@@ -68,11 +73,27 @@ def test_one_job_climbs_the_steps_and_every_attempt_is_lost():
     assert out.wasted_gb_hours == pytest.approx((6000 - 4500) / 1024)
 
 
-def test_a_job_above_the_top_step_is_lost():
+def test_max_attempt_loses_a_job_after_its_last_failed_attempt():
+    # JEDI's default maxAttempt is 3: 1500, 2000 and 3000 fail, the job is lost.
+    out = replay("s", "memory", [0], [4500], [3600], [1], [1500], [1500])
+    assert out.lost_job_rate == 1.0 and out.retries_per_job == 2
+    assert out.lost_core_hours == pytest.approx(3.0)
+    assert out.lost_gb_hours == pytest.approx((1500 + 2000 + 3000) / 1024)
+    assert out.wasted_gb_hours == 0.0  # a lost job wastes nothing, it lost it all
+    # Time: 10 -> 20 -> 40 s fail; with 6 attempts 80 and 160 fail, 320 passes.
+    args = ("s", "time", [0], [300], [300], [1], [10], [10, 20, 40])
+    assert replay(*args).lost_core_hours == pytest.approx((10 + 20 + 40) / 3600)
+    six = replay(*args, rules=ReplayRules(max_attempts=6))
+    assert six.lost_job_rate == 0.0 and six.retries_per_job == 5
+    assert six.wasted_core_hours == pytest.approx((320 - 300) / 3600)
+
+
+def test_a_job_above_the_top_step_fails_until_its_max_attempt():
     out = replay("s", "memory", [0, 0], [9000, 100], [60, 60], [1, 1], [8000] * 2, [1])
+    # PanDA has nothing above 8000: the job is retried as it is, 3 attempts lost.
     assert out.failed_job_rate == 0.5 and out.lost_job_rate == 0.5
-    assert out.retries_per_job == 0.0
-    assert out.lost_core_hours == pytest.approx(60 / 3600)
+    assert out.retries_per_job == pytest.approx(2 / 2)
+    assert out.lost_core_hours == pytest.approx(3 * 60 / 3600)
     # The lost job wastes nothing; the other one wastes 7900 MB for a minute.
     assert out.wasted_gb_hours == pytest.approx(7900 * 60 / 1024 / 3600)
 
@@ -88,45 +109,160 @@ def test_the_task_wide_raise_spares_the_rest_of_the_task():
     assert fixed.failed_job_rate == 1.0
 
 
-def test_refine_raises_the_rest_of_the_task_after_k_jobs():
-    # Time: predicted 10 s, used 12, 15, 11, 14, 16. Jobs 0-2 fail and retry at 20
-    # (one class up); then the rest asks for max(12, 15, 11) * 1.1 = 16.5.
-    args = ("s", "time", [0] * 5, [12, 15, 11, 14, 16], [1] * 5, [1] * 5, [10] * 5)
-    ladder = [10, 20, 40]
-    out = replay(*args, ladder, reestimate_after=[3] * 5, reestimate_floor=[0.5] * 5)
-    assert out.failed_job_rate == pytest.approx(0.6)
-    wasted = (20 - 12) + (20 - 15) + (20 - 11) + (16.5 - 14) + (16.5 - 16)
-    assert out.wasted_core_hours == pytest.approx(wasted / 3600)
-    assert replay(*args, ladder).failed_job_rate == 1.0
-
-
-def test_refine_lowers_but_never_below_its_floor():
-    # Predicted 40, used at most 6: the estimate 6.6 is floored at 0.5 x 40 = 20.
-    args = ("s", "time", [0] * 5, [5, 6, 4, 5, 5], [1] * 5, [1] * 5, [40] * 5)
-    out = replay(
-        *args, [10, 20, 40], reestimate_after=[3] * 5, reestimate_floor=[0.5] * 5
+def test_a_retry_asks_at_least_the_strategys_retry_request():
+    # Time: 10 s fails; PanDA's rule says 20 (which would fail too), the
+    # strategy's retry request says 35: one failed attempt, no waste.
+    args = ("s", "time", [0], [35], [35], [1], [10], [10, 20, 40])
+    assert replay(*args).retries_per_job == 2  # 10 and 20 fail, 40 passes
+    out = replay(*args, retry_request=[35])
+    assert out.retries_per_job == 1 and out.wasted_core_hours == 0.0
+    # A retry request below PanDA's rule changes nothing: max(5, 20) = 20.
+    assert replay(*args, retry_request=[5]) == replay(*args)
+    # Memory: 1500 fails, PanDA's step is 2000, the strategy's 5000.
+    mem = replay(
+        "s", "memory", [0], [4500], [3600], [1], [1500], [1], retry_request=[5000]
     )
-    assert out.wasted_core_hours == pytest.approx((3 * 40 + 2 * 20 - 25) / 3600)
-    capped = replay(*args, [10, 20, 40], reestimate_after=[3] * 5, cap=[8] * 5)
-    assert capped.wasted_core_hours == pytest.approx((3 * 40 + 2 * 6.6 - 25) / 3600)
+    assert mem.retries_per_job == 1 and mem.lost_job_rate == 0.0
+    assert mem.wasted_gb_hours == pytest.approx(500 / 1024)
 
 
-def test_the_second_look_resizes_later_jobs_from_all_finished_ones():
-    # Six jobs asking 50; after 4 finished, the rest asks max(1, 2, 8, 3) * 1.1.
-    args = ("s", "time", [0] * 6, [1, 2, 8, 3, 5, 4], [1] * 6, [1] * 6, [50] * 6)
-    out = replay(*args, [50], reestimate_after=[4] * 6)
+def memory_task() -> dict[str, list[float]]:
+    """Return 110 one-hour one-core jobs of a task that asks 3000 MB per core."""
+    used = [1000.0, 1100.0, 1200.0, 1300.0, 1400.0] + [1400.0] * 95 + [1520.0] * 10
+    used[10] = 1500.0
+    used[105] = 1600.0
+    n = len(used)
+    return {
+        "task": [0] * n,
+        "used": used,
+        "run_s": [3600.0] * n,
+        "cores": [1.0] * n,
+        "requested": [3000.0] * n,
+    }
+
+
+def test_panda_re_measures_memory_after_5_and_after_100_finished_jobs():
+    """The hand-worked task of issue 20, memory (MB per core, one-hour jobs).
+
+    Jobs 0-4 ask 3000 and use 1000..1400: they waste 2000+1900+1800+1700+1600 =
+    9000 MB-h. After 5 finished jobs PanDA measures them: per job kB 1024000,
+    1126400, 1228800, 1331200, 1433600; the 75th percentile (k = 4 x 0.75 = 3) is
+    1331200 kB; x 110 // 100 = 1464320; / 1024 = 1430 MB. Jobs 5-99 ask 1430: 94
+    use 1400 (waste 30 each: 2820), job 10 uses 1500 and fails (an hour at 1430
+    MB lost); no file was raised, so PanDA gives its file the next step, 2000,
+    where it passes (waste 500). After 100 finished jobs (1000..1300, 95 x 1400,
+    1500) the 75th percentile (k = 99 x 0.75 = 74.25, between two 1400s) is 1400
+    MB = 1433600 kB; x 110 // 100 = 1576960; / 1024 = 1540 MB. Jobs 100-109 ask
+    1540: 9 use 1520 (waste 20 each: 180), job 105 uses 1600 and fails (an hour at
+    1540 lost); 1 of 110 files is raised, not over 30 %: its file gets 2000 (waste
+    400). Failed jobs 2/110; wasted 9000 + 3320 + 580 = 12900 MB-h; lost 1430 +
+    1540 = 2970 MB-h.
+    """
+    out = replay("s", "memory", ladder=[3000.0], remeasure=True, **memory_task())
+    assert out.failed_job_rate == pytest.approx(2 / 110)
+    assert out.lost_job_rate == 0.0
+    assert out.wasted_gb_hours == pytest.approx(12900 / 1024)
+    assert out.lost_gb_hours == pytest.approx(2970 / 1024)
+    assert out.lost_core_hours == pytest.approx(2.0)
+    # Never re-measured, every job keeps 3000: no failure, much more waste.
+    kept = replay("s", "memory", ladder=[3000.0], **memory_task())
+    assert kept.failed_job_rate == 0.0
+    assert kept.wasted_gb_hours == pytest.approx(
+        sum(3000 - u for u in memory_task()["used"]) / 1024
+    )
+    # An MBPerCoreFixed task is never re-measured.
+    fixed = ReplayRules(fixed_unit=True)
+    assert replay(
+        "s", "memory", ladder=[3000.0], remeasure=True, rules=fixed, **memory_task()
+    ) == replay("s", "memory", ladder=[3000.0], rules=fixed, **memory_task())
+
+
+def test_panda_re_measures_time_after_5_and_after_100_finished_jobs():
+    """The hand-worked task of issue 20, run time (s, one core), ladder 50/100/200.
+
+    Jobs 0-4 ask 100 s and run 10..50: they waste 90+80+70+60+50 = 350 s. After 5
+    finished jobs PanDA's cpuTime rule takes the 95th percentile (k = 4 x 0.95 =
+    3.8: 40 + 0.8 x 10 = 48) x 1.5 = 72 s. Jobs 5-99 ask 72: 94 run 60 (waste 12
+    each: 1128), job 10 runs 80 and fails (72 s lost), retried one class up at 100
+    (waste 20). After 100 finished jobs (10..50, 94 x 60, 80) the 95th percentile
+    (k = 99 x 0.95 = 94.05, between two 60s) is 60: 60 x 1.5 = 90 s. Jobs 100-109
+    ask 90: 9 run 70 (waste 20 each: 180), job 105 runs 95 and fails (90 s lost),
+    retried at 100 (waste 5). Failed jobs 2/110; wasted 350 + 1148 + 185 = 1683
+    core-s; lost 72 + 90 = 162 core-s.
+    """
+    used = [10.0, 20.0, 30.0, 40.0, 50.0] + [60.0] * 95 + [70.0] * 10
+    used[10], used[105] = 80.0, 95.0
+    n = len(used)
+    args = {
+        "task": [0] * n,
+        "used": used,
+        "run_s": used,
+        "cores": [1.0] * n,
+        "requested": [100.0] * n,
+        "ladder": [50.0, 100.0, 200.0],
+    }
+    out = replay("s", "time", remeasure=True, **args)
+    assert out.failed_job_rate == pytest.approx(2 / 110)
+    assert out.wasted_core_hours == pytest.approx(1683 / 3600)
+    assert out.lost_core_hours == pytest.approx(162 / 3600)
+    # PanDA's task walltime rule (max x 1.5) instead: 75 s after 5 jobs (job 10
+    # fails at 75, retried at 100), 120 s after 100 (job 105 passes).
+    wall = replay(
+        "s", "time", remeasure=True, rules=ReplayRules(time_rule="walltime"), **args
+    )
+    assert wall.failed_job_rate == pytest.approx(1 / 110)
+    expected = 350 + (94 * 15 + 20) + (9 * 50 + 25)
+    assert wall.wasted_core_hours == pytest.approx(expected / 3600)
+
+
+def test_the_scouts_measurement_then_the_re_measurements():
+    # Three scouts at 3000 (1000, 1100, 1200): the bulk asks p75 = 1150 MB ->
+    # 1177600 kB x 110 // 100 / 1024 = 1265. Jobs 3-4 use 1250 (waste 15 each);
+    # at 5 finished PanDA measures 1000..1250: p75 = 1250 MB -> 1375 MB; job 5
+    # uses 1300 (waste 75).
+    args = ("s", "memory", [0] * 6, [1000, 1100, 1200, 1250, 1250, 1300])
+    rest = ([3600] * 6, [1] * 6, [3000] * 6, [3000])
+    out = replay(*args, *rest, scouts=3, remeasure=True)
     assert out.failed_job_rate == 0.0
-    expected = 4 * 50 + 2 * 8.8 - sum([1, 2, 8, 3, 5, 4])
-    assert out.wasted_core_hours == pytest.approx(expected / 3600)
+    assert out.wasted_gb_hours == pytest.approx((2000 + 1900 + 1800 + 30 + 75) / 1024)
+    # The measurement is capped at the user's request.
+    capped = replay(*args, *rest, scouts=3, remeasure=True, cap=[1200] * 6)
+    assert capped.failed_job_rate == pytest.approx(3 / 6)
 
 
-def test_a_look_drops_an_earlier_task_wide_raise():
+def test_a_measurement_drops_an_earlier_task_wide_raise():
     # Job 0 is raised to 3000; at job 1, 1/3 files are above the task: the task
     # goes to 3000. PanDA's measurement then overwrites the task's ramCount: after
-    # 2 finished jobs the last job asks 2500 * 1.1 = 2750, not 3000.
+    # 2 finished jobs the last job asks p75(2500, 2500) = 2500 MB -> 2750, not 3000.
     args = ("s", "memory", [0] * 3, [2500, 2500, 100], [60] * 3, [1] * 3, [2000] * 3)
-    out = replay(*args, [2000], reestimate_after=[2] * 3)
+    out = replay(*args, [2000], remeasure=True, rules=ReplayRules(remeasure_after=(2,)))
     assert out.wasted_gb_hours == pytest.approx((500 + 500 + 2650) * 60 / 1024 / 3600)
+
+
+def test_pandas_measurement_formulas():
+    # Memory rounds down: p75 of 1000 MB is 1024000 kB; x 1.1 = 1126400 kB;
+    # / 1024 = 1100 MB exactly; 1000.5 MB -> 1024512 kB -> 1126963 -> 1100.5 -> 1100.
+    assert panda_measurement("memory", [1000.0]) == 1100.0
+    assert panda_measurement("memory", [1000.5]) == 1100.0
+    assert panda_measurement("memory", [0.0]) == 1.0  # the replay asks at least 1
+    # Time: 95th percentile x 1.5, rounded up; or the maximum x 1.5.
+    assert panda_measurement("time", [10.0, 20.0]) == 30.0  # 19.5 x 1.5 = 29.25
+    assert panda_measurement("time", [10.0, 20.0], "walltime") == 30.0
+    assert panda_measurement("time", [10.0, 30.0, 11.0], "walltime") == 45.0
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (("disk", [1.0]), "'resource' field must be 'time' or 'memory'"),
+        (("time", []), "'finished_uses' field must hold at least one"),
+        (("time", [1.0], "median"), "'time_rule' field must be one of"),
+    ],
+    ids=["bad-resource", "no-jobs", "bad-time-rule"],
+)
+def test_panda_measurement_errors(args, match):
+    with pytest.raises(ValueError, match=match):
+        panda_measurement(*args)
 
 
 @pytest.mark.parametrize(
@@ -136,22 +272,24 @@ def test_a_look_drops_an_earlier_task_wide_raise():
         ({"memory_steps": (2000.0, 1000.0)}, "'memory_steps' field must be positive"),
         ({"memory_steps": ()}, "'memory_steps' field must be positive"),
         ({"task_raise_fraction": 1.5}, "'task_raise_fraction' field must be in"),
-        ({"refine_floor": -0.1}, "'refine_floor' field must be in"),
-        ({"margin": -1.0}, "'margin' field must be in"),
         ({"n_scouts": 0}, "'n_scouts' field must be an integer >= 1"),
-        ({"second_look_jobs": 2.5}, "'second_look_jobs' field must be an integer"),
-        ({"refine_jobs": 0}, "'refine_jobs' field must be an integer >= 1"),
+        ({"max_attempts": 0}, "'max_attempts' field must be an integer >= 1"),
+        ({"remeasure_after": [5, 100]}, "'remeasure_after' field must be a tuple"),
+        ({"remeasure_after": (100, 5)}, "'remeasure_after' field must be a tuple"),
+        ({"remeasure_after": (0,)}, "'remeasure_after' field must be a tuple"),
+        ({"time_rule": "max"}, "'time_rule' field must be one of"),
     ],
     ids=[
         "unknown-retry",
         "descending-steps",
         "no-steps",
         "fraction-above-one",
-        "negative-floor",
-        "negative-margin",
         "no-scouts",
-        "fractional-look",
-        "refine-after-none",
+        "no-attempts",
+        "points-not-a-tuple",
+        "points-descending",
+        "point-zero",
+        "unknown-time-rule",
     ],
 )
 def test_replay_rules_errors(kwargs, match):

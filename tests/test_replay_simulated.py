@@ -9,8 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from panda_predictor.core.replay import replay
+
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
+from panda_predictor.core.cost_choice import CostSettings  # noqa: E402
 from pipelines.replay_simulated import (  # noqa: E402
     DEFAULT_SCOUT_RAM_MB,
     ReplayInputs,
@@ -18,7 +21,7 @@ from pipelines.replay_simulated import (  # noqa: E402
     job_table,
     prepare,
     replay_inputs,
-    scouts_requests,
+    scout_counts,
 )
 
 
@@ -33,7 +36,12 @@ def outcomes(inputs):
 
 
 def test_strategies_replay_the_same_jobs(inputs, outcomes):
-    assert list(outcomes) == ["scouts", "predictor", "oracle"]
+    assert list(outcomes) == [
+        "scouts",
+        "predictor",
+        "request + PanDA re-measurement",
+        "oracle",
+    ]
     n_tasks = inputs.jobs["jeditaskid"].nunique()
     assert n_tasks == len(inputs.test_tasks)
     for o in outcomes.values():
@@ -62,13 +70,13 @@ def test_predictor_applies_some_tasks_and_starts_them_sooner(outcomes):
 
 
 def test_kept_scouts_tasks_run_exactly_as_scouts(inputs):
-    # Threshold 1.0 with the model alone: no probability reaches it. (A perfect
-    # recent record of an expert does, so the combination is switched off here.)
+    # A delay worth nothing: only a certain, free prediction would skip, and the
+    # model alone is never certain (the combination is switched off here).
     bundle = dataclasses.replace(
-        inputs.bundle, confidence_threshold=1.0, combination=None
+        inputs.bundle, cost=CostSettings(delay_price=0.0), combination=None
     )
     sure_only = dataclasses.replace(inputs, bundle=bundle)
-    scouts, predictor, _ = replay_inputs(sure_only)
+    scouts, predictor, *_ = replay_inputs(sure_only)
     assert dataclasses.replace(predictor, strategy="scouts") == scouts
 
 
@@ -93,30 +101,46 @@ def test_job_table_uses_memory_per_core_above_base_and_orders_scouts_first():
     np.testing.assert_allclose(table["cores"], [8.0, 8.0])
 
 
-def test_scouts_requests_follow_each_tasks_own_scout_count():
+def test_the_scouts_row_follows_each_tasks_own_scout_count():
     jobs = pd.DataFrame(
         {
-            "jeditaskid": [1, 1, 1, 2, 2, 2],
-            "scout": [True, False, False, True, True, False],
-            "used_mb": [1000.0, 5.0, 5.0, 100.0, 3000.0, 5.0],
-            "run_s": [60.0, 1.0, 1.0, 10.0, 20.0, 1.0],
-            "cores": [1.0] * 6,
+            "jeditaskid": [1, 1, 1, 2, 2, 2, 3],
+            "scout": [True, False, False, True, True, False, False],
+            "used_mb": [1000.0, 5.0, 5.0, 100.0, 3000.0, 5.0, 5.0],
+            "run_s": [3600.0] * 7,
+            "cores": [1.0] * 7,
         }
     )
-    requested, delay = scouts_requests(jobs)
-    np.testing.assert_allclose(
-        requested,
-        [DEFAULT_SCOUT_RAM_MB, 1100.0, 1100.0]
-        + [DEFAULT_SCOUT_RAM_MB, DEFAULT_SCOUT_RAM_MB, 3300.0],
+    counts = scout_counts(jobs)
+    np.testing.assert_array_equal(counts, [1, 1, 1, 2, 2, 2, 1])  # task 3: none
+    task = jobs["jeditaskid"].to_numpy()
+    out = replay(
+        "scouts",
+        "memory",
+        task,
+        jobs["used_mb"],
+        jobs["run_s"],
+        jobs["cores"],
+        np.full(7, DEFAULT_SCOUT_RAM_MB),
+        [DEFAULT_SCOUT_RAM_MB],
+        scouts=counts,
     )
-    np.testing.assert_allclose(delay, [0.0, 60.0, 60.0, 0.0, 0.0, 20.0])
+    # Task 1's bulk asks PanDA's measurement of 1000 MB: 1024000 kB x 110 // 100
+    # / 1024 = 1100. Task 2's: p75(100, 3000) = 2275 MB = 2329600 kB -> 2562560 ->
+    # 2502.5 -> 2502 (rounded down). Task 2's second scout needs 3000: it fails at
+    # 2000 and passes at PanDA's next step, 3000. Task 3's one job asks the default.
+    wasted = (1000 + 2 * 1095) + (1900 + 0 + 2497) + 1995
+    assert out.failed_job_rate == pytest.approx(1 / 7)
+    assert out.lost_gb_hours == pytest.approx(2000 / 1024)
+    assert out.wasted_gb_hours == pytest.approx(wasted / 1024)
 
 
 def test_format_outcomes_has_a_row_per_strategy(outcomes):
     table = format_outcomes(list(outcomes.values()))
     lines = table.splitlines()
-    assert len(lines) == 2 + len(outcomes)
-    assert lines[2].startswith("| scouts |") and lines[-1].startswith("| oracle |")
+    assert len(lines) == 2 + len(outcomes) + 2
+    assert lines[2].startswith("| scouts |") and lines[-3].startswith("| oracle |")
+    assert lines[-1].startswith("ramcount, predictor vs scouts:")
 
 
 @pytest.mark.parametrize(

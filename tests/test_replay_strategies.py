@@ -10,7 +10,7 @@ import pytest
 
 from panda_predictor.core.bins import TargetBins
 from panda_predictor.core.replay import ReplayOutcome, ReplayRules
-from panda_predictor.core.replay_goals import replay_goals
+from panda_predictor.core.replay_goals import dominates, replay_goals
 from pipelines.trace.replay_run import format_goals, format_replay, replay_target
 from pipelines.trace.walk_forward import TargetRun
 
@@ -61,10 +61,10 @@ def test_every_strategy_is_replayed_on_the_same_jobs(outcomes):
     assert list(outcomes) == [
         "scouts",
         "predictor (model:x)",
-        "predictor (model:x+refine)",
         "rule (baseline:user_last2_mean)",
         "rule (baseline:majority)",
-        "user request",
+        "request (never re-measured)",
+        "request + PanDA re-measurement",
         "oracle",
     ]
     assert {(o.n_jobs, o.n_tasks) for o in outcomes.values()} == {(7, 2)}
@@ -72,7 +72,8 @@ def test_every_strategy_is_replayed_on_the_same_jobs(outcomes):
 
 def test_scouts_and_predictor_by_hand(outcomes):
     scouts = outcomes["scouts"]
-    # A: 3 scouts at 4000, 2 bulk jobs at 1800 * 1.1; B: 2 scouts at 4000.
+    # A: 3 scouts at 4000, 2 bulk jobs at PanDA's measurement of the scouts:
+    # 1800 MB = 1843200 kB, x 110 // 100 = 2027520, / 1024 = 1980. B: 2 scouts.
     assert scouts.wasted_gb_hours == pytest.approx(
         (3 * 2200 + 2 * 180 + 2 * 3100) / GB_H
     )
@@ -81,11 +82,42 @@ def test_scouts_and_predictor_by_hand(outcomes):
     # A (confident) asks 2000 at once; B keeps its scouts.
     assert predictor.wasted_gb_hours == pytest.approx((5 * 200 + 2 * 3100) / GB_H)
     assert predictor.mean_bulk_delay_hours == 0.0
-    refine = outcomes["predictor (model:x+refine)"]
-    # After A's first 3 jobs, the rest asks 1800 * 1.1 = 1980.
-    assert refine.wasted_gb_hours == pytest.approx(
-        (3 * 200 + 2 * 180 + 2 * 3100) / GB_H
+
+
+def test_the_production_row_writes_its_concrete_value():
+    frame, run, key = make_case([1800.0] * 5, [900.0] * 2)
+    run.values = {"model:x": np.full(7, 1850.0)}  # a value between the classes
+    got = {o.strategy: o for o in replay_target(frame, run, key, ["model:x"], 0.6)}
+    assert got["predictor (model:x)"].wasted_gb_hours == pytest.approx(
+        (5 * 50 + 2 * 3100) / GB_H
     )
+    # A value above the user's request is capped at it; NaN falls back to the class.
+    run.values = {"model:x": np.array([9000.0] + [np.nan] * 6)}
+    got = {o.strategy: o for o in replay_target(frame, run, key, ["model:x"], 0.6)}
+    assert got["predictor (model:x)"].wasted_gb_hours == pytest.approx(
+        (2200 + 4 * 200 + 2 * 3100) / GB_H
+    )
+
+
+def test_a_peer_starts_at_once_and_retries_at_its_own_value():
+    frame, run, key = make_case([1800.0] * 5, [900.0] * 2)
+    peers = {"tovar": (np.full(7, 1700.0), np.full(7, 2500.0))}
+    got = {
+        o.strategy: o
+        for o in replay_target(frame, run, key, ["model:x"], 0.6, peers=peers)
+    }
+    assert list(got)[2] == "peer (tovar)"
+    peer = got["peer (tovar)"]
+    # A's jobs 0-2 fail at 1700 and retry at max(2500, PanDA's 2000); at job 2,
+    # 2/5 files are above the task: the task goes to 2000, jobs 3-4 pass at 2000.
+    # B's two jobs ask 1700 and use 900.
+    assert peer.failed_job_rate == pytest.approx(3 / 7)
+    assert peer.wasted_gb_hours == pytest.approx((3 * 700 + 2 * 200 + 2 * 800) / GB_H)
+    assert peer.mean_bulk_delay_hours == 0.0
+    with pytest.raises(ValueError, match="The peer 'tovar' must give one first"):
+        replay_target(
+            frame, run, key, [], 0.6, peers={"tovar": (np.ones(3), np.ones(3))}
+        )
 
 
 def test_a_rule_that_asks_too_little_fails_jobs_the_panda_way(outcomes):
@@ -107,20 +139,22 @@ def test_the_production_decision_wins_over_the_confidence():
     )
 
 
-def test_pandas_second_look_resizes_a_scouted_task():
-    # Scouts see at most 1200: the bulk asks 1320, job 3 (1800) fails and is raised.
-    # With a second look after one more finished job, job 4 asks 1800 * 1.1.
-    frame, run, key = make_case([1000.0, 1200.0, 1100.0, 1800.0, 1300.0], [900.0])
-    without = replay_target(
-        frame, run, key, [], 0.6, rules=ReplayRules(second_look_jobs=0)
+def test_panda_re_measures_a_scouted_task_after_5_finished_jobs():
+    # Scouts use 1000, 1200, 1100: the bulk asks p75 = 1150 MB -> 1265. Jobs 3
+    # (1800) and 4 (1300) fail and get PanDA's 2000 step. After 5 finished jobs
+    # PanDA measures 1000..1800: p75 = 1300 MB -> 1430, so jobs 5-6 (1400) pass.
+    frame, run, key = make_case(
+        [1000.0, 1200.0, 1100.0, 1800.0, 1300.0] + [1400.0] * 2, [900.0]
     )
-    with_look = replay_target(
-        frame, run, key, [], 0.6, rules=ReplayRules(second_look_jobs=1)
-    )
-    assert without[0].failed_job_rate == with_look[0].failed_job_rate == 1 / 6
-    assert with_look[0].wasted_gb_hours - without[0].wasted_gb_hours == pytest.approx(
-        (1980 - 1320) / GB_H
-    )
+    scouts = replay_target(frame, run, key, [], 0.6)[0]
+    assert scouts.failed_job_rate == pytest.approx(2 / 8)
+    wasted = (3000 + 2800 + 2900) + 200 + 700 + 2 * 30 + 3100
+    assert scouts.wasted_gb_hours == pytest.approx(wasted / GB_H)
+    # Without PanDA's re-measurement jobs 5-6 fail at 1265 too: job 5 gets the 2000
+    # step, and at job 6 3/7 files are above the task, which is raised to 2000.
+    never = ReplayRules(remeasure_after=())
+    without = replay_target(frame, run, key, [], 0.6, rules=never)[0]
+    assert without.failed_job_rate == pytest.approx(4 / 8)
 
 
 def test_goals_against_scouts(outcomes):
@@ -153,12 +187,38 @@ def test_the_delay_goal_is_a_fifth_of_the_scouts_wait():
     assert slow["failed_jobs"] and slow["waste"] and not slow["bulk_delay"]
 
 
+def test_a_row_that_fails_fewer_and_wastes_less_at_no_more_delay_dominates():
+    rows = [
+        outcome("scouts", 0.2, 20.0, 1.0),
+        outcome("predictor (model:production)", 0.1, 10.0, 0.0),
+        outcome("predictor (model:argmax)", 0.0, 1.0, 0.0),  # the product's own
+        outcome("oracle", 0.0, 0.0, 0.0),  # no one can run it
+        outcome("request (never re-measured)", 0.1, 5.0, 0.0),  # as many failures
+        outcome("peer (tovar)", 0.05, 9.0, 0.1),  # more delay
+    ]
+    goals = replay_goals(rows, "predictor (model:production)")
+    assert goals["not_dominated"] and goals["all"] and goals["dominated_by"] == []
+    rows.append(outcome("rule (baseline:key_p95)", 0.09, 9.99, 0.0))
+    goals = replay_goals(rows, "predictor (model:production)")
+    assert not goals["not_dominated"] and not goals["all"]
+    assert goals["dominated_by"] == ["rule (baseline:key_p95)"]
+    assert goals["failed_jobs"] and goals["waste"] and goals["bulk_delay"]
+    line = format_goals("walltime", rows, "predictor (model:production)")
+    assert "not dominated fails (dominated by rule (baseline:key_p95))" in line
+    # Waste counts in either unit: equal core-hours and more GB-hours is not less.
+    mine = ReplayOutcome("m", 10, 2, 0.1, 0.0, 5.0, 1.0, 0.0, 0.0)
+    other = ReplayOutcome("o", 10, 2, 0.0, 0.0, 5.0, 2.0, 0.0, 0.0)
+    assert not dominates(other, mine) and not dominates(mine, other)
+    assert dominates(dataclasses.replace(other, wasted_gb_hours=0.5), mine)
+
+
 def test_format_replay_marks_the_goals(outcomes):
     table = format_replay("ramcount", list(outcomes.values())).splitlines()
     rows = [line for line in table if line.startswith("| ") and "---" not in line][1:]
     assert len(rows) == len(outcomes)
     assert rows[0].startswith("| scouts |") and rows[0].endswith("| - |")
-    assert rows[1].startswith("| predictor (model:x) |") and rows[1].endswith("✓✓✓ |")
+    assert rows[1].startswith("| predictor (model:x) |") and rows[1].endswith("✓✓✓✓ |")
+    assert rows[2].endswith("✗✓✓✓ |")  # the rule fails more jobs than scouts
 
 
 @pytest.mark.parametrize(

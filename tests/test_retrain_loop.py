@@ -25,7 +25,7 @@ from panda_predictor.db.drift_runs import recent_drift_runs
 from panda_predictor.db.engine import get_plugin_tables, make_engine
 from panda_predictor.db.outcomes import read_created_tasks
 from panda_predictor.serving.loader import load_champion
-from panda_predictor.serving.recent import read_recent_history
+from panda_predictor.serving.recent import read_history_frame
 from panda_predictor.settings import load_settings
 from pipelines.drift import REFERENCE_FILE, check_drift
 from pipelines.feedback import run_feedback
@@ -122,7 +122,7 @@ def _audit(settings, since, until, predictor=None):
     try:
         tasks = read_created_tasks(engine, settings, since, until)
         predictor = predictor or load_champion(settings)
-        history = read_recent_history(engine, settings, now=since)
+        history = read_history_frame(engine, settings, now=since)
         predictions = predictor.predict(tasks, history)
         audit = get_plugin_tables(settings, engine).audit
         created = dict(

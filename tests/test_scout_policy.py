@@ -1,99 +1,120 @@
-"""The applied / kept_scouts policy: per-task decisions with reasons, and columns."""
+"""The cost policy: skip the scouts where the written values cost less than them."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from panda_predictor.core.cost_choice import CostChooser, CostSettings, UseTable
 from panda_predictor.core.scout_policy import (
     APPLIED,
-    CONFIDENT,
+    CHEAPER,
+    COSTS_MORE,
     KEPT_SCOUTS,
-    LOW_CONFIDENCE,
     OUTSIDE_DOMAIN,
-    DecisionPolicy,
+    CostPolicy,
     in_training_domain,
+    reason_of,
 )
 
-
-@pytest.mark.parametrize(
-    ("conf", "in_domain", "decision", "reason"),
-    [
-        (
-            {"ramcount": 0.9, "cputime": 0.8},
-            True,
-            APPLIED,
-            "confident: lowest cputime 0.80 >= 0.60",
-        ),
-        (
-            {"ramcount": 0.42, "cputime": 0.8},
-            True,
-            KEPT_SCOUTS,
-            "low confidence: ramcount 0.42 < 0.60",
-        ),
-        (
-            {"ramcount": 0.42, "cputime": 0.5},
-            True,
-            KEPT_SCOUTS,
-            "low confidence: ramcount 0.42 < 0.60; cputime 0.50 < 0.60",
-        ),
-        (
-            {"ramcount": 0.9, "cputime": 0.9},
-            False,
-            KEPT_SCOUTS,
-            "outside training domain: unknown transformation and framework",
-        ),
-        (
-            {"ramcount": 0.6, "cputime": 0.6},
-            True,
-            APPLIED,
-            "confident: lowest ramcount 0.60 >= 0.60",
-        ),
-    ],
-    ids=["applied", "one-low", "two-low", "out-of-domain", "at-threshold"],
-)
-def test_policy_decisions_and_reasons(conf, in_domain, decision, reason):
-    classes = {t: 1 for t in conf}
-    verdict = DecisionPolicy(confidence_threshold=0.6).decide(classes, conf, in_domain)
-    assert verdict.decision == decision
-    assert verdict.reason == reason
-    assert verdict.applied is (decision == APPLIED)
-    assert verdict.classes == classes
+#: walltime: class 0 uses 100 s, class 1 1000 s; iointensity: 10 or 800 kBPerS.
+TABLES = {
+    "walltime": UseTable(((100.0,) * 4, (1000.0,) * 4)),
+    "iointensity": UseTable(((10.0,) * 4, (800.0,) * 4)),
+}
 
 
-def test_policy_vectorised_matches_one_by_one():
-    policy = DecisionPolicy(0.6)
-    conf = {
-        "ramcount": np.array([0.9, 0.3, 0.7]),
-        "iointensity": np.array([0.7, 0.9, 0.2]),
+def policy(price: float = 0.5) -> CostPolicy:
+    settings = CostSettings(delay_price=price, requeue_runs=0.0)
+    return CostPolicy(
+        {
+            t: CostChooser(t, table, [row[0] for row in table.points], settings)
+            for t, table in TABLES.items()
+        },
+        settings,
+    )
+
+
+def decide(p_walltime, in_domain=None, price=0.5, request=None):
+    p = np.asarray(p_walltime, dtype=float)
+    n = p.shape[0]
+    return policy(price).decide_table(
+        {"walltime": p, "iointensity": np.tile([1.0, 0.0], (n, 1))},
+        {"walltime": np.argmax(p, axis=1), "iointensity": np.zeros(n, int)},
+        {"walltime": request} if request is not None else None,
+        in_domain,
+    )
+
+
+def test_skips_where_the_cheapest_values_cost_no_more_than_the_scouts():
+    # Costs (see test_cost_choice): certain class 1 -> 0; (0.5, 0.5) -> 0.136;
+    # (0.1, 0.9) -> 0.099. The scouts' first jobs ask for the top class's value
+    # 1000 (no request): 0, 0.818 and 0.099 job runs, plus the delay 0.5.
+    table = decide([[0.0, 1.0], [0.5, 0.5], [0.1, 0.9]], price=0.5)
+    assert table["decision"].tolist() == [APPLIED] * 3
+    assert table["reason_kind"].tolist() == [CHEAPER] * 3
+    assert table["walltime_value"].tolist() == [1000.0, 100.0, 1000.0]
+    assert table["total_cost"] == pytest.approx([0.0, 0.5 * 150 / 550, 0.1 * 900 / 910])
+    assert table["scouts_cost"] == pytest.approx(
+        [0.5, 0.5 + 0.5 * 900 / 550, 0.5 + 0.1 * 900 / 910]
+    )
+    assert table["costliest_target"].tolist() == ["walltime"] * 3
+
+
+def test_outside_the_training_domain_keeps_the_scouts_whatever_the_cost():
+    table = decide([[0.0, 1.0], [0.0, 1.0]], in_domain=[True, False])
+    assert table["decision"].tolist() == [APPLIED, KEPT_SCOUTS]
+    assert table["reason_kind"].tolist() == [CHEAPER, OUTSIDE_DOMAIN]
+
+
+def test_the_reasons_say_the_cost_and_the_scouts_cost():
+    table = decide([[0.5, 0.5], [1.0, 0.0]], [True, False], 0.5)
+    targets = ["walltime", "iointensity"]
+    assert reason_of(table, 0, targets, 0.5) == (
+        "cheaper than scouts: expected cost 0.14 <= 1.32 job runs (scouts: first "
+        "jobs at the default plus 0.50 of delay): walltime 0.14"
+    )
+    assert reason_of(table, 1, targets, 0.5) == (
+        "outside training domain: unknown transformation and framework"
+    )
+    kept = {
+        "reason_kind": np.array([COSTS_MORE], dtype=object),
+        "total_cost": np.array([2.0]),
+        "scouts_cost": np.array([1.5]),
+        "walltime_cost": np.array([2.0]),
+        "iointensity_cost": np.array([0.0]),
     }
-    classes = {"ramcount": np.array([1, 2, 0]), "iointensity": np.array([0, 0, 1])}
-    domain = np.array([True, True, False])
-    many = policy.decide_many(classes, conf, domain)
-    assert [d.decision for d in many] == [APPLIED, KEPT_SCOUTS, KEPT_SCOUTS]
-    for i, got in enumerate(many):
-        one = policy.decide(
-            {t: classes[t][i] for t in classes},
-            {t: conf[t][i] for t in conf},
-            domain[i],
-        )
-        assert got == one
-    assert DecisionPolicy.from_dict(policy.to_dict()).confidence_threshold == 0.6
+    assert reason_of(kept, 0, targets, 0.5) == (
+        "scouts cost less: expected cost 2.00 > 1.50 job runs (scouts: first jobs "
+        "at the default plus 0.50 of delay): walltime 2.00"
+    )
+
+
+def test_the_request_caps_what_is_written():
+    table = decide([[0.0, 1.0]], request=np.array([400.0]))
+    assert table["walltime_value"].tolist() == [400.0]
+    assert table["walltime_from_request"].tolist() == [True]
+    assert table["walltime_confidence"].tolist() == [1.0]
 
 
 @pytest.mark.parametrize(
-    ("threshold", "classes", "conf", "domain", "match"),
+    ("distribution", "fallback", "domain", "match"),
     [
-        (1.5, {"a": [0]}, {"a": [0.5]}, None, "'confidence_threshold' field"),
-        (0.6, {"a": [0]}, {"b": [0.5]}, None, "same, non-empty set of targets"),
-        (0.6, {"a": [0, 1]}, {"a": [0.5]}, None, "one class and one confidence"),
-        (0.6, {"a": [0]}, {"a": [0.5]}, [True, False], "'in_domain' field"),
+        ({"walltime": np.ones((1, 2))}, {"cputime": [0]}, None, "same, non-empty"),
+        ({"cputime": np.ones((1, 2))}, {"cputime": [0]}, None, "Missing"),
+        (
+            {"walltime": np.ones((1, 2)), "iointensity": np.ones((2, 2))},
+            {"walltime": [0], "iointensity": [0, 0]},
+            None,
+            r"\(n, K\) array",
+        ),
+        ({"walltime": np.ones((1, 2))}, {"walltime": [0]}, [True, True], "in_domain"),
     ],
-    ids=["threshold-above-1", "target-mismatch", "length-mismatch", "domain-length"],
+    ids=["target-mismatch", "no-chooser", "length-mismatch", "domain-length"],
 )
-def test_policy_errors(threshold, classes, conf, domain, match):
+def test_policy_errors(distribution, fallback, domain, match):
     with pytest.raises(ValueError, match=match):
-        DecisionPolicy(threshold).decide_many(classes, conf, domain)
+        policy().decide_table(distribution, fallback, None, domain)
 
 
 @pytest.mark.parametrize(
@@ -108,36 +129,19 @@ def test_in_training_domain(transformation, framework, expected):
     )
 
 
-def test_table_route_gives_the_same_decisions_as_the_objects(seed):
-    rng = np.random.default_rng(seed)
-    n = 500
-    names = ["ramcount", "cputime", "walltime"]
-    conf = {t: rng.uniform(0.3, 1.0, n) for t in names}
-    conf["cputime"][:5] = np.nan  # a NaN confidence is never confident
-    classes = {t: rng.integers(0, 4, n) for t in names}
-    domain = rng.random(n) > 0.1
-    policy = DecisionPolicy(0.6)
-    many = policy.decide_many(classes, conf, domain)
-    table = policy.decide_table(classes, conf, domain)
-    assert table["decision"].tolist() == [d.decision for d in many]
-    kind_of = {
-        "confident:": CONFIDENT,
-        "low": LOW_CONFIDENCE,
-        "outside": OUTSIDE_DOMAIN,
-    }
-    expected_kind = [kind_of[d.reason.split(" ", 1)[0]] for d in many]
-    assert table["reason_kind"].tolist() == expected_kind
-    for i, d in enumerate(many):
-        if d.applied:  # the sentence names the weakest target and its confidence
-            weakest = table["weakest_target"][i]
-            assert d.reason.startswith(f"confident: lowest {weakest} ")
-            assert table["weakest_confidence"][i] == pytest.approx(
-                d.confidences[weakest]
-            )
-    assert set(table["weakest_target"][:5]) == {"cputime"}
-    assert {APPLIED, KEPT_SCOUTS} == set(table["decision"])
-
-
-def test_table_route_checks_its_input_like_the_objects():
-    with pytest.raises(ValueError, match="one class and one confidence"):
-        DecisionPolicy(0.6).decide_table({"a": [0, 1]}, {"a": [0.5]})
+def test_an_unfamiliar_task_with_requests_starts_at_once_with_them():
+    # Outside the domain the distribution says nothing; with a request for every
+    # priced target the task asks for it, as its scouts would, and skips them.
+    table = decide(
+        [[1.0, 0.0], [1.0, 0.0]],
+        in_domain=[False, False],
+        request=np.array([700.0, np.nan]),
+    )
+    assert table["decision"].tolist() == [APPLIED, KEPT_SCOUTS]
+    assert table["reason_kind"].tolist() == ["outside_domain_request", OUTSIDE_DOMAIN]
+    assert (
+        table["walltime_value"][0] == 700.0 and table["walltime_confidence"][0] == 1.0
+    )
+    assert reason_of(table, 0, ["walltime", "iointensity"], 0.5).startswith(
+        "outside training domain, starts at once with its requests"
+    )

@@ -19,10 +19,10 @@ def test_defaults_point_at_the_embedded_store(tmp_path, monkeypatch):
 
 def test_environment_beats_config_file_which_beats_defaults(tmp_path, monkeypatch):
     config = tmp_path / "pp.yaml"
-    config.write_text("confidence_threshold: 0.7\nhook_batch_size: 50\n")
+    config.write_text("delay_price: 0.7\nhook_batch_size: 50\n")
     monkeypatch.setenv("PANDA_PREDICTOR_HOOK_BATCH_SIZE", "75")
     settings = load_settings(config)
-    assert settings.confidence_threshold == 0.7
+    assert settings.delay_price == 0.7
     assert settings.hook_batch_size == 75
 
 
@@ -38,7 +38,13 @@ def test_empty_schema_means_none():
 @pytest.mark.parametrize(
     ("env", "value", "match"),
     [
-        pytest.param("CONFIDENCE_THRESHOLD", "2", "confidence_threshold", id="range"),
+        pytest.param("DELAY_PRICE", "-1", "delay_price", id="range"),
+        pytest.param(
+            "CONFIDENCE_THRESHOLD",
+            "0.5",
+            "confidence_threshold: was replaced by 'delay_price'",
+            id="replaced",
+        ),
         pytest.param("HOOK_BATCH_SIZE", "many", "hook_batch_size", id="type"),
         pytest.param("MODE", "panic", "mode", id="choice"),
     ],

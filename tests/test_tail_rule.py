@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import inspect
 import json
-import warnings
 
 import numpy as np
 import pytest
 
-from panda_predictor.core.scout_policy import DecisionPolicy
 from panda_predictor.core.tail_rule import (
     DEFAULT_FALLBACK_THRESHOLD,
     NotFittedError,
@@ -214,18 +212,6 @@ def test_coverage_accuracy_curve_by_hand():
 def test_coverage_curve_rejects_mismatched_input():
     with pytest.raises(ValueError, match="equal length"):
         coverage_accuracy_curve([0.5, 0.6], [True])
-
-
-def test_policy_and_curve_agree_on_what_is_decided(seed):
-    rng = np.random.default_rng(seed)
-    conf = {"ramcount": rng.uniform(size=50), "cputime": rng.uniform(size=50)}
-    classes = {t: np.zeros(50, int) for t in conf}
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        decided = [d.applied for d in DecisionPolicy(0.6).decide_many(classes, conf)]
-    lowest = np.minimum(conf["ramcount"], conf["cputime"])
-    curve = coverage_accuracy_curve(lowest, np.ones(50, bool), [0.6])
-    assert curve.coverage[0] == pytest.approx(np.mean(decided))
 
 
 def test_precision_floor_stops_the_rule_flooding_the_tail():

@@ -150,3 +150,29 @@ def test_report_of_one_kind_says_so(tmp_path, results):
     ).read_text()
     assert "One kind serves every target." in text
     assert "only kind trained (xgboost)" in text
+
+
+def test_report_shows_the_calibration_of_each_target(tmp_path, results, seed):
+    from panda_predictor.core.calibration import fit_calibrator
+    from pipelines.calibration import ServedParts
+
+    evaluations, tails, curves = results
+    rng = np.random.default_rng(seed)
+    calibration, calibrators = {}, {}
+    for target in TARGET_NAMES:
+        logits = rng.normal(0, 1.5, (400, 3))
+        truth = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+        y = (truth.cumsum(axis=1) < rng.random(400)[:, None]).sum(axis=1)
+        sharp = truth**3 / (truth**3).sum(axis=1, keepdims=True)
+        calibration[target] = ServedParts(sharp[:200], y[:200], sharp[200:], y[200:])
+        calibrators[target] = fit_calibrator(sharp[:200], y[:200], "temperature")
+    path = write_report(
+        tmp_path, evaluations, tails, curves,
+        calibration=calibration, calibrators=calibrators,
+    )  # fmt: skip
+    text = path.read_text()
+    assert "## Calibration of the served distribution" in text
+    for target in TARGET_NAMES:
+        png = path.parent / "img" / f"reliability_{target}.png"
+        assert png.read_bytes()[:8] == PNG_SIGNATURE
+        assert f"| {target} | test | temperature | 200 |" in text

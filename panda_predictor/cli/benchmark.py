@@ -34,16 +34,18 @@ def _half_life(value: str) -> float | str | None:
     "--log",
     "--swf",
     "swf_file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     default=None,
-    help="One job log to benchmark: SWF or condor_history -json (plain or gzip).",
+    help="One job log to benchmark: SWF, condor_history -json or a Nextflow trace "
+    "(plain or gzip), or a folder of one pipeline's Nextflow traces.",
 )
 @click.option(
     "--all",
     "all_dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Benchmark every *.swf / *.swf.gz file of a folder, one after another.",
+    help="Benchmark every job log of a folder, one after another: *.swf(.gz), "
+    "*.json(.gz), *.jsonl, Nextflow trace files and sub-folders of them.",
 )
 @click.option(
     "--test-fraction",
@@ -101,9 +103,9 @@ def _half_life(value: str) -> float | str | None:
 @click.option(
     "--n-estimators",
     type=click.IntRange(min=1),
-    default=150,
-    show_default=True,
-    help="Maximum boosting rounds of XGBoost (early stopping after 10 idle rounds).",
+    default=None,
+    help="Maximum boosting rounds of XGBoost; default: training.yaml's (early "
+    "stopping ends most fits sooner).",
 )
 @click.option(
     "--json",
@@ -132,7 +134,7 @@ def benchmark(
     max_jobs: int | None,
     max_train_rows: int,
     half_life: float | str | None,
-    n_estimators: int,
+    n_estimators: int | None,
     json_path: Path | None,
     out_dir: Path | None,
     no_mlflow: bool,
@@ -152,11 +154,12 @@ def benchmark(
       panda-predictor benchmark --log ../shared/data/traces/KTH-SP2-1996-2.1-cln.swf.gz
       panda-predictor benchmark --all ../shared/data/traces --json all.json
       panda-predictor benchmark --log history.json   # condor_history -json output
+      panda-predictor benchmark --log results/pipeline_info/   # Nextflow traces
       panda-predictor benchmark --log FILE --dev --cadence week   # no test part seen
     """
     import json
 
-    from panda_predictor.ingest import trace_name
+    from panda_predictor.ingest import job_logs_in, trace_name
     from pipelines.trace.walk_forward import WalkForwardConfig
     from pipelines.trace_benchmark import log_to_mlflow, run_benchmark, write_outputs
 
@@ -166,13 +169,11 @@ def benchmark(
         files = [swf_file]
     else:
         assert all_dir is not None
-        files = sorted(
-            p
-            for p in all_dir.iterdir()
-            if p.name.endswith((".swf", ".swf.gz", ".json", ".json.gz", ".jsonl"))
-        )
+        files = job_logs_in(all_dir)
     if not files:
-        raise click.ClickException(f"No *.swf or *.swf.gz file in {all_dir}.")
+        raise click.ClickException(
+            f"No job log (*.swf, *.json, Nextflow trace) in {all_dir}."
+        )
     config = WalkForwardConfig(
         test_fraction=test_fraction,
         max_train_rows=max_train_rows,
@@ -180,8 +181,8 @@ def benchmark(
         cadence=cadence,
         half_life_days=half_life,
         n_estimators=n_estimators,
-        confidence_threshold=settings.confidence_threshold,
         recall_target=settings.tail_recall_target,
+        delay_price=settings.delay_price,
     )
     base = out_dir or settings.home / "benchmarks"
     documents = []

@@ -214,8 +214,17 @@ def htcondor(
             from panda_predictor.taskdef import read_task_definitions
 
             data = _read_definition(task_file)
+            from panda_predictor.serving.decision import decide
+
             frame = read_task_definitions(data)
-            prediction = predictor_for(settings, bundle).predict(frame)[0]
+            # The one decision, routed through shadow mode and the rollout share as
+            # the hooks route it; a task file is predicted without history.
+            prediction = decide(
+                predictor_for(settings, bundle),
+                frame,
+                None,
+                rollout=(settings.mode, settings.rollout_share),
+            )[0]
             job = dict(_DEFAULT_JOB)
             # Passed as given: JobShape rejects what is not a count, in one line.
             job["core_count"] = data.get("coreCount", data.get("corecount")) or 1

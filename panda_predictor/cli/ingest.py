@@ -43,20 +43,23 @@ def _ingest(settings: Settings, file: Path, out: Path | None) -> None:
 
 
 @ingest.command("log")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(path_type=Path))
 @_OUT
 @click.pass_obj
 def log(settings: Settings, file: Path, out: Path | None) -> None:
-    """Read a job log (SWF or condor_history -json; gzip or plain) into task rows.
+    """Read a job log (SWF, condor_history -json, Nextflow trace) into task rows.
 
     Each job becomes one task in the schema the hook and the training pipeline
     read: JEDI_TASKS columns, the requester's values, the labels and the time
     they became known. A summary of what was read (and set aside) is printed.
+    FILE may be a folder of one pipeline's Nextflow traces (one history). Nothing
+    is written from a log that fails to read.
 
     \b
     Examples:
       panda-predictor ingest log ../shared/data/traces/LCG-2005-1.swf.gz
       condor_history -json > history.json && panda-predictor ingest log history.json
+      panda-predictor ingest log results/pipeline_info/execution_trace.txt
     """
     _ingest(settings, file, out)
 

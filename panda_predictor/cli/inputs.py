@@ -83,6 +83,7 @@ def predictor_for(
 
         return load_champion(settings, settings.predict_cache_seconds)
     from panda_predictor.serving.bundle import BundleError, load_bundle
+    from panda_predictor.serving.loader import served_cost
     from panda_predictor.serving.predictor import Predictor
 
     try:
@@ -92,7 +93,9 @@ def predictor_for(
             f"The --bundle folder {bundle_dir!r} must hold a consistent bundle. Got "
             f"one that does not load instead: {exc}"
         ) from exc
-    return Predictor(bundle, settings.model_name, version)
+    return Predictor(
+        bundle, settings.model_name, version, served_cost(bundle, settings.delay_price)
+    )
 
 
 def training_config_from(

@@ -4,13 +4,14 @@ prediction save?
 Each job asks for the amount its strategy says (memory in MB per core, or time). A
 job that gets less than it used fails: the failed attempt's core-hours are lost, the
 job is delayed by that attempt and retried the way PanDA retries it (memory: panda-
-server's steps and task-wide raise; time: one class up, above the top class double;
-see :mod:`panda_predictor.core.replay_panda`). A job PanDA can give no more memory
-is lost. A job that gets more than it used wastes the difference. With scouts, the
-first jobs of a task run with a default request and the rest of the task waits for
-them, then asks for the scouts' estimate; that wait is the time until the bulk of
-the task can start. A strategy may also re-estimate a task once some of its jobs
-finished (PanDA's second look, or "predict, then refine").
+server's steps and task-wide raise; time: one class up, above the top class double),
+until PanDA's maxAttempt, after which it is lost; see
+:mod:`panda_predictor.core.replay_panda`. A job that gets more than it used wastes
+the difference. With scouts, the first jobs of a task run with the request and the
+rest of the task waits for them, then asks for PanDA's measurement of the scouts
+(:func:`~panda_predictor.core.replay_panda.panda_measurement`); that wait is the
+time until the bulk of the task can start. PanDA re-measures every running task
+after 5 and after 100 finished jobs, scouted or not (``remeasure``).
 
 Pure numpy: the caller supplies per-job arrays (task code, used amount, run time,
 cores) and the strategy's requests.
@@ -25,21 +26,20 @@ import numpy as np
 
 from panda_predictor.core.replay_panda import (
     DEFAULT_N_SCOUTS,
-    DEFAULT_SCOUT_MARGIN,
     ReplayRules,
     next_class_up,
+    panda_measurement,
     replay_task,
-    task_groups,
 )
 
 __all__ = [
     "DEFAULT_N_SCOUTS",
-    "DEFAULT_SCOUT_MARGIN",
     "ReplayOutcome",
     "ReplayRules",
     "next_class_up",
+    "panda_measurement",
     "replay",
-    "scout_plan",
+    "scout_delay",
     "tasks_from_bursts",
 ]
 
@@ -49,9 +49,10 @@ class ReplayOutcome:
     """What one strategy cost over the replayed jobs.
 
     ``failed_job_rate`` counts jobs with at least one failed attempt,
-    ``lost_job_rate`` jobs that never finished (PanDA could give them no more
-    memory), ``retries_per_job`` the retried attempts per job. Lost hours are those
-    of failed attempts; wasted hours the unused part of the successful ones.
+    ``lost_job_rate`` jobs that never finished (every attempt up to PanDA's
+    maxAttempt failed), ``retries_per_job`` the retried attempts per job. Lost
+    hours are those of failed attempts; wasted hours the unused part of the
+    successful ones.
     """
 
     strategy: str
@@ -80,7 +81,7 @@ def _check(arrays: dict[str, Any]) -> dict[str, np.ndarray]:
             f"The replay arrays must be 1-D and of one length. Got {sizes} instead."
         )
     for name, array in out.items():
-        if name in ("requested", "cap"):
+        if name in ("requested", "cap", "retry_request"):
             continue
         if not np.all(np.isfinite(array) & (array >= 0)):
             raise ValueError(
@@ -89,6 +90,12 @@ def _check(arrays: dict[str, Any]) -> dict[str, np.ndarray]:
             )
     if not np.all(np.isfinite(out["requested"]) & (out["requested"] > 0)):
         raise ValueError("The 'requested' field must hold positive finite numbers.")
+    retry = out["retry_request"]
+    if not np.all(np.isfinite(retry) & (retry >= 0)):
+        raise ValueError(
+            "The 'retry_request' field must hold finite numbers >= 0 (0: none). "
+            f"Got {retry[~(np.isfinite(retry) & (retry >= 0))][:3]} instead."
+        )
     if not np.all(out["cap"] > 0):
         raise ValueError("The 'cap' field must hold positive numbers (inf: no cap).")
     return out
@@ -105,9 +112,10 @@ def replay(
     ladder: Any,
     bulk_delay_s: Any = None,
     *,
-    reestimate_after: Any = None,
-    reestimate_floor: Any = None,
+    scouts: Any = 0,
+    remeasure: Any = False,
     cap: Any = None,
+    retry_request: Any = None,
     rules: ReplayRules | None = None,
 ) -> ReplayOutcome:
     """Replay jobs that ask for ``requested`` of ``resource`` ("time" or "memory").
@@ -116,6 +124,7 @@ def replay(
     memory attempt is assumed to run its whole run time before being killed (an upper
     bound: logs do not say when memory ran out). Jobs of a task are replayed in the
     given row order (see :func:`~panda_predictor.core.replay_panda.replay_task`).
+    Per-task settings (``scouts``, ``remeasure``) are read from the task's first row.
 
     :param strategy: name reported with the result.
     :param resource: "time" (used/requested in s) or "memory" (MB per core).
@@ -123,16 +132,19 @@ def replay(
     :param used: (n,) what each job used.
     :param run_s: (n,) each job's run time in seconds.
     :param cores: (n,) cores per job.
-    :param requested: (n,) what the strategy asks for.
+    :param requested: (n,) what the strategy asks for (scouts: the scouts' request).
     :param ladder: ascending class values for time retries (and memory retries
         with ``rules.memory_retry="ladder"``).
     :param bulk_delay_s: (n,) per job, how long it waited for scouts (default 0).
-    :param reestimate_after: (n,) per job, finished jobs of its task before the task
-        is re-estimated (the task's first row counts; 0 or None: never).
-    :param reestimate_floor: (n,) a re-estimated request is at least this share of
-        the job's own request (default 0).
-    :param cap: (n,) re-estimated requests never exceed it (default: no cap).
-    :param rules: retry and re-estimate rules (default :class:`ReplayRules`).
+    :param scouts: (n,) or one number: scout jobs of the task (0: none); the jobs
+        after them ask for PanDA's measurement of the finished scouts.
+    :param remeasure: (n,) or one bool: PanDA re-measures the task after
+        ``rules.remeasure_after`` finished jobs (PanDA does, for every task).
+    :param cap: (n,) measured requests never exceed it (default: no cap).
+    :param retry_request: (n,) a strategy's own retry value: a retry asks for at
+        least it (default, or 0: PanDA's rule alone).
+    :param rules: retry, maxAttempt and re-measurement rules (default
+        :class:`ReplayRules`).
     """
     if resource not in ("time", "memory"):
         raise ValueError(
@@ -149,35 +161,39 @@ def replay(
             "cores": cores,
             "requested": requested,
             "bulk_delay_s": np.zeros(n) if bulk_delay_s is None else bulk_delay_s,
-            "reestimate_after": (
-                np.zeros(n) if reestimate_after is None else reestimate_after
-            ),
-            "reestimate_floor": (
-                np.zeros(n) if reestimate_floor is None else reestimate_floor
-            ),
+            "scouts": np.broadcast_to(np.asarray(scouts, dtype=float), (n,)),
+            "remeasure": np.broadcast_to(np.asarray(remeasure, dtype=float), (n,)),
             "cap": np.full(n, np.inf) if cap is None else cap,
+            "retry_request": np.zeros(n) if retry_request is None else retry_request,
         }
     )
-    if np.any(a["reestimate_after"] % 1):
+    if np.any(a["scouts"] % 1):
         raise ValueError(
-            "The 'reestimate_after' field must hold whole numbers of jobs. "
-            f"Got {a['reestimate_after'][a['reestimate_after'] % 1 > 0][:3]} instead."
+            "The 'scouts' field must hold whole numbers of jobs. "
+            f"Got {a['scouts'][a['scouts'] % 1 > 0][:3]} instead."
         )
     steps = np.sort(np.asarray(ladder, dtype=float))
+    code, order, starts, sizes = _task_index(np.asarray(task))
+    # Every figure below is a sum over jobs: work in task order, where each task's
+    # rows are one slice (a view, no copy).
+    a = {name: values[order] for name, values in a.items()}
+    code = code[order]
+    n_scouts = a["scouts"][starts].astype(int)
+    measure = a["remeasure"][starts] > 0
     final = a["requested"].copy()
     attempts = np.zeros(n, dtype=int)
     lost = np.zeros(n, dtype=bool)
     lost_s = np.zeros(n)
     lost_mb_s = np.zeros(n)
-    groups = task_groups(np.asarray(task))
-    # Only tasks where a job fails or a re-estimate changes requests need the
+    # Only tasks where a job fails or a measurement changes requests need the
     # job-by-job replay; the others keep their requests as they are.
-    code = np.unique(np.asarray(task), return_inverse=True)[1].reshape(-1)
-    needs = np.zeros(len(groups), dtype=bool)
-    np.logical_or.at(needs, code, (a["requested"] < a["used"]))
-    np.logical_or.at(needs, code, a["reestimate_after"] > 0)
-    for k in np.flatnonzero(needs):
-        rows = groups[k]
+    needs = np.zeros(sizes.size, dtype=bool)
+    np.logical_or.at(needs, code, a["requested"] < a["used"])
+    needs |= (n_scouts > 0) & (sizes > n_scouts)
+    if rules.remeasure_after:
+        needs |= measure & (sizes > rules.remeasure_after[0])
+    for k in np.flatnonzero(needs).tolist():
+        rows = slice(int(starts[k]), int(starts[k] + sizes[k]))
         out = replay_task(
             a["used"][rows],
             a["run_s"][rows],
@@ -185,9 +201,12 @@ def replay(
             resource,
             steps,
             rules,
-            reestimate_after=int(a["reestimate_after"][rows[0]]),
-            reestimate_floor=float(a["reestimate_floor"][rows[0]]),
+            n_scouts=int(n_scouts[k]),
+            remeasure=bool(measure[k]),
             cap=a["cap"][rows] if cap is not None else None,
+            retry_request=a["retry_request"][rows]
+            if retry_request is not None
+            else None,
         )
         final[rows] = out.final_request
         attempts[rows] = out.failed_attempts
@@ -201,17 +220,17 @@ def replay(
     else:
         wasted_core_h = 0.0
         wasted_gb_h = float(np.sum(spare * a["cores"] * a["run_s"]) / 1024 / 3600)
-    bulk = np.zeros(len(groups))
+    bulk = np.zeros(sizes.size)
     np.maximum.at(bulk, code, a["bulk_delay_s"])
     return ReplayOutcome(
         strategy=strategy,
         n_jobs=int(n),
-        n_tasks=len(groups),
+        n_tasks=int(sizes.size),
         failed_job_rate=float((attempts > 0).mean()) if n else 0.0,
         lost_core_hours=float(np.sum(lost_s * a["cores"]) / 3600.0),
         wasted_core_hours=wasted_core_h,
         wasted_gb_hours=wasted_gb_h,
-        mean_bulk_delay_hours=float(bulk.mean() / 3600.0) if groups else 0.0,
+        mean_bulk_delay_hours=float(bulk.mean() / 3600.0) if sizes.size else 0.0,
         mean_retry_delay_hours=float(lost_s.mean() / 3600.0) if n else 0.0,
         lost_job_rate=float(lost.mean()) if n else 0.0,
         lost_gb_hours=float(np.sum(lost_mb_s * a["cores"]) / 1024 / 3600),
@@ -219,35 +238,41 @@ def replay(
     )
 
 
-def scout_plan(
-    task: Any,
-    used: Any,
-    run_s: Any,
-    default: Any,
-    n_scouts: int = DEFAULT_N_SCOUTS,
-    margin: float = DEFAULT_SCOUT_MARGIN,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Return (requested, bulk_delay_s) of the scouts strategy, rows in job order.
+def _task_index(task: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Return (code per job, rows by task, first position and size of each task).
+
+    Tasks are numbered in sorted order and keep their rows' given order, as
+    :func:`~panda_predictor.core.replay_panda.task_groups` does.
+    """
+    code = np.unique(task, return_inverse=True)[1].reshape(-1)
+    order = np.argsort(code, kind="stable")
+    sizes = np.bincount(code) if code.size else np.zeros(0, dtype=np.int64)
+    starts = np.cumsum(sizes) - sizes
+    return code, order, starts, sizes
+
+
+def scout_delay(task: Any, run_s: Any, n_scouts: Any = DEFAULT_N_SCOUTS) -> np.ndarray:
+    """Return, per job, how long it waits for its task's scouts (rows in job order).
 
     In each task the first ``n_scouts`` jobs (all of them for a small task) are
-    scouts asking for ``default``; every later job asks for the scouts' largest use
-    times ``1 + margin`` and waits until the slowest scout finished (its run time,
-    plus the time lost if a scout had to be retried is ignored: a lower bound).
+    scouts and wait for nothing; every later job waits until the slowest scout
+    finished (its run time; time lost to a retried scout is ignored: a lower
+    bound). ``n_scouts`` is one number or, per job, its task's (first row counts).
     """
     task = np.asarray(task)
-    used = np.asarray(used, dtype=float)
     run_s = np.asarray(run_s, dtype=float)
-    requested = np.broadcast_to(np.asarray(default, dtype=float), used.shape).copy()
-    delay = np.zeros(used.size)
-    if n_scouts < 1:
-        raise ValueError(f"The 'n_scouts' field must be >= 1. Got {n_scouts!r}.")
-    for rows in task_groups(task):
-        if rows.size <= n_scouts:
-            continue
-        scouts, bulk = rows[:n_scouts], rows[n_scouts:]
-        requested[bulk] = max(float(used[scouts].max()) * (1.0 + margin), 1e-9)
-        delay[bulk] = float(run_s[scouts].max())
-    return requested, delay
+    counts = np.broadcast_to(np.asarray(n_scouts), task.shape)
+    if task.size and (np.any(counts < 1) or np.any(counts % 1)):
+        raise ValueError(
+            f"The 'n_scouts' field must hold integers >= 1. Got {n_scouts!r} instead."
+        )
+    code, order, starts, sizes = _task_index(task)
+    rank = np.empty(task.size, dtype=np.int64)
+    rank[order] = np.arange(task.size) - np.repeat(starts, sizes)
+    scout = rank < counts[order[starts]][code]
+    slowest = np.zeros(sizes.size)
+    np.maximum.at(slowest, code[scout], run_s[scout])
+    return np.where(scout, 0.0, slowest[code])
 
 
 def tasks_from_bursts(submit: Any, key: Any, gap_s: float = 3600.0) -> np.ndarray:

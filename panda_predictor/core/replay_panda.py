@@ -1,4 +1,4 @@
-"""PanDA's own reactions a replay must reproduce: memory retries and re-measurements.
+"""PanDA's own reactions a replay must reproduce: retries, maxAttempt, re-measurements.
 
 What a wrong request costs depends on what PanDA does next, so the replay follows
 panda-server's code (PanDAWMS/panda-server, read for these facts; the code here is
@@ -28,35 +28,45 @@ our own).
    files the first step strictly above the job's request (2000 -> 3000,
    2500 -> 3000, 6000 -> 8000), unless the task's ramCount is above that step.
 
-A job at 8000 MB per core or more gets nothing more: it fails the same way until its
-maxAttempt. The replay counts it *lost* after that attempt (PanDA would lose a few
-more attempts: a lower bound). ``increase_memory_xtimes`` (SPLITRULE ``RX/RY/RZ``)
-is another action, not replayed.
+A job PanDA gives no more memory is retried as it is and fails the same way.
+``increase_memory_xtimes`` (SPLITRULE ``RX/RY/RZ``) is another action, not replayed.
 
 **Time limits.** The retry module's ``increase_cputime`` action calls
 ``requestTaskParameterRecalculation``, which sets the task's ``walltimeUnit`` to NULL
-(at most once per 30 minutes) so that JEDI re-measures the task from its finished
-jobs. It does not step the failed job's limit, so the replay keeps a simple,
-documented rule for time: retry one class up, above the top class double.
+(at most once per 30 minutes) so that JEDI re-measures the task; it does not step
+the failed job's limit, so the replay keeps a simple, documented rule for time:
+retry one class up, above the top class double.
 
-**Re-measurement (the second look).** panda-docs ("Dynamic Optimization of Task
-Parameters", ``docs/source/advanced/scouts.rst``) says the optimisation runs twice:
-when half the scouts finished and when the first 100 jobs finished after the
-avalanche. In panda-server's ``db_proxy_mods/task_complex_module.py``,
-``prepareTasksToBeFinished_JEDI`` avalanches a scouting task once 5/10 of its scout
-jobs finished, and re-measures a *running* task whose ``walltimeUnit`` is NULL as
-soon as one of its jobs finished (checked every 10 minutes);
-``setScoutJobDataToTasks_JEDI``, run by JEDI's watchdog
-(``TypicalWatchDogBase.doActionToSetScoutJobData``, "set scout job data w/o
-scouts"), does the same for running tasks whose ``walltimeUnit`` is NULL once 5 of
-their jobs are done (``T_TASK.total_done_jobs >= 5``). The measurement
-(``task_utils_module.getScoutJobData_JEDI``) uses all the task's finished jobs (up to
-1000) and overwrites ramCount, cpuTime, walltime, ... So a task that skipped its
-scouts *is* looked at by PanDA after its first finished jobs, but only while its
-``walltimeUnit`` is NULL: panda-predictor's refiner writes ``walltime`` /
-``walltimeUnit`` when it predicts walltime, which turns that path off. The stored
-sources do not show where the 100-job look of a scouted task is triggered; the docs
-say it happens.
+**maxAttempt.** A job is lost once its input file has been tried ``maxAttempt``
+times. JEDI's ContentsFeeder (``pandajedi/jediorder/ContentsFeeder.py``) gives the
+master dataset's files the task parameter ``maxAttempt``, 1 when the split rule
+disables auto-retry, and **3 by default**. ATLAS's analysis refiner
+(``AtlasAnalTaskRefiner``) sets 10 for user tasks; ATLAS's production refiner
+(``AtlasProdTaskRefiner``) sets none, so a production task gets what its request
+carries, else 3. The replay's default is JEDI's 3 (:data:`DEFAULT_MAX_ATTEMPTS`).
+
+**Re-measurement.** PanDA re-measures *every* running task, scouted or not, after
+5 and again after 100 finished jobs: ``job_complex_module.propagateResultToJEDI``
+sets the task's ``walltimeUnit`` back to NULL at those counts, and JEDI's watchdog
+(``setScoutJobDataToTasks_JEDI``, "set scout job data w/o scouts") then recomputes
+ramCount, cpuTime, walltime, ... from the task's finished jobs with
+``task_utils_module.getScoutJobData_JEDI``, whatever a plugin wrote before, unless
+the unit ends in ``Fixed``. The scouts' own estimate is the same function over the
+finished scouts. :func:`panda_measurement` is that function for one resource:
+
+- memory (``ramCount``, ``MBPerCore``): per job ``ceil(use kB)``, the 75th percentile
+  (linear, as ``CoreUtils.percentile``), ``x 110 // 100``, ``/ 1024`` and ``int()``:
+  PanDA rounds *down*; a result below 0 becomes 1 (and the replay asks at least 1);
+- time: the trace's "walltime" is a job's run time in seconds, and what limits a
+  job's run time in PanDA is its ``maxWalltime``, which ``getJobMaxWalltime`` derives
+  from the task's ``cpuTime``: ``cpuTime x nEvents / coreCount / corePower /
+  cpuEfficiency + baseWalltime``. ``cpuTime`` is the 95th percentile of the jobs'
+  ``(run - baseWalltime) x corePower x coreCount x cpuEfficiency / nEvents``, x 1.5,
+  rounded up; for jobs alike in events and site that is ``ceil(95th percentile of
+  the run times x 1.5)`` seconds (baseWalltime 0: the trace has none). PanDA's task
+  ``walltime`` (``kSI2kseconds``, the maximum CPU time per MB of input x 1.5) does
+  not set a job's limit; ``ReplayRules(time_rule="walltime")`` replays it as
+  ``ceil(max x 1.5)`` all the same.
 
 Pure Python and numpy.
 """
@@ -64,10 +74,13 @@ Pure Python and numpy.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right, insort
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from panda_predictor.core.labels import DEFAULT_LABEL_PARAMS, LabelParams
 
 #: Memory steps of panda-server's ``increase_memory`` retries, MB per core.
 PANDA_RAM_STEPS_MB: tuple[float, ...] = (1000.0, 2000.0, 3000.0, 4000.0, 6000.0, 8000.0)
@@ -75,17 +88,14 @@ PANDA_RAM_STEPS_MB: tuple[float, ...] = (1000.0, 2000.0, 3000.0, 4000.0, 6000.0,
 TASK_RAISE_FRACTION = 0.3
 #: Scout jobs per task (PanDA sends about 10; trace "tasks" are smaller).
 DEFAULT_N_SCOUTS = 3
-#: Margin an estimate adds over the largest use (PanDA: 10 % on RAM).
-DEFAULT_SCOUT_MARGIN = 0.10
-#: Finished jobs after the avalanche before the second look. PanDA waits for 100
-#: after ~10 scouts; trace bursts are small, so the replay scales it down.
-DEFAULT_SECOND_LOOK_JOBS = 10
-#: Finished jobs of the task before "predict, then refine" resizes the rest.
-DEFAULT_REFINE_JOBS = 3
-#: "Predict, then refine" never asks for less than this share of the prediction.
-DEFAULT_REFINE_FLOOR = 0.5
+#: Finished jobs after which PanDA re-measures a running task.
+DEFAULT_REMEASURE_AFTER: tuple[int, ...] = (5, 100)
+#: Attempts of one job before it is lost: JEDI's default task maxAttempt.
+DEFAULT_MAX_ATTEMPTS = 3
 
 _MEMORY_RETRIES = ("panda", "ladder")
+_TIME_RULES = ("cputime", "walltime")
+_RESOURCES = ("time", "memory")
 
 
 @dataclass(frozen=True)
@@ -96,17 +106,14 @@ class ReplayRules:
         module doc) or "ladder" (one class up, above the top class double).
     :param memory_steps: PanDA's memory steps, MB per core, ascending.
     :param task_raise_fraction: share of raised files above which the task is raised.
-    :param fixed_unit: the task's unit is ``MBPerCoreFixed`` (no task-wide raise).
+    :param fixed_unit: the task's unit is ``MBPerCoreFixed``: no task-wide raise, and
+        PanDA never re-measures its memory.
     :param n_scouts: scout jobs per task.
-    :param margin: margin of every estimate over the largest use it saw.
-    :param second_look_jobs: finished jobs after the scouts before PanDA's second
-        look at a scouted task (0: none).
-    :param skipped_look_jobs: finished jobs before PanDA looks at a task that
-        skipped its scouts (0: none, the default, because our refiner writes
-        ``walltimeUnit``; with it NULL PanDA looks after 1, and its watchdog 5).
-    :param refine_jobs: finished jobs before "predict, then refine" resizes the rest.
-    :param refine_floor: the refined request is never below this share of the
-        prediction (a few light first jobs must not starve the rest).
+    :param remeasure_after: finished jobs of a task after which PanDA re-measures
+        it, ascending (empty: never).
+    :param max_attempts: attempts of one job before it is lost (PanDA's maxAttempt).
+    :param time_rule: which of PanDA's measurements sizes a time request: "cputime"
+        (95th percentile x 1.5, what sets a job's limit) or "walltime" (max x 1.5).
     """
 
     memory_retry: str = "panda"
@@ -114,18 +121,20 @@ class ReplayRules:
     task_raise_fraction: float = TASK_RAISE_FRACTION
     fixed_unit: bool = False
     n_scouts: int = DEFAULT_N_SCOUTS
-    margin: float = DEFAULT_SCOUT_MARGIN
-    second_look_jobs: int = DEFAULT_SECOND_LOOK_JOBS
-    skipped_look_jobs: int = 0
-    refine_jobs: int = DEFAULT_REFINE_JOBS
-    refine_floor: float = DEFAULT_REFINE_FLOOR
+    remeasure_after: tuple[int, ...] = DEFAULT_REMEASURE_AFTER
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    time_rule: str = "cputime"
 
     def __post_init__(self) -> None:
-        if self.memory_retry not in _MEMORY_RETRIES:
-            raise ValueError(
-                f"The 'memory_retry' field must be one of {_MEMORY_RETRIES}. "
-                f"Got {self.memory_retry!r} instead."
-            )
+        for name, allowed in (
+            ("memory_retry", _MEMORY_RETRIES),
+            ("time_rule", _TIME_RULES),
+        ):
+            if getattr(self, name) not in allowed:
+                raise ValueError(
+                    f"The '{name}' field must be one of {allowed}. "
+                    f"Got {getattr(self, name)!r} instead."
+                )
         steps = self.memory_steps
         if (
             not steps
@@ -137,20 +146,26 @@ class ReplayRules:
                 f"Got {steps!r} instead."
             )
         _check_range("task_raise_fraction", self.task_raise_fraction, 0.0, 1.0)
-        _check_range("refine_floor", self.refine_floor, 0.0, 1.0)
-        _check_range("margin", self.margin, 0.0, math.inf)
-        for name, low in (
-            ("n_scouts", 1),
-            ("second_look_jobs", 0),
-            ("skipped_look_jobs", 0),
-            ("refine_jobs", 1),
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        for name, low in (("n_scouts", 1), ("max_attempts", 1)):
+            if not _is_int(getattr(self, name), low):
                 raise ValueError(
                     f"The '{name}' field must be an integer >= {low}. "
-                    f"Got {value!r} instead."
+                    f"Got {getattr(self, name)!r} instead."
                 )
+        points = self.remeasure_after
+        if (
+            not isinstance(points, tuple)
+            or not all(_is_int(p, 1) for p in points)
+            or any(not b > a for a, b in zip(points, points[1:], strict=False))
+        ):
+            raise ValueError(
+                "The 'remeasure_after' field must be a tuple of ascending integers "
+                f">= 1. Got {points!r} instead."
+            )
+
+
+def _is_int(value: Any, low: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
 
 
 def _check_range(name: str, value: float, low: float, high: float) -> None:
@@ -158,6 +173,65 @@ def _check_range(name: str, value: float, low: float, high: float) -> None:
         raise ValueError(
             f"The '{name}' field must be in [{low}, {high}]. Got {value!r} instead."
         )
+
+
+def panda_measurement(
+    resource: str,
+    finished_uses: Any,
+    time_rule: str = "cputime",
+    params: LabelParams = DEFAULT_LABEL_PARAMS,
+) -> float:
+    """Return what PanDA writes for ``resource`` after measuring ``finished_uses``.
+
+    ``getScoutJobData_JEDI``'s formulas (module doc), for the scouts' estimate and
+    every re-measurement alike. Memory: ``int(p75(ceil(use x 1024 kB)) x 110 // 100
+    / 1024)`` MB per core, rounded down, at least 1. Time ("cputime", the default):
+    ``ceil(p95(run s) x 1.5)``, the job limit PanDA derives from cpuTime;
+    "walltime": ``ceil(max x 1.5)``.
+
+    :param resource: "memory" (uses in MB per core) or "time" (uses in seconds).
+    :param finished_uses: what each finished job used (at least one job).
+    :param time_rule: "cputime" or "walltime" (see :class:`ReplayRules`).
+    :param params: the quantiles and margins of the labels (JEDI's by default).
+    """
+    if resource not in _RESOURCES:
+        raise ValueError(
+            f"The 'resource' field must be 'time' or 'memory'. Got {resource!r} "
+            "instead."
+        )
+    if time_rule not in _TIME_RULES:
+        raise ValueError(
+            f"The 'time_rule' field must be one of {_TIME_RULES}. "
+            f"Got {time_rule!r} instead."
+        )
+    uses = np.asarray(finished_uses, dtype=float).reshape(-1)
+    if uses.size == 0 or not np.all(np.isfinite(uses)):
+        raise ValueError(
+            "The 'finished_uses' field must hold at least one finite number. "
+            f"Got {uses[:3]} instead."
+        )
+    if resource == "memory":
+        kb = _percentile(np.ceil(uses * 1024.0), params.ram_quantile)
+        # PanDA's integer margin (``(100 + 10) // 100``) and int(): rounds down.
+        percent = round(params.ram_margin * 100)
+        return float(max(int(kb * percent // 100 / 1024.0), 1))
+    if time_rule == "cputime":
+        seconds = _percentile(uses, params.cpu_quantile) * params.cpu_margin
+    else:
+        seconds = float(uses.max()) * params.walltime_margin
+    return float(max(math.ceil(seconds), 1))
+
+
+def _percentile(values: np.ndarray, q: float) -> float:
+    """Return the ``q`` quantile of ``values`` interpolated linearly, as
+    ``CoreUtils.percentile`` does (``numpy.quantile``'s default, without its cost).
+    """
+    ordered = np.sort(values)
+    k = (ordered.size - 1) * q
+    below, above = math.floor(k), math.ceil(k)
+    if below == above:
+        return float(ordered[below])
+    return float(ordered[below] * (above - k) + ordered[above] * (k - below))
 
 
 def next_class_up(request: np.ndarray, ladder: np.ndarray) -> np.ndarray:
@@ -173,6 +247,36 @@ def _step_above(value: float, steps: tuple[float, ...]) -> float | None:
         if value < step:
             return step
     return None
+
+
+def _memory_retry(
+    own: float,
+    job_request: float,
+    task_ram: float,
+    above: int,
+    largest: float,
+    n_files: int,
+    rules: ReplayRules,
+) -> tuple[float, float]:
+    """Return (the job's file ramCount, the task's ramCount) as PanDA raises them.
+
+    ``above`` files of ``n_files`` have a ramCount above ``task_ram``; ``largest``
+    is the largest file ramCount (0: none raised); ``own`` the failed job's.
+    """
+    steps = rules.memory_steps
+    top = steps[-1]
+    if not rules.fixed_unit and above / n_files > rules.task_raise_fraction:
+        minimum = largest - 1.0 if largest > job_request else job_request
+        if task_ram > minimum or task_ram >= top:
+            return own, task_ram
+        raised = _step_above(max(task_ram, minimum), steps)
+        return own, top if raised is None else raised
+    if job_request >= top:
+        return own, task_ram
+    step = _step_above(job_request, steps)
+    if step is None or task_ram > step:
+        return own, task_ram
+    return max(own, step), task_ram
 
 
 def panda_memory_retry(
@@ -195,22 +299,10 @@ def panda_memory_retry(
     :param file_ram: ramCount of each of the task's files (0: never raised).
     :param rules: steps, fraction and unit.
     """
-    steps = rules.memory_steps
-    top = steps[-1]
     above = sum(1 for value in file_ram if value > task_ram)
-    if not rules.fixed_unit and above / len(file_ram) > rules.task_raise_fraction:
-        largest = max(file_ram)
-        minimum = largest - 1.0 if largest > job_request else job_request
-        if task_ram > minimum or task_ram >= top:
-            return file_ram[job], task_ram
-        raised = _step_above(max(task_ram, minimum), steps)
-        return file_ram[job], top if raised is None else raised
-    if job_request >= top:
-        return file_ram[job], task_ram
-    step = _step_above(job_request, steps)
-    if step is None or task_ram > step:
-        return file_ram[job], task_ram
-    return max(file_ram[job], step), task_ram
+    return _memory_retry(
+        file_ram[job], job_request, task_ram, above, max(file_ram), len(file_ram), rules
+    )
 
 
 @dataclass
@@ -224,6 +316,32 @@ class TaskReplay:
     lost_mb_s: np.ndarray
 
 
+class _RaisedFiles:
+    """The ramCounts PanDA gave a task's files, sorted, for the 30 % count."""
+
+    def __init__(self, n_files: int) -> None:
+        self.n_files = n_files
+        self.sorted: list[float] = []
+        self.own: dict[int, float] = {}
+
+    def retry(
+        self, job: int, job_request: float, task_ram: float, rules: ReplayRules
+    ) -> tuple[float, float]:
+        """Apply PanDA's memory retry to ``job``; return its file and task ramCount."""
+        old = self.own.get(job, 0.0)
+        above = len(self.sorted) - bisect_right(self.sorted, task_ram)
+        largest = self.sorted[-1] if self.sorted else 0.0
+        own, task = _memory_retry(
+            old, job_request, task_ram, above, largest, self.n_files, rules
+        )
+        if own != old:
+            if old > 0:
+                self.sorted.pop(bisect_right(self.sorted, old) - 1)
+            insort(self.sorted, own)
+            self.own[job] = own
+        return own, task
+
+
 def replay_task(
     used: np.ndarray,
     run_s: np.ndarray,
@@ -231,64 +349,99 @@ def replay_task(
     resource: str,
     ladder: np.ndarray,
     rules: ReplayRules,
-    reestimate_after: int = 0,
-    reestimate_floor: float = 0.0,
+    *,
+    n_scouts: int = 0,
+    remeasure: bool = False,
     cap: np.ndarray | None = None,
+    retry_request: np.ndarray | None = None,
 ) -> TaskReplay:
-    """Replay one task's jobs one after another, with retries and one re-estimate.
+    """Replay one task's jobs one after another, with retries and re-measurements.
 
     A job's retries are settled before the next job starts, so whatever they taught
     PanDA (raised files, a raised task) reaches every later job: optimistic for
-    PanDA, where many jobs run at once. Once ``reestimate_after`` jobs finished
-    (0: never), every later job asks for the largest use seen so far times
-    ``1 + rules.margin``, at least ``reestimate_floor`` times its own request and at
-    most ``cap`` (PanDA's measurement overwrites the task's ramCount, so an earlier
-    task-wide raise is dropped).
+    PanDA, where many jobs run at once. A job is lost after ``rules.max_attempts``
+    failed attempts; a retry asks for what PanDA's rule gives, and at least the
+    job's ``retry_request`` when there is one.
+
+    With ``n_scouts`` > 0 the first ``n_scouts`` jobs are scouts asking for their
+    requests; once they are settled, every later job asks for
+    :func:`panda_measurement` of the finished scouts. With ``remeasure``, once
+    ``rules.remeasure_after`` jobs of the task finished (points reached while the
+    scouts run are covered by the scouts' measurement), every later job asks for
+    the measurement of all finished jobs. A measured request is at most ``cap``,
+    and overwrites the task's ramCount (an earlier task-wide raise is dropped). A
+    memory task with ``rules.fixed_unit`` is never measured.
+
+    One pass over the jobs in Python; the finished uses are only sorted at the
+    few measurements (PanDA's percentiles), so a task costs O(n) plus those sorts.
     """
     n = used.size
     panda_memory = resource == "memory" and rules.memory_retry == "panda"
-    base = requested.astype(float).tolist()
+    measured = not (resource == "memory" and rules.fixed_unit)
+    time_resource = resource == "time"
+    base = requested.tolist()
     use, run = used.tolist(), run_s.tolist()
-    out = TaskReplay(
-        requested.astype(float).copy(),
-        np.zeros(n, dtype=int),
-        np.zeros(n, dtype=bool),
-        np.zeros(n),
-        np.zeros(n),
-    )
-    file_ram = [0.0] * n
-    task_floor = 0.0
+    caps = cap.tolist() if cap is not None else None
+    retries = retry_request.tolist() if retry_request is not None else None
+    steps = ladder.tolist()
+    points = list(rules.remeasure_after) if remeasure and measured else []
+    scouts_end = n_scouts - 1 if 0 < n_scouts < n else -1
+    final = [0.0] * n
+    failed = [0] * n
+    lost = [False] * n
+    lost_s = [0.0] * n
+    lost_mb_s = [0.0] * n
+    files = _RaisedFiles(n)
     finished: list[float] = []
-    for i in range(n):
-        request = max(base[i], task_floor) if panda_memory else base[i]
-        while request < use[i]:
-            attempt = request if resource == "time" else run[i]
-            out.failed_attempts[i] += 1
-            out.lost_s[i] += attempt
-            if resource == "memory":
-                out.lost_mb_s[i] += request * attempt
-            if panda_memory:
-                file_ram[i], task_floor = panda_memory_retry(
-                    i, request, max(base[i], task_floor), file_ram, rules
-                )
-                retry = max(base[i], task_floor, file_ram[i])
-            else:
-                retry = float(next_class_up(np.array([request]), ladder)[0])
-            if retry <= request:
-                out.lost[i] = True
+    value: float | None = None  # PanDA's latest measurement, if any
+    floor = 0.0
+    for j in range(n):
+        own_request = base[j]
+        if value is not None:
+            own_request = value if caps is None else min(value, caps[j])
+        request = max(own_request, floor) if panda_memory else own_request
+        attempts = 0
+        while request < use[j]:
+            attempt_s = request if time_resource else run[j]
+            attempts += 1
+            lost_s[j] += attempt_s
+            if not time_resource:
+                lost_mb_s[j] += request * attempt_s
+            if attempts >= rules.max_attempts:
+                lost[j] = True
                 break
+            if panda_memory:
+                task_ram = max(own_request, floor)
+                own, raised = files.retry(j, request, task_ram, rules)
+                if raised > task_ram:
+                    floor = raised
+                retry = max(task_ram, floor, own)
+            else:
+                at = bisect_right(steps, request)
+                retry = steps[at] if at < len(steps) else request * 2.0
+            if retries is not None:
+                retry = max(retry, retries[j])
             request = retry
-        out.final_request[i] = request
-        if out.lost[i]:
-            continue
-        finished.append(use[i])
-        if reestimate_after and len(finished) == reestimate_after:
-            estimate = max(finished) * (1.0 + rules.margin)
-            for j in range(i + 1, n):
-                value = max(estimate, reestimate_floor * float(requested[j]))
-                base[j] = value if cap is None else min(value, float(cap[j]))
-            task_floor = 0.0
-    return out
+        failed[j] = attempts
+        final[j] = request
+        if not lost[j]:
+            finished.append(use[j])
+        if j == scouts_end:
+            if measured and finished:
+                value = panda_measurement(resource, finished, rules.time_rule)
+                floor = 0.0
+            points = [p for p in points if p > len(finished)]
+        elif j > scouts_end and points and len(finished) == points[0]:
+            value = panda_measurement(resource, finished, rules.time_rule)
+            floor = 0.0
+            points.pop(0)
+    return TaskReplay(
+        np.array(final),
+        np.array(failed, dtype=int),
+        np.array(lost, dtype=bool),
+        np.array(lost_s),
+        np.array(lost_mb_s),
+    )
 
 
 def task_groups(task: Any) -> list[np.ndarray]:

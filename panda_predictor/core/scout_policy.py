@@ -1,16 +1,15 @@
-"""The applied / kept_scouts policy: skip the scouts only when every target is sure.
+"""The applied / kept_scouts policy: skip the scouts where that costs less.
 
-:class:`DecisionPolicy` keeps the scouts when any target's confidence (see
-:func:`panda_predictor.core.tail_rule.confidence`) is below the threshold, or when
-the task lies outside what the models were trained on (both its transformation and
-its framework unseen). Two outputs of the same rule:
+:class:`CostPolicy` sizes every priced target by expected cost
+(:mod:`panda_predictor.core.cost_choice`) and keeps a task's scouts only where
+skipping them is expected to cost more than running them, or where the task lies
+outside what the models were trained on (both its transformation and its
+framework unseen). An uncertain target gets a safer value; it sends the task back
+to scouts only when the safer value's waste costs more than the scouts' delay.
 
-* :meth:`DecisionPolicy.decide_many`: one :class:`TaskDecision` per task, with a
-  sentence saying why (what the audit table, the hook and the HTTP service show);
-* :meth:`DecisionPolicy.decide_table`: whole columns (decision, reason kind, the
-  least confident target and its confidence), for bulk callers that score
-  hundreds of thousands of tasks and would spend most of their time building
-  sentences and objects.
+One rule, two outputs: :meth:`CostPolicy.decide_table` returns whole columns (the
+bulk form, what every caller runs), and :func:`reason_of` turns one row of it into
+the sentence the audit table, the hook and the HTTP service show.
 
 Pure numpy, like the rest of the core.
 """
@@ -18,20 +17,23 @@ Pure numpy, like the rest of the core.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from panda_predictor.core.reason_text import compared
+from panda_predictor.core.cost_choice import CostChooser, CostSettings
+from panda_predictor.core.reason_text import compared, number
 
 APPLIED = "applied"
 KEPT_SCOUTS = "kept_scouts"
 
-#: ``reason_kind`` values of :meth:`DecisionPolicy.decide_table`.
+#: ``reason_kind`` values of :meth:`CostPolicy.decide_table`.
 OUTSIDE_DOMAIN = "outside_domain"
-LOW_CONFIDENCE = "low_confidence"
-CONFIDENT = "confident"
+COSTS_MORE = "costs_more"
+CHEAPER = "cheaper"
+#: An unfamiliar task whose priced targets all have a request: it starts at once
+#: with them, the values its scouts would have asked for.
+OUTSIDE_DOMAIN_REQUEST = "outside_domain_request"
 
 
 #: Stands for "no transformation" in a bundle's known transformations: a log
@@ -57,86 +59,65 @@ def in_training_domain(
     )
 
 
-@dataclass(frozen=True)
-class TaskDecision:
-    """The policy's verdict for one task: ``applied`` or ``kept_scouts``, and why."""
+class CostPolicy:
+    """Write the cheapest value per target; skip the scouts where that pays.
 
-    decision: str
-    reason: str
-    classes: dict[str, int] = field(default_factory=dict)
-    confidences: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def applied(self) -> bool:
-        """Whether the prediction replaces the scouts."""
-        return self.decision == APPLIED
-
-
-@dataclass(frozen=True)
-class _Batch:
-    """Checked inputs of a batch decision."""
-
-    names: list[str]
-    conf: dict[str, np.ndarray]
-    cls: dict[str, np.ndarray]
-    in_domain: np.ndarray
-    threshold: float
-
-
-class DecisionPolicy:
-    """Apply a prediction only when every target is confident and the task is familiar.
-
-    :param confidence_threshold: a target whose confidence is below it keeps the scouts.
+    :param choosers: the expected-cost choice per target (targets without one, or
+        with an unpriced kind, write their fallback class and cost nothing).
+    :param settings: the prices; ``settings.delay_price`` is what the scouts'
+        delay costs per job, in job runs.
     """
 
-    def __init__(self, confidence_threshold: float = 0.6) -> None:
-        self.confidence_threshold = confidence_threshold
+    def __init__(self, choosers: Mapping[str, CostChooser], settings: CostSettings):
+        self.choosers = dict(choosers)
+        self.settings = settings
 
-    def _check(self) -> float:
-        t = self.confidence_threshold
-        if isinstance(t, bool) or not isinstance(t, int | float) or not 0.0 <= t <= 1.0:
-            raise ValueError(
-                "The 'confidence_threshold' field must be a number in [0, 1]. "
-                f"Got {t!r} instead."
-            )
-        return float(t)
-
-    def decide(
+    def decide_table(
         self,
-        classes: Mapping[str, int],
-        confidences: Mapping[str, float],
-        in_domain: bool = True,
-    ) -> TaskDecision:
-        """Decide for one task from its per-target classes and confidences."""
-        batch = self.decide_many(
-            {k: [v] for k, v in classes.items()},
-            {k: [v] for k, v in confidences.items()},
-            [in_domain],
-        )
-        return batch[0]
+        distribution: Mapping[str, Any],
+        fallback_class: Mapping[str, Any],
+        request: Mapping[str, Any] | None = None,
+        in_domain: Any = None,
+    ) -> dict[str, np.ndarray]:
+        """Decide for many tasks at once and return columns.
 
-    def _batch(
-        self,
-        classes: Mapping[str, Any],
-        confidences: Mapping[str, Any],
-        in_domain: Any,
-    ) -> _Batch:
-        """Validate a batch: same targets, one class and confidence per task."""
-        threshold = self._check()
-        if set(classes) != set(confidences) or not confidences:
+        :param distribution: target -> (n, K) calibrated class probabilities.
+        :param fallback_class: target -> (n,) the class an unpriced target writes.
+        :param request: target -> (n,) the task's request in the target's unit
+            (NaN: none); the written value never exceeds it.
+        :param in_domain: (n,) booleans; None means every task is in domain.
+
+        An unfamiliar task (outside the training domain) keeps its scouts, unless
+        every priced target has a request: then it starts at once with them
+        (OUTSIDE_DOMAIN_REQUEST), the values its scouts would have run with.
+
+        Returns ``decision``, ``reason_kind`` (OUTSIDE_DOMAIN,
+        OUTSIDE_DOMAIN_REQUEST, COSTS_MORE or CHEAPER), ``total_cost`` (job
+        runs), ``scouts_cost`` (what running the scouts is expected to cost:
+        their own first jobs at the default plus the bulk's delay,
+        ``delay_price``), ``costliest_target``, and per target
+        ``<t>_value``, ``<t>_cost``, ``<t>_confidence`` (the probability that the
+        value is enough) and ``<t>_from_request``.
+        """
+        names = list(distribution)
+        if not names or set(fallback_class) != set(names):
             raise ValueError(
-                "The 'classes' and 'confidences' fields must name the same, non-empty "
-                f"set of targets. Got {sorted(classes)} and {sorted(confidences)} "
-                "instead."
+                "The 'distribution' and 'fallback_class' fields must name the same, "
+                f"non-empty set of targets. Got {sorted(distribution)} and "
+                f"{sorted(fallback_class)} instead."
             )
-        names = list(confidences)
-        conf = {t: np.asarray(confidences[t], dtype=float).ravel() for t in names}
-        cls = {t: np.asarray(classes[t]).ravel().astype(int) for t in names}
-        n = conf[names[0]].size
-        if any(a.size != n for a in (*conf.values(), *cls.values())):
+        missing = [t for t in names if t not in self.choosers]
+        if missing:
             raise ValueError(
-                "Every target must have one class and one confidence per task. "
-                f"Got lengths {[a.size for a in conf.values()]} instead."
+                f"The policy must have a cost choice for every target. Missing "
+                f"{missing}; it has {sorted(self.choosers)}."
+            )
+        probs = {t: np.asarray(distribution[t], dtype=float) for t in names}
+        n = probs[names[0]].shape[0]
+        if any(p.ndim != 2 or p.shape[0] != n for p in probs.values()):
+            raise ValueError(
+                "Every target's distribution must be an (n, K) array for the same n. "
+                f"Got shapes {[p.shape for p in probs.values()]} instead."
             )
         dom = np.ones(n, bool) if in_domain is None else np.asarray(in_domain, bool)
         if dom.shape != (n,):
@@ -144,83 +125,88 @@ class DecisionPolicy:
                 f"The 'in_domain' field must have one flag per task ({n}). "
                 f"Got shape {dom.shape} instead."
             )
-        return _Batch(names, conf, cls, dom, threshold)
-
-    def decide_many(
-        self,
-        classes: Mapping[str, Any],
-        confidences: Mapping[str, Any],
-        in_domain: Any = None,
-    ) -> list[TaskDecision]:
-        """Decide for many tasks at once; each mapping holds one array per target.
-
-        :param classes: target name -> (n,) chosen classes.
-        :param confidences: target name -> (n,) confidences, see :func:`confidence`.
-        :param in_domain: (n,) booleans; None means every task is in domain.
-        """
-        b = self._batch(classes, confidences, in_domain)
-        names, threshold = b.names, b.threshold
-        out: list[TaskDecision] = []
-        for i in range(b.in_domain.size):
-            task_conf = {t: float(b.conf[t][i]) for t in names}
-            task_cls = {t: int(b.cls[t][i]) for t in names}
-            low = [t for t in names if not task_conf[t] >= threshold]
-            if not b.in_domain[i]:
-                decision = KEPT_SCOUTS
-                reason = "outside training domain: unknown transformation and framework"
-            elif low:
-                decision = KEPT_SCOUTS
-                reason = "low confidence: " + "; ".join(
-                    compared(t, task_conf[t], "<", threshold) for t in low
+        request = request or {}
+        out: dict[str, np.ndarray] = {}
+        costs = []
+        scouts = np.full(n, self.settings.delay_price)
+        requested = ~dom
+        for t in names:
+            sized = self.choosers[t].choose(probs[t], request.get(t), fallback_class[t])
+            if self.choosers[t].kind is not None:
+                req = request.get(t)
+                given = (
+                    np.zeros(n, bool)
+                    if req is None
+                    else np.isfinite(np.asarray(req, dtype=float))
+                    & (np.asarray(req, dtype=float) > 0)
                 )
-            else:
-                decision = APPLIED
-                weakest = min(names, key=task_conf.__getitem__)
-                reason = "confident: lowest " + compared(
-                    weakest, task_conf[weakest], ">=", threshold
+                requested &= given
+                # An unfamiliar task's distribution says nothing: it asks for its
+                # request, as its scouts would (never short: use <= request).
+                own = ~dom & given
+                sized.value = np.where(
+                    own, req if req is not None else 0.0, sized.value
                 )
-            out.append(TaskDecision(decision, reason, task_cls, task_conf))
-        return out
-
-    def decide_table(
-        self,
-        classes: Mapping[str, Any],
-        confidences: Mapping[str, Any],
-        in_domain: Any = None,
-    ) -> dict[str, np.ndarray]:
-        """Decide for many tasks at once and return columns instead of objects.
-
-        The same rule as :meth:`decide_many` (same inputs). Returns ``decision``
-        (APPLIED or KEPT_SCOUTS), ``reason_kind`` (OUTSIDE_DOMAIN, LOW_CONFIDENCE
-        or CONFIDENT), ``weakest_target`` (the least confident target; the first
-        in target order on a tie) and ``weakest_confidence``. A NaN confidence
-        counts as below the threshold, as in :meth:`decide_many`.
-        """
-        b = self._batch(classes, confidences, in_domain)
-        matrix = np.column_stack([b.conf[t] for t in b.names])
-        low = ~(matrix >= b.threshold)
-        weakest = np.argmin(np.where(np.isnan(matrix), -np.inf, matrix), axis=1)
+                sized.expected_cost = np.where(
+                    own, sized.scouts_cost, sized.expected_cost
+                )
+                sized.p_short = np.where(own, 0.0, sized.p_short)
+                sized.from_request = sized.from_request | own
+            out[f"{t}_value"] = sized.value
+            out[f"{t}_cost"] = sized.expected_cost
+            out[f"{t}_confidence"] = 1.0 - sized.p_short
+            out[f"{t}_from_request"] = sized.from_request
+            costs.append(sized.expected_cost)
+            scouts = scouts + sized.scouts_cost
+        matrix = np.column_stack(costs)
+        total = matrix.sum(axis=1)
+        cheaper = total <= scouts
         kind = np.where(
-            ~b.in_domain,
-            OUTSIDE_DOMAIN,
-            np.where(low.any(axis=1), LOW_CONFIDENCE, CONFIDENT),
+            ~dom,
+            np.where(requested, OUTSIDE_DOMAIN_REQUEST, OUTSIDE_DOMAIN),
+            np.where(cheaper, CHEAPER, COSTS_MORE),
         ).astype(object)
+        applied = (kind == CHEAPER) | (kind == OUTSIDE_DOMAIN_REQUEST)
         return {
-            "decision": np.where(kind == CONFIDENT, APPLIED, KEPT_SCOUTS).astype(
-                object
-            ),
+            "decision": np.where(applied, APPLIED, KEPT_SCOUTS).astype(object),
             "reason_kind": kind,
-            "weakest_target": np.asarray(b.names, dtype=object)[weakest],
-            "weakest_confidence": matrix[np.arange(matrix.shape[0]), weakest],
+            "total_cost": total,
+            "scouts_cost": scouts,
+            "costliest_target": np.asarray(names, dtype=object)[
+                np.argmax(matrix, axis=1)
+            ],
+            **out,
         }
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the policy's parameters as plain values."""
-        return {"confidence_threshold": self._check()}
+        """Return the policy's prices as plain values."""
+        return self.settings.to_dict()
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> DecisionPolicy:
-        """Rebuild a policy from :meth:`to_dict` output."""
-        policy = cls(confidence_threshold=float(data["confidence_threshold"]))
-        policy._check()
-        return policy
+
+def reason_of(
+    table: Mapping[str, Any], i: int, targets: Sequence[str], delay_price: float
+) -> str:
+    """Return the sentence for row ``i`` of :meth:`CostPolicy.decide_table`."""
+    kind = table["reason_kind"][i]
+    if kind == OUTSIDE_DOMAIN:
+        return "outside training domain: unknown transformation and framework"
+    if kind == OUTSIDE_DOMAIN_REQUEST:
+        return (
+            "outside training domain, starts at once with its requests (what its "
+            "scouts would ask for); PanDA measures it after 5 jobs"
+        )
+    total, scouts = float(table["total_cost"][i]), float(table["scouts_cost"][i])
+    parts = ", ".join(
+        f"{t} {number(float(table[f'{t}_cost'][i]), None)}"
+        for t in targets
+        if float(table[f"{t}_cost"][i]) > 0
+    )
+    op = "<=" if kind == CHEAPER else ">"
+    head = "cheaper than scouts" if kind == CHEAPER else "scouts cost less"
+    said = compared("expected cost", total, op, scouts)
+    tail = f": {parts}" if parts else ""
+    delay = number(delay_price, None)
+    return (
+        f"{head}: {said} job runs (scouts: first jobs at the default plus "
+        f"{delay} of delay){tail}"
+    )

@@ -51,6 +51,9 @@ TASK_COLUMNS: tuple[str, ...] = (
 REQUEST_COLUMNS: tuple[str, ...] = tuple(
     REQUEST_PREFIX + t for t in ("ramcount", "walltime", "cputime")
 )
+#: The columns of a task the hook reads: task fields and requests, never the
+#: labels (whose names are those of PanDA's preset columns).
+HOOK_COLUMNS: tuple[str, ...] = (*TASK_COLUMNS, *REQUEST_COLUMNS)
 #: Categorical features, in output order.
 CATEGORICAL_FEATURES: tuple[str, ...] = (
     "processingtype",

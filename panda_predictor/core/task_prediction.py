@@ -34,12 +34,15 @@ class TargetPrediction:
     lower, upper:
         Bin edges of the class in ``unit`` (``None`` for an open end).
     value:
-        The class's value in ``unit``, a float as fitted; it is rounded once, when
-        converted to PanDA's stored form (:mod:`panda_predictor.core.units`).
+        The value written, in ``unit``: the lowest expected cost given the
+        calibrated distribution (:mod:`panda_predictor.core.cost_choice`), so it
+        may lie above the class where the class is uncertain, or be the task's
+        request. A float; it is rounded once, when converted to PanDA's stored
+        form (:mod:`panda_predictor.core.units`).
     unit:
         PanDA's unit of the target (``MBPerCore``, ``HS06sPerEvent``, ...).
     confidence:
-        Probability of the chosen class, in [0, 1].
+        Probability that ``value`` is enough (calibrated), in [0, 1].
     probabilities:
         Probability of every class, in class order.
     choice:

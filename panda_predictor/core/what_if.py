@@ -13,7 +13,7 @@ module compares the two (pure frames, no database):
 - **failures avoided**: jobs that failed for lack of memory (time) under the scouts'
   values, in a task whose predicted class covered the measured need;
 - **scout hours saved**: the scout cost model of the replay
-  (:func:`panda_predictor.core.replay.scout_plan`): the bulk of a task waits until
+  (:func:`panda_predictor.core.replay.scout_delay`): the bulk of a task waits until
   its slowest scout finished; only a prediction that covered the measured memory
   and time saves it;
 - **waste**: memory the predicted ramCount would have reserved but the jobs did not

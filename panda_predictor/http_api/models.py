@@ -61,7 +61,7 @@ def models() -> ResponseReturnValue:
             "version": predictor.model_version,
             "source": service.source,
             "bins_version": bundle.bins.version,
-            "confidence_threshold": bundle.confidence_threshold,
+            "delay_price": predictor.policy.settings.delay_price,
             "targets": targets,
             "metrics": other,
         }

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from panda_predictor.core.rollout import route_all
 from panda_predictor.core.task_prediction import TaskPrediction
 from panda_predictor.http_api.explain import FeatureContribution, explain
 from panda_predictor.serving.combination import ServingHistory
+from panda_predictor.serving.decision import decide_records
 from panda_predictor.serving.predictor import Predictor
 
 #: The ``explanation`` of a target whose top features were not asked for.
@@ -26,8 +26,8 @@ def reason_kind(reason: str) -> str:
     """Return a short, bounded label for a decision reason (for metrics)."""
     text = reason.lower()
     for prefix, kind in (
-        ("confident", "confident"),
-        ("low confidence", "low_confidence"),
+        ("cheaper than scouts", "cheaper"),
+        ("scouts cost less", "costs_more"),
         ("outside training domain", "outside_domain"),
         ("legacy", "legacy"),
         ("shadow", "shadow"),
@@ -93,10 +93,10 @@ def predict_tasks(
 ) -> list[dict[str, Any]]:
     """Predict task records (TASK_COLUMNS maps) and return one plain dict per task.
 
-    Uses the predictor's fast records path. With ``explain_features`` each target
-    lists its top features (tree SHAP), computed on the same code matrix the
-    prediction used (built once); they cost more than the prediction itself, so
-    the HTTP service computes them only on request (``?explain=true``).
+    The one decision (:func:`panda_predictor.serving.decision.decide_records`).
+    With ``explain_features`` each target lists its top features (tree SHAP) on
+    the records' code matrix; they cost more than the prediction itself, so the
+    HTTP service computes them only on request (``?explain=true``).
     ``rollout`` is ``(mode, rollout_share)``: the decisions then go through
     :func:`panda_predictor.core.rollout.route` (``shadow``, ``held_back``) as the
     hooks' do; None answers the model's own decision.
@@ -104,16 +104,18 @@ def predict_tasks(
     if not explain_features:
         return [
             prediction_dict(p, None, dict.fromkeys(p.targets, NOT_REQUESTED))
-            for p in _routed(predictor.predict_records(records, history), rollout)
+            for p in decide_records(predictor, records, history, rollout=rollout)
         ]
     features = predictor.bundle.features
-    index = history.index if isinstance(history, ServingHistory) else history
+    index = history.index if isinstance(history, ServingHistory) else None
     M = features.transform_records(records, index)
-    predictions = _routed(
-        predictor.predict_records(records, history, matrix=M), rollout
-    )
+    predictions = decide_records(predictor, records, history, rollout=rollout)
+    # A task refused by the task checks has no targets: its row explains class 0
+    # and is not shown (prediction_dict lists the prediction's own targets).
     chosen = {
-        t: np.array([p.targets[t].class_index for p in predictions])
+        t: np.array(
+            [p.targets[t].class_index if t in p.targets else 0 for p in predictions]
+        )
         for t in predictor.bundle.models
     }
     methods, top = explain(predictor.bundle.models, M, features, chosen)
@@ -121,12 +123,3 @@ def predict_tasks(
         prediction_dict(p, row, methods)
         for p, row in zip(predictions, top, strict=True)
     ]
-
-
-def _routed(
-    predictions: list[TaskPrediction], rollout: tuple[str, float] | None
-) -> list[TaskPrediction]:
-    """Return the predictions with the rollout stage's decisions (None: as made)."""
-    if rollout is None:
-        return list(predictions)
-    return route_all(list(predictions), *rollout)

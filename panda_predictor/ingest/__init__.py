@@ -1,8 +1,9 @@
 """Readers that turn outside job logs into our job frame (adapters: read files).
 
 :func:`read_job_log` reads any log we support, telling the format by content:
-SWF text from the Parallel Workloads Archive, or HTCondor history as printed by
-``condor_history -json`` / ``-jsonl``; either plain or gzip. Each reader returns
+SWF text from the Parallel Workloads Archive, HTCondor history as printed by
+``condor_history -json`` / ``-jsonl``, or a Nextflow trace file (or a folder of
+them); each plain or gzip. Each reader returns
 the same job frame (:mod:`panda_predictor.ingest.frame`) and a report of what it
 saw (:class:`~panda_predictor.ingest.report.JobLogReport`).
 """
@@ -20,6 +21,12 @@ from panda_predictor.ingest.htcondor_history import (
     HtcondorReport,
     read_htcondor_history,
 )
+from panda_predictor.ingest.nextflow import (
+    NextflowReport,
+    is_nextflow_header,
+    read_nextflow_trace,
+    trace_files,
+)
 from panda_predictor.ingest.report import JobLogReport, available_targets
 from panda_predictor.ingest.swf import SwfReport, read_swf, trace_name
 
@@ -29,11 +36,14 @@ __all__ = [
     "HtcondorReport",
     "JobLogError",
     "JobLogReport",
+    "NextflowReport",
     "SwfReport",
     "available_targets",
     "job_log_format",
+    "job_logs_in",
     "read_htcondor_history",
     "read_job_log",
+    "read_nextflow_trace",
     "read_swf",
     "trace_name",
 ]
@@ -52,13 +62,21 @@ def _is_swf_line(line: str) -> bool:
 
 
 def job_log_format(path: str | Path) -> str:
-    """Return ``"swf"`` or ``"htcondor"`` for a job log, judged by its first bytes.
+    """Return ``"swf"``, ``"htcondor"`` or ``"nextflow"`` for a job log, by content.
 
     Suffixes lie (archives rename, sites pipe ``condor_history`` into any name), so
     the content decides: a JSON array or object is HTCondor history, a ``;``
-    header or a line starting with a number is SWF.
+    header or a line starting with a number is SWF, a header naming Nextflow trace
+    fields is a Nextflow trace. A folder is a Nextflow history (its trace files).
     """
     path = Path(path)
+    if path.is_dir():
+        if trace_files(path):
+            return "nextflow"
+        raise JobLogError(
+            "A job log folder must hold Nextflow trace files (*.txt, *.tsv, *.csv, "
+            f"plain or gzip, with a trace header). Got none in {str(path)!r} instead."
+        )
     if not path.is_file():
         raise FileNotFoundError(
             f"The job log file must exist. Got {str(path)!r} instead."
@@ -75,21 +93,48 @@ def job_log_format(path: str | Path) -> str:
         return "htcondor"
     if body and _is_swf_line(body.splitlines()[0].strip()):
         return "swf"
+    if body and is_nextflow_header(body.splitlines()[0]):
+        return "nextflow"
     found = f"text starting {body[:40]!r}" if body else "an empty file"
     raise JobLogError(
         "The job log must be SWF text or condor_history -json output (a JSON array "
-        f"or JSON lines), plain or gzip. Got {str(path)!r} with {found} instead."
+        "or JSON lines) or a Nextflow trace (a header naming its fields), plain or "
+        f"gzip. Got {str(path)!r} with {found} instead."
     )
 
 
+#: Suffixes of SWF and HTCondor logs that ``--all`` picks up by name.
+LOG_SUFFIXES = (".swf", ".swf.gz", ".json", ".json.gz", ".jsonl", ".jsonl.gz")
+
+
+def job_logs_in(folder: str | Path) -> list[Path]:
+    """Return the job logs of a folder, one history each, in name order.
+
+    SWF and HTCondor logs by suffix; Nextflow traces by header: each trace file
+    directly in ``folder`` is one history, and so is each sub-folder holding trace
+    files (one pipeline's runs).
+    """
+    folder = Path(folder)
+    out = []
+    for path in sorted(folder.iterdir()):
+        by_name = path.is_file() and path.name.endswith(LOG_SUFFIXES)
+        if by_name or (path.is_dir() and trace_files(path)):
+            out.append(path)
+    return sorted([*out, *trace_files(folder)])
+
+
 def read_job_log(path: str | Path, **kw: Any) -> tuple[pd.DataFrame, JobLogReport]:
-    """Read an SWF log or an HTCondor history into a job frame and its report.
+    """Read an SWF log, an HTCondor history or Nextflow traces into a job frame.
 
     :param path: the log, plain or gzip; the format is told by content
-        (:func:`job_log_format`).
+        (:func:`job_log_format`); a folder of Nextflow traces is one history.
     :param kw: passed to the format's reader (:func:`read_swf`,
-        :func:`read_htcondor_history`), e.g. ``assumed_wait_s``.
+        :func:`read_htcondor_history`, :func:`read_nextflow_trace`), e.g.
+        ``assumed_wait_s``.
     """
-    if job_log_format(path) == "htcondor":
+    kind = job_log_format(path)
+    if kind == "htcondor":
         return read_htcondor_history(path, **kw)
+    if kind == "nextflow":
+        return read_nextflow_trace(path, **kw)
     return read_swf(path, **kw)

@@ -52,7 +52,7 @@ TRACE_TARGETS: dict[str, tuple[str, str]] = {
     "walltime": ("run_s", "s"),
     "cputime": ("cpu_s", "s per processor"),
     "ramcount": ("used_memory_mb", "MB per processor"),
-    "iointensity": ("", "kBPerS"),
+    "iointensity": ("io_kbps", "kBPerS"),
 }
 #: A target needs at least this many recorded jobs to count as available.
 MIN_RECORDED = 50

@@ -105,7 +105,7 @@ class JobLogReport:
         self.n_wait_assumed = int(frame["wait_assumed"].sum())
         self.first_submit, self.last_submit = time_span(frame["submit_time"])
         self.available_targets = {
-            name: int(frame[col].notna().sum()) if col else 0
+            name: int(frame[col].notna().sum()) if col in frame.columns else 0
             for name, (col, _) in TRACE_TARGETS.items()
         }
 

@@ -292,6 +292,6 @@ def trace_name(path: str | Path) -> str:
     the HTCondor history of one site can be told apart only by their stem.
     """
     name = Path(path).name
-    for suffix in (".gz", ".swf", ".jsonl", ".json"):
+    for suffix in (".gz", ".swf", ".jsonl", ".json", ".txt", ".tsv", ".csv"):
         name = name.removesuffix(suffix)
     return name

@@ -20,9 +20,15 @@ task column        job-log field                why
 ``campaign``       partition                    where (which machine part) it ran
 ``corecount``      requested processors         cores asked for
 ``requested_*``    requested time / memory      the requester's own values
-labels             run time, CPU time, memory   ``walltime``, ``cputime``,
-                                                ``ramcount`` (trace units)
+labels             run time, CPU time, memory,  ``walltime``, ``cputime``,
+                   I/O rate                     ``ramcount``, ``iointensity``
+                                                (trace units)
+``taskname``       instance (Nextflow tag)      which instance of the step it is
+``*_at_least``     a failed attempt's use       a lower bound, never a label
 =================  ===========================  ==================================
+
+Columns a reader does not produce (``io_kbps``, ``instance``, the lower bounds)
+stay NULL or are left out, so SWF and HTCondor tasks are as before.
 """
 
 from __future__ import annotations
@@ -37,6 +43,13 @@ LABEL_COLUMNS: dict[str, str] = {
     "walltime": "run_s",
     "cputime": "cpu_s",
     "ramcount": "used_memory_mb",
+    "iointensity": "io_kbps",
+}
+#: Task column -> the job-frame column it copies, where the reader has it.
+EXTRA_COLUMNS: dict[str, str] = {
+    "taskname": "instance",
+    "walltime_at_least": "run_at_least_s",
+    "ramcount_at_least": "used_memory_at_least_mb",
 }
 
 
@@ -80,7 +93,12 @@ def jobs_to_tasks(jobs: pd.DataFrame) -> pd.DataFrame:
         }
     )
     for target, column in LABEL_COLUMNS.items():
-        out[target] = jobs[column].to_numpy(dtype=float)
-    out["iointensity"] = np.nan
+        if column in jobs.columns:
+            out[target] = jobs[column].to_numpy(dtype=float)
+        else:
+            out[target] = np.nan
+    for name, column in EXTRA_COLUMNS.items():
+        if column in jobs.columns:
+            out[name] = jobs[column].to_numpy()
     assert set(TASK_COLUMNS) <= set(out.columns)
     return out

@@ -238,7 +238,9 @@ class InProcessClient:
         except ValueError as exc:
             raise PredictionUnavailable(str(exc), "invalid_task") from exc
         predictor, history = self.current()
-        predictions = predictor.predict(tasks, history)
+        from panda_predictor.serving.decision import decide
+
+        predictions = decide(predictor, tasks, history)
         if len(predictions) != 1:
             raise PredictionUnavailable(
                 f"expected one prediction, got {len(predictions)}", "bad_response"

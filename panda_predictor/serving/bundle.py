@@ -6,7 +6,9 @@ A bundle is one folder, the unit the model registry versions::
                      bins version, training-domain lists, metrics
     features.json    the fitted FeaturePipeline
     bins.yaml        the class edges and values of every target
-    decisions.json   the tail rule per target and the confidence policy
+    decisions.json   the tail rule, the calibrator and the use spread per target,
+                     the expert combination and the prices of the cost policy
+                     (docs/decisions.md)
     models/<target>/ the classifier of each target (its own save format)
 
 Loading checks that the stored feature schema and bins version agree with the
@@ -23,9 +25,15 @@ from typing import Any
 import yaml
 
 from panda_predictor.core.bins import BinSet
+from panda_predictor.core.calibration import (
+    Calibrator,
+    IdentityCalibrator,
+    calibrator_from_dict,
+)
+from panda_predictor.core.cost_choice import CostChooser, CostSettings, UseTable
 from panda_predictor.core.experts import CombinationParams
 from panda_predictor.core.features import FeaturePipeline
-from panda_predictor.core.scout_policy import DecisionPolicy
+from panda_predictor.core.scout_policy import CostPolicy
 from panda_predictor.core.tail_rule import TailDecisionRule
 from panda_predictor.models import ResourceClassifier, load_classifier
 
@@ -50,8 +58,8 @@ class Bundle:
         Fitted classifier per target.
     tail_rules:
         Tuned decision rule per target (recall of the largest classes).
-    confidence_threshold:
-        Below it, a target's prediction keeps the scouts.
+    cost:
+        The prices of the cost policy (the delay price chosen by training).
     known_transformations, known_frameworks:
         The training domain: a task with neither seen keeps its scouts.
     metrics:
@@ -62,28 +70,55 @@ class Bundle:
     record_start:
         Tasks created from then on were not fitted on: the model's track record
         for the combination starts there (ISO time; None: no record).
+    use_tables:
+        How the use of each target is spread inside its classes (training
+        values); a target without one is spread evenly over its class ranges.
+    calibrators:
+        Per target, the map from the served distribution (the combination's
+        output) to calibrated probabilities, fitted on the validation part; a
+        target without one (an older bundle) is served uncalibrated.
     """
 
     features: FeaturePipeline
     bins: BinSet
     models: dict[str, ResourceClassifier]
     tail_rules: dict[str, TailDecisionRule]
-    confidence_threshold: float
+    cost: CostSettings
     known_transformations: list[str]
     known_frameworks: list[str]
     metrics: dict[str, float] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     combination: CombinationParams | None = None
     record_start: str | None = None
+    use_tables: dict[str, UseTable] = field(default_factory=dict)
+    calibrators: dict[str, Calibrator] = field(default_factory=dict)
 
     @property
     def targets(self) -> list[str]:
         """Return the target names this bundle predicts."""
         return list(self.models)
 
-    def policy(self) -> DecisionPolicy:
-        """Return the confidence policy of this bundle."""
-        return DecisionPolicy(confidence_threshold=self.confidence_threshold)
+    def policy(self, cost: CostSettings | None = None) -> CostPolicy:
+        """Return the cost policy of this bundle (``cost`` overrides its prices)."""
+        settings = self.cost if cost is None else cost
+        choosers = {
+            t: CostChooser(
+                t,
+                self.use_tables.get(t) or UseTable.from_bins(self.bins[t]),
+                self.bins[t].values,
+                settings,
+            )
+            for t in self.models
+        }
+        return CostPolicy(choosers, settings)
+
+    def calibrator(self, target: str) -> Calibrator:
+        """Return ``target``'s calibrator (the identity where none was fitted)."""
+        found = self.calibrators.get(target)
+        if found is None:
+            found = IdentityCalibrator(self.bins[target].n_classes)
+            self.calibrators[target] = found
+        return found
 
 
 def save_bundle(bundle: Bundle, directory: Path | str) -> Path:
@@ -99,12 +134,14 @@ def save_bundle(bundle: Bundle, directory: Path | str) -> Path:
         yaml.safe_dump(bundle.bins.to_dict(), sort_keys=False)
     )
     decisions = {
-        "confidence_threshold": bundle.confidence_threshold,
+        "cost": bundle.cost.to_dict(),
+        "use_tables": {t: table.to_dict() for t, table in bundle.use_tables.items()},
         "tail_rules": {t: rule.to_dict() for t, rule in bundle.tail_rules.items()},
         "combination": (
             bundle.combination.to_dict() if bundle.combination is not None else None
         ),
         "record_start": bundle.record_start,
+        "calibrators": {t: c.to_dict() for t, c in bundle.calibrators.items()},
     }
     (root / "decisions.json").write_text(json.dumps(decisions, indent=1))
     for target, model in bundle.models.items():
@@ -164,6 +201,17 @@ def load_bundle(directory: Path | str) -> Bundle:
                 f"The {target} model must have {bins[target].n_classes} classes like "
                 f"bins version {bins.version!r}. Got {model.n_classes} instead."
             )
+    calibrators = {
+        t: calibrator_from_dict(d)
+        for t, d in (decisions.get("calibrators") or {}).items()
+    }
+    for target, calibrator in calibrators.items():
+        if calibrator.n_classes_ != bins[target].n_classes:
+            raise BundleError(
+                f"The {target} calibrator must have {bins[target].n_classes} classes "
+                f"like bins version {bins.version!r}. Got {calibrator.n_classes_} "
+                "instead."
+            )
     return Bundle(
         features=features,
         bins=bins,
@@ -171,7 +219,8 @@ def load_bundle(directory: Path | str) -> Bundle:
         tail_rules={
             t: TailDecisionRule.from_dict(d) for t, d in decisions["tail_rules"].items()
         },
-        confidence_threshold=float(decisions["confidence_threshold"]),
+        # A bundle from before the cost policy keeps the default prices.
+        cost=CostSettings.from_dict(decisions.get("cost") or {}),
         known_transformations=list(manifest["known_transformations"]),
         known_frameworks=list(manifest["known_frameworks"]),
         metrics=dict(manifest.get("metrics", {})),
@@ -182,4 +231,9 @@ def load_bundle(directory: Path | str) -> Bundle:
             else None
         ),
         record_start=decisions.get("record_start"),
+        use_tables={
+            t: UseTable.from_dict(d)
+            for t, d in (decisions.get("use_tables") or {}).items()
+        },
+        calibrators=calibrators,
     )

@@ -136,32 +136,82 @@ def combine(
 
 
 class ServingHistory:
-    """A labelled history indexed as of one time, for low-latency serving.
+    """The one history type every prediction takes: a labelled history frame.
 
-    Holds the history-feature index and, per bundle, the experts' records as of
-    ``as_of`` (built on first use by :meth:`snapshots`, since a new champion
-    has its own track record).
+    Two ways to read it, with the same answer for a task created at ``as_of``:
+
+    * ``as_of=None``: every task is judged as of its own creation (history
+      features and expert records from labels known before it): the hook's
+      backlog and the benchmark's periods;
+    * ``as_of`` a time: the frame is indexed once as of then, so that one task
+      costs dict lookups (the HTTP service and the JEDI refiner's client).
+
+    The index, the experts' records (per bundle: a new champion has its own track
+    record) and the snapshots as of ``as_of`` are built on first use.
     """
 
-    def __init__(self, frame: pd.DataFrame, as_of: object) -> None:
+    def __init__(self, frame: pd.DataFrame, as_of: object = None) -> None:
+        if not isinstance(frame, pd.DataFrame):
+            raise TypeError(
+                "The 'frame' of a ServingHistory must be a labelled history "
+                f"DataFrame. Got {type(frame).__name__} instead."
+            )
         self.frame = frame
-        self.as_of = pd.Timestamp(as_of)
-        self.index = RecentHistoryIndex.from_frame(frame, as_of=self.as_of)
+        self.as_of = None if as_of is None else pd.Timestamp(as_of)
+        self._index: RecentHistoryIndex | None = None
+        self._records: dict[int, dict[str, TrackRecord]] = {}
         self._snapshots: dict[int, dict[str, ExpertSnapshot]] = {}
+
+    @property
+    def index(self) -> RecentHistoryIndex:
+        """Return the history-feature index as of ``as_of`` (built once)."""
+        if self.as_of is None:
+            raise ValueError(
+                "A ServingHistory without 'as_of' judges each task as of its own "
+                "creation and has no index as of one time."
+            )
+        if self._index is None:
+            self._index = RecentHistoryIndex.from_frame(self.frame, as_of=self.as_of)
+        return self._index
+
+    def records(self, bundle: Bundle) -> dict[str, TrackRecord]:
+        """Return each target's track record of ``bundle`` over the frame (once)."""
+        key = id(bundle)
+        if key not in self._records:
+            self._records = {key: track_records(bundle, self.frame)}
+        return self._records[key]
 
     def snapshots(self, bundle: Bundle) -> dict[str, ExpertSnapshot]:
         """Return each target's expert records of ``bundle`` as of ``as_of``."""
         key = id(bundle)
         if key not in self._snapshots:
             params = bundle.combination
-            assert params is not None
+            assert params is not None and self.as_of is not None
             self._snapshots = {
                 key: {
                     target: snapshot(record, params, self.as_of)
-                    for target, record in track_records(bundle, self.frame).items()
+                    for target, record in self.records(bundle).items()
                 }
             }
         return self._snapshots[key]
+
+
+def as_history(history: object) -> ServingHistory | None:
+    """Return ``history`` as the one history type (a frame is judged per task).
+
+    A bare :class:`~panda_predictor.core.history.RecentHistoryIndex` is refused:
+    it has no labels, so the expert combination could not run on it, and whether
+    it runs must not depend on what a caller happened to pass.
+    """
+    if history is None or isinstance(history, ServingHistory):
+        return history
+    if isinstance(history, pd.DataFrame):
+        return ServingHistory(history)
+    raise TypeError(
+        "The 'history' field must be a labelled history frame, a ServingHistory "
+        f"or None. Got {type(history).__name__} instead (an index alone has no "
+        "labels for the expert combination: wrap its frame in ServingHistory)."
+    )
 
 
 def combine_served(

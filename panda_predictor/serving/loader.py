@@ -7,19 +7,21 @@ per version, so a hook pass or an HTTP request does not reload models.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 
 from model_registry.cache import load_champion_bundle_dir, recently_confirmed
 from model_registry.registry import NoChampionError
-from panda_predictor.serving.bundle import load_bundle
+from panda_predictor.core.cost_choice import CostSettings
+from panda_predictor.serving.bundle import Bundle, load_bundle
 from panda_predictor.serving.predictor import Predictor
 from panda_predictor.settings import Settings
 
 log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
-_loaded: dict[tuple[str, str, int], Predictor] = {}
+_loaded: dict[tuple[str, str, int, float | None], Predictor] = {}
 
 
 def load_champion(settings: Settings, trust_cache_seconds: float = 0.0) -> Predictor:
@@ -38,7 +40,12 @@ def load_champion_with_source(
     champion = recently_confirmed(
         settings, trust_cache_seconds
     ) or load_champion_bundle_dir(settings)
-    key = (settings.tracking_uri(), settings.model_name, champion.version)
+    key = (
+        settings.tracking_uri(),
+        settings.model_name,
+        champion.version,
+        settings.delay_price,
+    )
     with _lock:
         predictor = _loaded.get(key)
         if predictor is None:
@@ -49,12 +56,24 @@ def load_champion_with_source(
                 champion.path,
                 champion.source,
             )
+            bundle = load_bundle(champion.path)
             predictor = Predictor(
-                load_bundle(champion.path), settings.model_name, str(champion.version)
+                bundle,
+                settings.model_name,
+                str(champion.version),
+                served_cost(bundle, settings.delay_price),
             )
             _loaded.clear()
             _loaded[key] = predictor
     return predictor, champion.source
+
+
+def served_cost(bundle: Bundle, delay_price: float | None) -> CostSettings:
+    """Return the prices to serve: the bundle's, with the ``delay_price`` setting
+    in place of its chosen price where the operator set one."""
+    if delay_price is None:
+        return bundle.cost
+    return dataclasses.replace(bundle.cost, delay_price=float(delay_price))
 
 
 def try_load_champion(settings: Settings) -> Predictor | None:

@@ -1,8 +1,11 @@
 """Turn task rows into :class:`TaskPrediction` records with a loaded bundle.
 
-The same code serves the database hook, the HTTP service, the JEDI refiner plugin and
-``panda-predictor predict``: features -> per-target probabilities (the models' fast
-paths) -> tail decision rule -> confidence -> the applied / kept_scouts policy.
+The same code serves the database hook, the HTTP service, the JEDI refiner plugin,
+``panda-predictor predict`` and the benchmark: features -> per-target probabilities
+(the models' fast paths) -> tail decision rule and expert combination -> the
+served distribution -> the value of lowest expected cost per target and the
+applied / kept_scouts decision (:class:`~panda_predictor.core.scout_policy.CostPolicy`,
+one columnar rule, :meth:`Predictor.decide`, that every route ends in).
 
 Three routes give the same predictions: the DataFrame route (vectorised pandas, best
 for large batches), :meth:`Predictor.predict_table` (the same, returned as columns
@@ -19,13 +22,15 @@ import gc
 import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
 
+from panda_predictor.core.calibration import served_mixture
+from panda_predictor.core.cost_choice import CostSettings
 from panda_predictor.core.experts import EXPERTS
 from panda_predictor.core.features import TASK_COLUMNS
 from panda_predictor.core.history import (
@@ -39,24 +44,29 @@ from panda_predictor.core.history import (
 )
 from panda_predictor.core.scout_policy import (
     NO_TRANSFORMATION,
-    TaskDecision,
     in_training_domain,
+    reason_of,
 )
 from panda_predictor.core.tail_rule import confidence
-from panda_predictor.core.task_features import REQUEST_COLUMNS
+from panda_predictor.core.task_features import REQUEST_COLUMNS, REQUEST_PREFIX
 from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
-from panda_predictor.core.units import from_panda
 from panda_predictor.serving.bundle import Bundle
 from panda_predictor.serving.combination import (
     ServingHistory,
+    as_history,
     combine,
     combine_served,
-    track_records,
 )
 
+#: Decimals the models' probabilities are rounded to before calibration.
+PROBA_DECIMALS = 5
 #: Frames up to this many rows take the records route in :meth:`Predictor.predict`;
 #: beyond it vectorised pandas is faster per task.
 FAST_PATH_MAX_ROWS = 32
+
+#: What every prediction takes as history: a labelled history frame (judged per
+#: task as of its creation), a :class:`ServingHistory`, or None (no history).
+History: TypeAlias = ServingHistory | pd.DataFrame | None
 
 #: Code matrix -> probabilities per target.
 MatrixFn = Callable[[np.ndarray], dict[str, np.ndarray]]
@@ -87,18 +97,25 @@ def _no_cyclic_gc() -> Iterator[None]:
 class Classified:
     """What :meth:`Predictor.classified` computed for a batch of tasks.
 
-    ``features`` the model inputs; per target ``proba``, ``model_chosen`` (the
-    model with its tail rule), ``chosen`` and ``confidence`` (after the expert
-    combination, when the bundle has one) and ``followed`` (index into
-    :data:`~panda_predictor.core.experts.EXPERTS`; empty without combination).
+    ``features`` the model inputs (None on the records route unless the
+    combination needed them); per target ``proba``, ``model_chosen`` (the
+    model with its tail rule), ``chosen`` (after the expert combination, when the
+    bundle has one), ``followed`` (index into
+    :data:`~panda_predictor.core.experts.EXPERTS`) and ``record_accuracy`` (the
+    followed expert's recent weighted accuracy; both empty without combination),
+    ``distribution`` (the calibrated served distribution, n x K, see
+    :meth:`Predictor.distribution_of`) and ``confidence`` (P(true class <=
+    chosen) under it).
     """
 
-    features: pd.DataFrame
+    features: pd.DataFrame | None
     proba: dict[str, np.ndarray]
     model_chosen: dict[str, np.ndarray]
     chosen: dict[str, np.ndarray]
     confidence: dict[str, np.ndarray]
     followed: dict[str, np.ndarray]
+    record_accuracy: dict[str, np.ndarray] = field(default_factory=dict)
+    distribution: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _bound(value: float) -> float | None:
@@ -114,16 +131,26 @@ class Predictor:
         The loaded bundle.
     model_name, model_version:
         Registry identity, written into every prediction and audit row.
+    cost:
+        Prices of the cost policy; default: the ones the bundle was trained with
+        (the ``delay_price`` setting overrides them, see :func:`cost_settings`).
     """
 
-    def __init__(self, bundle: Bundle, model_name: str, model_version: str) -> None:
+    def __init__(
+        self,
+        bundle: Bundle,
+        model_name: str,
+        model_version: str,
+        cost: CostSettings | None = None,
+    ) -> None:
         self.bundle = bundle
+        self.policy = bundle.policy(cost)
         self.model_name = model_name
         self.model_version = str(model_version)
         self._known_transformations = set(bundle.known_transformations)
         self._known_frameworks = set(bundle.known_frameworks)
         self._class_cache: dict[str, list[Any]] = {}
-        self._record_cache: tuple[pd.DataFrame, Any] | None = None
+        self._record_cache: tuple[pd.DataFrame, ServingHistory] | None = None
         self._matrix_fn: MatrixFn | None = self._build_matrix_fn()
 
     def features(
@@ -154,108 +181,161 @@ class Predictor:
         return known_path.to_numpy(bool) | known_framework.to_numpy(bool)
 
     def classify(
-        self,
-        tasks: pd.DataFrame,
-        history: RecentHistoryIndex | pd.DataFrame | ServingHistory | None = None,
+        self, tasks: pd.DataFrame, history: History = None
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
         """Return per target the probabilities, chosen classes and confidences.
 
-        With a labelled history (a frame or a :class:`ServingHistory`) and a
-        bundle that combines experts, the chosen class is the followed expert's
-        and the confidence is that expert's recent weighted accuracy for the
-        task's key (see :meth:`classified`).
+        With a history and a bundle that combines experts, the chosen class is the
+        followed expert's and the confidence is that expert's recent weighted
+        accuracy for the task's key (see :meth:`classified`).
         """
         parts = self.classified(tasks, history)
         return parts.proba, parts.chosen, parts.confidence
 
-    def classified(
-        self,
-        tasks: pd.DataFrame,
-        history: RecentHistoryIndex | pd.DataFrame | ServingHistory | None = None,
-    ) -> Classified:
+    def history(self, history: History) -> ServingHistory | None:
+        """Return ``history`` as a :class:`ServingHistory` (see :func:`as_history`).
+
+        The last frame wrapped is kept, so that the batches of one hook pass
+        rebuild the model's track record once.
+        """
+        if isinstance(history, pd.DataFrame):
+            cached = self._record_cache
+            if cached is None or cached[0] is not history:
+                cached = (history, ServingHistory(history))
+                self._record_cache = cached
+            return cached[1]
+        return as_history(history)
+
+    def classified(self, tasks: pd.DataFrame, history: History = None) -> Classified:
         """Return :meth:`classify`'s answer with its parts (features, the model's
-        own class, the followed expert), for callers that score the parts."""
-        served = history if isinstance(history, ServingHistory) else None
-        X = self.features(tasks, served.index if served is not None else history)
+        own class, the followed expert), for callers that score the parts.
+
+        The combination runs whenever there is a history and the bundle has one;
+        a history with ``as_of`` serves tasks created then from its index.
+        """
+        served = self.history(history)
+        indexed = served is not None and served.as_of is not None
+        if served is None:
+            X = self.features(tasks, None)
+        else:
+            X = self.features(tasks, served.index if indexed else served.frame)
         proba = self.probabilities(X)
         chosen = {t: self.bundle.tail_rules[t].predict(p) for t, p in proba.items()}
-        conf = {t: confidence(proba[t], chosen[t]) for t in proba}
-        parts = Classified(X, proba, dict(chosen), chosen, conf, {})
-        combined: dict[str, Any] = {}
+        parts = Classified(X, proba, dict(chosen), chosen, {}, {})
         params = self.bundle.combination
-        if params is not None and isinstance(history, pd.DataFrame):
-            combined = self.combined(tasks, X, chosen, history)
-        elif params is not None and served is not None:
+        combined: dict[str, Any] = {}
+        if params is not None and served is not None and indexed:
             keys = group_key(tasks, HISTORY_GROUPS[params.key]).to_numpy(object)
             combined = combine_served(self.bundle, keys, X, chosen, served)
+        elif params is not None and served is not None:
+            combined = combine(
+                self.bundle, tasks, X, chosen, served.records(self.bundle)
+            )
         for target, answer in combined.items():
             parts.chosen[target] = answer.classes
-            parts.confidence[target] = answer.confidence
+            parts.record_accuracy[target] = answer.confidence
             parts.followed[target] = answer.leader
+        parts.distribution = self.distribution_of(
+            proba, parts.chosen, parts.followed, parts.record_accuracy
+        )
+        parts.confidence = {
+            t: confidence(parts.distribution[t], parts.chosen[t]) for t in proba
+        }
         return parts
 
-    def combined(
+    def distribution_of(
         self,
-        tasks: pd.DataFrame,
-        X: pd.DataFrame,
-        chosen: dict[str, np.ndarray],
-        history: pd.DataFrame,
-    ) -> dict[str, Any]:
-        """Return the experts' combination per target (model + recency rules).
+        proba: Mapping[str, np.ndarray],
+        chosen: Mapping[str, np.ndarray],
+        followed: Mapping[str, np.ndarray],
+        record_accuracy: Mapping[str, np.ndarray],
+    ) -> dict[str, np.ndarray]:
+        """Return per target the calibrated served distribution (n x K).
 
-        The model's track record is rebuilt from ``history`` once per history
-        frame (the last one is kept), see :mod:`panda_predictor.serving.combination`.
+        The served distribution is the model's probabilities where the task follows
+        the model (or nothing is combined), else ``w * onehot(chosen) + (1 - w) *
+        proba`` for the followed rule's class and recent weighted accuracy ``w``
+        (:func:`~panda_predictor.core.calibration.served_mixture`); the bundle's
+        calibrator of the target then maps it to calibrated probabilities (a
+        calibrator may treat rows that follow a rule apart). Both
+        routes call this, so they cannot drift apart.
         """
-
-        cached = self._record_cache
-        if cached is None or cached[0] is not history:
-            cached = (history, track_records(self.bundle, history))
-            self._record_cache = cached
-        return combine(self.bundle, tasks, X, chosen, cached[1])
+        # Rounded first: the frame and the records routes may differ in the last
+        # float32 digits (Keras), which a steep isotonic step or the cost choice
+        # must not turn into different answers.
+        return {
+            t: self.bundle.calibrator(t).transform(
+                served_mixture(
+                    np.round(np.asarray(p, dtype=float), PROBA_DECIMALS),
+                    chosen[t],
+                    followed.get(t),
+                    record_accuracy.get(t),
+                ),
+                followed.get(t),
+            )
+            for t, p in proba.items()
+        }
 
     def predict(
         self,
         tasks: pd.DataFrame,
-        history: RecentHistoryIndex | pd.DataFrame | None = None,
+        history: History = None,
         now: datetime | None = None,
     ) -> list[TaskPrediction]:
         """Return one prediction (with its decision and reason) per row of ``tasks``.
 
-        Small frames (up to :data:`FAST_PATH_MAX_ROWS` rows, history None or a
-        :class:`RecentHistoryIndex`) take the records route; the result is the same.
+        Small frames (up to :data:`FAST_PATH_MAX_ROWS` rows, with no history or
+        one indexed as of a time) take the records route; the result is the same.
         """
         if tasks.empty:
             return []
+        served = self.history(history)
         if (
             self._matrix_fn is not None
             and len(tasks) <= FAST_PATH_MAX_ROWS
-            and not isinstance(history, pd.DataFrame)
+            and (served is None or served.as_of is not None)
         ):
             self.bundle.features._check_tasks(tasks)
             columns = [*TASK_COLUMNS, *(c for c in REQUEST_COLUMNS if c in tasks)]
-            return self.predict_records(tasks[columns].to_dict("records"), history, now)
-        proba, chosen, conf = self.classify(tasks, history)
-        domain = self.in_domain(tasks)
+            return self.predict_records(tasks[columns].to_dict("records"), served, now)
+        parts = self.classified(tasks, served)
+        decided = self.decide(parts, self.in_domain(tasks))
         with _no_cyclic_gc():
-            decisions = self.bundle.policy().decide_many(chosen, conf, domain)
             ids = tasks["jeditaskid"].to_numpy()
-            return self._assemble(ids, proba, chosen, conf, decisions, now)
+            return self._assemble(ids, parts, decided, now)
+
+    def decide(self, parts: Classified, in_domain: np.ndarray) -> dict[str, np.ndarray]:
+        """Return the one decision's columns for classified tasks.
+
+        Every route ends here: the value of lowest expected cost per target (never
+        above the task's request), its expected cost and the probability that it is
+        enough, and applied / kept_scouts per task (see
+        :meth:`~panda_predictor.core.scout_policy.CostPolicy.decide_table`).
+        """
+        requests = {}
+        features = parts.features if parts.features is not None else pd.DataFrame()
+        for target in parts.chosen:
+            column = REQUEST_PREFIX + target
+            if column in features:
+                requests[target] = features[column].to_numpy(dtype=float)
+        return self.policy.decide_table(
+            served_distribution(parts), parts.chosen, requests, in_domain
+        )
 
     def predict_table(
-        self,
-        tasks: pd.DataFrame,
-        history: RecentHistoryIndex | pd.DataFrame | None = None,
+        self, tasks: pd.DataFrame, history: History = None
     ) -> pd.DataFrame:
         """Return the predictions of a large batch as columns, one row per task.
 
-        The same features, models, tail rules, confidences and policy as
-        :meth:`predict`, without building one record per task: for bulk callers
-        (drift checks, replays, offline scoring) that read columns anyway. Columns:
-        ``jeditaskid``, ``decision``, ``reason_kind``, ``weakest_target``,
-        ``weakest_confidence`` (see
-        :meth:`~panda_predictor.core.scout_policy.DecisionPolicy.decide_table`), then
-        per target ``<target>_class``, ``<target>_value`` (the value written, in the
-        bin's unit) and ``<target>_confidence``.
+        The same features, models, combination and decision as :meth:`predict`,
+        without building one record per task: for bulk callers (drift checks,
+        replays, the benchmark) that read columns anyway. Columns: ``jeditaskid``,
+        ``decision``, ``reason_kind``, ``total_cost``, ``costliest_target``, then
+        per target ``<target>_class`` (the predicted class: the model with its tail
+        rule, or the followed expert), ``<target>_value`` (the value written, in
+        the bin's unit: the cost choice, which may lie above the class when the
+        class is uncertain), ``<target>_confidence`` (the probability that the
+        value is enough) and ``<target>_cost`` (job runs).
         """
         if tasks.empty:
             return pd.DataFrame(columns=self.table_columns())
@@ -264,27 +344,31 @@ class Predictor:
     def table_of(self, tasks: pd.DataFrame, parts: Classified) -> pd.DataFrame:
         """Return :meth:`predict_table`'s columns for already classified tasks.
 
-        Besides the columns above, ``<target>_expert`` names the followed expert
-        where the bundle combines experts.
+        Besides the columns above, ``scouts_cost`` is what running the scouts is
+        expected to cost, ``<target>_from_request`` says whether the request
+        itself was the cheapest value, and ``<target>_expert`` names the followed
+        expert where the bundle combines experts (``model`` without a history).
         """
-        chosen, conf = parts.chosen, parts.confidence
-        decided = self.bundle.policy().decide_table(chosen, conf, self.in_domain(tasks))
+        decided = self.decide(parts, self.in_domain(tasks))
         columns: dict[str, Any] = {"jeditaskid": tasks["jeditaskid"].to_numpy()}
-        columns.update(decided)
-        for t in chosen:
-            bins = self.bundle.bins[t]
-            # The value written, read back in the bin's unit (rounded as PanDA does).
-            values = np.array(
-                [
-                    from_panda(*bins.panda_value_of(cls))[0]
-                    for cls in range(bins.n_classes)
-                ]
-            )
-            columns[f"{t}_class"] = chosen[t]
-            columns[f"{t}_value"] = values[chosen[t]]
-            columns[f"{t}_confidence"] = conf[t]
-            if t in parts.followed:
-                columns[f"{t}_expert"] = np.asarray(EXPERTS)[parts.followed[t]]
+        for key in ("decision", "reason_kind", "total_cost", "scouts_cost"):
+            columns[key] = decided[key]
+        columns["costliest_target"] = decided["costliest_target"]
+        combined = self.bundle.combination is not None
+        for t in parts.chosen:
+            value = decided[f"{t}_value"]
+            columns[f"{t}_class"] = parts.chosen[t]
+            columns[f"{t}_value"] = value
+            columns[f"{t}_confidence"] = decided[f"{t}_confidence"]
+            columns[f"{t}_cost"] = decided[f"{t}_cost"]
+            columns[f"{t}_from_request"] = decided[f"{t}_from_request"]
+            if combined:  # without a history every task follows the model
+                followed = parts.followed.get(t)
+                columns[f"{t}_expert"] = (
+                    np.asarray(EXPERTS)[followed]
+                    if followed is not None
+                    else np.full(len(tasks), EXPERTS[0], dtype=object)
+                )
         return pd.DataFrame(columns, index=tasks.index)
 
     def table_columns(self) -> list[str]:
@@ -293,16 +377,19 @@ class Predictor:
             "jeditaskid",
             "decision",
             "reason_kind",
-            "weakest_target",
-            "weakest_confidence",
+            "total_cost",
+            "scouts_cost",
+            "costliest_target",
         ]
-        per_target = ("class", "value", "confidence")
+        per_target = ["class", "value", "confidence", "cost", "from_request"]
+        if self.bundle.combination is not None:
+            per_target.append("expert")
         return fixed + [f"{t}_{c}" for t in self.bundle.models for c in per_target]
 
     def predict_records(
         self,
         records: Sequence[Mapping[str, Any]],
-        history: RecentHistoryIndex | ServingHistory | None = None,
+        history: ServingHistory | None = None,
         now: datetime | None = None,
         matrix: np.ndarray | None = None,
     ) -> list[TaskPrediction]:
@@ -310,9 +397,9 @@ class Predictor:
 
         Parameters: ``records`` are maps with the keys of
         :data:`~panda_predictor.core.features.TASK_COLUMNS` (one task as the HTTP
-        service or the JEDI plugin sees it; NULL is None or NaN); ``history`` the
-        recent-history index, or a :class:`ServingHistory` (history features and
-        the experts' records as of one time), or None (history unknown); ``now``
+        service or the JEDI plugin sees it; NULL is None or NaN); ``history`` a
+        :class:`ServingHistory` indexed as of one time (history features and
+        the experts' records as of then), or None (history unknown); ``now``
         the time
         stamped on the predictions; ``matrix`` the records' code matrix
         (``FeaturePipeline.transform_records`` with the same history), when the
@@ -323,27 +410,55 @@ class Predictor:
         if self._matrix_fn is None:
             frame = pd.DataFrame(features._check_records(records))
             return self.predict(frame, history, now) if len(frame) else []
-        served = history if isinstance(history, ServingHistory) else None
-        index = served.index if served is not None else history
+        parts = self.classified_records(records, history, matrix)
+        if parts is None:
+            return []
+        domain = np.array([self._record_in_domain(r) for r in records], dtype=bool)
+        decided = self.decide(parts, domain)
+        ids = [r["jeditaskid"] for r in records]
+        return self._assemble(ids, parts, decided, now)
+
+    def classified_records(
+        self,
+        records: Sequence[Mapping[str, Any]],
+        history: ServingHistory | None = None,
+        matrix: np.ndarray | None = None,
+    ) -> Classified | None:
+        """Return :meth:`classified`'s answer for task records (the code-matrix
+        route; None for no records)."""
+        features = self.bundle.features
+        assert self._matrix_fn is not None
+        served = as_history(history)
+        if served is not None and served.as_of is None:
+            raise ValueError(
+                "Task records are served from a history indexed as of one time: "
+                "give the ServingHistory an 'as_of'."
+            )
+        index = served.index if served is not None else None
         M = features.transform_records(records, index) if matrix is None else matrix
         if len(M) == 0:
-            return []
+            return None
         proba = self._matrix_fn(M)
         chosen = {t: self.bundle.tail_rules[t].predict(p) for t, p in proba.items()}
-        conf = {t: confidence(proba[t], chosen[t]) for t in proba}
+        X = pd.DataFrame(M, columns=features.feature_names_out_)
+        parts = Classified(X, proba, dict(chosen), chosen, {}, {})
         params = self.bundle.combination
         if served is not None and params is not None:
             columns = HISTORY_GROUPS[params.key]
             keys = np.array([record_key(r, columns) for r in records], dtype=object)
-            X = pd.DataFrame(M, columns=features.feature_names_out_)
             for target, answer in combine_served(
                 self.bundle, keys, X, chosen, served
             ).items():
-                chosen[target], conf[target] = answer.classes, answer.confidence
-        domain = np.array([self._record_in_domain(r) for r in records], dtype=bool)
-        decisions = self.bundle.policy().decide_many(chosen, conf, domain)
-        ids = [r["jeditaskid"] for r in records]
-        return self._assemble(ids, proba, chosen, conf, decisions, now)
+                chosen[target] = answer.classes
+                parts.followed[target] = answer.leader
+                parts.record_accuracy[target] = answer.confidence
+        parts.distribution = self.distribution_of(
+            proba, chosen, parts.followed, parts.record_accuracy
+        )
+        parts.confidence = {
+            t: confidence(parts.distribution[t], chosen[t]) for t in proba
+        }
+        return parts
 
     def _record_in_domain(self, record: Mapping[str, Any]) -> bool:
         """Return :meth:`in_domain` for one task record."""
@@ -391,37 +506,57 @@ class Predictor:
     def _assemble(
         self,
         task_ids: Sequence[Any],
-        proba: dict[str, np.ndarray],
-        chosen: dict[str, np.ndarray],
-        conf: dict[str, np.ndarray],
-        decisions: list[TaskDecision],
+        parts: Classified,
+        decided: Mapping[str, np.ndarray],
         now: datetime | None,
     ) -> list[TaskPrediction]:
-        """Return the TaskPrediction records of a batch from its per-target arrays."""
+        """Return the TaskPrediction records of a batch from the decision's columns."""
         stamp = now or datetime.now(UTC).replace(tzinfo=None)
+        proba = parts.proba
+        targets = list(proba)
+        price = self.policy.settings.delay_price
         # Plain Python lists once per batch: indexing numpy per task costs more.
         columns = {
-            t: (chosen[t].tolist(), conf[t].tolist(), proba[t].tolist()) for t in proba
+            t: (
+                parts.chosen[t].tolist(),
+                decided[f"{t}_value"].tolist(),
+                decided[f"{t}_confidence"].tolist(),
+                decided[f"{t}_cost"].tolist(),
+                decided[f"{t}_from_request"].tolist(),
+                proba[t].tolist(),
+            )
+            for t in targets
         }
-        classes = {t: self._classes(t) for t in proba}
+        decisions = decided["decision"].tolist()
+        classes = {t: self._classes(t) for t in targets}
         out = []
         for i, task_id in enumerate(task_ids):
-            targets = {}
-            for t, (cls_list, conf_list, proba_list) in columns.items():
-                cls = int(cls_list[i])
-                label, low, high, value, unit = classes[t][cls]
-                targets[t] = TargetPrediction(
+            row = {}
+            for t, (
+                cls_l,
+                val_l,
+                conf_l,
+                cost_l,
+                req_l,
+                p_l,
+            ) in columns.items():
+                cls = int(cls_l[i])
+                label, low, high, _, unit = classes[t][cls]
+                why = self.bundle.tail_rules[t].explain(
+                    p_l[i], cls, [c[0] for c in classes[t]]
+                )
+                row[t] = TargetPrediction(
                     target=t,
                     class_index=cls,
                     class_label=label,
                     lower=low,
                     upper=high,
-                    value=value,
+                    value=float(val_l[i]),
                     unit=unit,
-                    confidence=float(conf_list[i]),
-                    probabilities=tuple(map(round, proba_list[i], _FOURS)),
-                    choice=self.bundle.tail_rules[t].explain(
-                        proba_list[i], cls, [row[0] for row in classes[t]]
+                    confidence=min(max(float(conf_l[i]), 0.0), 1.0),
+                    probabilities=tuple(map(round, p_l[i], _FOURS)),
+                    choice=_value_choice(
+                        why, float(val_l[i]), unit, cost_l[i], conf_l[i], req_l[i]
                     ),
                 )
             out.append(
@@ -429,9 +564,9 @@ class Predictor:
                     jeditaskid=int(task_id),
                     model_name=self.model_name,
                     model_version=self.model_version,
-                    decision=decisions[i].decision,  # type: ignore[arg-type]
-                    reason=decisions[i].reason,
-                    targets=targets,
+                    decision=decisions[i],
+                    reason=reason_of(decided, i, targets, price),
+                    targets=row,
                     predicted_at=stamp,
                 )
             )
@@ -458,3 +593,23 @@ class Predictor:
                 )
             cache[target] = rows
         return cache[target]
+
+
+def _value_choice(
+    why: str, value: float, unit: str, cost: float, enough: float, request: bool
+) -> str:
+    """Return why a target got its value: the class choice, then the cost choice."""
+    source = "the request" if request else "the cheapest value"
+    return (
+        f"{why}; writes {value:g} {unit}, {source} "
+        f"(expected cost {cost:.3f} job runs, enough with p={enough:.2f})"
+    )
+
+
+def served_distribution(parts: Classified) -> dict[str, np.ndarray]:
+    """Return the calibrated distribution per target the decision prices.
+
+    The calibrated served distribution (:attr:`Classified.distribution`), else
+    (parts built without one) the models' probabilities.
+    """
+    return parts.distribution or parts.proba

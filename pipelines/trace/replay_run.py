@@ -1,23 +1,34 @@
-"""Replay a trace's test jobs under scouts, our predictor, the recency rules, the
-user's request and an oracle (see :mod:`panda_predictor.core.replay`).
+"""Replay a trace's test jobs under scouts, our predictor, the sizing peers, the
+recency rules, the user's request and an oracle (see
+:mod:`panda_predictor.core.replay`).
 
+PanDA re-measures every running task after ``rules.remeasure_after`` finished jobs
+(5 and 100) with its own formulas, whatever was written at submission
+(:mod:`panda_predictor.core.replay_panda`), so every row below that starts a task at
+once is re-measured that way, except "request (never re-measured)" and "oracle".
 Strategies, one table row each:
 
-- ``scouts``: PanDA as it is: the first jobs of a task are scouts asking for the
-  user's request, the bulk waits for them and asks for their largest use + 10 %;
-  PanDA's second look re-estimates the task after a few more finished jobs.
-- ``predictor (<model row>)``: a task the production decision applies to (the run's
-  ``applied`` flags, else confidence >= threshold on its first job) starts at once
-  with the predicted class's value; the others keep their scouts, as above.
-- ``predictor (<model row>+refine)``: the same, and once an applied task's first
-  ``rules.refine_jobs`` jobs finished, the rest of it asks for their largest use +
-  10 % (never below ``rules.refine_floor`` x the prediction): no job waits.
+- ``scouts``: PanDA as it is: the first ``rules.n_scouts`` jobs of a task are scouts
+  asking for the user's request, the bulk waits for them and asks for PanDA's
+  measurement of the finished scouts, then PanDA re-measures at 5 and 100.
+- ``predictor (<model row>)``: a task the decision applies to (the run's ``applied``
+  flags, else confidence >= threshold; a task's decision is its first job's) starts
+  at once with the value written (``run.values[<model row>]`` where the run has it,
+  else the predicted class's value); a task that kept its scouts runs as scouts.
+- ``peer (<method>)``: the sizing methods of the literature (Tovar et al. 2018,
+  Witt et al. 2019), computed by the caller (``peers``): every task starts at once
+  with the method's first request and a failed job retries at least at the method's
+  retry request.
 - ``rule (<baseline>)``: every task starts at once with a recency rule's value, so
   the table answers "is the model worth it over the rule?".
-- ``user request`` and ``oracle`` (every job asks for exactly what it used).
+- ``request (never re-measured)``: every task starts at once with the user's
+  request and keeps it (a bound: PanDA would re-measure it);
+  ``request + PanDA re-measurement``: the same, re-measured as PanDA does.
+- ``oracle``: every job asks for exactly what it used.
 
-Every request is capped at the user's request when there is one: the trace's jobs
-never ran past it (the system kills them), and it is known at submission.
+Every first request is capped at the user's request when there is one, and so is
+every measurement: the trace's jobs never ran past it (the system kills them), and
+it is known at submission.
 """
 
 from __future__ import annotations
@@ -29,7 +40,7 @@ from panda_predictor.core.replay import (
     ReplayOutcome,
     ReplayRules,
     replay,
-    scout_plan,
+    scout_delay,
     tasks_from_bursts,
 )
 from panda_predictor.core.replay_goals import GOALS, replay_goals
@@ -37,8 +48,11 @@ from pipelines.trace.walk_forward import REQUEST_OF, TargetRun
 
 #: Which replay resource each trace target is.
 RESOURCE = {"walltime": "time", "ramcount": "memory"}
-#: Baseline rows that are not recency rules ("user request" replays the first).
+#: Baseline rows that are not recency rules (the request rows replay the first).
 _NOT_RULES = ("baseline:request",)
+#: The request rows: every task starts at once with the user's request.
+NEVER_REMEASURED = "request (never re-measured)"
+REMEASURED = "request + PanDA re-measurement"
 
 
 def task_decision(
@@ -64,6 +78,31 @@ def rule_names(run: TargetRun) -> list[str]:
     ]
 
 
+def _first_values(run: TargetRun, model: str, ladder: np.ndarray) -> np.ndarray:
+    """Return, per test row, the value ``model`` writes: concrete, else its class's."""
+    value = ladder[run.predicted[model]]
+    written = run.values.get(model)
+    if written is not None:
+        written = np.asarray(written, dtype=float)
+        value = np.where(np.isfinite(written) & (written > 0), written, value)
+    return value
+
+
+def _peer_requests(
+    name: str, pair: tuple[np.ndarray, np.ndarray], fallback: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return a peer's (first, retry) requests; no first value: the fallback."""
+    first, retry = (np.asarray(v, dtype=float) for v in pair)
+    if first.shape != fallback.shape or retry.shape != fallback.shape:
+        raise ValueError(
+            f"The peer '{name}' must give one first and one retry request per test "
+            f"row ({fallback.shape}). Got {first.shape} and {retry.shape} instead."
+        )
+    first = np.where(np.isfinite(first) & (first > 0), first, fallback)
+    retry = np.where(np.isfinite(retry) & (retry > 0), retry, 0.0)
+    return first, retry
+
+
 def replay_target(
     frame: pd.DataFrame,
     run: TargetRun,
@@ -72,7 +111,7 @@ def replay_target(
     threshold: float,
     *,
     rules: ReplayRules | None = None,
-    refine: bool = True,
+    peers: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> list[ReplayOutcome]:
     """Return the outcome of each strategy (module doc) for one target's test jobs.
 
@@ -82,8 +121,10 @@ def replay_target(
     :param user_exe_key: per frame row, the user-and-executable key of its task.
     :param models: model rows to replay (e.g. the arg-max and safety-aware rows).
     :param threshold: confidence needed when the run has no ``applied`` flags.
-    :param rules: retry and re-estimate rules (default :class:`ReplayRules`).
-    :param refine: also replay each model row with "predict, then refine".
+    :param rules: retry, maxAttempt and re-measurement rules (default
+        :class:`ReplayRules`).
+    :param peers: per sizing method, its (first request, retry request) per test
+        row of ``run``, in the trace unit (NaN or 0: none).
     """
     rules = ReplayRules() if rules is None else rules
     rows = run.rows
@@ -101,16 +142,7 @@ def replay_target(
     given = np.isfinite(request) & (request > 0)
     cap = np.where(given, request, np.inf)
     default = np.where(given, request, ladder[-1])
-    scout_req, scout_delay = scout_plan(
-        task, used, run_s, default, n_scouts=rules.n_scouts, margin=rules.margin
-    )
-    scout_req = np.minimum(scout_req, cap)
-    sizes = pd.Series(task).map(pd.Series(task).value_counts()).to_numpy()
-    scout_look = np.where(
-        (sizes > rules.n_scouts) & (rules.second_look_jobs > 0),
-        rules.n_scouts + rules.second_look_jobs,
-        0,
-    )
+    delay = scout_delay(task, run_s, rules.n_scouts)
     common = dict(
         resource=RESOURCE[run.target],
         task=task,
@@ -124,37 +156,37 @@ def replay_target(
     outcomes = [
         replay(
             "scouts",
-            requested=scout_req,
-            bulk_delay_s=scout_delay,
-            reestimate_after=scout_look,
+            requested=default,
+            bulk_delay_s=delay,
+            scouts=rules.n_scouts,
+            remeasure=True,
             **common,
         )
     ]
     for model in models:
         applied = task_decision(run, model, task, threshold)
-        predicted = np.minimum(ladder[run.predicted[model]], cap)
-        requested = np.where(applied, predicted, scout_req)
-        delay = np.where(applied, 0.0, scout_delay)
+        value = np.maximum(np.minimum(_first_values(run, model, ladder), cap), 1.0)
         outcomes.append(
             replay(
                 f"predictor ({model})",
-                requested=requested,
-                bulk_delay_s=delay,
-                reestimate_after=np.where(applied, rules.skipped_look_jobs, scout_look),
+                requested=np.where(applied, value, default),
+                bulk_delay_s=np.where(applied, 0.0, delay),
+                scouts=np.where(applied, 0, rules.n_scouts),
+                remeasure=True,
                 **common,
             )
         )
-        if refine:
-            outcomes.append(
-                replay(
-                    f"predictor ({model}+refine)",
-                    requested=requested,
-                    bulk_delay_s=delay,
-                    reestimate_after=np.where(applied, rules.refine_jobs, scout_look),
-                    reestimate_floor=np.where(applied, rules.refine_floor, 0.0),
-                    **common,
-                )
+    for name, pair in (peers or {}).items():
+        first, retry = _peer_requests(name, pair, default)
+        outcomes.append(
+            replay(
+                f"peer ({name})",
+                requested=np.maximum(np.minimum(first, cap), 1.0),
+                retry_request=retry,
+                remeasure=True,
+                **common,
             )
+        )
     for name in rule_names(run):
         value = ladder[run.predicted[name]]
         raw = run.raw.get(name)
@@ -164,14 +196,15 @@ def replay_target(
         outcomes.append(
             replay(
                 f"rule ({name})",
-                requested=np.minimum(value, cap),
-                reestimate_after=np.full(task.size, rules.skipped_look_jobs),
+                requested=np.maximum(np.minimum(value, cap), 1.0),
+                remeasure=True,
                 **common,
             )
         )
     return [
         *outcomes,
-        replay("user request", requested=default, **common),
+        replay(NEVER_REMEASURED, requested=default, **common),
+        replay(REMEASURED, requested=default, remeasure=True, **common),
         replay("oracle", requested=used, **common),
     ]
 
@@ -186,8 +219,16 @@ def _marks(outcomes: list[ReplayOutcome], strategy: str) -> str:
     return "".join("✓" if goals[g] else "✗" for g in GOALS)
 
 
-def format_replay(target: str, outcomes: list[ReplayOutcome]) -> str:
-    """Return a Markdown table of replay outcomes, with the goal marks vs scouts."""
+def format_replay(
+    target: str, outcomes: list[ReplayOutcome], rules: ReplayRules | None = None
+) -> str:
+    """Return a Markdown table of replay outcomes, with the goal marks vs scouts.
+
+    ``rules`` are those the outcomes were replayed with (default
+    :class:`ReplayRules`), named in the table's note.
+    """
+    rules = ReplayRules() if rules is None else rules
+    points = " and ".join(str(p) for p in rules.remeasure_after) or "no"
     lines = [
         f"### replay: {target}",
         "",
@@ -206,8 +247,12 @@ def format_replay(target: str, outcomes: list[ReplayOutcome]) -> str:
         )
     lines += [
         "",
-        "Goals vs scouts, in order: failed jobs <= scouts', wasted core- and GB-hours "
-        "<= scouts', bulk delay <= 20 % of scouts'.",
+        "Goals, in order: failed jobs <= scouts', wasted core- and GB-hours <= "
+        "scouts', bulk delay <= 20 % of scouts', and not dominated (no other row "
+        "but the oracle and the predictor's own fails fewer jobs and wastes less at "
+        "no more bulk delay). Every row that starts a task at once is re-measured "
+        f"by PanDA after {points} finished jobs, except '{NEVER_REMEASURED}' and "
+        f"'oracle'; a job is lost after {rules.max_attempts} failed attempts.",
     ]
     return "\n".join(lines)
 
@@ -229,6 +274,12 @@ def format_goals(target: str, outcomes: list[ReplayOutcome], strategy: str) -> s
         f"{said('waste')}",
         f"bulk delay {f['mean_bulk_delay_hours'][0]:.3f} h <= "
         f"{f['mean_bulk_delay_hours'][1]:.3f} h {said('bulk_delay')}",
+        "not dominated "
+        + (
+            "holds"
+            if g["not_dominated"]
+            else f"fails (dominated by {', '.join(g['dominated_by'])})"
+        ),
     ]
     verdict = "all goals met" if g["all"] else "NOT all goals met"
     return f"{target}, {strategy} vs scouts: {'; '.join(parts)} ({verdict})"

@@ -10,10 +10,15 @@ the value of the predicted class (a floored at 1 unit so zero-length jobs count)
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
+from panda_predictor.core.calibration import (
+    cumulative_calibration_error,
+    expected_calibration_error,
+)
 from panda_predictor.core.evaluation import evaluate_target
 from pipelines.trace.walk_forward import TargetRun
 
@@ -35,10 +40,37 @@ def relative_accuracy(actual: np.ndarray, predicted: np.ndarray) -> float:
     return float(np.mean(np.minimum(a, p) / np.maximum(a, p)))
 
 
+#: The scores of :func:`score_predictions` besides the counts.
+SCORE_NAMES = (
+    "accuracy",
+    "macro_f1",
+    "top_class_recall",
+    "top_class_precision",
+    "under_allocation",
+    "over_allocation",
+    "relative_accuracy",
+)
+
+
 def score_predictions(run: TargetRun, classes: np.ndarray) -> dict[str, float]:
-    """Return the metrics of one predictor's classes for ``run``'s test jobs."""
+    """Return the metrics of one predictor's classes for ``run``'s test jobs.
+
+    Rows without a class (-1: a predictor or period that yielded none) are left
+    out and counted: ``n_test`` is the rows scored, ``n_unpredicted`` the rest;
+    a predictor with no class at all scores NaN, never an error.
+    """
     k = run.bins.n_classes
-    ev = evaluate_target(run.y_true, classes, n_classes=k, target=run.target)
+    classes = np.asarray(classes)
+    scored = classes >= 0
+    if not scored.any():
+        return {
+            **dict.fromkeys(SCORE_NAMES, math.nan),
+            "n_test": 0.0,
+            "n_unpredicted": float(classes.size),
+        }
+    y_true, actual = run.y_true[scored], run.actual[scored]
+    classes = classes[scored]
+    ev = evaluate_target(y_true, classes, n_classes=k, target=run.target)
     values = np.asarray(run.bins.values)[classes]
     return {
         "accuracy": ev.accuracy,
@@ -46,9 +78,10 @@ def score_predictions(run: TargetRun, classes: np.ndarray) -> dict[str, float]:
         "top_class_recall": float(ev.recall[k - 1]),
         "top_class_precision": float(ev.precision[k - 1]),
         "under_allocation": ev.under_allocation_rate,
-        "over_allocation": float(np.mean(np.maximum(values - run.actual, 0.0))),
-        "relative_accuracy": relative_accuracy(run.actual, values),
+        "over_allocation": float(np.mean(np.maximum(values - actual, 0.0))),
+        "relative_accuracy": relative_accuracy(actual, values),
         "n_test": float(classes.size),
+        "n_unpredicted": float(scored.size - classes.size),
     }
 
 
@@ -163,3 +196,32 @@ def format_table(target: str, unit: str, scores: dict[str, dict[str, float]]) ->
             f"{'' if raw is None else f'{raw:.3f}'} |"
         )
     return "\n".join(lines)
+
+
+def calibration_scores(run: TargetRun) -> dict[str, dict[str, float]]:
+    """Return the test part's ECE of each served distribution of ``run``.
+
+    Per name (``model:production``, the calibrated distribution it served, and
+    ``calibration:<method>``, the same served mixture calibrated by each method
+    on the retraining's validation part): ``ece`` (top-label) and
+    ``cumulative_ece`` (P(y <= k) pooled over k).
+    """
+    out = {}
+    for name, proba in run.distribution.items():
+        if not len(proba):
+            continue
+        out[name] = {
+            "ece": expected_calibration_error(proba, run.y_true),
+            "cumulative_ece": cumulative_calibration_error(proba, run.y_true),
+        }
+    return out
+
+
+def format_calibration(scores: dict[str, dict[str, float]]) -> str:
+    """Return the calibration scores of one target as one report line."""
+    parts = [
+        f"{name.removeprefix('calibration:')} {s['ece']:.3f} / "
+        f"{s['cumulative_ece']:.3f}"
+        for name, s in scores.items()
+    ]
+    return "- calibration, test-part ECE (top-label / cumulative): " + "; ".join(parts)

@@ -24,31 +24,99 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from panda_predictor.core.replay import ReplayOutcome
+from panda_predictor.core.replay_goals import GOALS, replay_goals
+
 PRODUCTION = "model:production"
-#: Replay goals, in the table's order: failed jobs, waste, bulk delay vs scouts.
-BULK_DELAY_SHARE = 0.20
+OURS = f"predictor ({PRODUCTION})"
+#: Rows of the replay table, in order (the peers follow, then the oracle is left
+#: out: it is the floor, not a strategy).
+REPLAY_ROWS = (
+    "scouts",
+    OURS,
+    "request (never re-measured)",
+    "request + PanDA re-measurement",
+)
+
+
+def _outcomes(outcomes: list[dict[str, Any]]) -> list[ReplayOutcome]:
+    return [ReplayOutcome(**o) for o in outcomes]
+
+
+def _waste_key(outcome: dict[str, Any]) -> str:
+    return "wasted_gb_hours" if outcome["wasted_gb_hours"] > 0 else "wasted_core_hours"
 
 
 def _replay_marks(outcomes: list[dict[str, Any]]) -> str:
-    """Return ✓/✗ for failed jobs, waste and bulk delay of production vs scouts."""
+    """Return ✓/✗ per replay goal of production vs scouts (core.replay_goals:
+    failed jobs, waste, bulk delay, not dominated), then the figures."""
     by_name = {o["strategy"]: o for o in outcomes}
-    scouts = by_name.get("scouts")
-    ours = by_name.get(f"predictor ({PRODUCTION})")
+    scouts, ours = by_name.get("scouts"), by_name.get(OURS)
     if scouts is None or ours is None:
         return "n/a"
-    waste = "wasted_gb_hours" if scouts["wasted_gb_hours"] > 0 else "wasted_core_hours"
-    marks = [
-        ours["failed_job_rate"] <= scouts["failed_job_rate"],
-        ours[waste] <= scouts[waste],
-        ours["mean_bulk_delay_hours"]
-        <= BULK_DELAY_SHARE * scouts["mean_bulk_delay_hours"],
-    ]
+    goals = replay_goals(_outcomes(outcomes), OURS)
+    waste = _waste_key(scouts)
     figures = (
         f"{ours['failed_job_rate']:.3f}/{scouts['failed_job_rate']:.3f}, "
         f"{ours[waste]:.3g}/{scouts[waste]:.3g}, "
         f"{ours['mean_bulk_delay_hours']:.2f}/{scouts['mean_bulk_delay_hours']:.2f}"
     )
-    return "".join("✓" if m else "✗" for m in marks) + f" ({figures})"
+    marks = "".join("✓" if goals[g] else "✗" for g in GOALS)
+    beaten = ", ".join(goals["dominated_by"])
+    return marks + f" ({figures})" + (f"; dominated by {beaten}" if beaten else "")
+
+
+def replay_rows(full: dict[str, Any]) -> list[str]:
+    """Return the replay table's rows of one log: scouts, production, the request
+    rows and the published peers, per replayed target."""
+    rows = []
+    name = Path(str(full.get("file", "?"))).name.split(".swf")[0]
+    for target, outcomes in full.get("replay", {}).items():
+        by_name = {o["strategy"]: o for o in outcomes}
+        names = [n for n in REPLAY_ROWS if n in by_name] + sorted(
+            n for n in by_name if n.startswith("peer (")
+        )
+        for strategy in names:
+            o = by_name[strategy]
+            waste = _waste_key(by_name.get("scouts", o))
+            unit = "GB-h" if waste == "wasted_gb_hours" else "core-h"
+            rows.append(
+                f"| {name} | {target} | {strategy} | {o['failed_job_rate']:.3f} | "
+                f"{o[waste]:.4g} {unit} | {o['mean_bulk_delay_hours']:.2f} |"
+            )
+    return rows
+
+
+def calibration_rows(full: dict[str, Any]) -> list[str]:
+    """Return the test-part ECE rows of one log: the production distribution's,
+    and the uncalibrated one's (``none``), per target."""
+    rows = []
+    name = Path(str(full.get("file", "?"))).name.split(".swf")[0]
+    for target, per_name in full.get("calibration", {}).items():
+        ours = per_name.get(PRODUCTION, {})
+        raw = per_name.get("calibration:none", {})
+        if not ours:
+            continue
+        rows.append(
+            f"| {name} | {target} | {ours['ece']:.3f} | {ours['cumulative_ece']:.3f}"
+            f" | {raw.get('ece', float('nan')):.3f} | "
+            f"{'met' if ours['ece'] <= ECE_GOAL else 'not met'} |"
+        )
+    return rows
+
+
+#: The calibration goal: top-label ECE at most this on every log's test part.
+ECE_GOAL = 0.05
+CALIBRATION_HEADER = (
+    "| log | target | ECE (top-label) | ECE (cumulative) | ECE uncalibrated | "
+    "ECE <= 0.05 |\n" + "|---" * 6 + "|"
+)
+
+REPLAY_HEADER = (
+    "| log | target | strategy | failed jobs | wasted hours | bulk delay (h/task) |\n"
+    + "|---" * 6
+    + "|"
+)
 
 
 def summary_rows(full: dict[str, Any]) -> list[str]:
@@ -136,8 +204,8 @@ CHOICES_HEADER = (
 HEADER = (
     "| log | target | production macro-F1 | best baseline | lead (90 % interval) "
     "| baselines better in under- and over-allocation | quality goal | scouts "
-    "skipped | top class recall/precision | key p95 rule | replay: failed, wasted, "
-    "bulk delay vs scouts |\n" + "|---" * 11 + "|"
+    "skipped | top class recall/precision | key p95 rule | replay vs scouts: failed, "
+    "wasted, bulk delay, not dominated |\n" + "|---" * 11 + "|"
 )
 
 
@@ -147,17 +215,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("files", nargs="+", type=Path, help="full.json files")
     parser.add_argument(
         "--table",
-        choices=("goal", "choices"),
+        choices=("goal", "choices", "replay", "calibration"),
         default="goal",
         help="goal: the goal per log and target (default); choices: the experts "
-        "followed, the self-tuned choices and the top-class misses",
+        "followed, the self-tuned choices and the top-class misses; replay: scouts, "
+        "production, the request rows and the published peers per log and target; "
+        "calibration: the production distribution's test-part ECE",
     )
     args = parser.parse_args(argv)
-    header, rows_of = (
-        (HEADER, summary_rows)
-        if args.table == "goal"
-        else (CHOICES_HEADER, choice_rows)
-    )
+    header, rows_of = {
+        "goal": (HEADER, summary_rows),
+        "choices": (CHOICES_HEADER, choice_rows),
+        "replay": (REPLAY_HEADER, replay_rows),
+        "calibration": (CALIBRATION_HEADER, calibration_rows),
+    }[args.table]
     print(header)
     for path in args.files:
         for row in rows_of(json.loads(path.read_text())):

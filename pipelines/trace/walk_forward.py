@@ -21,6 +21,7 @@ import logging
 import time
 import warnings
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -28,19 +29,23 @@ import pandas as pd
 
 from panda_predictor.core import baselines as bl
 from panda_predictor.core.bins import BinSet, TargetBins, fit_bins
+from panda_predictor.core.calibration import METHODS, fit_calibrator, served_mixture
 from panda_predictor.core.experts import EXPERTS, rule_values
 from panda_predictor.core.splits import TimeSplit, time_ordered_split
+from panda_predictor.core.task_features import HOOK_COLUMNS
 from panda_predictor.errors import UserInputError
 from panda_predictor.ingest.swf import TRACE_TARGETS
 from panda_predictor.ingest.to_panda import jobs_to_tasks
-from panda_predictor.serving.predictor import Predictor
+from panda_predictor.serving.combination import ServingHistory
+from panda_predictor.serving.decision import decide_table
+from panda_predictor.serving.predictor import Classified, Predictor
 from pipelines.dataset import LabelledHistory
-from pipelines.train import TrainingConfig, train
+from pipelines.train import TrainingConfig, train, training_config
 
 logger = logging.getLogger(__name__)
 
 #: Classes per trace target (quantile bins of the training part).
-TRACE_N_CLASSES = {"walltime": 5, "cputime": 4, "ramcount": 4}
+TRACE_N_CLASSES = {"walltime": 5, "cputime": 4, "ramcount": 4, "iointensity": 4}
 #: Fixed retraining cadences of the walk forward and their pandas period codes;
 #: ``"auto"`` retrains after the number of days each retraining chose.
 CADENCES = {"month": "M", "week": "W", "day": "D"}
@@ -52,6 +57,9 @@ REQUEST_OF: dict[str, str] = {
     "walltime": "req_time_s",
     "cputime": "req_time_s",
     "ramcount": "req_memory_mb",
+    # No log records an I/O request: the Nextflow reader's column is all NaN, so
+    # iointensity has no request baseline (and no replay, see replay_run.RESOURCE).
+    "iointensity": "req_io_kbps",
 }
 #: Margin of the percentile baselines (the field's rule: 75th/95th + 10 %).
 BASELINE_MARGIN = 0.10
@@ -63,35 +71,38 @@ MIN_TRAIN_TASKS = 50
 
 @dataclass
 class WalkForwardConfig:
-    """Knobs of one benchmark run (one set of defaults for every log)."""
+    """Knobs of one benchmark run (one set of defaults for every log).
+
+    The model's own parameters are the production ones
+    (``pipelines/params/training.yaml`` through :func:`pipelines.train.training_config`,
+    XGBoost only); ``n_estimators`` caps its rounds (tests use few), ``delay_price``
+    replaces the per-deployment choice as the ``delay_price`` setting does.
+    """
 
     test_fraction: float = 0.2
     max_train_rows: int | None = 100_000
     max_periods: int | None = None
     cadence: str = "auto"
     half_life_days: float | str | None = "auto"
-    n_estimators: int = 150
-    learning_rate: float = 0.15
-    early_stopping_rounds: int = 10
-    max_depth: int = 6
-    confidence_threshold: float = 0.6
+    n_estimators: int | None = None
     recall_target: float = 0.95
+    delay_price: float | None = None
     seed: int = 0
 
     def training_config(self) -> TrainingConfig:
-        """Return the production training config these knobs make."""
-        return TrainingConfig(
-            model_kinds=("xgboost",),
-            recall_target=self.recall_target,
-            confidence_threshold=self.confidence_threshold,
+        """Return the production training config with these knobs applied."""
+        settings = SimpleNamespace(
+            tail_recall_target=self.recall_target, delay_price=self.delay_price
+        )
+        base = training_config(settings, kinds=("xgboost",))
+        xgboost = dict(base.xgboost)
+        if self.n_estimators is not None:
+            xgboost["n_estimators"] = self.n_estimators
+        return replace(
+            base,
             seed=self.seed,
             half_life_days=self.half_life_days,
-            xgboost={
-                "n_estimators": self.n_estimators,
-                "learning_rate": self.learning_rate,
-                "early_stopping_rounds": self.early_stopping_rounds,
-                "max_depth": self.max_depth,
-            },
+            xgboost=xgboost,
         )
 
 
@@ -108,8 +119,15 @@ class TargetRun:
     raw: dict[str, np.ndarray] = field(default_factory=dict)
     confidence: dict[str, np.ndarray] = field(default_factory=dict)
     applied: dict[str, np.ndarray] = field(default_factory=dict)
+    #: Per row, the concrete value a strategy writes (trace unit), where it is not
+    #: its class's value: the production decision's cost choice.
+    values: dict[str, np.ndarray] = field(default_factory=dict)
     followed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     combination: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Per row (n x K) the production's calibrated served distribution and, per
+    #: ``calibration:<method>``, the same distribution calibrated by that method
+    #: fitted on the retraining's validation part (for the method comparison).
+    distribution: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass
@@ -174,18 +192,27 @@ def fit_trace_bins(values: dict[str, np.ndarray]) -> tuple[BinSet, list[str]]:
 
 
 def baseline_values(
-    jobs: pd.DataFrame, X: pd.DataFrame, target: str, fallback: float
+    jobs: pd.DataFrame,
+    X: pd.DataFrame,
+    target: str,
+    fallback: float,
+    has_request: bool | None = None,
 ) -> dict[str, np.ndarray]:
     """Return each baseline's value for the test tasks, from the production features.
 
     The recency rules are the combination's experts (same history features); a
     task without the needed history falls back to its request, then to
     ``fallback`` (the training median), so every task gets a prediction.
+    ``has_request`` says whether the *log* records requests (default: whether
+    these jobs do); it must be the log's, so that every period yields the same
+    baselines (a period without a single request still gets the request rows,
+    which then fall back like any task without one).
     """
     request = jobs[REQUEST_OF[target]].to_numpy(dtype=float)
     default = bl.request_baseline(request, fallback)
     rules = rule_values(X, target, margin=BASELINE_MARGIN)
-    has_request = bool(np.isfinite(request).any())
+    if has_request is None:
+        has_request = bool(np.isfinite(request).any())
     names = {"last2": "user_last2_mean", "key_p75": "key_p75", "key_p95": "key_p95"}
     if has_request:
         names["ratio"] = "user_max5_ratio"
@@ -244,11 +271,17 @@ def _predict_period(
 ) -> None:
     """Predict one period's tasks as the hook would, and score the baselines too."""
     predictor = Predictor(result.bundle, "trace", period)
-    history = tasks[created < created[in_period].max() + np.timedelta64(1, "ns")]
+    history = ServingHistory(
+        tasks[created < created[in_period].max() + np.timedelta64(1, "ns")]
+    )
+    # The hook's schema: task columns and requests, never the labels (a label
+    # column has a preset's name and must not be read as one).
     period_tasks = tasks.iloc[in_period]
+    period_tasks = period_tasks[[c for c in HOOK_COLUMNS if c in period_tasks]]
     classified = predictor.classified(period_tasks, history)
-    table = predictor.table_of(period_tasks, classified)
+    table = decide_table(predictor, period_tasks, history, classified)
     X = classified.features
+    assert X is not None  # the frame route always keeps the features
     applied_all = (table["decision"] == "applied").to_numpy()
     for target in targets:
         run = runs[target]
@@ -259,11 +292,13 @@ def _predict_period(
             pick
         ]
         run.applied[PRODUCTION][here] = applied_all[pick]
+        run.values[PRODUCTION][here] = table[f"{target}_value"].to_numpy()[pick]
         run.predicted["model:xgboost"][here] = classified.model_chosen[target][pick]
         run.confidence["model:xgboost"][here] = classified.proba[target][pick].max(
             axis=1
         )
         run.applied["model:xgboost"][here] = applied_all[pick]
+        _record_distributions(run, here, pick, classified, result)
         followed = table.get(f"{target}_expert")
         if followed is not None:
             names = followed.to_numpy()[pick]
@@ -276,10 +311,42 @@ def _predict_period(
             (
                 here,
                 baseline_values(
-                    jobs_here, X.iloc[pick].reset_index(drop=True), target, median
+                    jobs_here,
+                    X.iloc[pick].reset_index(drop=True),
+                    target,
+                    median,
+                    bool(np.isfinite(jobs[REQUEST_OF[target]].to_numpy(float)).any()),
                 ),
             )
         )
+
+
+def _record_distributions(
+    run: TargetRun, here: np.ndarray, pick: np.ndarray, classified: Classified, result
+) -> None:
+    """Keep the period's served distributions: production's and each method's.
+
+    Each calibration method is fitted on the retraining's validation part, as the
+    training fits the production one, and applied to the period's served mixture.
+    """
+    t = run.target
+    followed = classified.followed.get(t)
+    raw = served_mixture(
+        classified.proba[t],
+        classified.chosen[t],
+        followed,
+        classified.record_accuracy.get(t),
+    )[pick]
+    followed = None if followed is None else followed[pick]
+    run.distribution[PRODUCTION][here] = classified.distribution[t][pick]
+    parts = result.calibration.get(t)
+    for method in METHODS:
+        name = f"calibration:{method}"
+        if parts is None:
+            run.distribution[name][here] = raw
+            continue
+        calibrator = fit_calibrator(parts.val, parts.y_val, method, parts.followed_val)
+        run.distribution[name][here] = calibrator.transform(raw, followed)
 
 
 def run_walk_forward(
@@ -306,7 +373,10 @@ def run_walk_forward(
             run.predicted[name] = np.full(rows.size, -1)
             run.confidence[name] = np.zeros(rows.size)
             run.applied[name] = np.zeros(rows.size, dtype=bool)
+        run.values[PRODUCTION] = np.full(rows.size, np.nan)
         run.followed = np.full(rows.size, -1)
+        for name in (PRODUCTION, *(f"calibration:{m}" for m in METHODS)):
+            run.distribution[name] = np.zeros((rows.size, tb.n_classes))
         runs[target] = run
     baseline_parts: dict[str, list[tuple[np.ndarray, dict[str, np.ndarray]]]] = {
         t: [] for t in targets
@@ -349,6 +419,7 @@ def run_walk_forward(
             "trained_on": int(len(window)),
             "retrain_every_days": chosen,
             "half_life_days": result.split_info["half_life_days"],
+            "delay_price": result.split_info.get("cost", {}).get("delay_price"),
         }
         _predict_period(
             result,
@@ -389,7 +460,7 @@ def run_walk_forward(
         "max_train_rows": config.max_train_rows,
         "half_life_days": config.half_life_days,
         "n_estimators": config.n_estimators,
-        "confidence_threshold": config.confidence_threshold,
+        "delay_price": config.delay_price,
         "combination": {t: r.combination for t, r in runs.items()},
     }
     key = bl.group_codes(jobs["user"], jobs["executable"].astype(object).fillna("-"))
@@ -428,7 +499,15 @@ def _drop_unpredicted(run: TargetRun) -> None:
         run.y_true[keep],
         run.actual[keep],
     )
-    for table in (run.predicted, run.raw, run.confidence, run.applied):
+    tables = (
+        run.predicted,
+        run.raw,
+        run.confidence,
+        run.applied,
+        run.values,
+        run.distribution,
+    )
+    for table in tables:
         for name in table:
             table[name] = table[name][keep]
     run.followed = run.followed[keep]

@@ -1,0 +1,563 @@
+"""Calibrate class probabilities so that a stated 0.8 is right eight times in ten.
+
+The served distribution of a target (:func:`served_mixture`: the model's
+probabilities, or a mix with the class of the recency rule the combination follows)
+is what the scout decision reads; a calibrator fitted on the validation part maps it
+to one whose probabilities match the observed frequencies. Three methods are
+compared (see docs/models.md, "Calibration"):
+
+* ``none``: the identity (also what an old bundle without a calibrator loads as);
+* ``temperature``: one temperature on the log-probabilities, fitted by NLL with a
+  bounded 1-D search (Guo et al., ICML 2017). It keeps each row's class ranking and
+  has one parameter, so it is stable on small validation parts;
+* ``isotonic``: one-vs-rest isotonic regression per class (Zadrozny and Elkan, KDD
+  2002), renormalised; more flexible, but it may reorder classes;
+* ``top_isotonic``: isotonic regression of the most likely class's probability on
+  its hits (top-label calibration, Gupta and Ramdas, ICLR 2022), the other classes
+  sharing the rest in proportion;
+* ``<method>+expert``: one map for the rows that follow the model, one for those
+  that follow a recency rule (:class:`ByExpertCalibrator`).
+
+A single temperature cannot serve both kinds of row: a followed rule's recent
+accuracy overstates its next hit (it is the best of several experts' records), so
+its near-one-hot mixture is over-confident where the model's own rows are not.
+The default, ``top_isotonic+expert``, had the lowest worst-case ECE over the
+targets and logs measured.
+
+Metrics: :func:`expected_calibration_error` (top-label ECE, Guo et al. 2017) and
+:func:`cumulative_calibration_error` (ECE of P(y <= k) pooled over k, the event the
+product's confidence states), and :func:`reliability_table` for the figures.
+
+Pure numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from panda_predictor.core.errors import NotFittedError
+
+#: The methods :func:`make_calibrator` knows, in the order they are compared.
+METHODS: tuple[str, ...] = (
+    "none",
+    "temperature",
+    "isotonic",
+    "top_isotonic",
+    "temperature+expert",
+    "isotonic+expert",
+    "top_isotonic+expert",
+)
+#: The method every target uses (chosen by worst-case ECE, docs/models.md).
+DEFAULT_METHOD = "top_isotonic+expert"
+#: Probabilities are floored here before taking logs.
+EPS = 1e-12
+#: Bounds of the temperature search (log-spaced golden section).
+T_BOUNDS = (0.05, 20.0)
+
+
+def _check_proba(proba: Any, n_classes: int | None = None) -> np.ndarray:
+    """Return ``proba`` as an (n, K) float array after checking it."""
+    arr = np.asarray(proba, dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[1] < 2:
+        raise ValueError(
+            "The 'proba' field must be a 2-D array of shape (n_samples, n_classes) "
+            f"with at least 2 classes. Got shape {arr.shape} instead."
+        )
+    if n_classes is not None and arr.shape[1] != n_classes:
+        raise ValueError(
+            f"The 'proba' field must have {n_classes} columns, as at fit time. "
+            f"Got {arr.shape[1]} instead."
+        )
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise ValueError(
+            "The 'proba' field must hold finite, non-negative probabilities. "
+            "Got NaN, infinite or negative values instead."
+        )
+    return arr
+
+
+def _check_labels(y: Any, n: int, n_classes: int) -> np.ndarray:
+    arr = np.asarray(y)
+    if arr.shape != (n,):
+        raise ValueError(
+            f"The 'y' field must be a 1-D array of {n} class labels. "
+            f"Got shape {arr.shape} instead."
+        )
+    if arr.size and (arr.min() < 0 or arr.max() >= n_classes):
+        raise ValueError(
+            f"The 'y' field must hold classes in 0..{n_classes - 1}. "
+            f"Got values from {arr.min()} to {arr.max()} instead."
+        )
+    return arr.astype(np.int64)
+
+
+def _normalised(arr: np.ndarray) -> np.ndarray:
+    """Return rows scaled to sum to 1 (a zero row becomes uniform)."""
+    total = arr.sum(axis=1, keepdims=True)
+    uniform = np.full_like(arr, 1.0 / arr.shape[1])
+    return np.where(total > 0, arr / np.where(total > 0, total, 1.0), uniform)
+
+
+def served_mixture(
+    proba: np.ndarray,
+    classes: np.ndarray,
+    followed: np.ndarray | None = None,
+    accuracy: np.ndarray | None = None,
+) -> np.ndarray:
+    """Return the served distribution: the model's, or mixed with a followed rule.
+
+    Where the followed expert is the model (index 0, or no combination: ``followed``
+    None or -1) the row is the model's probabilities; where it is a rule with class
+    ``c`` and recent weighted accuracy ``w``, it is ``w * onehot(c) + (1 - w) *
+    proba``.
+
+    :param proba: (n, K) model probabilities.
+    :param classes: (n,) the served classes (the followed expert's).
+    :param followed: (n,) index into the experts (0: the model), or None.
+    :param accuracy: (n,) the followed expert's recent weighted accuracy in [0, 1].
+    """
+    p = _check_proba(proba)
+    if followed is None or accuracy is None or len(followed) == 0:
+        return p.copy()
+    rule = np.asarray(followed) > 0
+    w = np.where(rule, np.clip(np.asarray(accuracy, dtype=np.float64), 0.0, 1.0), 0.0)
+    out = (1.0 - w)[:, None] * p
+    rows = np.flatnonzero(rule)
+    out[rows, np.asarray(classes, dtype=np.int64)[rows]] += w[rows]
+    return out
+
+
+class Calibrator:
+    """Base of the multi-class calibrators: ``fit`` on (proba, y), ``transform``.
+
+    ``transform`` maps (n, K) probabilities to (n, K) rows summing to 1;
+    ``to_dict`` / :func:`calibrator_from_dict` store and rebuild a fitted one.
+    """
+
+    method: ClassVar[str] = ""
+
+    def fit(self, proba: Any, y: Any, followed: Any = None) -> Calibrator:
+        """Learn the map from validation probabilities and true classes.
+
+        ``followed`` (n,) is the expert each row followed (0: the model; None:
+        no combination); only :class:`ByExpertCalibrator` reads it.
+        """
+        p = _check_proba(proba)
+        labels = _check_labels(y, p.shape[0], p.shape[1])
+        self.n_classes_ = p.shape[1]
+        self._fit(p, labels, _rule_rows(followed, p.shape[0]))
+        return self
+
+    def _fit(self, proba: np.ndarray, y: np.ndarray, rule: np.ndarray) -> None:
+        """Learn from checked inputs (subclasses)."""
+
+    def transform(self, proba: Any, followed: Any = None) -> np.ndarray:
+        """Return the calibrated probabilities (rows sum to 1).
+
+        ``followed`` as in :meth:`fit`.
+        """
+        if not hasattr(self, "n_classes_"):
+            raise NotFittedError(
+                f"This {type(self).__name__} is not fitted yet. Call 'fit' with "
+                "validation probabilities and labels first."
+            )
+        p = _check_proba(proba, self.n_classes_)
+        return self._transform(p, _rule_rows(followed, p.shape[0]))
+
+    def _transform(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
+        return _normalised(proba)
+
+    def _state(self) -> dict[str, Any]:
+        return {}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the method and its learned state as JSON-ready values."""
+        if not hasattr(self, "n_classes_"):
+            raise NotFittedError(f"This {type(self).__name__} is not fitted yet.")
+        return {"method": self.method, "n_classes_": self.n_classes_, **self._state()}
+
+
+class IdentityCalibrator(Calibrator):
+    """Leave the probabilities as they are (renormalised): the ``none`` method."""
+
+    method = "none"
+
+    def __init__(self, n_classes: int | None = None) -> None:
+        self.n_classes = n_classes
+        if n_classes is not None:
+            self.n_classes_ = int(n_classes)
+
+    def transform(self, proba: Any, followed: Any = None) -> np.ndarray:
+        """Return ``proba`` with rows summing to 1 (any number of classes if unset)."""
+        return _normalised(_check_proba(proba, getattr(self, "n_classes_", None)))
+
+
+def _nll(logp: np.ndarray, y: np.ndarray, temperature: float) -> float:
+    z = logp / temperature
+    z = z - z.max(axis=1, keepdims=True)
+    log_norm = np.log(np.exp(z).sum(axis=1))
+    return float(np.mean(log_norm - z[np.arange(y.size), y]))
+
+
+def _golden_min(fn: Any, low: float, high: float, iterations: int = 60) -> float:
+    """Return the minimiser of a unimodal ``fn`` on [low, high] (golden section)."""
+    ratio = (math.sqrt(5.0) - 1.0) / 2.0
+    a, b = low, high
+    c, d = b - ratio * (b - a), a + ratio * (b - a)
+    fc, fd = fn(c), fn(d)
+    for _ in range(iterations):
+        if fc <= fd:
+            b, d, fd = d, c, fc
+            c = b - ratio * (b - a)
+            fc = fn(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + ratio * (b - a)
+            fd = fn(d)
+    return (a + b) / 2.0
+
+
+def _rule_rows(followed: Any, n: int) -> np.ndarray:
+    """Return per row whether it followed a recency rule (not the model)."""
+    if followed is None or len(followed) == 0:
+        return np.zeros(n, dtype=bool)
+    arr = np.asarray(followed)
+    if arr.shape != (n,):
+        raise ValueError(
+            f"The 'followed' field must be a 1-D array of {n} expert indices. "
+            f"Got shape {arr.shape} instead."
+        )
+    return arr > 0
+
+
+class TemperatureCalibrator(Calibrator):
+    """Scale the log-probabilities by one temperature: ``softmax(log p / T)``.
+
+    ``T`` minimises the validation NLL, searched on log T within
+    :data:`T_BOUNDS`. T > 1 softens an over-confident model, T < 1 sharpens an
+    under-confident one; the class ranking of every row is kept.
+    """
+
+    method = "temperature"
+
+    def _fit(self, proba: np.ndarray, y: np.ndarray, rule: np.ndarray) -> None:
+        if y.size == 0:
+            self.temperature_ = 1.0
+            return
+        logp = np.log(np.maximum(proba, EPS))
+        log_t = _golden_min(
+            lambda s: _nll(logp, y, math.exp(s)),
+            math.log(T_BOUNDS[0]),
+            math.log(T_BOUNDS[1]),
+        )
+        self.temperature_ = float(math.exp(log_t))
+
+    def _transform(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
+        z = np.log(np.maximum(proba, EPS)) / self.temperature_
+        z = z - z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
+
+    def _state(self) -> dict[str, Any]:
+        return {"temperature_": self.temperature_}
+
+
+def _isotonic(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return the knots (x, fitted y) of the increasing isotonic fit of y on x.
+
+    Pool-adjacent-violators over the points sorted by x (ties pooled first).
+    """
+    order = np.argsort(x, kind="stable")
+    xs, ys = x[order], y[order].astype(np.float64)
+    ux, start = np.unique(xs, return_index=True)
+    counts = np.diff(np.r_[start, xs.size]).astype(np.float64)
+    sums = np.add.reduceat(ys, start)
+    # Blocks of pooled points: their sum, count and first/last knot.
+    b_sum: list[float] = []
+    b_n: list[float] = []
+    b_lo: list[int] = []
+    for i in range(ux.size):
+        b_sum.append(float(sums[i]))
+        b_n.append(float(counts[i]))
+        b_lo.append(i)
+        while len(b_sum) > 1 and b_sum[-2] / b_n[-2] >= b_sum[-1] / b_n[-1]:
+            s, n = b_sum.pop(), b_n.pop()
+            b_lo.pop()
+            b_sum[-1] += s
+            b_n[-1] += n
+    fitted = np.empty(ux.size)
+    bounds = [*b_lo, ux.size]
+    for j in range(len(b_lo)):
+        fitted[bounds[j] : bounds[j + 1]] = b_sum[j] / b_n[j]
+    return ux, fitted
+
+
+class IsotonicCalibrator(Calibrator):
+    """Fit one increasing map per class (one-vs-rest isotonic), then renormalise.
+
+    A class absent from the validation part maps to 0 unless every class is 0 for
+    a row, which then keeps its input probabilities.
+    """
+
+    method = "isotonic"
+
+    def _fit(self, proba: np.ndarray, y: np.ndarray, rule: np.ndarray) -> None:
+        self.knots_x_: list[list[float]] = []
+        self.knots_y_: list[list[float]] = []
+        for k in range(proba.shape[1]):
+            if y.size == 0:
+                kx, ky = np.array([0.0, 1.0]), np.array([0.0, 1.0])
+            else:
+                kx, ky = _isotonic(proba[:, k], (y == k).astype(np.float64))
+            self.knots_x_.append(kx.tolist())
+            self.knots_y_.append(ky.tolist())
+
+    def _transform(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
+        out = np.column_stack(
+            [
+                np.interp(proba[:, k], self.knots_x_[k], self.knots_y_[k])
+                for k in range(proba.shape[1])
+            ]
+        )
+        empty = out.sum(axis=1) <= 0
+        out[empty] = proba[empty]
+        return _normalised(out)
+
+    def _state(self) -> dict[str, Any]:
+        return {"knots_x_": self.knots_x_, "knots_y_": self.knots_y_}
+
+
+class TopLabelCalibrator(Calibrator):
+    """Map the most likely class's probability by isotonic regression on its hits.
+
+    Top-label calibration (Gupta and Ramdas, ICLR 2022): the top probability
+    becomes the validation hit rate of rows as confident; the other classes share
+    the rest in their own proportions.
+    """
+
+    method = "top_isotonic"
+
+    def _fit(self, proba: np.ndarray, y: np.ndarray, rule: np.ndarray) -> None:
+        if y.size == 0:
+            kx, ky = np.array([0.0, 1.0]), np.array([0.0, 1.0])
+        else:
+            hit = (np.argmax(proba, axis=1) == y).astype(np.float64)
+            kx, ky = _isotonic(proba.max(axis=1), hit)
+        self.knots_x_, self.knots_y_ = kx.tolist(), ky.tolist()
+
+    def _transform(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
+        p = _normalised(proba)
+        top = np.argmax(p, axis=1)
+        rows = np.arange(p.shape[0])
+        old = p[rows, top]
+        new = np.interp(old, self.knots_x_, self.knots_y_)
+        rest = 1.0 - old
+        scale = np.where(rest > 0, (1.0 - new) / np.where(rest > 0, rest, 1.0), 0.0)
+        out = p * scale[:, None]
+        out[rows, top] = new
+        # A top row with nothing else to share the rest spreads it evenly.
+        short = 1.0 - out.sum(axis=1)
+        lone = (rest <= 0) & (short > 0)
+        out[lone] += (short[lone] / (p.shape[1] - 1))[:, None]
+        out[lone, top[lone]] = new[lone]
+        return _normalised(out)
+
+    def _state(self) -> dict[str, Any]:
+        return {"knots_x_": self.knots_x_, "knots_y_": self.knots_y_}
+
+
+#: Fewest validation rows a group of :class:`ByExpertCalibrator` needs for its own
+#: map; a smaller group uses the map fitted on every row.
+MIN_GROUP_ROWS = 100
+
+
+class ByExpertCalibrator(Calibrator):
+    """One calibrator of ``base`` for rows that follow the model, one for rules.
+
+    The two kinds of served distribution err differently (a rule's recent
+    accuracy overstates how often it is right next time), so each gets its own
+    map; a group with fewer than :data:`MIN_GROUP_ROWS` validation rows uses the
+    map fitted on all rows.
+    """
+
+    def __init__(self, base: str = "isotonic") -> None:
+        self.base = base
+
+    @property
+    def method(self) -> str:  # type: ignore[override]
+        return f"{self.base}+expert"
+
+    def _fit(self, proba: np.ndarray, y: np.ndarray, rule: np.ndarray) -> None:
+        every = make_calibrator(self.base).fit(proba, y)
+        self.parts_: dict[str, Calibrator] = {}
+        for name, rows in (("model", ~rule), ("rule", rule)):
+            enough = int(rows.sum()) >= MIN_GROUP_ROWS
+            self.parts_[name] = (
+                make_calibrator(self.base).fit(proba[rows], y[rows])
+                if enough
+                else every
+            )
+
+    def _transform(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
+        out = self.parts_["model"].transform(proba)
+        if rule.any():
+            out[rule] = self.parts_["rule"].transform(proba[rule])
+        return out
+
+    def _state(self) -> dict[str, Any]:
+        return {"parts_": {k: c.to_dict() for k, c in self.parts_.items()}}
+
+
+_CLASSES: dict[str, type[Calibrator]] = {
+    "none": IdentityCalibrator,
+    "temperature": TemperatureCalibrator,
+    "isotonic": IsotonicCalibrator,
+    "top_isotonic": TopLabelCalibrator,
+}
+_GROUPED = "+expert"
+
+
+def make_calibrator(method: str = DEFAULT_METHOD) -> Calibrator:
+    """Return an unfitted calibrator of ``method`` (one of :data:`METHODS`)."""
+    if method not in METHODS:
+        raise ValueError(
+            f"The calibration method must be one of {list(METHODS)}. "
+            f"Got {method!r} instead."
+        )
+    if method.endswith(_GROUPED):
+        return ByExpertCalibrator(method.removesuffix(_GROUPED))
+    return _CLASSES[method]()
+
+
+def calibrator_from_dict(data: Mapping[str, Any]) -> Calibrator:
+    """Rebuild a fitted calibrator from :meth:`Calibrator.to_dict` output."""
+    method = data.get("method")
+    if method not in METHODS or "n_classes_" not in data:
+        raise ValueError(
+            f"A stored calibrator must name its method among {list(METHODS)} and "
+            f"its 'n_classes_'. Got {dict(data)!r} instead."
+        )
+    calibrator = make_calibrator(str(method))
+    calibrator.n_classes_ = int(data["n_classes_"])
+    for key, value in data.items():
+        if key == "parts_":
+            value = {k: calibrator_from_dict(v) for k, v in value.items()}
+        if key.endswith("_") and key != "n_classes_":
+            setattr(calibrator, key, value)
+    return calibrator
+
+
+def _binned_gap(conf: np.ndarray, hit: np.ndarray, n_bins: int) -> float:
+    """Return sum over equal-width bins of |mean hit - mean conf| * share."""
+    if conf.size == 0:
+        return float("nan")
+    table = _bins(conf, hit, n_bins)
+    gaps = np.abs(table.accuracy - table.confidence)
+    return float(np.sum(np.where(table.n > 0, table.count * gaps, 0.0)))
+
+
+@dataclass(frozen=True)
+class ReliabilityTable:
+    """Equal-width confidence bins: bounds, tasks, mean confidence and hit rate.
+
+    ``count`` is the share of the rows in the bin; accuracy and confidence are NaN
+    in an empty bin.
+    """
+
+    lower: np.ndarray
+    upper: np.ndarray
+    count: np.ndarray
+    n: np.ndarray
+    confidence: np.ndarray
+    accuracy: np.ndarray
+
+    def to_dict(self) -> dict[str, list[float | None]]:
+        """Return the columns as lists (NaN as None), JSON-ready."""
+        return {
+            f: [None if np.isnan(v) else float(v) for v in getattr(self, f)]
+            for f in ("lower", "upper", "count", "n", "confidence", "accuracy")
+        }
+
+
+def _bins(conf: np.ndarray, hit: np.ndarray, n_bins: int) -> ReliabilityTable:
+    if n_bins < 1:
+        raise ValueError(f"The 'n_bins' field must be >= 1. Got {n_bins!r} instead.")
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    # Right-closed bins, (a, b], with 0 in the first: Guo et al.'s convention.
+    which = np.clip(np.searchsorted(edges, conf, side="left") - 1, 0, n_bins - 1)
+    n = np.bincount(which, minlength=n_bins).astype(np.float64)
+    conf_sum = np.bincount(which, weights=conf, minlength=n_bins)
+    hit_sum = np.bincount(which, weights=hit.astype(np.float64), minlength=n_bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_conf = np.where(n > 0, conf_sum / n, np.nan)
+        accuracy = np.where(n > 0, hit_sum / n, np.nan)
+    share = n / max(conf.size, 1)
+    table = ReliabilityTable(edges[:-1], edges[1:], share, n, mean_conf, accuracy)
+    return table
+
+
+def _top_label(proba: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+    p = _check_proba(proba)
+    labels = _check_labels(y, p.shape[0], p.shape[1])
+    return p.max(axis=1), np.argmax(p, axis=1) == labels
+
+
+def _cumulative(proba: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+    p = _check_proba(proba)
+    labels = _check_labels(y, p.shape[0], p.shape[1])
+    cum = np.clip(np.cumsum(p, axis=1)[:, :-1], 0.0, 1.0)
+    hit = labels[:, None] <= np.arange(p.shape[1] - 1)[None, :]
+    return cum.ravel(), hit.ravel()
+
+
+def expected_calibration_error(proba: Any, y: Any, n_bins: int = 15) -> float:
+    """Return the top-label ECE: confidence of the most likely class vs its hit rate.
+
+    Guo et al. (2017): the rows are binned by their largest probability into
+    ``n_bins`` equal-width bins; the ECE is the share-weighted mean gap between
+    each bin's mean confidence and its accuracy. NaN for no rows.
+    """
+    conf, hit = _top_label(proba, y)
+    return _binned_gap(conf, hit, n_bins)
+
+
+def cumulative_calibration_error(proba: Any, y: Any, n_bins: int = 15) -> float:
+    """Return the ECE of P(y <= k), pooled over k = 0..K-2.
+
+    The product's confidence is P(true class <= written class): this measures
+    whether such cumulative probabilities are right as often as they say.
+    """
+    conf, hit = _cumulative(proba, y)
+    return _binned_gap(conf, hit, n_bins)
+
+
+def reliability_table(
+    proba: Any, y: Any, n_bins: int = 15, kind: str = "top"
+) -> ReliabilityTable:
+    """Return the bins of a reliability diagram, ``kind`` 'top' or 'cumulative'."""
+    if kind not in ("top", "cumulative"):
+        raise ValueError(
+            f"The 'kind' field must be 'top' or 'cumulative'. Got {kind!r} instead."
+        )
+    conf, hit = _top_label(proba, y) if kind == "top" else _cumulative(proba, y)
+    return _bins(conf, hit, n_bins)
+
+
+def fit_calibrator(
+    proba: Any, y: Any, method: str = DEFAULT_METHOD, followed: Any = None
+) -> Calibrator:
+    """Return a calibrator of ``method`` fitted on the rows whose class is known.
+
+    ``y`` may hold -1 (unknown label): those rows are left out; ``followed`` as in
+    :meth:`Calibrator.fit`.
+    """
+    p = _check_proba(proba)
+    labels = np.asarray(y)
+    known = labels >= 0
+    rule = _rule_rows(followed, p.shape[0])
+    return make_calibrator(method).fit(p[known], labels[known], rule[known])

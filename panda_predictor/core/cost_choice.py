@@ -1,0 +1,464 @@
+"""Size a task by expected cost, and keep its scouts only where skipping costs more.
+
+The models give, per task and target, a calibrated distribution over the target's
+classes. Inside each class the use is spread the way the training tasks of that
+class were spread (:class:`UseTable`, a few quantiles per class). Together they give
+a distribution of the task's use, and for every value we could write, what it is
+expected to cost under what PanDA does next:
+
+- **too little time** (``walltime``, ``cputime``): the attempt runs until its limit
+  and is lost, the job is delayed by it, and it is retried one class up (above the
+  top class: twice the value) until it fits;
+- **too little memory** (``ramcount``): the attempt runs its course and is lost
+  (an upper bound: logs do not say when memory ran out), the job is delayed by it,
+  and the retry asks for PanDA's next ``increase_memory`` step;
+- **too much**: the unused part is wasted.
+
+Costs are counted in *job runs*: one unit is the core-hours the job needs when it
+gets exactly what it uses. A time value v for a job that uses u wastes
+``(v - u) / E[u]`` units; memory converts GB-hours at :attr:`CostSettings.gb_per_core`
+GB per core (a slot's memory), so ``(v - u) / (gb_per_core * 1024)`` units per MB
+per core. A job's delay is priced by one setting, :attr:`CostSettings.delay_price`:
+the core-hours that one core-hour of waiting is worth. A failed attempt costs its
+own hours plus the delay they cause (``1 + delay_price`` times its length), plus
+the wait of its retry in the queue again, taken as
+:attr:`CostSettings.requeue_runs` job runs of delay (``delay_price *
+requeue_runs``).
+
+The value written is the candidate with the lowest expected cost. Candidates are
+the class values, the quantiles of every class, and the task's request where it
+has one. The written value never exceeds the request: a job cannot use more than it
+asked for (its batch system kills it there), so use above the request is counted
+as use *of* the request when the request itself is priced.
+
+The scouts are kept where skipping them is expected to cost more than running
+them. Running them costs their own first jobs, which ask for the default (the
+task's request, else the top class's value), and the bulk's wait for them, one
+job run: ``delay_price`` units per job. Skipping costs the first jobs at the
+written value. After either, PanDA re-measures the task from its finished jobs
+(after 5 and after 100), so the rest of the task costs the same both ways. A task
+skips its scouts when the summed expected cost of its written values is at most
+the scouts' (:class:`~panda_predictor.core.scout_policy.CostPolicy`). Since the
+default is itself a candidate, that holds for every task whose expected costs
+can be priced: an uncertain target gets a safer value (the request, at worst);
+it does not send the task back to scouts.
+``iointensity`` is priced at zero (a wrong I/O class moves a job to another site,
+it does not fail it).
+
+The delay price also makes a failure dearer (a failed attempt delays its job), so
+it sets how careful the values are. Its default is chosen per deployment on the
+validation part (:func:`choose_delay_price`): the smallest candidate price at
+which every priced target's written values would have been enough for all but
+:data:`MAX_SHORT` of the validation tasks.
+
+Pure numpy; one matrix product per target and batch, so a single task takes
+microseconds (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+#: How a wrong value of each target costs (module doc). ``None``: not priced.
+TIME = "time"
+MEMORY = "memory"
+KIND_OF: dict[str, str | None] = {
+    "walltime": TIME,
+    "cputime": TIME,
+    "ramcount": MEMORY,
+    "iointensity": None,
+}
+#: PanDA's ``increase_memory`` steps, MB per core (see core.replay_panda).
+MEMORY_STEPS_MB: tuple[float, ...] = (1000.0, 2000.0, 3000.0, 4000.0, 6000.0, 8000.0)
+#: Attempts priced per job: retries go on until the job fits (one class up, then
+#: doubling), which this many attempts always reach for the values priced here.
+MAX_ATTEMPTS = 12
+#: Quantiles kept per class in a :class:`UseTable`.
+DEFAULT_POINTS = 20
+#: Slot memory per core, GB (the WLCG standard slot: 2 GB per core).
+DEFAULT_GB_PER_CORE = 2.0
+#: Job runs a retried job waits in the queue again: about one (an assumption; a
+#: grid job's queue wait is of the order of its run).
+DEFAULT_REQUEUE_RUNS = 1.0
+#: Candidate delay prices tried per deployment (core-hours per core-hour of delay).
+DELAY_PRICES: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+#: Share of validation tasks a priced target may be written too little for, at
+#: the chosen delay price (PanDA's own scouts fail several per cent of jobs).
+MAX_SHORT = 0.01
+
+
+def _check_number(name: str, value: Any, low: float, high: float = math.inf) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not low <= value <= high
+    ):
+        raise ValueError(
+            f"The '{name}' field must be a number in [{low:g}, {high:g}]. "
+            f"Got {value!r} instead."
+        )
+    return float(value)
+
+
+@dataclass(frozen=True)
+class CostSettings:
+    """What a delay and a failure are worth (module doc), in job runs.
+
+    :param delay_price: core-hours that one core-hour of a job's delay is worth.
+    :param gb_per_core: GB of memory that one core-hour of a slot comes with.
+    :param requeue_runs: job runs a retried job waits in the queue again.
+    """
+
+    delay_price: float = 1.0
+    gb_per_core: float = DEFAULT_GB_PER_CORE
+    requeue_runs: float = DEFAULT_REQUEUE_RUNS
+
+    def __post_init__(self) -> None:
+        _check_number("delay_price", self.delay_price, 0.0)
+        _check_number("gb_per_core", self.gb_per_core, 1e-6)
+        _check_number("requeue_runs", self.requeue_runs, 0.0)
+
+    @property
+    def failure_cost(self) -> float:
+        """Return what a failed attempt costs beyond its own hours: its retry's
+        wait in the queue, in job runs."""
+        return self.delay_price * self.requeue_runs
+
+    def to_dict(self) -> dict[str, float]:
+        """Return the settings as plain numbers."""
+        return {
+            "delay_price": self.delay_price,
+            "gb_per_core": self.gb_per_core,
+            "requeue_runs": self.requeue_runs,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CostSettings:
+        """Rebuild the settings from :meth:`to_dict` output."""
+        unknown = sorted(set(data) - {"delay_price", "gb_per_core", "requeue_runs"})
+        if unknown:
+            raise ValueError(
+                "The cost settings must have only 'delay_price', 'gb_per_core' and "
+                f"'requeue_runs'. Got unexpected {unknown} instead."
+            )
+        return cls(**{k: float(v) for k, v in data.items()})
+
+
+@dataclass(frozen=True)
+class UseTable:
+    """How the use of one target is spread inside each of its classes.
+
+    ``points[k]`` holds :data:`DEFAULT_POINTS` ascending quantiles (at the middle
+    of equal probability slices) of the training values of class k, so the use of a
+    task of class k is taken as equally likely to be any of them.
+    """
+
+    points: tuple[tuple[float, ...], ...]
+
+    def __post_init__(self) -> None:
+        array = np.asarray(self.points, dtype=float)
+        if array.ndim != 2 or array.shape[0] < 1 or array.shape[1] < 1:
+            raise ValueError(
+                "The 'points' field must be a K x Q table of numbers. "
+                f"Got shape {array.shape} instead."
+            )
+        if not np.all(np.isfinite(array)) or np.any(np.diff(array, axis=1) < 0):
+            raise ValueError(
+                "The 'points' field must hold finite numbers, ascending per class. "
+                f"Got {array.tolist()!r:.200} instead."
+            )
+
+    @property
+    def array(self) -> np.ndarray:
+        """Return the K x Q table as a float array."""
+        return np.asarray(self.points, dtype=float)
+
+    @classmethod
+    def fit(
+        cls,
+        values: Any,
+        classes: Any,
+        bins: Any,
+        n_points: int = DEFAULT_POINTS,
+    ) -> UseTable:
+        """Return the table of the training ``values`` of each class of ``bins``.
+
+        A class without training values falls back to :meth:`from_bins`'s spread.
+        """
+        values = np.asarray(values, dtype=float)
+        classes = np.asarray(classes)
+        fallback = cls.from_bins(bins, n_points).array
+        mids = (np.arange(n_points) + 0.5) / n_points
+        rows = []
+        for k in range(bins.n_classes):
+            inside = values[(classes == k) & np.isfinite(values)]
+            if inside.size:
+                rows.append(tuple(float(q) for q in np.quantile(inside, mids)))
+            else:
+                rows.append(tuple(float(q) for q in fallback[k]))
+        return cls(tuple(rows))
+
+    @classmethod
+    def from_bins(cls, bins: Any, n_points: int = DEFAULT_POINTS) -> UseTable:
+        """Return a table spread evenly over each class's range (no training data).
+
+        The lowest class runs from a tenth of its upper edge, the top class from
+        its lower edge to 1.5 times it (or to its value, if larger): a guess that
+        only bundles trained before use tables existed rely on.
+        """
+        mids = (np.arange(n_points) + 0.5) / n_points
+        rows = []
+        for k in range(bins.n_classes):
+            low, high = bins.range_of(k)
+            value = float(bins.value_of(k))
+            if math.isinf(low):
+                low = min(0.1 * high, value)
+            if math.isinf(high):
+                high = max(1.5 * low, value, low + 1.0)
+            rows.append(tuple(float(low + (high - low) * m) for m in mids))
+        return cls(tuple(rows))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the table as plain lists."""
+        return {"points": [list(row) for row in self.points]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> UseTable:
+        """Rebuild the table from :meth:`to_dict` output."""
+        if not isinstance(data, Mapping) or "points" not in data:
+            raise ValueError(
+                "A use table must be a mapping with 'points'. "
+                f"Got {data!r:.200} instead."
+            )
+        return cls(tuple(tuple(float(v) for v in row) for row in data["points"]))
+
+
+@dataclass
+class Sizing:
+    """The cost choice for a batch of tasks, one target.
+
+    ``value`` the value to write (the target's unit), ``expected_cost`` its
+    expected cost in job runs, ``p_short`` the probability that it is too little
+    (the job fails at least once), ``from_request`` whether the request was chosen,
+    ``scouts_cost`` the expected cost of a scout job asking for the default (the
+    request, else the top class's value).
+    """
+
+    value: np.ndarray
+    expected_cost: np.ndarray
+    p_short: np.ndarray
+    from_request: np.ndarray
+    scouts_cost: np.ndarray
+
+
+def _retry_value(kind: str, value: np.ndarray, ladder: np.ndarray) -> np.ndarray:
+    """Return what a failed attempt of ``value`` is retried with."""
+    if kind == MEMORY:
+        steps = np.asarray(MEMORY_STEPS_MB)
+        idx = np.searchsorted(steps, value, side="right")
+        above = steps[np.minimum(idx, steps.size - 1)]
+        # Past PanDA's top step PanDA gives nothing more; price it as a doubling
+        # (the job is lost and the task resubmitted with more).
+        return np.where(idx >= steps.size, value * 2.0, above)
+    idx = np.searchsorted(ladder, value, side="right")
+    top = idx >= ladder.size
+    return np.where(top, value * 2.0, ladder[np.minimum(idx, ladder.size - 1)])
+
+
+def job_cost(
+    kind: str,
+    value: Any,
+    use: Any,
+    scale: Any,
+    ladder: Any,
+    settings: CostSettings,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return (cost in job runs, failed attempts) of writing ``value`` for ``use``.
+
+    ``scale`` is one job run in the target's unit for time (the expected use); for
+    memory it is ignored (one run is the slot's memory, ``gb_per_core * 1024`` MB
+    per core). The cost leaves out :attr:`CostSettings.failure_cost`, which the
+    caller adds per failed attempt. Arrays broadcast.
+    """
+    value = np.asarray(value, dtype=float)
+    use = np.asarray(use, dtype=float)
+    value, use = np.broadcast_arrays(value, use)
+    ladder = np.asarray(ladder, dtype=float)
+    per_unit = (
+        1.0 / (settings.gb_per_core * 1024.0)
+        if kind == MEMORY
+        else 1.0 / np.maximum(np.asarray(scale, dtype=float), 1e-12)
+    )
+    delay = 1.0 + settings.delay_price
+    cost = np.zeros(value.shape)
+    failures = np.zeros(value.shape)
+    request = value.copy()
+    open_ = np.ones(value.shape, dtype=bool)
+    for attempt in range(MAX_ATTEMPTS):
+        short = open_ & (request < use)
+        fits = open_ & ~short
+        cost = cost + np.where(fits, (request - use) * per_unit, 0.0)
+        # A failed time attempt runs until its limit; a failed memory attempt runs
+        # its course (one job run) holding its slot, or more memory than a slot.
+        if kind == MEMORY:
+            lost = delay * np.maximum(1.0, request * per_unit)
+        else:
+            lost = delay * request * per_unit
+        cost = cost + np.where(short, lost, 0.0)
+        failures = failures + short
+        open_ = short
+        if attempt < MAX_ATTEMPTS - 1:
+            request = np.where(short, _retry_value(kind, request, ladder), request)
+    # A job still short after MAX_ATTEMPTS (more than 2**6 times above the top
+    # class) is priced as getting its use at last.
+    return cost, failures
+
+
+class CostChooser:
+    """The expected-cost choice of one target, precomputed for its classes.
+
+    :param target: the target's name (its kind comes from :data:`KIND_OF`).
+    :param table: the use spread per class.
+    :param ladder: ascending class values (time retries go one class up).
+    :param settings: the prices.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        table: UseTable,
+        ladder: Sequence[float],
+        settings: CostSettings,
+    ) -> None:
+        if target not in KIND_OF:
+            raise ValueError(
+                f"The 'target' field must be one of {sorted(KIND_OF)}. "
+                f"Got {target!r} instead."
+            )
+        self.target = target
+        self.kind = KIND_OF[target]
+        self.settings = settings
+        self.points = table.array
+        self.ladder = np.sort(np.asarray(ladder, dtype=float))
+        if self.points.shape[0] != self.ladder.size:
+            raise ValueError(
+                f"The use table of {target!r} must have one row per class "
+                f"({self.ladder.size}). Got {self.points.shape[0]} instead."
+            )
+        self.class_mean = self.points.mean(axis=1)
+        grid = np.unique(np.concatenate([self.points.ravel(), self.ladder]))
+        self.candidates = grid[grid > 0] if np.any(grid > 0) else grid
+        self._top = int(np.searchsorted(self.candidates, self.ladder[-1]))
+        if self.kind is not None:
+            # cost[k, j]: mean cost of candidate j over class k's points, for time in
+            # the target's own unit (divided by the task's scale in choose).
+            cost, failures = job_cost(
+                self.kind,
+                self.candidates[None, None, :],
+                self.points[:, :, None],
+                1.0,
+                self.ladder,
+                settings,
+            )
+            self.cost = cost.mean(axis=1)
+            self.failures = failures.mean(axis=1)
+            self.short = (self.points[:, :, None] > self.candidates).mean(axis=1)
+
+    def choose(
+        self,
+        distribution: np.ndarray,
+        request: Any = None,
+        fallback_class: Any = None,
+    ) -> Sizing:
+        """Return the cheapest value per task (rows of ``distribution`` sum to 1).
+
+        :param request: (n,) the task's request in the target's unit (NaN or <= 0:
+            none); the value never exceeds it and it is a candidate itself.
+        :param fallback_class: (n,) for an unpriced target, the class to write
+            (the tail rule's or the combination's choice).
+        """
+        p = np.asarray(distribution, dtype=float)
+        n = p.shape[0]
+        req = (
+            np.full(n, np.nan)
+            if request is None
+            else np.asarray(request, dtype=float).reshape(n)
+        )
+        has_req = np.isfinite(req) & (req > 0)
+        if self.kind is None:
+            cls = (
+                np.argmax(p, axis=1)
+                if fallback_class is None
+                else np.asarray(fallback_class, dtype=int)
+            )
+            value = self.ladder[cls]
+            value = np.where(
+                has_req, np.minimum(value, np.where(has_req, req, 0)), value
+            )
+            short = 1.0 - np.take_along_axis(np.cumsum(p, axis=1), cls[:, None], 1)
+            zero = np.zeros(n)
+            return Sizing(value, zero, short[:, 0], np.zeros(n, dtype=bool), zero)
+        per_scale = self._scale(p)
+        expected = (p @ self.cost) / per_scale[:, None]
+        if self.settings.failure_cost:
+            expected = expected + self.settings.failure_cost * (p @ self.failures)
+        # The request caps the value: candidates above it are not allowed.
+        allowed = ~has_req[:, None] | (self.candidates[None, :] <= req[:, None])
+        expected = np.where(allowed, expected, np.inf)
+        rows = np.arange(n)
+        # Without a request the scouts ask for the top class's value.
+        scouts = expected[rows, self._top].copy()
+        best = np.argmin(expected, axis=1)
+        value = self.candidates[best]
+        cost = expected[rows, best]
+        p_short = (p @ self.short)[rows, best]
+        from_request = np.zeros(n, dtype=bool)
+        if has_req.any():
+            r_cost = self._request_cost(p[has_req], req[has_req], per_scale[has_req])
+            scouts[has_req] = r_cost
+            better = r_cost < cost[has_req]
+            idx = np.flatnonzero(has_req)[better]
+            value[idx] = req[idx]
+            cost[idx] = r_cost[better]
+            p_short[idx] = 0.0
+            from_request[idx] = True
+        return Sizing(value, cost, p_short, from_request, scouts)
+
+    def _scale(self, p: np.ndarray) -> np.ndarray:
+        """Return one job run in the target's unit per task (1 for memory)."""
+        if self.kind == MEMORY:
+            return np.ones(p.shape[0])
+        return np.maximum(p @ self.class_mean, 1e-12)
+
+    def _request_cost(
+        self, p: np.ndarray, request: np.ndarray, scale: np.ndarray
+    ) -> np.ndarray:
+        """Return the expected cost of writing the request itself (never short)."""
+        spare = np.maximum(request[:, None, None] - self.points[None, :, :], 0.0)
+        per_class = spare.mean(axis=2)
+        if self.kind == MEMORY:
+            per_unit = 1.0 / (self.settings.gb_per_core * 1024.0)
+            return (p * per_class).sum(axis=1) * per_unit
+        return (p * per_class).sum(axis=1) / scale
+
+
+def choose_delay_price(short_at: Mapping[float, Mapping[str, float]]) -> float:
+    """Return the smallest candidate price whose values are short at most rarely.
+
+    ``short_at[price][target]`` is the share of validation tasks whose written
+    value of ``target`` was below the task's true use under that price. The
+    smallest price at which every target's share is at most :data:`MAX_SHORT`
+    wins; without one, the largest candidate (the most careful values).
+    """
+    if not short_at:
+        raise ValueError("The 'short_at' field must hold at least one price.")
+    prices = sorted(short_at)
+    for price in prices:
+        if all(share <= MAX_SHORT for share in short_at[price].values()):
+            return float(price)
+    return float(prices[-1])

@@ -1,0 +1,198 @@
+"""The one decision: tasks and their history in, written values and decisions out.
+
+Every consumer calls this module: the database hook, the HTTP service, the JEDI
+refiner's local client, ``panda-predictor htcondor`` and the benchmark. The rules,
+in order:
+
+1. **task checks**: a row whose numbers no real task has (``corecount`` <= 0,
+   negative counts; :mod:`panda_predictor.core.task_checks`) is not predicted and
+   keeps its scouts, with the reason naming the field, what was expected and what
+   came;
+2. **the prediction and the cost decision**: :class:`Predictor` (features,
+   models, tail rule, expert combination, calibrated distribution, the value of
+   lowest expected cost per target, applied / kept_scouts;
+   :meth:`Predictor.decide`);
+3. **PanDA's exhausted checks**: an ``applied`` prediction far from the task's
+   preset values keeps the scouts
+   (:func:`panda_predictor.core.requested_values.far_from_request`);
+4. **the rollout stage**, where the caller deploys (``mode`` shadow, the rollout
+   share; :mod:`panda_predictor.core.rollout`).
+
+:func:`decide` returns one :class:`TaskPrediction` per task (the hook, HTTP, the
+refiner, HTCondor); :func:`decide_table` is the same rules as columns for bulk
+callers (the benchmark, replays, drift), and the parity tests hold the two equal.
+The history is one type (:class:`~panda_predictor.serving.combination.ServingHistory`,
+or a labelled history frame, which is wrapped in one).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from panda_predictor.core.requested_values import (
+    COLUMN_KEYS,
+    far_from_request,
+    requested_values,
+)
+from panda_predictor.core.rollout import route_all
+from panda_predictor.core.scout_policy import KEPT_SCOUTS
+from panda_predictor.core.task_checks import CHECKED_FIELDS, input_problem
+from panda_predictor.core.task_prediction import TaskPrediction
+from panda_predictor.serving.predictor import Classified, History, Predictor
+
+#: ``reason_kind`` of a row the task checks refused, and of one kept for being far
+#: from its preset values (besides the policy's kinds).
+INVALID_TASK = "invalid_task"
+FAR_FROM_PRESET = "far_from_request"
+#: The preset columns the far-from-request rule reads (JEDI_TASKS names).
+PRESET_COLUMNS: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        c
+        for value, units in COLUMN_KEYS.values()
+        for c in (value, *((units,) if isinstance(units, str) else units))
+    )
+)
+
+
+def _problems(tasks: pd.DataFrame) -> list[str | None]:
+    present = [c for c in CHECKED_FIELDS if c in tasks.columns]
+    return [input_problem(row) for row in tasks[present].to_dict("records")]
+
+
+def _presets(tasks: pd.DataFrame) -> list[dict[str, Any]] | None:
+    """Return each row's preset values, or None when the rows carry none."""
+    if not any(c in tasks.columns for c in PRESET_COLUMNS):
+        return None
+    return tasks.reindex(columns=list(PRESET_COLUMNS)).to_dict("records")
+
+
+def _far(prediction: TaskPrediction, preset: Mapping[str, Any] | None) -> str | None:
+    if preset is None or prediction.decision != "applied":
+        return None
+    return far_from_request(prediction, requested_values(preset, COLUMN_KEYS))
+
+
+def decide(
+    predictor: Predictor,
+    tasks: pd.DataFrame,
+    history: History = None,
+    *,
+    now: datetime | None = None,
+    rollout: tuple[str, float] | None = None,
+) -> list[TaskPrediction]:
+    """Return one prediction per row of ``tasks``, in order, under every rule.
+
+    :param predictor: the champion's :class:`Predictor`.
+    :param tasks: task rows (JEDI_TASKS columns with their dataset counts, or a
+        task definition read by :mod:`panda_predictor.taskdef`).
+    :param history: the labelled history (frame or ServingHistory); None: none.
+    :param now: time stamped on the predictions.
+    :param rollout: ``(mode, rollout_share)`` to route the decisions through
+        shadow mode and the rollout share; None: the decisions as made.
+    """
+    if tasks.empty:
+        return []
+    stamp = now or datetime.now(UTC).replace(tzinfo=None)
+    problems = _problems(tasks)
+    valid = np.array([p is None for p in problems], dtype=bool)
+    predicted = iter(
+        predictor.predict(tasks[valid].reset_index(drop=True), history)
+        if valid.any()
+        else []
+    )
+    presets = _presets(tasks)
+    out = []
+    for i, (task_id, problem) in enumerate(
+        zip(tasks["jeditaskid"], problems, strict=True)
+    ):
+        if problem is not None:
+            out.append(_refused(predictor, int(task_id), problem, stamp))
+            continue
+        prediction = next(predicted)
+        far = _far(prediction, presets[i] if presets is not None else None)
+        if far is not None:
+            prediction = dataclasses.replace(
+                prediction, decision="kept_scouts", reason=far
+            )
+        out.append(prediction)
+    return route_all(out, *rollout) if rollout is not None else out
+
+
+def decide_records(
+    predictor: Predictor,
+    records: Sequence[Mapping[str, Any]],
+    history: History = None,
+    *,
+    now: datetime | None = None,
+    rollout: tuple[str, float] | None = None,
+) -> list[TaskPrediction]:
+    """Return :func:`decide` for task records (TASK_COLUMNS maps, as the HTTP
+    service reads them); a few records take the predictor's low-latency route
+    (:data:`~panda_predictor.serving.predictor.FAST_PATH_MAX_ROWS`)."""
+    if not records:
+        return []
+    return decide(
+        predictor, pd.DataFrame(list(records)), history, now=now, rollout=rollout
+    )
+
+
+def decide_table(
+    predictor: Predictor,
+    tasks: pd.DataFrame,
+    history: History = None,
+    parts: Classified | None = None,
+) -> pd.DataFrame:
+    """Return :func:`decide`'s decisions as columns (see :meth:`Predictor.table_of`).
+
+    Rows refused by the task checks keep their scouts (``reason_kind``
+    :data:`INVALID_TASK`), and so do applied rows far from their preset values
+    (:data:`FAR_FROM_PRESET`). ``parts`` are the tasks' classified parts when the
+    caller computed them already (the benchmark scores them too).
+    """
+    if tasks.empty:
+        return pd.DataFrame(columns=predictor.table_columns())
+    if parts is None:
+        parts = predictor.classified(tasks, history)
+    table = predictor.table_of(tasks, parts)
+    problems = _problems(tasks)
+    invalid = np.array([p is not None for p in problems], dtype=bool)
+    if invalid.any():
+        table.loc[invalid, "decision"] = KEPT_SCOUTS
+        table.loc[invalid, "reason_kind"] = INVALID_TASK
+    presets = _presets(tasks)
+    if presets is not None:
+        applied = np.flatnonzero((table["decision"] == "applied").to_numpy())
+        if applied.size:
+            # Only applied rows with a preset can be far: build their records.
+            sub = tasks.iloc[applied]
+            for row, prediction in zip(
+                applied,
+                predictor.predict(sub.reset_index(drop=True), history),
+                strict=True,
+            ):
+                if _far(prediction, presets[row]) is not None:
+                    table.iloc[row, table.columns.get_loc("decision")] = KEPT_SCOUTS
+                    table.iloc[row, table.columns.get_loc("reason_kind")] = (
+                        FAR_FROM_PRESET
+                    )
+    return table
+
+
+def _refused(
+    predictor: Predictor, task_id: int, problem: str, stamp: datetime
+) -> TaskPrediction:
+    return TaskPrediction(
+        task_id,
+        str(getattr(predictor, "model_name", "?")),
+        str(getattr(predictor, "model_version", "?")),
+        "kept_scouts",
+        f"invalid task: {problem}",
+        {},
+        stamp,
+    )

@@ -1,0 +1,232 @@
+"""Calibration: the calibrators, the ECE, the served mixture, the bundle round-trip."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import numpy as np
+import pytest
+
+from panda_predictor.core.calibration import (
+    DEFAULT_METHOD,
+    METHODS,
+    IdentityCalibrator,
+    TemperatureCalibrator,
+    calibrator_from_dict,
+    cumulative_calibration_error,
+    expected_calibration_error,
+    fit_calibrator,
+    make_calibrator,
+    reliability_table,
+    served_mixture,
+)
+from panda_predictor.core.errors import NotFittedError
+from panda_predictor.core.tail_rule import confidence
+from panda_predictor.serving.bundle import load_bundle, save_bundle
+from panda_predictor.serving.combination import ServingHistory
+from panda_predictor.serving.predictor import Predictor
+
+LATER = datetime(2100, 1, 1)
+
+
+def softmax(z: np.ndarray) -> np.ndarray:
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def sample(proba: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Return one class per row drawn from its probabilities."""
+    return (proba.cumsum(axis=1) < rng.random(len(proba))[:, None]).sum(axis=1)
+
+
+@pytest.fixture
+def calibrated(seed):
+    """Return true probabilities (n=20000, K=4) and classes drawn from them."""
+    rng = np.random.default_rng(seed)
+    truth = softmax(rng.normal(0.0, 1.5, (20_000, 4)))
+    return truth, sample(truth, rng)
+
+
+def test_temperature_recovers_a_known_temperature(calibrated):
+    truth, y = calibrated
+    overconfident = softmax(np.log(truth) * 2.5)  # the model's, at T = 1/2.5
+    fitted = TemperatureCalibrator().fit(overconfident, y)
+    assert fitted.temperature_ == pytest.approx(2.5, rel=0.05)
+    np.testing.assert_allclose(fitted.transform(overconfident), truth, atol=0.03)
+
+
+def test_ece_is_small_when_calibrated_and_large_when_overconfident(calibrated):
+    truth, y = calibrated
+    overconfident = softmax(np.log(truth) * 3.0)
+    assert expected_calibration_error(truth, y) < 0.02
+    assert cumulative_calibration_error(truth, y) < 0.02
+    assert expected_calibration_error(overconfident, y) > 0.10
+    assert cumulative_calibration_error(overconfident, y) > 0.05
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_lowers_an_overconfident_ece(calibrated, method):
+    truth, y = calibrated
+    overconfident = softmax(np.log(truth) * 3.0)
+    out = fit_calibrator(overconfident[:10_000], y[:10_000], method).transform(
+        overconfident[10_000:]
+    )
+    np.testing.assert_allclose(out.sum(axis=1), 1.0)
+    assert (out >= 0).all()
+    ece = expected_calibration_error(out, y[10_000:])
+    if method == "none":
+        assert ece > 0.10
+    else:  # top-label isotonic may move the top class: a coarser fit
+        assert ece < (0.06 if method.startswith("top") else 0.03)
+
+
+def test_temperature_keeps_each_rows_class_order(calibrated):
+    truth, y = calibrated
+    out = TemperatureCalibrator().fit(truth**2, y).transform(truth**2)
+    np.testing.assert_array_equal(np.argsort(out, axis=1), np.argsort(truth, axis=1))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_to_dict_from_dict_round_trip(calibrated, method):
+    truth, y = calibrated
+    fitted = make_calibrator(method).fit(truth[:3000] ** 2, y[:3000])
+    again = calibrator_from_dict(json.loads(json.dumps(fitted.to_dict())))
+    assert type(again) is type(fitted)
+    np.testing.assert_allclose(again.transform(truth), fitted.transform(truth))
+
+
+@pytest.mark.parametrize(
+    ("data", "match"),
+    [
+        ({"method": "platt", "n_classes_": 3}, "method among"),
+        ({"method": "temperature"}, "n_classes_"),
+    ],
+    ids=["unknown-method", "no-classes"],
+)
+def test_a_bad_stored_calibrator_is_refused(data, match):
+    with pytest.raises(ValueError, match=match):
+        calibrator_from_dict(data)
+
+
+def test_errors_say_what_was_expected():
+    with pytest.raises(ValueError, match="calibration method must be one of"):
+        make_calibrator("platt")
+    with pytest.raises(NotFittedError, match="not fitted"):
+        TemperatureCalibrator().transform(np.full((1, 3), 1 / 3))
+    with pytest.raises(ValueError, match="3 columns"):
+        IdentityCalibrator(3).transform(np.full((1, 4), 0.25))
+
+
+def test_unknown_labels_are_left_out_of_the_fit(calibrated):
+    truth, y = calibrated
+    labels = y.copy()
+    labels[::2] = -1
+    a = fit_calibrator(truth**2, labels, "temperature")
+    b = fit_calibrator(truth[1::2] ** 2, y[1::2], "temperature")
+    assert a.temperature_ == pytest.approx(b.temperature_)
+
+
+def test_reliability_table_bins_the_confidences():
+    proba = np.array([[0.95, 0.05], [0.95, 0.05], [0.55, 0.45], [0.55, 0.45]])
+    y = np.array([0, 1, 0, 0])
+    table = reliability_table(proba, y, n_bins=10)
+    assert table.n.sum() == 4 and table.n[9] == 2 and table.n[5] == 2
+    assert table.accuracy[9] == 0.5 and table.accuracy[5] == 1.0
+    # Top-label ECE: half the rows 0.45 too confident, half 0.45 too shy.
+    assert expected_calibration_error(proba, y, n_bins=10) == pytest.approx(0.45)
+    assert table.to_dict()["accuracy"][0] is None  # an empty bin
+
+
+def test_served_mixture_mixes_a_followed_rule_with_the_model():
+    proba = np.array([[0.7, 0.2, 0.1], [0.7, 0.2, 0.1], [0.1, 0.1, 0.8]])
+    classes = np.array([0, 2, 1])
+    followed = np.array([0, 3, -1])  # the model, a rule, no combination
+    accuracy = np.array([0.9, 0.6, 0.5])
+    out = served_mixture(proba, classes, followed, accuracy)
+    np.testing.assert_allclose(out[0], proba[0])
+    np.testing.assert_allclose(out[1], 0.6 * np.eye(3)[2] + 0.4 * proba[1])
+    np.testing.assert_allclose(out[2], proba[2])
+    np.testing.assert_allclose(served_mixture(proba, classes), proba)
+
+
+@pytest.fixture(scope="module")
+def bundle_dir(trained_bundle_dir):
+    return trained_bundle_dir
+
+
+def test_training_fits_one_calibrator_per_target_and_the_bundle_keeps_it(
+    bundle_dir, tmp_path
+):
+    bundle = load_bundle(bundle_dir)
+    assert set(bundle.calibrators) == set(bundle.models)
+    assert {c.method for c in bundle.calibrators.values()} == {DEFAULT_METHOD}
+    for target in bundle.models:
+        assert 0.0 <= bundle.metrics[f"{target}.ece"] <= 1.0
+        assert f"{target}.ece_uncalibrated" in bundle.metrics
+    calibrator = TemperatureCalibrator()
+    calibrator.n_classes_, calibrator.temperature_ = (
+        bundle.bins["ramcount"].n_classes,
+        1.7,
+    )
+    bundle.calibrators["ramcount"] = calibrator
+    again = load_bundle(save_bundle(bundle, tmp_path / "again"))
+    assert again.calibrators["ramcount"].to_dict() == (
+        bundle.calibrators["ramcount"].to_dict()
+    )
+
+
+def test_an_old_bundle_without_calibrators_loads_as_identity(bundle_dir, tmp_path):
+    import shutil
+
+    old = tmp_path / "old"
+    shutil.copytree(bundle_dir, old)
+    decisions = json.loads((old / "decisions.json").read_text())
+    del decisions["calibrators"]
+    (old / "decisions.json").write_text(json.dumps(decisions))
+    bundle = load_bundle(old)
+    assert bundle.calibrators == {}
+    rng = np.random.default_rng(0)
+    proba = softmax(rng.normal(size=(5, bundle.bins["ramcount"].n_classes)))
+    np.testing.assert_allclose(bundle.calibrator("ramcount").transform(proba), proba)
+
+
+def test_records_and_frame_routes_give_the_same_distribution(
+    bundle_dir, labelled_history
+):
+    bundle = load_bundle(bundle_dir)
+    predictor = Predictor(bundle, "p", "1")
+    history = labelled_history.history
+    tasks = labelled_history.tasks.tail(40).assign(creationdate=LATER)
+    served = ServingHistory(history, LATER)
+    by_frame = predictor.classified(tasks, served)
+    by_records = predictor.classified_records(tasks.to_dict("records"), served)
+    assert by_records is not None
+    for target in bundle.models:
+        np.testing.assert_array_equal(
+            by_records.chosen[target], by_frame.chosen[target]
+        )
+        np.testing.assert_allclose(
+            by_records.distribution[target], by_frame.distribution[target], rtol=1e-6
+        )
+        np.testing.assert_allclose(
+            by_frame.confidence[target],
+            confidence(by_frame.distribution[target], by_frame.chosen[target]),
+        )
+    rules = np.concatenate([by_frame.followed[t] for t in bundle.models]) > 0
+    assert rules.any(), "some task follows a rule: the mixture is exercised"
+    raw = served_mixture(
+        by_frame.proba["ramcount"],
+        by_frame.chosen["ramcount"],
+        by_frame.followed["ramcount"],
+        by_frame.record_accuracy["ramcount"],
+    )
+    assert not np.allclose(raw, by_frame.distribution["ramcount"]), "calibrated"
+    predictions = predictor.predict_records(tasks.to_dict("records"), served)
+    # What a prediction states is the calibrated probability that its written
+    # value (the cost choice on this distribution) is enough.
+    decided = predictor.decide(by_frame, predictor.in_domain(tasks))
+    for p in predictions:
+        row = int(np.flatnonzero(tasks["jeditaskid"].to_numpy() == p.jeditaskid)[0])
+        for target, tp in p.targets.items():
+            assert tp.confidence == pytest.approx(decided[f"{target}_confidence"][row])

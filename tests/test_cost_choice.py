@@ -1,0 +1,156 @@
+"""The expected-cost choice on hand-made distributions whose answer is worked out."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from panda_predictor.core.bins import TargetBins
+from panda_predictor.core.cost_choice import (
+    CostChooser,
+    CostSettings,
+    UseTable,
+    choose_delay_price,
+    job_cost,
+)
+
+#: Class 0 always uses 100 s, class 1 always 1000 s.
+TWO_TIMES = UseTable(((100.0,) * 4, (1000.0,) * 4))
+#: Class 0 always uses 900 MB per core, class 1 always 1900.
+TWO_MEMORIES = UseTable(((900.0,) * 4, (1900.0,) * 4))
+
+
+def chooser(table=TWO_TIMES, target="walltime", requeue_runs=0.0, **settings):
+    ladder = [row[0] for row in table.points]
+    settings = CostSettings(requeue_runs=requeue_runs, **settings)
+    return CostChooser(target, table, ladder, settings)
+
+
+def test_a_certain_use_is_written_exactly_and_costs_nothing():
+    sized = chooser(delay_price=0.5).choose(np.array([[1.0, 0.0], [0.0, 1.0]]))
+    assert sized.value.tolist() == [100.0, 1000.0]
+    assert sized.expected_cost.tolist() == [0.0, 0.0]
+    assert sized.p_short.tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("p", "written", "cost"),
+    [
+        # E[u] = 550. Writing 100: half the jobs fail after 100 s, lose
+        # 100 * (1 + 0.5) and retry one class up at 1000, which fits exactly:
+        # 0.5 * 150 / 550 = 0.136. Writing 1000: half waste 900 s: 0.818.
+        ((0.5, 0.5), 100.0, 0.5 * 150 / 550),
+        # E[u] = 910. Writing 100: 0.9 * 150 / 910 = 0.148; writing 1000:
+        # 0.1 * 900 / 910 = 0.099, cheaper.
+        ((0.1, 0.9), 1000.0, 0.1 * 900 / 910),
+    ],
+)
+def test_time_takes_the_value_of_lowest_expected_cost(p, written, cost):
+    sized = chooser(delay_price=0.5).choose(np.array([p]))
+    assert sized.value[0] == written
+    assert sized.expected_cost[0] == pytest.approx(cost)
+
+
+def test_the_retrys_wait_in_the_queue_makes_the_choice_safer():
+    # p = (0.5, 0.5): writing 100 costs 0.136 + 0.5 * 0.5 * requeue_runs (the
+    # failed half waits requeue_runs runs at price 0.5), writing 1000 costs 0.818.
+    # 2 runs: 0.636 < 0.818 (still 100); 3 runs: 0.886 (1000).
+    p = np.array([[0.5, 0.5]])
+    assert chooser(delay_price=0.5, requeue_runs=2.0).choose(p).value[0] == 100.0
+    assert chooser(delay_price=0.5, requeue_runs=3.0).choose(p).value[0] == 1000.0
+
+
+def test_memory_follows_pandas_steps_after_a_failure():
+    # A slot is 2 GB per core: one job run is 2048 MB per core. p = (0.9, 0.1):
+    # writing 900, a class-1 job fails (1.5 runs lost), PanDA retries at 1000,
+    # fails again (1.5), then 2000 fits wasting 100/2048: 0.1 * 3.049 = 0.305.
+    # Writing 1900 wastes 1000/2048 on class 0: 0.9 * 0.488 = 0.439.
+    c = chooser(TWO_MEMORIES, "ramcount", delay_price=0.5)
+    sized = c.choose(np.array([[0.9, 0.1], [0.5, 0.5]]))
+    assert sized.value.tolist() == [900.0, 1900.0]
+    assert sized.expected_cost[0] == pytest.approx(0.1 * (3.0 + 100 / 2048))
+    assert sized.p_short[0] == pytest.approx(0.1)
+
+
+def test_the_request_caps_the_value_and_is_a_candidate():
+    c = chooser(delay_price=0.5)
+    p = np.array([[0.0, 1.0], [0.1, 0.9], [0.1, 0.9]])
+    sized = c.choose(p, request=[500.0, np.nan, 5000.0])
+    # Certain class 1, request 500: a job cannot use more than it asked for, so
+    # the request itself fits and is written.
+    assert sized.value[0] == 500.0 and sized.from_request[0]
+    assert sized.p_short[0] == 0.0
+    # No request: as without one. A request far above the use is not chosen.
+    assert sized.value[1] == sized.value[2] == 1000.0
+    assert not sized.from_request[1:].any()
+
+
+def test_an_unpriced_target_writes_its_fallback_class_at_no_cost():
+    table = UseTable(((10.0,) * 3, (800.0,) * 3))
+    c = CostChooser("iointensity", table, [10.0, 800.0], CostSettings())
+    sized = c.choose(np.array([[0.7, 0.3], [0.2, 0.8]]), fallback_class=[1, 0])
+    assert sized.value.tolist() == [800.0, 10.0]
+    assert sized.expected_cost.tolist() == [0.0, 0.0]
+    assert sized.p_short == pytest.approx([0.0, 0.8])
+
+
+def test_job_cost_counts_the_failed_attempts():
+    cost, failures = job_cost(
+        "time",
+        [100.0, 1000.0],
+        [1000.0, 1000.0],
+        1000.0,
+        [100.0, 1000.0],
+        CostSettings(delay_price=0.0),
+    )
+    assert failures.tolist() == [1.0, 0.0]
+    assert cost.tolist() == pytest.approx([0.1, 0.0])
+
+
+def test_the_scouts_cost_their_first_jobs_at_the_default():
+    # Scouts ask for the request (here 2000 s; certain class 0 uses 100: 1900 s
+    # spare per job of 100 s: 19 job runs) or, without one, the top class's value
+    # (1000: 9 job runs); they never fail.
+    sized = chooser(delay_price=0.5).choose(
+        np.array([[1.0, 0.0], [1.0, 0.0]]), request=[2000.0, np.nan]
+    )
+    assert sized.scouts_cost == pytest.approx([19.0, 9.0])
+
+
+def test_the_delay_price_is_the_smallest_whose_values_are_rarely_short():
+    short = {
+        0.25: {"walltime": 0.05, "ramcount": 0.01},
+        0.5: {"walltime": 0.02, "ramcount": 0.03},
+        1.0: {"walltime": 0.015, "ramcount": 0.02},
+        2.0: {"walltime": 0.01, "ramcount": 0.0},
+    }
+    # MAX_SHORT is 1 %: at 1.0 walltime is still 1.5 % short, at 2.0 both fit.
+    assert choose_delay_price(short) == 2.0
+    # None is careful enough: the most careful candidate.
+    assert choose_delay_price({0.25: {"walltime": 0.5}, 4.0: {"walltime": 0.3}}) == 4.0
+
+
+def test_use_tables_fit_round_trip_and_fall_back_to_the_bins():
+    bins = TargetBins("walltime", (100.0,), (90.0, 500.0))
+    values = np.array([10.0, 20.0, 30.0, 200.0])
+    table = UseTable.fit(values, bins.assign(values), bins, n_points=2)
+    assert table.array.tolist() == [[15.0, 25.0], [200.0, 200.0]]
+    assert UseTable.from_dict(table.to_dict()) == table
+    empty = UseTable.fit(values[:3], bins.assign(values[:3]), bins, n_points=2)
+    assert empty.array[1].tolist() == UseTable.from_bins(bins, 2).array[1].tolist()
+
+
+@pytest.mark.parametrize(
+    ("make", "field"),
+    [
+        (lambda: CostSettings(delay_price=-1.0), "'delay_price' field"),
+        (lambda: CostSettings(gb_per_core=0.0), "'gb_per_core' field"),
+        (lambda: UseTable(((2.0, 1.0),)), "'points' field"),
+        (lambda: CostSettings.from_dict({"price": 1}), "unexpected ['price']"),
+        (lambda: CostSettings(requeue_runs=-1.0), "'requeue_runs' field"),
+        (lambda: chooser(target="disk"), "'target' field"),
+    ],
+)
+def test_bad_input_names_the_field(make, field):
+    with pytest.raises(ValueError, match=field.replace("[", r"\[").replace("]", r"\]")):
+        make()
