@@ -258,7 +258,9 @@ def check_drift(
                     bundle, settings.model_name, str(champion.version)
                 )
                 history = read_history_frame(engine, settings, now=until)
-                _, chosen, _ = predictor.classify(tasks, history)
+                # The training profile holds the model's own classes: compare
+                # those, before the expert combination follows any rule.
+                chosen = predictor.classified(tasks, history).model_chosen
                 result.classes = class_drift(profile, chosen)
     finally:
         engine.dispose()

@@ -13,7 +13,6 @@ from panda_predictor.core.replay import replay
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
-from panda_predictor.core.cost_choice import CostSettings  # noqa: E402
 from pipelines.replay_simulated import (  # noqa: E402
     DEFAULT_SCOUT_RAM_MB,
     ReplayInputs,
@@ -70,10 +69,10 @@ def test_predictor_applies_some_tasks_and_starts_them_sooner(outcomes):
 
 
 def test_kept_scouts_tasks_run_exactly_as_scouts(inputs):
-    # A delay worth nothing: only a certain, free prediction would skip, and the
-    # model alone is never certain (the combination is switched off here).
+    # Every task outside the training domain (no transformation or framework
+    # known, no request in the simulated tasks): every task keeps its scouts.
     bundle = dataclasses.replace(
-        inputs.bundle, cost=CostSettings(delay_price=0.0), combination=None
+        inputs.bundle, known_transformations=[], known_frameworks=[], combination=None
     )
     sure_only = dataclasses.replace(inputs, bundle=bundle)
     scouts, predictor, *_ = replay_inputs(sure_only)

@@ -41,15 +41,7 @@ def relative_accuracy(actual: np.ndarray, predicted: np.ndarray) -> float:
 
 
 #: The scores of :func:`score_predictions` besides the counts.
-SCORE_NAMES = (
-    "accuracy",
-    "macro_f1",
-    "top_class_recall",
-    "top_class_precision",
-    "under_allocation",
-    "over_allocation",
-    "relative_accuracy",
-)
+SCORE_NAMES = (*JSON_KEYS, "relative_accuracy")
 
 
 def score_predictions(run: TargetRun, classes: np.ndarray) -> dict[str, float]:
