@@ -41,6 +41,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from panda_predictor.core.errors import NotFittedError
+from panda_predictor.core.tail_rule import _check_proba
 
 #: The methods :func:`make_calibrator` knows, in the order they are compared.
 METHODS: tuple[str, ...] = (
@@ -58,27 +59,6 @@ DEFAULT_METHOD = "top_isotonic+expert"
 EPS = 1e-12
 #: Bounds of the temperature search (log-spaced golden section).
 T_BOUNDS = (0.05, 20.0)
-
-
-def _check_proba(proba: Any, n_classes: int | None = None) -> np.ndarray:
-    """Return ``proba`` as an (n, K) float array after checking it."""
-    arr = np.asarray(proba, dtype=np.float64)
-    if arr.ndim != 2 or arr.shape[1] < 2:
-        raise ValueError(
-            "The 'proba' field must be a 2-D array of shape (n_samples, n_classes) "
-            f"with at least 2 classes. Got shape {arr.shape} instead."
-        )
-    if n_classes is not None and arr.shape[1] != n_classes:
-        raise ValueError(
-            f"The 'proba' field must have {n_classes} columns, as at fit time. "
-            f"Got {arr.shape[1]} instead."
-        )
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError(
-            "The 'proba' field must hold finite, non-negative probabilities. "
-            "Got NaN, infinite or negative values instead."
-        )
-    return arr
 
 
 def _check_labels(y: Any, n: int, n_classes: int) -> np.ndarray:
