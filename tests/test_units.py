@@ -9,6 +9,7 @@ import pytest
 from test_db_support import add_task, make_prediction, task_row
 
 from panda_predictor.core.bins import BinSet, TargetBins
+from panda_predictor.core.cost_choice import UseTable
 from panda_predictor.core.features import TASK_COLUMNS
 from panda_predictor.core.units import (
     cputime_to_panda,
@@ -87,25 +88,36 @@ def test_zero_cputime_class_falls_back_to_its_upper_edge():
 
 @pytest.fixture(scope="module")
 def fractional_predictor(trained_bundle_dir) -> Predictor:
-    """Return a predictor whose cputime classes have fitted fractional values."""
+    """Return a predictor whose cputime classes have fitted fractional values.
+
+    The cost choice picks among the class values, the use inside each class and
+    the request; the use table is set on the class values too, so every candidate
+    of a task without a cputime request is one of the fractional values.
+    """
     bundle = load_bundle(trained_bundle_dir)
     cputime = bundle.bins["cputime"]
     values = tuple(2.3 + 0.1 * i for i in range(cputime.n_classes))
     fractional = dataclasses.replace(cputime, values=values)
     bins = BinSet(bundle.bins.version, {**bundle.bins.targets, "cputime": fractional})
-    return Predictor(dataclasses.replace(bundle, bins=bins), "panda-predictor", "1")
+    use = UseTable(tuple((v,) * 4 for v in values))
+    fractional_bundle = dataclasses.replace(
+        bundle, bins=bins, use_tables={**bundle.use_tables, "cputime": use}
+    )
+    return Predictor(fractional_bundle, "panda-predictor", "1")
 
 
 def test_fractional_bins_are_carried_as_floats_and_written_exactly(
     fractional_predictor, labelled_history, db, settings
 ):
     tasks = labelled_history.history[list(TASK_COLUMNS)].head(40).reset_index(drop=True)
+    n_classes = fractional_predictor.bundle.bins["cputime"].n_classes
+    values = [2.3 + 0.1 * k for k in range(n_classes)]
     predictions = fractional_predictor.predict(tasks)
     table = fractional_predictor.predict_table(tasks)
 
     for prediction, written in zip(predictions, table["cputime_value"], strict=True):
         target = prediction.targets["cputime"]
-        assert target.value == pytest.approx(2.3 + 0.1 * target.class_index)
+        assert min(abs(target.value - v) for v in values) < 1e-9, target.value
         assert isinstance(target.value, float)
         stored, unit = panda_value(target)
         assert unit == "mHS06sPerEvent"
@@ -116,5 +128,5 @@ def test_fractional_bins_are_carried_as_floats_and_written_exactly(
     add_task(db, settings, 1, splitrule="US=2")
     write_predictions(db, settings, [first])
     row = task_row(db, settings, 1)
-    expected = round((2.3 + 0.1 * first.targets["cputime"].class_index) * 1000)
+    expected = round(first.targets["cputime"].value * 1000)
     assert (row["cputime"], row["cputimeunit"]) == (expected, "mHS06sPerEvent")
