@@ -161,6 +161,12 @@ def far_from_request(
     return None
 
 
+def preset_note(plan: WritePlan) -> str | None:
+    """Return what ``never_below_preset`` kept in ``plan``, for the audit's reason."""
+    notes = [note for note in plan.kept.values() if note.startswith(NEVER_BELOW_PRESET)]
+    return "; ".join(notes) or None
+
+
 def _below_preset(stored: tuple[int, str], preset: Requested) -> bool:
     """Return whether a stored prediction is below the requester's given value."""
     base = _base(preset)

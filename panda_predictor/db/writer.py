@@ -41,8 +41,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from panda_predictor.core.requested_values import (
     COLUMN_KEYS,
-    NEVER_BELOW_PRESET,
     plan_write,
+    preset_note,
     requested_values,
 )
 from panda_predictor.core.rollout import HELD_BACK, SHADOW
@@ -228,8 +228,7 @@ def _plan_update(
         spec = TARGETS[name]
         values[spec.value_column], values[spec.unit_column] = stored
     _check_length(tasks, "splitrule", values["splitrule"], task_id)
-    notes = [note for note in plan.kept.values() if note.startswith(NEVER_BELOW_PRESET)]
-    return _Planned(values, "; ".join(notes) or None)
+    return _Planned(values, preset_note(plan))
 
 
 class _Planned(NamedTuple):
