@@ -90,6 +90,8 @@ class WriteResult:
     held_back: list[int] = field(default_factory=list)
     #: Audited ``kept_scouts`` because the SPLITRULE cannot be edited safely.
     malformed_splitrule: list[int] = field(default_factory=list)
+    #: Not written nor audited: the kill switch came on before their transaction.
+    stopped_by_kill_switch: list[int] = field(default_factory=list)
     #: Why a task was not written as predicted (moved or locked by JEDI), by id:
     #: the caller logs it in the task's one line.
     reasons: dict[int, str] = field(default_factory=dict)
@@ -103,6 +105,7 @@ class WriteResult:
             "shadow",
             "held_back",
             "malformed_splitrule",
+            "stopped_by_kill_switch",
         ):
             getattr(self, name).extend(getattr(other, name))
         self.already_audited.extend(other.already_audited)
