@@ -310,6 +310,8 @@ def _log_tasks(
             reason = result.reasons.get(task_id, reason) + " (retried next pass)"
         elif task_id in malformed:
             decision, reason = "kept_scouts", result.reasons.get(task_id, reason)
+        else:  # applied with a preset kept (never_below_preset) says so
+            reason = result.reasons.get(task_id, reason)
         log_task(
             log,
             logging.INFO,

@@ -77,7 +77,9 @@ def hook(
     \b
     Exit codes:
       0  the pass ran (every --task-id was predicted)
-      3  the pass failed open: nothing written, scouts run
+      3  the pass failed open: nothing written, scouts run (also a
+         database fault of no task, e.g. a missing grant: none is
+         audited 'error')
       4  a --task-id is not eligible; the reason is printed (not found,
          status, no scout rule, locked by JEDI, already audited with its
          decision and time)

@@ -92,8 +92,8 @@ class WriteResult:
     malformed_splitrule: list[int] = field(default_factory=list)
     #: Not written nor audited: the kill switch came on before their transaction.
     stopped_by_kill_switch: list[int] = field(default_factory=list)
-    #: Why a task was not written as predicted (moved or locked by JEDI), by id:
-    #: the caller logs it in the task's one line.
+    #: Why a task was not written as predicted (moved or locked by JEDI, a preset
+    #: kept), by id: the caller logs it in the task's one line.
     reasons: dict[int, str] = field(default_factory=dict)
 
     def merge(self, other: WriteResult) -> None:
@@ -596,6 +596,7 @@ def _write_batch(
             # The note is the plugin's own text: cut it rather than lose the row.
             limit = getattr(audit.c.reason.type, "length", None) or 400
             reason = f"{reason}; {notes[task_id]}"[:limit]
+            result.reasons[task_id] = reason
         row = _audit_row(
             prediction,
             decision,
