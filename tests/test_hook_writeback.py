@@ -192,3 +192,55 @@ def test_hook_once_exits_non_zero_naming_the_missing_grant(
     assert result.exit_code == 3, result.output
     assert "Failed open" in result.stderr and "lacks a right" in result.stderr
     assert audit_rows(db, settings) == {}
+
+
+def _wrapped(error_class, message: str) -> Exception:
+    """Return the writer's DatabaseError raised from a SQLAlchemy ``error_class``."""
+    from panda_predictor.db.engine import DatabaseError
+
+    cause = error_class("UPDATE jedi_tasks", {}, Exception(message))
+    wrapped = DatabaseError(f"Writing the prediction of the batch failed: {message}")
+    wrapped.__cause__ = cause
+    return wrapped
+
+
+@pytest.mark.parametrize(
+    ("error", "no_task"),
+    [
+        pytest.param(
+            _wrapped(sa.exc.ProgrammingError, "permission denied for table x"),
+            True,
+            id="missing-grant",
+        ),
+        pytest.param(
+            _wrapped(sa.exc.OperationalError, "canceling statement: lock timeout"),
+            True,
+            id="lock-timeout",
+        ),
+        pytest.param(
+            _wrapped(sa.exc.InternalError, "cache lookup failed"), True, id="internal"
+        ),
+        pytest.param(
+            _wrapped(sa.exc.DataError, "value too long for varchar(200)"),
+            False,
+            id="row-data",
+        ),
+        pytest.param(
+            _wrapped(sa.exc.IntegrityError, "null value in column model_name"),
+            False,
+            id="row-constraint",
+        ),
+        pytest.param(ValueError("reason too long"), False, id="our-own-check"),
+    ],
+)
+def test_which_faults_belong_to_no_task(error, no_task):
+    from panda_predictor.hook import belongs_to_no_task, isolate
+
+    assert belongs_to_no_task(error) is no_task
+    if no_task:  # propagates at once, even for a single task: nobody is blamed
+
+        def attempt(part):
+            raise error
+
+        with pytest.raises(type(error)):
+            isolate([1], attempt, lambda item: item)
