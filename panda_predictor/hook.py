@@ -334,6 +334,19 @@ def _log_tasks(
             )
 
 
+#: The :class:`WriteResult` lists of tasks a committed transaction dealt with.
+_HANDLED = (
+    "applied",
+    "kept_scouts",
+    "moved_by_jedi",
+    "locked_by_jedi",
+    "shadow",
+    "held_back",
+    "malformed_splitrule",
+    "already_audited",
+)
+
+
 class SubmitHook:
     """Predict and write back tasks waiting for scouts; see the module docstring.
 
@@ -474,17 +487,9 @@ class SubmitHook:
         """
         self._record(report, predictions, result, [])
         _log_tasks(predictions, result, [], [])
-        handled = {
-            task_id
-            for name in ("applied", "kept_scouts", "moved_by_jedi", "locked_by_jedi")
-            for task_id in getattr(result, name)
-        }
-        handled |= set(result.shadow + result.held_back + result.malformed_splitrule)
-        handled |= set(result.already_audited)
-        left = sorted(
-            {p.jeditaskid for p in predictions} | {f.jeditaskid for f in failures}
-        )
-        stopped = [task_id for task_id in left if task_id not in handled]
+        handled = {t for name in _HANDLED for t in getattr(result, name)}
+        batch = {p.jeditaskid for p in predictions} | {f.jeditaskid for f in failures}
+        stopped = sorted(batch - handled)
         report.stopped_by_kill_switch.extend(stopped)
         TASKS.labels(HOOK, "stopped_by_kill_switch").inc(len(stopped))
         log.warning(
@@ -584,7 +589,11 @@ class SubmitHook:
             while not self._stop.is_set():
                 report = self.run_once()
                 passes += 1
-                if report.written or report.locked_by_jedi:
+                if (
+                    report.written
+                    or report.locked_by_jedi
+                    or (report.stopped_by_kill_switch)
+                ):
                     log.info("pass %d: %s", passes, pass_summary(report))
                 self._stop.wait(interval)
         finally:
@@ -596,6 +605,17 @@ class SubmitHook:
     def stop(self) -> None:
         """Ask :meth:`watch` to finish after the current transaction."""
         self._stop.set()
+
+
+#: Outcomes the summary line names even at 0 (the rest only when they happened).
+_ALWAYS_COUNTED = frozenset(
+    {
+        "applied",
+        "kept scouts",
+        "moved by JEDI meanwhile",
+        "errors (audited, scouts run)",
+    }
+)
 
 
 def pass_summary(report: HookReport) -> str:
@@ -615,10 +635,8 @@ def pass_summary(report: HookReport) -> str:
         (len(report.errors), "errors (audited, scouts run)"),
         (len(report.stopped_by_kill_switch), "stopped by the kill switch"),
     ]
-    always = {"applied", "kept scouts", "moved by JEDI meanwhile"}
-    always.add("errors (audited, scouts run)")
     return ", ".join(
-        f"{count} {name}" for count, name in counts if count or name in always
+        f"{count} {name}" for count, name in counts if count or name in _ALWAYS_COUNTED
     )
 
 
