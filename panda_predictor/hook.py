@@ -592,7 +592,7 @@ class SubmitHook:
                 if (
                     report.written
                     or report.locked_by_jedi
-                    or (report.stopped_by_kill_switch)
+                    or report.stopped_by_kill_switch
                 ):
                     log.info("pass %d: %s", passes, pass_summary(report))
                 self._stop.wait(interval)
