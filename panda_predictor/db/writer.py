@@ -325,7 +325,9 @@ def write_predictions(
     ----------
     engine:
         Engine (a transaction is opened) or connection (a savepoint inside the
-        caller's transaction, e.g. one holding the locks of ``find_eligible_tasks``).
+        caller's transaction, e.g. one holding the locks of ``find_eligible_tasks``;
+        on PostgreSQL the ``lock_timeout`` set here then lasts until that
+        transaction ends).
     settings:
         Settings naming the PanDA and plugin schemas.
     predictions:
@@ -627,7 +629,7 @@ def _audited(conn: Connection, audit: sa.Table, ids: list[int]) -> set[int]:
 def _current_rows(
     conn: Connection, tasks: sa.Table, ids: list[int], lock: bool
 ) -> dict[int, Any]:
-    """Read (and lock, skipping rows another transaction locks) the tasks to write.
+    """Read (and lock, in id order, skipping rows others lock) the tasks to write.
 
     With ``lock`` a row JEDI holds with its own ``SELECT ... FOR UPDATE`` is not
     returned (``SKIP LOCKED``) instead of making the write wait for JEDI; see
