@@ -24,9 +24,12 @@ from panda_predictor.db.engine import (
 from panda_predictor.db.writer import write_predictions
 
 
-def _postgres_only(db) -> None:
-    if db.dialect.name != "postgresql":
-        pytest.skip("SQLite has no row locks to skip")
+@pytest.fixture(params=[pytest.param("postgresql", marks=pytest.mark.postgres)])
+def db_target(pg_schema) -> tuple[str, str]:
+    """Run every test here on PostgreSQL only (SQLite has no row locks), never skip."""
+    from conftest import POSTGRES_URL
+
+    return POSTGRES_URL, pg_schema
 
 
 def _jedi_locks(db, settings, task_id: int) -> sa.Connection:
@@ -43,7 +46,6 @@ def _jedi_locks(db, settings, task_id: int) -> sa.Connection:
 
 
 def test_a_row_jedi_locks_is_skipped_without_waiting(db, settings):
-    _postgres_only(db)
     for task_id in (1, 2, 3):
         add_task(db, settings, task_id)
     before = task_row(db, settings, 2)
@@ -70,7 +72,6 @@ def test_a_row_jedi_locks_is_skipped_without_waiting(db, settings):
 
 
 def test_the_write_transaction_gets_the_lock_timeout(db, settings):
-    _postgres_only(db)
     add_task(db, settings, 1)
     settings = settings.model_copy(update={"write_lock_timeout_seconds": 1.5})
     with db.connect() as conn, conn.begin():
@@ -84,7 +85,6 @@ def test_the_write_transaction_gets_the_lock_timeout(db, settings):
 
 def test_any_other_lock_is_waited_for_only_the_lock_timeout(db, settings):
     """Another writer's uncommitted audit row of the task: give up, write nothing."""
-    _postgres_only(db)
     add_task(db, settings, 1)
     add_task(db, settings, 2)
     settings = settings.model_copy(update={"write_lock_timeout_seconds": 0.2})
@@ -123,7 +123,6 @@ def test_a_jedi_like_writer_and_the_plugin_never_deadlock(db, settings, monkeypa
     """
     from panda_predictor.db import writer
 
-    _postgres_only(db)
     for task_id in (1, 2, 3):
         add_task(db, settings, task_id)
     tasks = get_panda_tables(settings, db).jedi_tasks
