@@ -15,13 +15,18 @@ audited with decision ``error`` and its reason, its JEDI row is left untouched
 picked again (operators re-queue it by deleting its audit row, see
 docs/operations.md). When *every* task of a batch of two or more fails, the cause is
 not a task (a broken model, a changed schema): nothing is audited and the pass fails
-open. Losing the database (connection or server gone) is never blamed on a task.
+open. A database fault that is about no row's data (connection or server gone, a
+missing grant, a lock timeout: :func:`belongs_to_no_task`) is never blamed on a
+task either, even in a batch of one: the pass stops at once, nothing is audited.
 
 The hook fails open: a missing model, an unreachable registry or database, or any
 other failure leaves the tasks exactly as they were (scouts run), is logged with the
 task ids and counted in ``panda_predictor_fallbacks_total``; it never raises into the
 caller. The kill switch (``mode: legacy`` or the ``kill_switch_file``) predicts
-nothing and audits each task as ``kept_scouts``; it wins over shadow mode. In
+nothing and audits each task as ``kept_scouts``; it wins over shadow mode. It is
+checked again before every write transaction of a pass: once it comes on, nothing
+more is written or audited, the tasks left are counted ``stopped_by_kill_switch``
+and the pass ends (the next pass, in legacy mode, audits them). In
 ``mode: shadow`` every task is predicted and audited ``shadow`` and nothing is
 written to JEDI_TASKS; with ``rollout_share`` below 1 the tasks outside the share
 are audited ``held_back`` and keep their scouts (:mod:`panda_predictor.core.rollout`).
@@ -48,7 +53,13 @@ from typing import Any
 
 import pandas as pd
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import (
+    InterfaceError,
+    InternalError,
+    NotSupportedError,
+    OperationalError,
+    ProgrammingError,
+)
 
 from panda_predictor.core.rollout import route_all
 from panda_predictor.core.task_prediction import TaskPrediction
@@ -95,6 +106,10 @@ class HookReport:
     locked_by_jedi: list[int] = field(default_factory=list)
     shadow: list[int] = field(default_factory=list)
     held_back: list[int] = field(default_factory=list)
+    #: Audited ``kept_scouts``: the SPLITRULE cannot be edited safely.
+    malformed_splitrule: list[int] = field(default_factory=list)
+    #: Left untouched and unaudited: the kill switch came on during the pass.
+    stopped_by_kill_switch: list[int] = field(default_factory=list)
     failure: str | None = None
     dry_run: bool = False
 
@@ -108,6 +123,7 @@ class HookReport:
             + len(self.errors)
             + len(self.shadow)
             + len(self.held_back)
+            + len(self.malformed_splitrule)
         )
 
 
@@ -143,6 +159,35 @@ def lost_database(exc: BaseException) -> bool:
     return False
 
 
+#: Database errors that are about the database, its schema or the account's
+#: rights, never about one row's values (those are DataError and IntegrityError).
+_NO_TASKS_FAULTS = (
+    OperationalError,
+    InterfaceError,
+    ProgrammingError,
+    InternalError,
+    NotSupportedError,
+)
+
+
+def belongs_to_no_task(exc: BaseException) -> bool:
+    """Return whether ``exc`` would fail any task alike, so no task is to blame.
+
+    Besides a lost database (:func:`lost_database`): a missing grant (PostgreSQL
+    ``permission denied``, SQLSTATE 42501; Oracle ORA-01031), a missing table or
+    column, a lock timeout. Halving a batch cannot find a culprit for these, and
+    auditing a healthy task ``error`` would keep it from being predicted forever.
+    """
+    if lost_database(exc):
+        return True
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, _NO_TASKS_FAULTS):
+            return True
+        cause = cause.__cause__
+    return False
+
+
 class SystemicFailure(RuntimeError):
     """Every task of a batch failed alike: the cause is not a task (fail open)."""
 
@@ -155,7 +200,8 @@ def isolate(
     """Run ``attempt`` on ``items``, halving on failure until the failing items remain.
 
     Returns the results of the successful parts and ``(task id, error)`` of each item
-    that failed alone. A lost database propagates at once. If every item of two or
+    that failed alone. A fault that belongs to no task (:func:`belongs_to_no_task`)
+    propagates at once. If every item of two or
     more fails, :class:`SystemicFailure` is raised instead: halving cannot blame a
     task then. Costs at most ``2 log2(n)`` extra attempts per failing item.
     """
@@ -166,7 +212,7 @@ def isolate(
         try:
             results.append(attempt(part))
         except Exception as exc:
-            if lost_database(exc):
+            if belongs_to_no_task(exc):
                 raise
             if len(part) == 1:
                 failures.append((task_id_of(part[0]), exc))
@@ -247,8 +293,9 @@ def _log_tasks(
     """
     moved = set(result.moved_by_jedi)
     locked = set(result.locked_by_jedi)
+    malformed = set(result.malformed_splitrule)
     done = set(result.applied + result.kept_scouts + result.shadow + result.held_back)
-    done |= moved | locked
+    done |= moved | locked | malformed
     for p in predictions:
         task_id = p.jeditaskid
         if task_id not in done:
@@ -261,6 +308,10 @@ def _log_tasks(
         elif task_id in locked:
             decision = "locked_by_jedi"
             reason = result.reasons.get(task_id, reason) + " (retried next pass)"
+        elif task_id in malformed:
+            decision, reason = "kept_scouts", result.reasons.get(task_id, reason)
+        else:  # applied with a preset kept (never_below_preset) says so
+            reason = result.reasons.get(task_id, reason)
         log_task(
             log,
             logging.INFO,
@@ -281,6 +332,19 @@ def _log_tasks(
                 ERROR,
                 failure.reason + " (left untouched, scouts run)",
             )
+
+
+#: The :class:`WriteResult` lists of tasks a committed transaction dealt with.
+_HANDLED = (
+    "applied",
+    "kept_scouts",
+    "moved_by_jedi",
+    "locked_by_jedi",
+    "shadow",
+    "held_back",
+    "malformed_splitrule",
+    "already_audited",
+)
 
 
 class SubmitHook:
@@ -383,8 +447,16 @@ class SubmitHook:
                 report.predictions += predictions
                 if dry_run:
                     continue
-                result, write_failures = self._output(predictions)
+                if self._switched_on(legacy):  # before the batch's first write
+                    self._stop_pass(report, predictions, failures, WriteResult())
+                    return
+                result, write_failures = self._output(predictions, legacy)
                 failures += write_failures
+                if result.stopped_by_kill_switch or (
+                    failures and self._switched_on(legacy)
+                ):
+                    self._stop_pass(report, predictions, failures, result)
+                    return
                 errors = write_error_audits(self.engine, self.settings, failures)
                 self._record(report, predictions, result, errors)
                 if legacy:
@@ -392,28 +464,73 @@ class SubmitHook:
                 _log_tasks(predictions, result, failures, errors)
                 claims.release()
 
+    def _switched_on(self, legacy: bool) -> bool:
+        """Return whether the kill switch came on since the pass began.
+
+        Read before every write transaction, so a switch thrown during a long
+        pass stops it within one transaction, not at the next pass.
+        """
+        return not legacy and kill_switch_on(self.settings)
+
+    def _stop_pass(
+        self,
+        report: HookReport,
+        predictions: list[TaskPrediction],
+        failures: list[TaskFailure],
+        result: WriteResult,
+    ) -> None:
+        """End the pass because the kill switch came on, writing nothing more.
+
+        The transactions already committed (``result``) are reported as usual;
+        every other task of the batch is left untouched and unaudited (its scouts
+        run; the next pass, in legacy mode, audits it ``kept_scouts``).
+        """
+        self._record(report, predictions, result, [])
+        _log_tasks(predictions, result, [], [])
+        handled = {t for name in _HANDLED for t in getattr(result, name)}
+        batch = {p.jeditaskid for p in predictions} | {f.jeditaskid for f in failures}
+        stopped = sorted(batch - handled)
+        report.stopped_by_kill_switch.extend(stopped)
+        TASKS.labels(HOOK, "stopped_by_kill_switch").inc(len(stopped))
+        log.warning(
+            "kill switch came on during the pass: stopped, %d tasks of the batch "
+            "left untouched (scouts run): jediTaskID=%s",
+            len(stopped),
+            ",".join(map(str, stopped)),
+        )
+
     def _output(
-        self, predictions: list[TaskPrediction]
+        self, predictions: list[TaskPrediction], legacy: bool = False
     ) -> tuple[WriteResult, list[TaskFailure]]:
         """Write the batch (``output: database``) or publish it (``publish``,
         ``both``: :mod:`panda_predictor.messages.hook_output`)."""
+
+        def write(part: list[TaskPrediction]) -> tuple[WriteResult, list[TaskFailure]]:
+            return self._write(part, legacy)
+
         if self.settings.output == "database":
-            return self._write(predictions)
+            return write(predictions)
         from panda_predictor.messages.hook_output import publish_batch
         from panda_predictor.messages.publisher import StompPublisher
 
         if self.publisher is None:
             self.publisher = StompPublisher(self.settings)
         return publish_batch(
-            self.settings, self.engine, self.publisher, predictions, self._write
+            self.settings, self.engine, self.publisher, predictions, write
         )
 
     def _write(
-        self, predictions: list[TaskPrediction]
+        self, predictions: list[TaskPrediction], legacy: bool = False
     ) -> tuple[WriteResult, list[TaskFailure]]:
-        """Write a batch in one short transaction, isolating a task that fails."""
+        """Write a batch in one short transaction, isolating a task that fails.
+
+        Halving opens one transaction per part; the kill switch is read before
+        each, and a part it stops is returned unwritten (``stopped_by_kill_switch``).
+        """
 
         def attempt(part: list[TaskPrediction]) -> WriteResult:
+            if self._switched_on(legacy):
+                return WriteResult(stopped_by_kill_switch=[p.jeditaskid for p in part])
             return write_predictions(
                 self.engine, self.settings, part, self.settings.fixed_units
             )
@@ -449,6 +566,7 @@ class SubmitHook:
             "locked_by_jedi",
             "shadow",
             "held_back",
+            "malformed_splitrule",
         ):
             ids = getattr(result, decision)
             getattr(report, decision).extend(ids)
@@ -471,16 +589,12 @@ class SubmitHook:
             while not self._stop.is_set():
                 report = self.run_once()
                 passes += 1
-                if report.written:
-                    log.info(
-                        "pass %d: %d applied, %d kept scouts, %d moved by JEDI, "
-                        "%d errors",
-                        passes,
-                        len(report.applied),
-                        len(report.kept_scouts),
-                        len(report.moved_by_jedi),
-                        len(report.errors),
-                    )
+                if (
+                    report.written
+                    or report.locked_by_jedi
+                    or report.stopped_by_kill_switch
+                ):
+                    log.info("pass %d: %s", passes, pass_summary(report))
                 self._stop.wait(interval)
         finally:
             for sig, handler in previous.items():
@@ -491,6 +605,39 @@ class SubmitHook:
     def stop(self) -> None:
         """Ask :meth:`watch` to finish after the current transaction."""
         self._stop.set()
+
+
+#: Outcomes the summary line names even at 0 (the rest only when they happened).
+_ALWAYS_COUNTED = frozenset(
+    {
+        "applied",
+        "kept scouts",
+        "moved by JEDI meanwhile",
+        "errors (audited, scouts run)",
+    }
+)
+
+
+def pass_summary(report: HookReport) -> str:
+    """Return the one line that counts what a pass did, every outcome included.
+
+    The errors and the tasks left for the next pass are counted too: a summary
+    that leaves them out reads as a clean pass when it was not.
+    """
+    counts = [
+        (len(report.applied), "applied"),
+        (len(report.kept_scouts), "kept scouts"),
+        (len(report.malformed_splitrule), "kept scouts for a malformed SPLITRULE"),
+        (len(report.shadow), "shadow (scouts run)"),
+        (len(report.held_back), "held back (scouts run)"),
+        (len(report.moved_by_jedi), "moved by JEDI meanwhile"),
+        (len(report.locked_by_jedi), "locked by JEDI (retried next pass)"),
+        (len(report.errors), "errors (audited, scouts run)"),
+        (len(report.stopped_by_kill_switch), "stopped by the kill switch"),
+    ]
+    return ", ".join(
+        f"{count} {name}" for count, name in counts if count or name in _ALWAYS_COUNTED
+    )
 
 
 def run_hook_once(
@@ -516,8 +663,10 @@ def run_hook_once(
 __all__ = [
     "HookReport",
     "SubmitHook",
+    "belongs_to_no_task",
     "isolate",
     "kill_switch_on",
     "lost_database",
+    "pass_summary",
     "run_hook_once",
 ]

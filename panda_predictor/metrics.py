@@ -102,6 +102,8 @@ HOOK_DECISIONS = (
     "held_back",
     "moved_by_jedi",
     "locked_by_jedi",
+    "malformed_splitrule",
+    "stopped_by_kill_switch",
     "error",
 )
 #: Verdicts of a drift run (see :class:`panda_predictor.core.drift.DriftResult`).

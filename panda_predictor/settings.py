@@ -167,6 +167,17 @@ class Settings(BaseSettings):
         "later job measurements never overwrite the prediction.",
     )
     hook_batch_size: int = Field(200, gt=0, description="Tasks per hook transaction.")
+    write_lock_timeout_seconds: float = Field(
+        1.0,
+        gt=0,
+        description="PostgreSQL: longest a write-back transaction waits for any "
+        "lock (SET LOCAL lock_timeout); rows JEDI locks are skipped, never waited for.",
+    )
+    never_below_preset: bool = Field(
+        False,
+        description="Never write a ramcount, cputime or iointensity below the "
+        "requester's preset value: that preset stays (audited), the rest is written.",
+    )
     hook_poll_seconds: float = Field(
         10.0, gt=0, description="Pause between passes of 'hook --watch'."
     )

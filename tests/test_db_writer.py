@@ -132,17 +132,30 @@ def test_only_the_scout_rule_is_removed(db, settings, splitrule, written):
     assert task_row(db, settings, 1)["splitrule"] == written
 
 
-def test_glued_scout_rule_keeps_the_scouts(db, settings):
-    add_task(db, settings, 1, splitrule="PC=1,XUS=2")
+@pytest.mark.parametrize(
+    "splitrule",
+    [
+        pytest.param("PC=1,XUS=2", id="glued-before"),
+        pytest.param("US=2X,US=2", id="glued-after"),
+    ],
+)
+def test_malformed_splitrule_keeps_the_scouts_with_its_own_reason(
+    db, settings, splitrule
+):
+    """Not JEDI's move: the task's own data, so not ``moved_by_jedi``."""
+    add_task(db, settings, 1, splitrule=splitrule)
+    add_task(db, settings, 2)
     before = task_row(db, settings, 1)
 
-    result = write_predictions(db, settings, [make_prediction(1)])
+    result = write_predictions(db, settings, [make_prediction(1), make_prediction(2)])
 
-    assert result.moved_by_jedi == [1]
+    assert result.malformed_splitrule == [1] and result.moved_by_jedi == []
+    assert result.applied == [2] and result.audited == 2
     assert task_row(db, settings, 1) == before
-    assert (
-        "'splitRule' field must hold the scout rule"
-        in audit_rows(db, settings)[1]["reason"]
+    audit = audit_rows(db, settings)[1]
+    assert audit["decision"] == "kept_scouts" and audit["written_at"] is None
+    assert audit["reason"].startswith(
+        "malformed_splitrule: The 'splitRule' field must hold the scout rule"
     )
 
 

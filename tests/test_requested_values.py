@@ -23,10 +23,12 @@ from test_plugin_jedi_refiner import (  # noqa: F401  (panda_classes is a fixtur
 
 from panda_predictor.core.requested_values import (
     FAR_FROM_REQUEST,
+    NEVER_BELOW_PRESET,
     RAM_EXHAUSTED_MB,
     WRONG_CPUTIME_FACTOR,
     Requested,
     plan_write,
+    preset_note,
     requested_values,
 )
 from panda_predictor.hook import SubmitHook
@@ -199,6 +201,105 @@ def test_jedi_refiner(panda_classes, tmp_path, requested, overrides, expected): 
     assert (spec.cpuTime, spec.cpuTimeUnit) == expected["cputime"]
     # Not written: what PanDA's refiner stores without us (0 for none given).
     assert spec.walltime == (expected["walltime"] or plain.walltime)
+
+
+#: Cases of ``never_below_preset: true``: (requested, predicted overrides, written,
+#: the start of the audit's note or None).
+FLOOR_CASES = {
+    "lower-ramcount-keeps-preset": (
+        {"ramCount": 2000, "ramUnit": "MBPerCore"},
+        {"ramcount": 1500},
+        {**WRITTEN, "ramcount": (2000, "MBPerCore")},
+        "never_below_preset: ramcount predicted 1500 MBPerCore is below the "
+        "requested 2000 MBPerCore, the requested value stays",
+    ),
+    "lower-milli-cputime-keeps-preset": (
+        {"cpuTime": 20, "cpuTimeUnit": "HS06sPerEvent"},
+        {"cputime": 9},
+        {**WRITTEN, "cputime": (20, "HS06sPerEvent")},
+        "never_below_preset: cputime predicted 9000 mHS06sPerEvent is below the "
+        "requested 20 HS06sPerEvent",
+    ),
+    "higher-prediction-written": (
+        {"ramCount": 2000, "ramUnit": "MBPerCore"},
+        {},
+        WRITTEN,
+        None,
+    ),
+}
+FLOOR_PARAMS = [pytest.param(*case, id=name) for name, case in FLOOR_CASES.items()]
+
+
+@pytest.mark.parametrize(("requested", "overrides", "expected", "note"), FLOOR_PARAMS)
+def test_never_below_preset_pure_rule(requested, overrides, expected, note):
+    preset = requested_values(requested, REQUESTED_KEYS)
+    plan = plan_write(predicted(overrides), preset, never_below_preset=True)
+
+    assert plan.far is None
+    for name in ("ramcount", "cputime"):
+        kept = (preset[name].value, preset[name].unit)
+        assert plan.values.get(name, kept) == expected[name]
+    assert (preset_note(plan) or "").startswith(note or "")
+    assert (preset_note(plan) is None) == (note is None)
+    # Off (the default), the prediction replaces the preset as the scouts' does.
+    default = plan_write(predicted(overrides), preset)
+    assert preset_note(default) is None and {"ramcount", "cputime"} <= set(
+        default.values
+    )
+
+
+@pytest.mark.parametrize(("requested", "overrides", "expected", "note"), FLOOR_PARAMS)
+def test_never_below_preset_database_hook(
+    db, settings, requested, overrides, expected, note
+):
+    columns = {"ramcount": None, "ramunit": None, "cputime": None, "cputimeunit": None}
+    columns.update({COLUMNS[k]: v for k, v in requested.items()})
+    add_task(db, settings, 1, splitrule="TI=1,US=2", **columns)
+    settings = settings.model_copy(update={"never_below_preset": True})
+    hook = SubmitHook(
+        settings,
+        engine=db,
+        predictor_factory=lambda: FakePredictor(overrides),
+        history_factory=lambda: None,
+    )
+
+    report = hook.run_once(task_ids=[1])
+
+    assert report.failure is None and report.applied == [1]
+    row = task_row(db, settings, 1)
+    assert row["splitrule"] == "TI=1"  # the task still skips its scouts
+    assert (row["ramcount"], row["ramunit"]) == expected["ramcount"]
+    assert (row["cputime"], row["cputimeunit"]) == expected["cputime"]
+    reason = audit_rows(db, settings)[1]["reason"]
+    if note is None:
+        assert NEVER_BELOW_PRESET not in reason
+    else:
+        assert reason.startswith("confident; " + note)
+
+
+@pytest.mark.parametrize(("requested", "overrides", "expected", "note"), FLOOR_PARAMS)
+def test_never_below_preset_jedi_refiner(
+    panda_classes,  # noqa: F811
+    tmp_path,
+    requested,
+    overrides,
+    expected,
+    note,
+):
+    _, module = panda_classes
+    settings = load_settings(home=tmp_path, never_below_preset=True)
+
+    refiner = refine(
+        module.PredictingTaskRefiner,
+        param_map(**requested),
+        FakeClient(predicted(overrides)),
+        settings,
+    )
+
+    spec = refiner.taskSpec
+    assert spec.useScout() is False
+    assert (spec.ramCount, spec.ramUnit) == expected["ramcount"]
+    assert (spec.cpuTime, spec.cpuTimeUnit) == expected["cputime"]
 
 
 def test_thresholds_are_pandas_defaults():

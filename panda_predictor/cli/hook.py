@@ -77,7 +77,9 @@ def hook(
     \b
     Exit codes:
       0  the pass ran (every --task-id was predicted)
-      3  the pass failed open: nothing written, scouts run
+      3  the pass failed open: nothing written, scouts run (also a
+         database fault of no task, e.g. a missing grant: none is
+         audited 'error')
       4  a --task-id is not eligible; the reason is printed (not found,
          status, no scout rule, locked by JEDI, already audited with its
          decision and time)
@@ -91,7 +93,7 @@ def hook(
       panda-predictor hook --once --metrics-textfile /var/lib/node_exporter/pp.prom
     """
     from panda_predictor.cli.render import predictions_table
-    from panda_predictor.hook import SubmitHook, run_hook_once
+    from panda_predictor.hook import SubmitHook, pass_summary, run_hook_once
 
     if mode == "watch":
         if dry_run or task_ids:
@@ -138,18 +140,7 @@ def hook(
             f"Dry run: {len(report.predictions)} tasks predicted, nothing written."
         )
     else:
-        rollout = "".join(
-            f", {len(ids)} {name.replace('_', ' ')} (scouts run)"
-            for name, ids in (
-                ("shadow", report.shadow),
-                ("held_back", report.held_back),
-            )
-            if ids
-        )
-        click.echo(
-            f"{len(report.applied)} applied, {len(report.kept_scouts)} kept "
-            f"scouts{rollout}, {len(report.moved_by_jedi)} moved by JEDI meanwhile."
-        )
+        click.echo(pass_summary(report) + ".")
     predicted = {p.jeditaskid for p in report.predictions}
     missing = [t for t in task_ids if t not in predicted]
     if missing:

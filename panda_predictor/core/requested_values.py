@@ -53,6 +53,8 @@ COLUMN_KEYS: dict[str, tuple[str, str | tuple[str, ...]]] = {
 }
 #: The reason's prefix of a task kept for being far from its preset values.
 FAR_FROM_REQUEST = "far from the requester's value"
+#: The name of the setting, and the start of the note of a preset it keeps.
+NEVER_BELOW_PRESET = "never_below_preset"
 
 
 @dataclass(frozen=True)
@@ -159,10 +161,23 @@ def far_from_request(
     return None
 
 
+def preset_note(plan: WritePlan) -> str | None:
+    """Return what ``never_below_preset`` kept in ``plan``, for the audit's reason."""
+    notes = [note for note in plan.kept.values() if note.startswith(NEVER_BELOW_PRESET)]
+    return "; ".join(notes) or None
+
+
+def _below_preset(stored: tuple[int, str], preset: Requested) -> bool:
+    """Return whether a stored prediction is below the requester's given value."""
+    base = _base(preset)
+    return base is not None and from_panda(*stored)[0] < base
+
+
 def plan_write(
     prediction: TaskPrediction,
     requested: Mapping[str, Requested],
     fixed_units: bool = False,
+    never_below_preset: bool = False,
 ) -> WritePlan:
     """Return the values to write for a task, keeping the requester's where PanDA does.
 
@@ -174,6 +189,11 @@ def plan_write(
         Preset value per target (see :func:`requested_values`).
     fixed_units:
         Write the ``...Fixed`` units so later measurements do not overwrite them.
+    never_below_preset:
+        Keep a preset value the prediction is below (the ``never_below_preset``
+        setting): the requester's value is then a floor, and the task still skips
+        its scouts with its other targets predicted. Its ``kept`` note starts with
+        :data:`NEVER_BELOW_PRESET` so the audit can say so.
     """
     far = far_from_request(prediction, requested)
     plan = WritePlan(far=far)
@@ -192,5 +212,12 @@ def plan_write(
             ):
                 plan.kept[name] = f"requested {preset.value:g} is larger"
                 continue
+        if never_below_preset and _below_preset(stored, preset):
+            plan.kept[name] = (
+                f"{NEVER_BELOW_PRESET}: {name} predicted {stored[0]} {stored[1]} is "
+                f"below the requested {preset.value:g} {preset.unit or ''}".rstrip()
+                + ", the requested value stays"
+            )
+            continue
         plan.values[name] = stored
     return plan

@@ -126,6 +126,13 @@ _MISSING_TABLE_MARKERS = (
     "ora-00942",
     "undefinedtable",
 )
+#: A right the account lacks (PostgreSQL 42501, Oracle ORA-01031, a read-only file).
+_PRIVILEGE_MARKERS = (
+    "permission denied",
+    "insufficientprivilege",
+    "ora-01031",
+    "readonly database",
+)
 _UNREACHABLE_MARKERS = (
     "could not connect",
     "connection refused",
@@ -151,6 +158,12 @@ def describe_error(exc: SQLAlchemyError, bind: Engine | Connection) -> DatabaseE
         return DatabaseError(
             f"Cannot reach the database at {where}: {first_line}. Check that the "
             f"server runs and that {URL_ENV} names the right host, port and database."
+        )
+    if any(marker in text for marker in _PRIVILEGE_MARKERS):
+        return DatabaseError(
+            f"The database account at {where} lacks a right: {first_line}. Grant the "
+            "rights listed under 'Database accounts and rights' in "
+            "docs/operations.md; no task is to blame."
         )
     if any(marker in text for marker in _MISSING_TABLE_MARKERS):
         return DatabaseError(

@@ -9,6 +9,17 @@ with its SPLITRULE unchanged and holding ``US=``) and does not hold it
 atomic step, so the plugin never races JobGenerator. A task JEDI holds is left
 without an audit row, so a later pass tries it again.
 
+The write never waits for JEDI: on PostgreSQL and Oracle the rows are read with
+``FOR UPDATE SKIP LOCKED``, so a row another transaction locks (JEDI's own
+``SELECT ... FOR UPDATE``) is skipped and reported ``locked_by_jedi`` like a set
+``LOCKEDBY``; on PostgreSQL the transaction also gets a ``lock_timeout``
+(``write_lock_timeout_seconds``) for any other lock it might meet. A plugin that
+never waits for a lock cannot be half of a deadlock.
+
+A SPLITRULE whose scout rule cannot be removed cleanly (``XUS=2``) is audited
+``kept_scouts`` with a reason starting ``malformed_splitrule``: the task's data is
+at fault, not JEDI, and its scouts run.
+
 A task whose prediction or write fails gets an audit row with decision ``error``
 (:func:`write_error_audits`) and its JEDI row is never touched.
 """
@@ -22,7 +33,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -31,6 +42,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from panda_predictor.core.requested_values import (
     COLUMN_KEYS,
     plan_write,
+    preset_note,
     requested_values,
 )
 from panda_predictor.core.rollout import HELD_BACK, SHADOW
@@ -61,6 +73,8 @@ MOVED_BY_JEDI = "moved_by_jedi"
 ERROR = "error"
 #: Start of the refusal of a task JEDI holds (``LOCKEDBY`` set): not audited.
 LOCKED_BY_JEDI = "locked by JEDI"
+#: Start of the reason of a task whose SPLITRULE the plugin cannot edit safely.
+MALFORMED_SPLITRULE = "malformed_splitrule"
 
 
 @dataclass
@@ -74,13 +88,25 @@ class WriteResult:
     locked_by_jedi: list[int] = field(default_factory=list)
     shadow: list[int] = field(default_factory=list)
     held_back: list[int] = field(default_factory=list)
-    #: Why a task was not written as predicted (moved or locked by JEDI), by id:
-    #: the caller logs it in the task's one line.
+    #: Audited ``kept_scouts`` because the SPLITRULE cannot be edited safely.
+    malformed_splitrule: list[int] = field(default_factory=list)
+    #: Not written nor audited: the kill switch came on before their transaction.
+    stopped_by_kill_switch: list[int] = field(default_factory=list)
+    #: Why a task was not written as predicted (moved or locked by JEDI, a preset
+    #: kept), by id: the caller logs it in the task's one line.
     reasons: dict[int, str] = field(default_factory=dict)
 
     def merge(self, other: WriteResult) -> None:
         """Add the outcomes of ``other`` (another part of the same batch)."""
-        for name in ("applied", "kept_scouts", "moved_by_jedi", "shadow", "held_back"):
+        for name in (
+            "applied",
+            "kept_scouts",
+            "moved_by_jedi",
+            "shadow",
+            "held_back",
+            "malformed_splitrule",
+            "stopped_by_kill_switch",
+        ):
             getattr(self, name).extend(getattr(other, name))
         self.already_audited.extend(other.already_audited)
         self.locked_by_jedi.extend(other.locked_by_jedi)
@@ -95,6 +121,7 @@ class WriteResult:
             + len(self.moved_by_jedi)
             + len(self.shadow)
             + len(self.held_back)
+            + len(self.malformed_splitrule)
         )
 
 
@@ -172,14 +199,15 @@ def _preset_column_names() -> list[str]:
 def _plan_update(
     tasks: sa.Table,
     prediction: TaskPrediction,
-    fixed_units: bool,
+    options: _Options,
     row: Any = None,
-) -> dict[str, Any] | str:
+) -> _Planned | str:
     """Return the JEDI_TASKS values to write for an applied task, or why not.
 
     ``row`` is the task's status, SPLITRULE, LOCKEDBY and preset values as read
     (row-locked on PostgreSQL/Oracle) earlier in this transaction; None when the
-    task was not found. The values include the new SPLITRULE (scout rule removed).
+    task was not found. The values include the new SPLITRULE (scout rule removed);
+    the note says which preset values ``never_below_preset`` kept, for the audit.
     """
     task_id = prediction.jeditaskid
     if row is None:
@@ -191,17 +219,26 @@ def _plan_update(
     try:
         values: dict[str, Any] = {"splitrule": remove_scout_rule(row.splitrule)}
     except SplitRuleEditError as exc:
-        return str(exc)
+        return f"{MALFORMED_SPLITRULE}: {exc}"
     # The requester's values stay where PanDA's scouts would keep them.
     requested = requested_values(dict(row._mapping), COLUMN_KEYS)
-    plan = plan_write(prediction, requested, fixed_units)
+    plan = plan_write(
+        prediction, requested, options.fixed_units, options.never_below_preset
+    )
     if plan.far is not None:
         return plan.far
     for name, stored in plan.values.items():
         spec = TARGETS[name]
         values[spec.value_column], values[spec.unit_column] = stored
     _check_length(tasks, "splitrule", values["splitrule"], task_id)
-    return values
+    return _Planned(values, preset_note(plan))
+
+
+class _Planned(NamedTuple):
+    """The JEDI_TASKS values of an applied task and a note for its audit reason."""
+
+    values: dict[str, Any]
+    note: str | None
 
 
 def _execute_updates(
@@ -288,7 +325,9 @@ def write_predictions(
     ----------
     engine:
         Engine (a transaction is opened) or connection (a savepoint inside the
-        caller's transaction, e.g. one holding the locks of ``find_eligible_tasks``).
+        caller's transaction, e.g. one holding the locks of ``find_eligible_tasks``;
+        on PostgreSQL the ``lock_timeout`` set here then lasts until that
+        transaction ends).
     settings:
         Settings naming the PanDA and plugin schemas.
     predictions:
@@ -298,8 +337,16 @@ def write_predictions(
     """
     tasks = get_panda_tables(settings, engine).jedi_tasks
     audit = get_plugin_tables(settings, engine).audit
-    lock = dialect_of(engine) in ("postgresql", "oracle")
-    host = socket.gethostname()[:128]
+    dialect = dialect_of(engine)
+    options = _Options(
+        fixed_units=fixed_units,
+        lock=dialect in ("postgresql", "oracle"),
+        host=socket.gethostname()[:128],
+        lock_timeout=(
+            settings.write_lock_timeout_seconds if dialect == "postgresql" else None
+        ),
+        never_below_preset=settings.never_below_preset,
+    )
     result = WriteResult()
     if isinstance(engine, Connection):
         conn = engine
@@ -315,7 +362,7 @@ def write_predictions(
                 tasks,
                 audit,
                 list(predictions),
-                (fixed_units, lock, host),
+                options,
                 result,
                 at,
             )
@@ -451,6 +498,18 @@ def _transaction(bind: Engine | Connection) -> Iterator[Connection]:
             yield bind
 
 
+@dataclass(frozen=True)
+class _Options:
+    """How :func:`_write_batch` writes: units, row locks, lock timeout, presets."""
+
+    fixed_units: bool
+    lock: bool
+    host: str
+    #: Seconds any lock wait may take (PostgreSQL); None: not set.
+    lock_timeout: float | None
+    never_below_preset: bool
+
+
 class _Position:
     """Which task (or statement) of the batch is being written, for error messages."""
 
@@ -466,7 +525,7 @@ def _write_batch(
     tasks: sa.Table,
     audit: sa.Table,
     predictions: list[TaskPrediction],
-    options: tuple[bool, bool, str],
+    options: _Options,
     result: WriteResult,
     at: _Position,
 ) -> None:
@@ -475,9 +534,12 @@ def _write_batch(
     Set-based so the row locks are short: one query finds the tasks already
     audited, one reads (and on PostgreSQL/Oracle locks, in id order) every task to
     be written, one executemany of conditional UPDATEs per set of written columns
-    and one multi-row audit INSERT. ``options`` is ``(fixed_units, lock, host)``.
+    and one multi-row audit INSERT. A row another transaction locks is skipped,
+    never waited for (:func:`_current_rows`).
     """
-    fixed_units, lock, host = options
+    fixed_units, host = options.fixed_units, options.host
+    if options.lock_timeout is not None:
+        _set_lock_timeout(conn, options.lock_timeout)
     for prediction in predictions:
         at.text = f"jediTaskID={prediction.jeditaskid}"
         for name in prediction.targets:
@@ -490,23 +552,30 @@ def _write_batch(
     applied_ids = sorted(
         {p.jeditaskid for p in predictions if p.decision == "applied"} - seen
     )
-    current = _current_rows(conn, tasks, applied_ids, lock)
-    refusals: dict[int, str] = {}
+    current = _current_rows(conn, tasks, applied_ids, options.lock)
+    busy = _busy(conn, tasks, applied_ids, current) if options.lock else set()
+    refusals: dict[int, str] = {
+        task_id: f"{LOCKED_BY_JEDI}: row locked by another transaction"
+        for task_id in busy
+    }
     planned: dict[int, dict[str, Any]] = {}
+    notes: dict[int, str] = {}
     first = set(seen)  # only a task's first prediction in the batch counts
     for prediction in predictions:
         task_id = prediction.jeditaskid
         if task_id in first:
             continue
         first.add(task_id)
-        if prediction.decision != "applied":
+        if prediction.decision != "applied" or task_id in busy:
             continue
         at.text = f"jediTaskID={task_id}"
-        plan = _plan_update(tasks, prediction, fixed_units, current.get(task_id))
+        plan = _plan_update(tasks, prediction, options, current.get(task_id))
         if isinstance(plan, str):
             refusals[task_id] = plan
-        else:
-            planned[task_id] = plan
+            continue
+        planned[task_id] = plan.values
+        if plan.note:
+            notes[task_id] = plan.note
     at.text = f"the JEDI_TASKS updates of {len(planned)} tasks"
     written = _execute_updates(conn, tasks, planned, current)
     for task_id in planned.keys() - written:
@@ -525,6 +594,11 @@ def _write_batch(
         if outcome is None:
             continue
         decision, reason, written_now = outcome
+        if written_now and task_id in notes:
+            # The note is the plugin's own text: cut it rather than lose the row.
+            limit = getattr(audit.c.reason.type, "length", None) or 400
+            reason = f"{reason}; {notes[task_id]}"[:limit]
+            result.reasons[task_id] = reason
         row = _audit_row(
             prediction,
             decision,
@@ -555,7 +629,12 @@ def _audited(conn: Connection, audit: sa.Table, ids: list[int]) -> set[int]:
 def _current_rows(
     conn: Connection, tasks: sa.Table, ids: list[int], lock: bool
 ) -> dict[int, Any]:
-    """Read (and lock, in id order so two writers never deadlock) tasks to write."""
+    """Read (and lock, in id order, skipping rows others lock) the tasks to write.
+
+    With ``lock`` a row JEDI holds with its own ``SELECT ... FOR UPDATE`` is not
+    returned (``SKIP LOCKED``) instead of making the write wait for JEDI; see
+    :func:`_busy` for telling it from a task that does not exist.
+    """
     current: dict[int, Any] = {}
     for chunk in _id_chunks(ids):
         query = (
@@ -570,10 +649,48 @@ def _current_rows(
             .order_by(tasks.c.jeditaskid)
         )
         if lock:
-            query = query.with_for_update()
+            query = query.with_for_update(skip_locked=True)
         for row in conn.execute(_tag(query, "writer.write_predictions")):
             current[int(row.jeditaskid)] = row
     return current
+
+
+def _busy(
+    conn: Connection, tasks: sa.Table, ids: list[int], current: dict[int, Any]
+) -> set[int]:
+    """Return the ids that exist but were skipped by ``SKIP LOCKED`` (row locked).
+
+    A plain read takes no row lock and waits for none (MVCC on PostgreSQL and
+    Oracle), so a task missing from ``current`` and found here is one another
+    transaction holds: it is left for the next pass, not audited as not found.
+    """
+    missing = [task_id for task_id in ids if task_id not in current]
+    busy: set[int] = set()
+    for chunk in _id_chunks(missing):
+        query = sa.select(tasks.c.jeditaskid).where(tasks.c.jeditaskid.in_(chunk))
+        busy.update(
+            int(task_id)
+            for task_id in conn.execute(
+                _tag(query, "writer.write_predictions")
+            ).scalars()
+        )
+    return busy
+
+
+def _set_lock_timeout(conn: Connection, seconds: float) -> None:
+    """Bound any lock wait of this write transaction on PostgreSQL.
+
+    ``SKIP LOCKED`` covers JEDI's rows; this covers the rest (an index page, the
+    audit table's unique key) so a write never hangs behind another transaction.
+    ``set_config(..., true)`` is ``SET LOCAL``: it ends with the transaction.
+    """
+    milliseconds = max(1, round(seconds * 1000))
+    conn.execute(
+        _tag(
+            sa.select(sa.func.set_config("lock_timeout", f"{milliseconds}ms", True)),
+            "writer.write_predictions",
+        )
+    )
 
 
 def _decide(
@@ -595,6 +712,9 @@ def _decide(
     if refused.startswith(LOCKED_BY_JEDI):
         result.locked_by_jedi.append(task_id)
         return None
+    if refused.startswith(MALFORMED_SPLITRULE):
+        result.malformed_splitrule.append(task_id)
+        return "kept_scouts", refused, False
     result.moved_by_jedi.append(task_id)
     return MOVED_BY_JEDI, refused, False
 

@@ -107,8 +107,8 @@ def predict_task(task_id: str) -> ResponseReturnValue:
         )
     if jeditaskid in report.locked_by_jedi:
         raise _JediHoldsTheTask(
-            f"JEDI holds the task jediTaskID={jeditaskid} (LOCKEDBY is set): nothing "
-            "was written. Try again once JEDI releases it."
+            f"JEDI holds the task jediTaskID={jeditaskid} (LOCKEDBY is set or its "
+            "row is locked): nothing was written. Try again once JEDI releases it."
         )
     if not report.predictions:
         _refuse_not_eligible(service, jeditaskid)
@@ -116,6 +116,8 @@ def predict_task(task_id: str) -> ResponseReturnValue:
     for name in ("applied", "kept_scouts", "moved_by_jedi", "shadow", "held_back"):
         if jeditaskid in getattr(report, name):
             outcome = name
+    if jeditaskid in report.malformed_splitrule:
+        outcome = "kept_scouts"  # audited so; the reason names the SPLITRULE
     body = HookOut.model_validate(
         {
             "jediTaskID": jeditaskid,
@@ -144,8 +146,8 @@ def _refuse_not_eligible(service: Any, jeditaskid: int) -> NoReturn:
         why = why_not_eligible(conn, service.settings, [jeditaskid])
     if why and why[0].rule == LOCKED:
         raise _JediHoldsTheTask(
-            f"JEDI holds the task jediTaskID={jeditaskid} (LOCKEDBY is set): nothing "
-            "was written. Try again once JEDI releases it."
+            f"JEDI holds the task jediTaskID={jeditaskid} (LOCKEDBY is set or its "
+            "row is locked): nothing was written. Try again once JEDI releases it."
         )
     reason = (
         why[0].reason

@@ -42,6 +42,7 @@ from typing import Any
 from panda_predictor.core.requested_values import (
     WritePlan,
     plan_write,
+    preset_note,
     requested_values,
 )
 from panda_predictor.core.rollout import route
@@ -160,11 +161,18 @@ def predict_into_map(
             definition_from_param_map(jedi_task_id, task_param_map)
         )
         requested = requested_values(task_param_map, REQUESTED_KEYS)
-        plan = plan_write(prediction, requested, used.fixed_units)
+        plan = plan_write(
+            prediction, requested, used.fixed_units, used.never_below_preset
+        )
         if plan.far is not None:
             # PanDA would exhaust such a task: it keeps its scouts, audited so.
             prediction = dataclasses.replace(
                 prediction, decision="kept_scouts", reason=plan.far
+            )
+        elif (note := preset_note(plan)) is not None:
+            # Cut to the audit column (400) rather than fail the task open.
+            prediction = dataclasses.replace(
+                prediction, reason=f"{prediction.reason}; {note}"[:400]
             )
         # Shadow mode and the rollout share (placed by JEDI's own task id):
         # audited, the map left as it came.
