@@ -290,7 +290,7 @@ def test_never_below_preset_jedi_refiner(
     settings = load_settings(home=tmp_path, never_below_preset=True)
 
     refiner = refine(
-        module.PredictingTaskRefiner,
+        module.PredictingGenTaskRefiner,
         param_map(**requested),
         FakeClient(predicted(overrides)),
         settings,
