@@ -182,7 +182,7 @@ def test_confident_prediction_sets_fields_and_skips_scouts(
     task_map = param_map()
     client = FakeClient(prediction())
 
-    refiner = refine(module.PredictingTaskRefiner, task_map, client, settings)
+    refiner = refine(module.PredictingGenTaskRefiner, task_map, client, settings)
 
     spec = refiner.taskSpec
     assert "US=2" in plain_refiner.taskSpec.splitRule
@@ -192,13 +192,15 @@ def test_confident_prediction_sets_fields_and_skips_scouts(
     assert (spec.cpuTime, spec.cpuTimeUnit) == (25, "HS06sPerEvent")
     assert (spec.ioIntensity, spec.ioIntensityUnit) == (500, "kBPerS")
     assert (spec.walltime, spec.walltimeUnit) == (40, "kSI2kseconds")
-    assert task_map["skipScout"] is True
-    assert set(task_map) - set(plain_map) == {
-        "skipScout",
-        "cpuTime",
-        "cpuTimeUnit",
-        "ioIntensity",
-        "ioIntensityUnit",
+    # The prediction is only in the task spec: the map JEDI saves as the task's
+    # parameters (GenTaskRefiner's updatedTaskParams) has none of it, and lacks only
+    # the default ramCount GenTaskRefiner adds when a map has none.
+    assert refiner.updatedTaskParams is task_map
+    assert "skipScout" not in task_map
+    assert task_map == {
+        key: value
+        for key, value in plain_map.items()
+        if key not in ("ramCount", "ramUnit")
     }
     assert counter(TASKS, "jedi", "applied") == before + 1
     # The models saw PanDA's map through taskdef: known keys, counts unknown.
@@ -211,7 +213,7 @@ def test_fixed_units_and_milli_cputime(panda_classes, tmp_path):
     _, module = panda_classes
     settings = load_settings(home=tmp_path, fixed_units=True)
     refiner = refine(
-        module.PredictingTaskRefiner,
+        module.PredictingGenTaskRefiner,
         param_map(),
         FakeClient(prediction(cputime=4)),
         settings,
@@ -230,7 +232,7 @@ def test_requester_values_follow_pandas_scout_rules(panda_classes, settings):
     _, module = panda_classes
     task_map = param_map(ramCount=4000, ramUnit="MBPerCore", walltime=70)
     refiner = refine(
-        module.PredictingTaskRefiner, task_map, FakeClient(prediction()), settings
+        module.PredictingGenTaskRefiner, task_map, FakeClient(prediction()), settings
     )
     spec = refiner.taskSpec
     assert (spec.ramCount, spec.ramUnit, spec.cpuTime) == (3000, "MBPerCore", 25)
@@ -265,7 +267,7 @@ def test_failure_leaves_task_as_parent_makes_it(
 
     with caplog.at_level("WARNING", logger=module.__name__):
         refiner = refine(
-            module.PredictingTaskRefiner, task_map, FakeClient(outcome), settings
+            module.PredictingGenTaskRefiner, task_map, FakeClient(outcome), settings
         )
 
     assert task_map == plain_map
@@ -281,17 +283,17 @@ def test_failure_after_filling_restores_the_map(
     _, module = panda_classes
     plain_map, plain_refiner = plain
 
-    def fill_then_fail(task_param_map, prediction, fixed_units):
+    from panda_predictor.plugins import jedi_prediction
+
+    def fill_then_fail(task_param_map, plan):
         task_param_map["skipScout"] = True
         task_param_map["ramCount"] = 1
         raise _Boom("half-way")
 
-    monkeypatch.setattr(
-        module.PredictingTaskRefiner, "_fill", staticmethod(fill_then_fail)
-    )
+    monkeypatch.setattr(jedi_prediction, "fill", fill_then_fail)
     task_map = param_map()
     refiner = refine(
-        module.PredictingTaskRefiner, task_map, FakeClient(prediction()), settings
+        module.PredictingGenTaskRefiner, task_map, FakeClient(prediction()), settings
     )
     assert task_map == plain_map
     assert spec_values(refiner) == spec_values(plain_refiner)
@@ -303,7 +305,7 @@ def test_kept_scouts_keeps_the_scout_rule(panda_classes, plain, settings):
     before = counter(TASKS, "jedi", "kept_scouts")
     task_map = param_map()
     refiner = refine(
-        module.PredictingTaskRefiner,
+        module.PredictingGenTaskRefiner,
         task_map,
         FakeClient(prediction("kept_scouts")),
         settings,
@@ -323,7 +325,7 @@ def test_kill_switch_predicts_nothing(panda_classes, plain, tmp_path):
     client = FakeClient(prediction())
     task_map = param_map()
     before = counter(KILL_SWITCH_TASKS, "jedi")
-    refiner = refine(module.PredictingTaskRefiner, task_map, client, settings)
+    refiner = refine(module.PredictingGenTaskRefiner, task_map, client, settings)
     assert client.definitions == []
     assert task_map == plain_map
     assert "US=2" in refiner.taskSpec.splitRule
@@ -336,7 +338,7 @@ def test_task_that_already_skips_scouts_is_not_predicted(panda_classes, settings
     _, module = panda_classes
     client = FakeClient(prediction())
     task_map = param_map(skipScout=True)
-    refiner = refine(module.PredictingTaskRefiner, task_map, client, settings)
+    refiner = refine(module.PredictingGenTaskRefiner, task_map, client, settings)
     assert client.definitions == []
     assert refiner.taskSpec.ramCount == 2000  # GenTaskRefiner's default
 
@@ -348,7 +350,17 @@ def test_parent_errors_still_propagate(panda_classes, settings):
     with pytest.raises(KeyError, match="userName"):
         refine(gen, copy.deepcopy(broken))
     with pytest.raises(KeyError, match="userName"):
-        refine(module.PredictingTaskRefiner, broken, FakeClient(prediction()), settings)
+        refine(
+            module.PredictingGenTaskRefiner, broken, FakeClient(prediction()), settings
+        )
+
+
+def _configuration(refiner):
+    from panda_predictor.plugins import jedi_prediction
+
+    return jedi_prediction._configuration(
+        refiner._pp_options["client"], refiner._pp_options["settings"]
+    )
 
 
 def test_default_client_is_built_once_from_the_environment(
@@ -360,10 +372,10 @@ def test_default_client_is_built_once_from_the_environment(
     monkeypatch.setenv("PANDA_PREDICTOR_REFINER_TIMEOUT", "0.5")
     module.reset_shared_client()
     try:
-        first = module.PredictingTaskRefiner(StandInTaskBuffer(), None)
-        second = module.PredictingTaskRefiner(StandInTaskBuffer(), None)
-        settings_a, client_a = first._configuration()
-        settings_b, client_b = second._configuration()
+        first = module.PredictingGenTaskRefiner(StandInTaskBuffer(), None)
+        second = module.PredictingGenTaskRefiner(StandInTaskBuffer(), None)
+        settings_a, client_a = _configuration(first)
+        settings_b, client_b = _configuration(second)
         assert client_a is client_b
         assert client_a.url == "http://127.0.0.1:9/v1/predictions"
         assert client_a.timeout == 0.5
@@ -389,7 +401,7 @@ def test_jedi_factory_loads_the_plugin_from_mod_config(
         from pandajedi.jedicore.FactoryBase import FactoryBase
 
     mod_config = (
-        "wlcg:managed:panda_predictor.plugins.jedi_refiner:PredictingTaskRefiner,"
+        "wlcg:managed:panda_predictor.plugins.jedi_refiner:PredictingGenTaskRefiner,"
         "wlcg:any:pandajedi.jedirefine.GenTaskRefiner:GenTaskRefiner"
     )
     factory = FactoryBase(
@@ -400,7 +412,8 @@ def test_jedi_factory_loads_the_plugin_from_mod_config(
         "wlcg", "managed", "any", StandInTaskBuffer(), None
     )
     user = factory.getImpl("wlcg", "user")
-    assert type(managed) is module.PredictingTaskRefiner
+    assert type(managed) is module.PredictingGenTaskRefiner.refiner_class()
+    assert isinstance(managed, gen)
     assert type(user) is gen
 
     # Built by JEDI with no arguments of ours: the environment configures it.

@@ -39,7 +39,7 @@ def test_refiner_audits_its_decision(
 ):
     _, module = panda_classes
     refine(
-        module.PredictingTaskRefiner,
+        module.PredictingGenTaskRefiner,
         param_map(),
         FakeClient(outcome),
         settings,
@@ -64,7 +64,7 @@ def test_refiner_audits_the_kill_switch(panda_classes, db, settings, tmp_path):
     switch.touch()
     settings = settings.model_copy(update={"kill_switch_file": switch})
     refine(
-        module.PredictingTaskRefiner,
+        module.PredictingGenTaskRefiner,
         param_map(),
         FakeClient(prediction()),
         settings,
@@ -80,7 +80,7 @@ def test_refiner_does_not_audit_a_task_that_already_skips_scouts(
 ):
     _, module = panda_classes
     refine(
-        module.PredictingTaskRefiner,
+        module.PredictingGenTaskRefiner,
         param_map(skipScout=True),
         FakeClient(prediction()),
         settings,
@@ -95,13 +95,13 @@ def test_audit_failure_never_stops_jedi(panda_classes, engine, settings):
     before = counter(FALLBACKS, "jedi", "audit_failed")
     task_map = param_map()
     refiner = refine(
-        module.PredictingTaskRefiner,
+        module.PredictingGenTaskRefiner,
         task_map,
         FakeClient(prediction()),
         settings,
         audit_bind=engine,  # an empty database
     )
-    assert task_map["skipScout"] is True
+    assert refiner.taskSpec.useScout() is False
     assert refiner.taskSpec.ramCount == 3000
     assert counter(FALLBACKS, "jedi", "audit_failed") == before + 1
 
@@ -115,7 +115,7 @@ def test_hook_does_not_predict_a_task_the_refiner_kept_on_scouts(
 
     _, module = panda_classes
     refine(
-        module.PredictingTaskRefiner,
+        module.PredictingGenTaskRefiner,
         param_map(),
         FakeClient(prediction("kept_scouts")),
         settings,

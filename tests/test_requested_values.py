@@ -182,7 +182,7 @@ def test_jedi_refiner(panda_classes, tmp_path, requested, overrides, expected): 
     plain = refine(gen, plain_map).taskSpec
 
     refiner = refine(
-        module.PredictingTaskRefiner,
+        module.PredictingGenTaskRefiner,
         task_map,
         FakeClient(predicted(overrides)),
         settings,

@@ -53,7 +53,7 @@ def test_refiner_in_shadow_writes_nothing_into_the_task_and_audits_shadow(
     task_map = param_map()
     client = FakeClient(prediction(decision))
     refiner = refine(
-        module.PredictingTaskRefiner, task_map, client, settings, audit_bind=db
+        module.PredictingGenTaskRefiner, task_map, client, settings, audit_bind=db
     )
     assert len(client.definitions) == 1  # it did predict
     assert task_map == plain_map
@@ -84,7 +84,7 @@ def test_refiner_outside_the_share_keeps_scouts_audited_held_back(
     plain_refiner = refine(gen, plain_map, task_id=outside)
     held_map = param_map()
     held = refine(
-        module.PredictingTaskRefiner,
+        module.PredictingGenTaskRefiner,
         held_map,
         FakeClient(prediction()),
         settings,
@@ -94,15 +94,15 @@ def test_refiner_outside_the_share_keeps_scouts_audited_held_back(
     assert held_map == plain_map
     assert spec_values(held) == spec_values(plain_refiner)
     applied_map = param_map()
-    refine(
-        module.PredictingTaskRefiner,
+    applied = refine(
+        module.PredictingGenTaskRefiner,
         applied_map,
         FakeClient(prediction()),
         settings,
         audit_bind=db,
         task_id=inside,
     )
-    assert applied_map["skipScout"] is True
+    assert applied.taskSpec.useScout() is False
     audits = audit_rows(db, settings)
     assert audits[outside]["decision"] == HELD_BACK
     assert audits[outside]["reason"] == "held back (rollout_share=0.5): would apply"

@@ -1,149 +1,104 @@
-"""A JEDI TaskRefiner that predicts a task's resources so it can skip its scouts.
+"""JEDI TaskRefiners: the refiner a VO/label is configured with, plus a prediction.
 
-JEDI loads it from its configuration (``panda_jedi.cfg``, section ``[taskrefine]``)::
+JEDI picks a refiner per VO and source label from ``panda_jedi.cfg``, section
+``[taskrefine]``, ``modConfig = vo:label:module.path:Attribute[:taskType],...``. Each
+name below is one of PanDA's refiners with the prediction on top; put it where the
+VO/label names that refiner now (one line, no spaces; split here to fit)::
 
-    modConfig = atlas:managed:panda_predictor.plugins.jedi_refiner:PredictingTaskRefiner
+    modConfig = atlas:managed:panda_predictor.plugins.jedi_refiner:\
+    PredictingAtlasProdTaskRefiner,atlas:user:panda_predictor.plugins.jedi_refiner:\
+    PredictingAtlasAnalTaskRefiner
 
-:meth:`PredictingTaskRefiner.extractCommon` runs when JEDI turns a task parameter map
-into the ``JEDI_TASKS`` row. Before calling PanDA's own ``GenTaskRefiner`` it predicts
-the task from the map (in-process champion or the HTTP service, see
-:mod:`panda_predictor.plugins.prediction_client`); when the decision is ``applied`` it
-puts ``ramCount``/``ramUnit``, ``cpuTime``/``cpuTimeUnit``,
-``ioIntensity``/``ioIntensityUnit`` and ``skipScout`` into the map (so the parent
-writes no ``US=`` split rule), and after the parent it sets the task spec's
-``walltime``/``walltimeUnit``. The requester's own values are treated as PanDA's
-scouts treat them (:mod:`panda_predictor.core.requested_values`, the same rule as
-the database hook): a ``...Fixed`` unit is never overwritten, a larger walltime
-stays, other preset values are replaced, and a prediction far from them keeps the
-scouts.
+- ``PredictingAtlasProdTaskRefiner`` wraps
+  ``pandajedi.jedirefine.AtlasProdTaskRefiner:AtlasProdTaskRefiner``;
+- ``PredictingAtlasAnalTaskRefiner`` wraps
+  ``pandajedi.jedirefine.AtlasAnalTaskRefiner:AtlasAnalTaskRefiner``;
+- ``PredictingGenTaskRefiner`` wraps
+  ``pandajedi.jedirefine.GenTaskRefiner:GenTaskRefiner``.
 
-It fails open: on ``kept_scouts``, the kill switch, or any error of ours the map is
-left exactly as it came, the reason is logged with ``jediTaskID=`` and counted in
-``panda_predictor_fallbacks_total{hook="jedi"}``, and the parent refines the task as
-if the plugin were not there. The parent's own exceptions propagate unchanged.
+Any other refiner: ``PredictingMyRefiner = wrapping("site.refiners:MyRefiner")`` in a
+module of the site, and that module's name in ``modConfig``. The wrapped class is
+named by the attribute, not by a setting, because JEDI's ``modConfig`` names only a
+module and an attribute (``:``-separated), because a VO can use different refiners
+per label (ATLAS: production and analysis), and because the choice must not depend on
+panda-predictor's own settings and imports, which are exactly what may fail.
 
-Every decision is audited like the hook's, in ``pp_prediction_audit`` of the
-database in the settings (``db_url``): ``applied`` (values put into the map),
-``kept_scouts`` (also under the kill switch), ``shadow`` (``mode: shadow``: predicted,
-nothing put into the map), ``held_back`` (outside ``rollout_share``, scouts run) or
-``error`` (the prediction failed), so
-feedback and drift see the tasks this path predicted, and the database hook never
-predicts them a second time. A task whose definition already skips scouts is not
-predicted and not audited. An audit that cannot be written is logged with
-``jediTaskID=`` and counted (``reason="audit_failed"``); it never stops JEDI.
+What JEDI gets is an instance of a subclass of the wrapped class (built on first
+use), so ``initializeRefiner``, ``doRefine``, ``doPreProRefine``, ``refresh`` and every
+attribute JEDI reads are the wrapped refiner's own. The only override is
+:meth:`extractCommon`: before the wrapped one it predicts the task
+(:func:`panda_predictor.plugins.jedi_prediction.predict_into_map`) and, when the
+decision is ``applied``, puts the predicted ``ramCount``/``cpuTime``/``ioIntensity``
+(with units) and ``skipScout`` into the map, so the wrapped refiner builds the task
+spec from them (no ``US=`` scout rule; resource type and work queue from the
+predicted values). Right after, it takes them out of the map again (a key still
+holding our value gets the requester's value back, or is removed) and sets the task
+spec's ``walltime``/``walltimeUnit``. So the map JEDI goes on with, read by
+``doRefine`` and saved as the task's original parameters (``JEDI_TaskParams``) when
+the wrapped refiner points ``updatedTaskParams`` at it (``GenTaskRefiner``,
+``AtlasAnalTaskRefiner``), carries no ``skipScout`` and no predicted value: the
+prediction lives only in the task spec (``JEDI_TASKS``).
+
+It fails open. This module imports only the standard library; the prediction code is
+imported per task, inside the boundary. An import error, any exception of ours, the
+kill switch or a ``kept_scouts`` decision leave the map exactly as it came, so the
+wrapped refiner runs unchanged (scouts run); a failure is logged with ``jediTaskID=``
+and counted in ``panda_predictor_fallbacks_total{hook="jedi"}`` (``reason=
+"import_error"`` for an import), and in :data:`FALLBACK_COUNTS` even when the metrics
+cannot be imported. The wrapped refiner's own exceptions propagate unchanged.
+
+A wrapped class that cannot be imported is a configuration error: building the
+refiner raises :class:`ImportError` naming the attribute and the class, which JEDI's
+plugin factory reports when the refiner agent starts. There is no fallback to another
+refiner: it would silently drop the configured refiner's own logic.
 """
 
 from __future__ import annotations
 
+import collections
 import copy
-import dataclasses
+import importlib
 import logging
 import threading
 from collections.abc import MutableMapping
 from typing import Any
-
-from pandajedi.jedirefine.GenTaskRefiner import GenTaskRefiner
-
-from panda_predictor.core.requested_values import (
-    WritePlan,
-    plan_write,
-    requested_values,
-)
-from panda_predictor.core.rollout import route
-from panda_predictor.core.task_prediction import TaskPrediction
-from panda_predictor.db.engine import make_engine
-from panda_predictor.db.writer import TaskFailure, write_audit, write_error_audits
-from panda_predictor.hook import LEGACY_REASON, kill_switch_on
-from panda_predictor.metrics import (
-    FALLBACKS,
-    KILL_SWITCH_TASKS,
-    TASKS,
-    record_kill_switch,
-)
-from panda_predictor.plugins.prediction_client import (
-    PARAM_MAP_KEYS,
-    REQUESTED_KEYS,
-    PredictionClient,
-    PredictionUnavailable,
-    client_from_environment,
-    definition_from_param_map,
-)
-from panda_predictor.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
 
 #: Label of this hook in the panda_predictor_* metrics.
 HOOK = "jedi"
 
-_shared_lock = threading.Lock()
-_shared: dict[str, Any] = {}
+#: Fallbacks counted in this module by reason, also when the metrics cannot be imported.
+FALLBACK_COUNTS: collections.Counter[str] = collections.Counter()
 
 
-def _shared_settings_and_client() -> tuple[Settings, PredictionClient]:
-    # JEDI builds refiners with (taskBufferIF, ddmIF) only, possibly many times: the
-    # settings and the client (with its loaded model) are built once per process.
-    with _shared_lock:
-        if "client" not in _shared:
-            settings = load_settings()
-            _shared["client"] = client_from_environment(settings)
-            _shared["settings"] = settings
-        return _shared["settings"], _shared["client"]
-
-
-def reset_shared_client() -> None:
-    """Forget the process-wide settings and client (tests, or after a config change)."""
-    with _shared_lock:
-        engine = _shared.get("audit_engine")
-        _shared.clear()
-    if engine is not None:
-        engine.dispose()
-
-
-def _shared_audit_engine(settings: Settings) -> Any:
-    # One engine (and connection pool) per process for the audit rows.
-    with _shared_lock:
-        if _shared.get("audit_url") != settings.db_url:
-            _shared["audit_engine"] = make_engine(settings)
-            _shared["audit_url"] = settings.db_url
-        return _shared["audit_engine"]
-
-
-class PredictingTaskRefiner(GenTaskRefiner):
-    """GenTaskRefiner that sets predicted resources and skips scouts when confident.
+class _Prediction:
+    """Put before the wrapped refiner's class: predicts in extractCommon, nothing else.
 
     Parameters
     ----------
     taskBufferIF, ddmIF:
-        JEDI's task buffer and DDM interfaces, passed through to the parent.
-    client:
-        Prediction client; default: built once per process from the environment
-        (``PANDA_PREDICTOR_REFINER_URL`` for HTTP mode, else in-process).
-    settings:
-        panda-predictor settings (kill switch, fixed units); default: loaded from
-        the environment and ``PANDA_PREDICTOR_CONFIG`` once per process.
-    audit_bind:
-        Engine or connection of the database holding ``pp_prediction_audit``;
-        default: one engine per process from ``settings.db_url``.
+        JEDI's task buffer and DDM interfaces, passed through to the wrapped refiner.
+    client, settings, audit_bind:
+        Prediction client, panda-predictor settings and audit database (see
+        :func:`panda_predictor.plugins.jedi_prediction.predict_into_map`); default:
+        built once per process from the environment.
     """
 
     def __init__(
         self,
         taskBufferIF: Any,
         ddmIF: Any,
-        client: PredictionClient | None = None,
-        settings: Settings | None = None,
+        client: Any = None,
+        settings: Any = None,
         audit_bind: Any = None,
     ) -> None:
-        GenTaskRefiner.__init__(self, taskBufferIF, ddmIF)
-        self._client = client
-        self._settings = settings
-        self._audit_bind = audit_bind
-
-    def _configuration(self) -> tuple[Settings, PredictionClient]:
-        if self._client is not None and self._settings is not None:
-            return self._settings, self._client
-        settings, client = _shared_settings_and_client()
-        return self._settings or settings, self._client or client
+        super().__init__(taskBufferIF, ddmIF)  # type: ignore[call-arg]
+        self._pp_options = {
+            "client": client,
+            "settings": settings,
+            "audit_bind": audit_bind,
+        }
 
     def extractCommon(
         self,
@@ -152,149 +107,166 @@ class PredictingTaskRefiner(GenTaskRefiner):
         workQueueMapper: Any,
         splitRule: str | None,
     ) -> None:
-        """Predict, fill the map when confident, then refine as GenTaskRefiner does."""
-        walltime = self._apply_prediction(jediTaskID, taskParamMap)
-        GenTaskRefiner.extractCommon(
-            self, jediTaskID, taskParamMap, workQueueMapper, splitRule
-        )
-        if walltime is not None:
-            self.taskSpec.walltime, self.taskSpec.walltimeUnit = walltime
-
-    def _apply_prediction(
-        self, jedi_task_id: int, task_param_map: MutableMapping[str, Any]
-    ) -> tuple[int, str] | None:
-        """Fill the map from a confident prediction; return the walltime to set.
-
-        Never raises: any failure restores the map and returns None (scouts run).
-        """
-        original = copy.deepcopy(dict(task_param_map))
-        settings: Settings | None = None
+        """Predict into the map, refine as the wrapped refiner does, take ours out."""
+        applied = _predict(jediTaskID, taskParamMap, self._pp_options)
         try:
-            if "skipScout" in task_param_map:
-                log.info(
-                    "jediTaskID=%s already skips scouts: not predicted", jedi_task_id
-                )
-                return None
-            settings, client = self._configuration()
-            legacy = kill_switch_on(settings)
-            record_kill_switch(HOOK, legacy)
-            if legacy:
-                KILL_SWITCH_TASKS.labels(HOOK).inc()
-                self._audit(settings, jedi_task_id, _legacy(jedi_task_id), False)
-                raise PredictionUnavailable("kill switch on (legacy mode)", "legacy")
-            prediction = client.predict(
-                definition_from_param_map(jedi_task_id, task_param_map)
+            super().extractCommon(  # type: ignore[misc]
+                jediTaskID, taskParamMap, workQueueMapper, splitRule
             )
-            requested = requested_values(task_param_map, REQUESTED_KEYS)
-            plan = plan_write(prediction, requested, settings.fixed_units)
-            if plan.far is not None:
-                # PanDA would exhaust such a task: it keeps its scouts, audited so.
-                prediction = dataclasses.replace(
-                    prediction, decision="kept_scouts", reason=plan.far
-                )
-            # Shadow mode and the rollout share (placed by JEDI's own task id):
-            # audited, the map left as it came.
-            prediction = route(
-                dataclasses.replace(prediction, jeditaskid=int(jedi_task_id)),
-                settings.mode,
-                settings.rollout_share,
-            )
-            if prediction.decision != "applied":
-                self._audit(settings, jedi_task_id, prediction, False)
-                TASKS.labels(HOOK, prediction.decision).inc()
-                log.info(
-                    "jediTaskID=%s decision=%s reason=%s model=%s/%s",
-                    jedi_task_id,
-                    prediction.decision,
-                    prediction.reason,
-                    prediction.model_name,
-                    prediction.model_version,
-                )
-                return None
-            walltime = self._fill(task_param_map, plan)
-        except Exception as exc:  # noqa: BLE001  the fail-open boundary
-            reason = (
-                exc.reason
-                if isinstance(exc, PredictionUnavailable)
-                else (type(exc).__name__)
-            )
-            if task_param_map != original:
-                task_param_map.clear()
-                task_param_map.update(original)
-            if settings is not None and reason != "legacy":
-                self._audit(
-                    settings,
-                    jedi_task_id,
-                    None,
-                    False,
-                    f"prediction failed: {type(exc).__name__}: {exc}",
-                )
-            FALLBACKS.labels(HOOK, reason).inc()
+        finally:
+            if applied is not None:
+                _take_out(taskParamMap, applied.values, applied.before)
+        if applied is None:
+            return
+        task_spec = self.taskSpec  # type: ignore[attr-defined]
+        if task_spec.useScout():
+            # AtlasAnalTaskRefiner drops skipScout of tasks that are not "official".
             log.warning(
-                "jediTaskID=%s prediction failed open, scouts run (reason=%s): %s",
-                jedi_task_id,
-                reason,
-                exc,
+                "jediTaskID=%s %s kept the scouts: they will replace the predicted "
+                "values",
+                jediTaskID,
+                type(self).__name__,
             )
-            return None
-        self._audit(settings, jedi_task_id, prediction, True)
-        TASKS.labels(HOOK, "applied").inc()
-        log.info(
-            "jediTaskID=%s decision=applied reason=%s model=%s/%s values=%s",
+        if applied.walltime is not None:
+            task_spec.walltime, task_spec.walltimeUnit = applied.walltime
+
+
+def _predict(
+    jedi_task_id: int, task_param_map: MutableMapping[str, Any], options: dict
+) -> Any:
+    """Return what the prediction put into the map, or None; never raises."""
+    original = copy.deepcopy(dict(task_param_map))
+    try:
+        from panda_predictor.plugins import jedi_prediction
+
+        return jedi_prediction.predict_into_map(jedi_task_id, task_param_map, **options)
+    except Exception as exc:  # noqa: BLE001  the fail-open boundary, imports too
+        if task_param_map != original:
+            task_param_map.clear()
+            task_param_map.update(original)
+        reason = "import_error" if isinstance(exc, ImportError) else type(exc).__name__
+        _count_fallback(reason)
+        log.warning(
+            "jediTaskID=%s no prediction, the wrapped refiner runs unchanged "
+            "(reason=%s): %s: %s",
             jedi_task_id,
-            prediction.reason,
-            prediction.model_name,
-            prediction.model_version,
-            {k: task_param_map[k] for k in sorted(task_param_map) if k not in original},
+            reason,
+            type(exc).__name__,
+            exc,
         )
-        return walltime
+        return None
 
-    def _audit(
-        self,
-        settings: Settings,
-        jedi_task_id: int,
-        prediction: TaskPrediction | None,
-        written: bool,
-        failure: str = "",
-    ) -> None:
-        """Record the decision in pp_prediction_audit as the hook does; never raises."""
-        try:
-            bind = self._audit_bind or _shared_audit_engine(settings)
-            if prediction is None:
-                write_error_audits(
-                    bind, settings, [TaskFailure(int(jedi_task_id), failure)]
+
+def _take_out(
+    task_param_map: MutableMapping[str, Any],
+    values: dict[str, Any],
+    before: dict[str, Any],
+) -> None:
+    """Give the map back the requester's values where it still holds ours."""
+    for key, value in values.items():
+        if key not in task_param_map or task_param_map[key] != value:
+            continue  # the wrapped refiner changed it: its value stays
+        if key in before:
+            task_param_map[key] = before[key]
+        else:
+            del task_param_map[key]
+
+
+def _count_fallback(reason: str) -> None:
+    FALLBACK_COUNTS[reason] += 1
+    try:
+        from panda_predictor.metrics import FALLBACKS
+    except Exception as exc:  # noqa: BLE001  FALLBACK_COUNTS stands in
+        log.debug("panda_predictor_fallbacks_total not importable: %s", exc)
+        return
+    FALLBACKS.labels(HOOK, reason).inc()
+
+
+class RefinerFactory:
+    """Build the refiner ``target`` plus the prediction; JEDI calls it as a class.
+
+    Parameters
+    ----------
+    target:
+        The wrapped refiner, as ``"module.path:ClassName"``.
+    name:
+        Name of the built class, in JEDI's logs and in errors; default
+        ``"Predicting" + ClassName``.
+    """
+
+    def __init__(self, target: str, name: str | None = None) -> None:
+        module_name, colon, class_name = target.partition(":")
+        if not (module_name and colon and class_name) or ":" in class_name:
+            raise ValueError(
+                "The wrapped refiner must be given as 'module.path:ClassName'. "
+                f"Got {target!r} instead."
+            )
+        self.target = target
+        self.__name__ = name or f"Predicting{class_name}"
+        self._lock = threading.Lock()
+        self._class: type | None = None
+
+    def refiner_class(self) -> type:
+        """Return the subclass of the wrapped refiner, importing it on first use."""
+        with self._lock:
+            if self._class is None:
+                module_name, _, class_name = self.target.partition(":")
+                try:
+                    wrapped = getattr(importlib.import_module(module_name), class_name)
+                except (ImportError, AttributeError) as exc:
+                    raise ImportError(
+                        f"{self.__name__} wraps the refiner {self.target!r}, which "
+                        f"cannot be imported: {type(exc).__name__}: {exc}"
+                    ) from exc
+                self._class = type(
+                    self.__name__,
+                    (_Prediction, wrapped),
+                    {
+                        "__module__": __name__,
+                        "__doc__": f"{class_name} with panda-predictor's prediction.",
+                        "wrapped": wrapped,
+                    },
                 )
-            else:
-                prediction = dataclasses.replace(
-                    prediction, jeditaskid=int(jedi_task_id)
-                )
-                write_audit(bind, settings, prediction, written, settings.fixed_units)
-        except Exception as exc:  # noqa: BLE001  auditing never stops JEDI
-            FALLBACKS.labels(HOOK, "audit_failed").inc()
-            log.warning("jediTaskID=%s decision not audited: %s", jedi_task_id, exc)
+            return self._class
 
-    @staticmethod
-    def _fill(
-        task_param_map: MutableMapping[str, Any], plan: WritePlan
-    ) -> tuple[int, str] | None:
-        """Put the planned values into the map; return the walltime to set after.
+    def __call__(self, taskBufferIF: Any, ddmIF: Any, *args: Any, **kwargs: Any) -> Any:
+        """Build one refiner, as JEDI's plugin factory does with ``cls(*args)``."""
+        return self.refiner_class()(taskBufferIF, ddmIF, *args, **kwargs)
 
-        The plan already kept the requester's values PanDA's scouts keep (``...Fixed``
-        units, a larger walltime), the same rule the database hook's writer follows.
-        """
-        for target, (value_key, unit_key) in PARAM_MAP_KEYS.items():
-            if target in plan.values:
-                task_param_map[value_key], task_param_map[unit_key] = plan.values[
-                    target
-                ]
-        task_param_map["skipScout"] = True
-        return plan.values.get("walltime")
+    def __repr__(self) -> str:
+        return f"wrapping({self.target!r}, name={self.__name__!r})"
 
 
-def _legacy(jedi_task_id: int) -> TaskPrediction:
-    return TaskPrediction(
-        int(jedi_task_id), "legacy", "-", "kept_scouts", LEGACY_REASON, {}
-    )
+def wrapping(target: str, name: str | None = None) -> RefinerFactory:
+    """Return a refiner JEDI can load: ``target`` with the prediction on top."""
+    return RefinerFactory(target, name)
 
 
-__all__ = ["HOOK", "PredictingTaskRefiner", "reset_shared_client"]
+PredictingAtlasProdTaskRefiner = wrapping(
+    "pandajedi.jedirefine.AtlasProdTaskRefiner:AtlasProdTaskRefiner"
+)
+PredictingAtlasAnalTaskRefiner = wrapping(
+    "pandajedi.jedirefine.AtlasAnalTaskRefiner:AtlasAnalTaskRefiner"
+)
+PredictingGenTaskRefiner = wrapping(
+    "pandajedi.jedirefine.GenTaskRefiner:GenTaskRefiner"
+)
+
+
+def reset_shared_client() -> None:
+    """Forget the process-wide settings and client (tests, or after a config change)."""
+    from panda_predictor.plugins import jedi_prediction
+
+    jedi_prediction.reset_shared_client()
+
+
+__all__ = [
+    "FALLBACK_COUNTS",
+    "HOOK",
+    "PredictingAtlasAnalTaskRefiner",
+    "PredictingAtlasProdTaskRefiner",
+    "PredictingGenTaskRefiner",
+    "RefinerFactory",
+    "reset_shared_client",
+    "wrapping",
+]

@@ -1,0 +1,296 @@
+"""The prediction the JEDI refiner adds on top of the refiner it wraps.
+
+:mod:`panda_predictor.plugins.jedi_refiner` (what JEDI loads) imports this module
+only when a task is refined, inside its fail-open boundary: whatever fails here,
+JEDI's refiner runs as configured.
+
+:func:`predict_into_map` predicts the task from its parameter map (in-process
+champion or the HTTP service, see :mod:`panda_predictor.plugins.prediction_client`)
+and, when the decision is ``applied``, puts ``ramCount``/``ramUnit``,
+``cpuTime``/``cpuTimeUnit``, ``ioIntensity``/``ioIntensityUnit`` and ``skipScout``
+into the map, so the wrapped refiner builds the task spec from them (no ``US=``
+split rule, resource type and work queue from the predicted values). The
+requester's own values are treated as PanDA's scouts treat them
+(:mod:`panda_predictor.core.requested_values`, the same rule as the database hook):
+a ``...Fixed`` unit is never overwritten, a larger walltime stays, other preset
+values are replaced, and a prediction far from them keeps the scouts.
+
+It fails open: on ``kept_scouts``, the kill switch, or any error the map is left
+exactly as it came, the reason is logged with ``jediTaskID=`` and counted in
+``panda_predictor_fallbacks_total{hook="jedi"}``.
+
+Every decision is audited like the hook's, in ``pp_prediction_audit`` of the
+database in the settings (``db_url``): ``applied`` (values put into the map),
+``kept_scouts`` (also under the kill switch), ``shadow`` (``mode: shadow``: predicted,
+nothing put into the map), ``held_back`` (outside ``rollout_share``, scouts run) or
+``error`` (the prediction failed), so feedback and drift see the tasks this path
+predicted, and the database hook never predicts them a second time. A task whose
+definition already skips scouts is not predicted and not audited. An audit that
+cannot be written is logged with ``jediTaskID=`` and counted
+(``reason="audit_failed"``); it never stops JEDI.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import logging
+import threading
+from collections.abc import Mapping, MutableMapping
+from typing import Any
+
+from panda_predictor.core.requested_values import (
+    WritePlan,
+    plan_write,
+    requested_values,
+)
+from panda_predictor.core.rollout import route
+from panda_predictor.core.task_prediction import TaskPrediction
+from panda_predictor.db.engine import make_engine
+from panda_predictor.db.writer import TaskFailure, write_audit, write_error_audits
+from panda_predictor.hook import LEGACY_REASON, kill_switch_on
+from panda_predictor.metrics import (
+    FALLBACKS,
+    KILL_SWITCH_TASKS,
+    TASKS,
+    record_kill_switch,
+)
+from panda_predictor.plugins.prediction_client import (
+    PARAM_MAP_KEYS,
+    REQUESTED_KEYS,
+    PredictionClient,
+    PredictionUnavailable,
+    client_from_environment,
+    definition_from_param_map,
+)
+from panda_predictor.settings import Settings, load_settings
+
+# One logger for all the refiner plugin logs (docs/jedi-plugin.md names it).
+log = logging.getLogger("panda_predictor.plugins.jedi_refiner")
+
+#: Label of this hook in the panda_predictor_* metrics.
+HOOK = "jedi"
+
+_shared_lock = threading.Lock()
+_shared: dict[str, Any] = {}
+
+
+def _shared_settings_and_client() -> tuple[Settings, PredictionClient]:
+    # JEDI builds refiners with (taskBufferIF, ddmIF) only, possibly many times: the
+    # settings and the client (with its loaded model) are built once per process.
+    with _shared_lock:
+        if "client" not in _shared:
+            settings = load_settings()
+            _shared["client"] = client_from_environment(settings)
+            _shared["settings"] = settings
+        return _shared["settings"], _shared["client"]
+
+
+def reset_shared_client() -> None:
+    """Forget the process-wide settings and client (tests, or after a config change)."""
+    with _shared_lock:
+        engine = _shared.get("audit_engine")
+        _shared.clear()
+    if engine is not None:
+        engine.dispose()
+
+
+def _shared_audit_engine(settings: Settings) -> Any:
+    # One engine (and connection pool) per process for the audit rows.
+    with _shared_lock:
+        if _shared.get("audit_url") != settings.db_url:
+            _shared["audit_engine"] = make_engine(settings)
+            _shared["audit_url"] = settings.db_url
+        return _shared["audit_engine"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Applied:
+    """What :func:`predict_into_map` put into a task parameter map.
+
+    ``values`` are the keys and values put in, ``before`` the requester's values of
+    those keys the map already had, ``walltime`` the (value, unit) to set on the
+    task spec after the wrapped refiner (None: none to set).
+    """
+
+    values: dict[str, Any]
+    before: dict[str, Any]
+    walltime: tuple[int, str] | None
+
+
+def predict_into_map(
+    jedi_task_id: int,
+    task_param_map: MutableMapping[str, Any],
+    client: PredictionClient | None = None,
+    settings: Settings | None = None,
+    audit_bind: Any = None,
+) -> Applied | None:
+    """Fill the map from a confident prediction; return what was put in.
+
+    Never raises: any failure restores the map and returns None (scouts run).
+
+    Parameters
+    ----------
+    jedi_task_id, task_param_map:
+        JEDI's task id and the task parameter map the wrapped refiner will read.
+    client:
+        Prediction client; default: built once per process from the environment
+        (``PANDA_PREDICTOR_REFINER_URL`` for HTTP mode, else in-process).
+    settings:
+        panda-predictor settings (kill switch, fixed units); default: loaded from
+        the environment and ``PANDA_PREDICTOR_CONFIG`` once per process.
+    audit_bind:
+        Engine or connection of the database holding ``pp_prediction_audit``;
+        default: one engine per process from ``settings.db_url``.
+    """
+    original = copy.deepcopy(dict(task_param_map))
+    used: Settings | None = None
+    try:
+        if "skipScout" in task_param_map:
+            log.info("jediTaskID=%s already skips scouts: not predicted", jedi_task_id)
+            return None
+        used, client = _configuration(client, settings)
+        legacy = kill_switch_on(used)
+        record_kill_switch(HOOK, legacy)
+        if legacy:
+            KILL_SWITCH_TASKS.labels(HOOK).inc()
+            _audit(used, audit_bind, jedi_task_id, _legacy(jedi_task_id), False)
+            raise PredictionUnavailable("kill switch on (legacy mode)", "legacy")
+        prediction = client.predict(
+            definition_from_param_map(jedi_task_id, task_param_map)
+        )
+        requested = requested_values(task_param_map, REQUESTED_KEYS)
+        plan = plan_write(prediction, requested, used.fixed_units)
+        if plan.far is not None:
+            # PanDA would exhaust such a task: it keeps its scouts, audited so.
+            prediction = dataclasses.replace(
+                prediction, decision="kept_scouts", reason=plan.far
+            )
+        # Shadow mode and the rollout share (placed by JEDI's own task id):
+        # audited, the map left as it came.
+        prediction = route(
+            dataclasses.replace(prediction, jeditaskid=int(jedi_task_id)),
+            used.mode,
+            used.rollout_share,
+        )
+        if prediction.decision != "applied":
+            _audit(used, audit_bind, jedi_task_id, prediction, False)
+            TASKS.labels(HOOK, prediction.decision).inc()
+            log.info(
+                "jediTaskID=%s decision=%s reason=%s model=%s/%s",
+                jedi_task_id,
+                prediction.decision,
+                prediction.reason,
+                prediction.model_name,
+                prediction.model_version,
+            )
+            return None
+        walltime = fill(task_param_map, plan)
+    except Exception as exc:  # noqa: BLE001  the fail-open boundary
+        reason = (
+            exc.reason
+            if isinstance(exc, PredictionUnavailable)
+            else (type(exc).__name__)
+        )
+        if task_param_map != original:
+            task_param_map.clear()
+            task_param_map.update(original)
+        if used is not None and reason != "legacy":
+            _audit(
+                used,
+                audit_bind,
+                jedi_task_id,
+                None,
+                False,
+                f"prediction failed: {type(exc).__name__}: {exc}",
+            )
+        FALLBACKS.labels(HOOK, reason).inc()
+        log.warning(
+            "jediTaskID=%s prediction failed open, scouts run (reason=%s): %s",
+            jedi_task_id,
+            reason,
+            exc,
+        )
+        return None
+    _audit(used, audit_bind, jedi_task_id, prediction, True)
+    TASKS.labels(HOOK, "applied").inc()
+    applied = _changes(original, task_param_map, walltime)
+    log.info(
+        "jediTaskID=%s decision=applied reason=%s model=%s/%s values=%s",
+        jedi_task_id,
+        prediction.reason,
+        prediction.model_name,
+        prediction.model_version,
+        applied.values,
+    )
+    return applied
+
+
+def _configuration(
+    client: PredictionClient | None, settings: Settings | None
+) -> tuple[Settings, PredictionClient]:
+    if client is not None and settings is not None:
+        return settings, client
+    shared_settings, shared_client = _shared_settings_and_client()
+    return settings or shared_settings, client or shared_client
+
+
+def _changes(
+    original: Mapping[str, Any],
+    task_param_map: Mapping[str, Any],
+    walltime: tuple[int, str] | None,
+) -> Applied:
+    values = {
+        key: value
+        for key, value in sorted(task_param_map.items())
+        if key not in original or original[key] != value
+    }
+    before = {key: original[key] for key in values if key in original}
+    return Applied(values, before, walltime)
+
+
+def _audit(
+    settings: Settings,
+    audit_bind: Any,
+    jedi_task_id: int,
+    prediction: TaskPrediction | None,
+    written: bool,
+    failure: str = "",
+) -> None:
+    """Record the decision in pp_prediction_audit as the hook does; never raises."""
+    try:
+        bind = audit_bind or _shared_audit_engine(settings)
+        if prediction is None:
+            write_error_audits(
+                bind, settings, [TaskFailure(int(jedi_task_id), failure)]
+            )
+        else:
+            prediction = dataclasses.replace(prediction, jeditaskid=int(jedi_task_id))
+            write_audit(bind, settings, prediction, written, settings.fixed_units)
+    except Exception as exc:  # noqa: BLE001  auditing never stops JEDI
+        FALLBACKS.labels(HOOK, "audit_failed").inc()
+        log.warning("jediTaskID=%s decision not audited: %s", jedi_task_id, exc)
+
+
+def fill(
+    task_param_map: MutableMapping[str, Any], plan: WritePlan
+) -> tuple[int, str] | None:
+    """Put the planned values into the map; return the walltime to set after.
+
+    The plan already kept the requester's values PanDA's scouts keep (``...Fixed``
+    units, a larger walltime), the same rule the database hook's writer follows.
+    """
+    for target, (value_key, unit_key) in PARAM_MAP_KEYS.items():
+        if target in plan.values:
+            task_param_map[value_key], task_param_map[unit_key] = plan.values[target]
+    task_param_map["skipScout"] = True
+    return plan.values.get("walltime")
+
+
+def _legacy(jedi_task_id: int) -> TaskPrediction:
+    return TaskPrediction(
+        int(jedi_task_id), "legacy", "-", "kept_scouts", LEGACY_REASON, {}
+    )
+
+
+__all__ = ["HOOK", "Applied", "fill", "predict_into_map", "reset_shared_client"]
