@@ -30,7 +30,7 @@ Run: ``python -m pipelines.replay_simulated --tasks 20000 --seed 1``.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -200,9 +200,24 @@ def replay_inputs(
     ]
 
 
-def replay_simulated(n_tasks: int, seed: int) -> list[ReplayOutcome]:
-    """Return the scouts, predictor and oracle ramcount outcomes of a simulation."""
-    return replay_inputs(prepare(n_tasks, seed))
+def replay_simulated(
+    n_tasks: int, seed: int, delay_price: float | None = None
+) -> list[ReplayOutcome]:
+    """Return the scouts, predictor and oracle ramcount outcomes of a simulation.
+
+    ``delay_price`` replaces the price training chose (as the ``delay_price``
+    setting does at run time), to see what the choice costs.
+    """
+    inputs = prepare(n_tasks, seed)
+    if delay_price is not None:
+        inputs = with_delay_price(inputs, delay_price)
+    return replay_inputs(inputs)
+
+
+def with_delay_price(inputs: ReplayInputs, delay_price: float) -> ReplayInputs:
+    """Return ``inputs`` whose bundle serves ``delay_price`` instead of its own."""
+    cost = replace(inputs.bundle.cost, delay_price=float(delay_price))
+    return replace(inputs, bundle=replace(inputs.bundle, cost=cost))
 
 
 def format_outcomes(outcomes: list[ReplayOutcome]) -> str:
@@ -234,8 +249,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=20000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--delay-price", type=float, default=None)
     args = parser.parse_args(argv)
-    print(format_outcomes(replay_simulated(args.tasks, args.seed)))
+    print(format_outcomes(replay_simulated(args.tasks, args.seed, args.delay_price)))
 
 
 if __name__ == "__main__":

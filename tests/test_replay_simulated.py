@@ -21,6 +21,7 @@ from pipelines.replay_simulated import (  # noqa: E402
     prepare,
     replay_inputs,
     scout_counts,
+    with_delay_price,
 )
 
 
@@ -66,6 +67,16 @@ def test_oracle_never_fails_more_than_scouts(outcomes):
 def test_predictor_applies_some_tasks_and_starts_them_sooner(outcomes):
     predictor, scouts = outcomes["predictor"], outcomes["scouts"]
     assert predictor.mean_bulk_delay_hours < scouts.mean_bulk_delay_hours
+
+
+def test_a_dearer_delay_writes_safer_memory(inputs):
+    # A failed attempt delays its job, so a higher price makes every value at
+    # least as large: fewer or as many failures, at least as much waste.
+    cheap = {o.strategy: o for o in replay_inputs(with_delay_price(inputs, 0.25))}
+    dear = {o.strategy: o for o in replay_inputs(with_delay_price(inputs, 16.0))}
+    assert dear["predictor"].wasted_gb_hours > cheap["predictor"].wasted_gb_hours
+    assert dear["predictor"].failed_job_rate <= cheap["predictor"].failed_job_rate
+    assert dear["scouts"] == cheap["scouts"]  # the price never touches the scouts
 
 
 def test_kept_scouts_tasks_run_exactly_as_scouts(inputs):

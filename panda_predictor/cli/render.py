@@ -6,23 +6,38 @@ from collections.abc import Iterable, Mapping
 
 import pandas as pd
 
-from panda_predictor.core.task_prediction import TaskPrediction
+from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.units import prediction_to_panda
 
 SHORT = {"ramcount": "RAM", "cputime": "CPU", "iointensity": "IO", "walltime": "WALL"}
+
+
+def written(target: TargetPrediction) -> str:
+    """Return the value as PanDA stores it (``2300 mHS06sPerEvent``), not the float.
+
+    The cost choice works in floats (``19361.999999999996``); what reaches JEDI is
+    the one rounding of :func:`~panda_predictor.core.units.prediction_to_panda`
+    (shown without the ``...Fixed`` suffix the ``fixed_units`` setting adds).
+    """
+    try:
+        number, unit = prediction_to_panda(target)
+    except ValueError:  # not finite: show what there is
+        return f"{target.value} {target.unit}"
+    return f"{number} {unit}"
 
 
 def predictions_frame(
     predictions: Iterable[TaskPrediction],
     tasks: Mapping[int, Mapping[str, object]] | None = None,
 ) -> pd.DataFrame:
-    """Return one row per task: id, (task info), value+unit per target, decision."""
+    """Return one row per task: id, (task info), stored value per target, decision."""
     rows = []
     for p in predictions:
         row: dict[str, object] = {"jediTaskID": p.jeditaskid}
         if tasks and p.jeditaskid in tasks:
             row.update(tasks[p.jeditaskid])
         for name, t in p.targets.items():
-            row[SHORT.get(name, name)] = f"{t.value} {t.unit} ({t.confidence:.2f})"
+            row[SHORT.get(name, name)] = f"{written(t)} ({t.confidence:.2f})"
         row["decision"] = p.decision
         row["reason"] = p.reason
         rows.append(row)

@@ -14,7 +14,14 @@ import click
     help="Simulated finished tasks (the newest 15 % are replayed).",
 )
 @click.option("--seed", default=1, show_default=True, type=int, help="Random seed.")
-def replay_simulated_command(tasks: int, seed: int) -> None:
+@click.option(
+    "--delay-price",
+    type=click.FloatRange(min=0.0),
+    default=None,
+    help="Replace the delay price training chose (core-hours per core-hour of a "
+    "job's delay), to see what that choice costs. Default: training's choice.",
+)
+def replay_simulated_command(tasks: int, seed: int, delay_price: float | None) -> None:
     """Replay simulated jobs' memory under scouts, the predictor and an oracle.
 
     Trains a small XGBoost bundle on the older simulated tasks, then replays the
@@ -25,10 +32,11 @@ def replay_simulated_command(tasks: int, seed: int) -> None:
     \b
     Example:
       panda-predictor replay-simulated --tasks 20000 --seed 1
+      panda-predictor replay-simulated --delay-price 0.25
     """
     from panda_predictor.cli.errors import user_errors
     from pipelines.replay_simulated import format_outcomes, replay_simulated
 
     with user_errors():
-        outcomes = replay_simulated(tasks, seed)
+        outcomes = replay_simulated(tasks, seed, delay_price)
     click.echo(format_outcomes(outcomes))
