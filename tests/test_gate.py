@@ -19,6 +19,7 @@ from model_registry.gate import (
     GateEvidence,
     GateThresholds,
     judge,
+    parse_tolerances,
     promote_if_not_worse,
 )
 from model_registry.registry import (
@@ -27,6 +28,7 @@ from model_registry.registry import (
     register_bundle,
     set_alias,
 )
+from panda_predictor.settings import load_settings
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:The ``noload`` loader strategy is deprecated:DeprecationWarning"
@@ -233,10 +235,15 @@ def test_the_goals_follow_the_thresholds():
     strict = judge(evidence(challenger, None), GateThresholds())
     assert not verdict_of(strict, RAM_SHORT).passed
     assert not verdict_of(strict, DELAY).passed
-    loose = judge(
-        evidence(challenger, None),
-        GateThresholds(max_short_share=0.05, max_delay_share=0.5),
+    # The command line's names, then the settings', reach the same fields.
+    by_name = GateThresholds(
+        **parse_tolerances(["short_share=0.05", "delay_share=0.5"])
     )
+    by_settings = GateThresholds.from_settings(
+        load_settings(gate_max_short_share=0.05, gate_max_delay_share=0.5)
+    )
+    assert by_name == by_settings
+    loose = judge(evidence(challenger, None), by_name)
     assert verdict_of(loose, RAM_SHORT).passed and verdict_of(loose, DELAY).passed
 
 
