@@ -1,27 +1,31 @@
-"""Promote a new bundle to champion only if it beats the floors and is not worse.
+"""Promote a new bundle to champion only if it meets its goals and is not worse.
 
 Everything the gate judges comes from ONE test set, measured by the training
 pipeline (:mod:`pipelines.gate_evidence`) and handed over as :class:`GateEvidence`:
 
 * the challenger's metrics, and the current champion's on the same tasks;
+* the *replay*: the challenger's served decision run on the test tasks with their
+  true values as the use (``served.cost``, ``served.<target>.short_share``,
+  ``served.delay_share``), and what the same tasks realize if all run scouts;
 * the *floors*: what the majority class and the best recency rule score there;
 * the *noise*: half the width of a 90 % paired bootstrap interval of each
   difference (resampling test days), so a lead or a drop that chance alone explains
-  counts for nothing;
-* the tail recall target the decision rules were tuned for.
+  counts for nothing.
 
 A challenger is promoted only if, for every metric the rules name:
 
-* it is not worse than the champion by more than the tolerance plus the noise;
+* it is not worse than the champion by more than the tolerance plus the noise
+  (``<target>.tail_recall`` is judged only so: against the champion);
 * as it serves (``served.mean_accuracy``: model, tail rules and the combination
   with the recency rules) it beats every floor by more than the noise;
-* each ``<target>.tail_recall`` reaches the target, less the allowed shortfall and
-  the noise.
+* its replay meets the goals: ``served.cost`` at most the scouts' (plus noise), each
+  ``served.<target>.short_share`` at most ``max_short_share`` and
+  ``served.delay_share`` at most ``max_delay_share`` (plus their noise).
 
 Nothing is promoted when a model could not be scored, when no floor was measured,
 or, unless asked for, when the champion cannot be compared (other bins). Metric
 names are flat strings (``mean_accuracy``, ``ramcount.tail_recall``,
-``ramcount.under_allocation``).
+``served.ramcount.short_share``).
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from model_registry.tolerances import (
 )
 from model_registry.tracking import mlflow_client
 from model_registry.verdict_table import verdict_table
+from panda_predictor.core.replay_goals import MAX_DELAY_SHARE
 
 if TYPE_CHECKING:
     from panda_predictor.settings import Settings
@@ -63,7 +68,15 @@ GATE_TAG_PREFIX = "gate."
 SERVED_ACCURACY = "served.mean_accuracy"
 #: Metrics a challenger must win on against every floor.
 FLOOR_METRICS = (SERVED_ACCURACY,)
-#: Reference name of the challenger's own noise (for the tail recall target).
+#: Replayed on the test tasks with their true values as the use: mean realized
+#: cost per task in job runs, and the share of tasks that keep their scouts.
+SERVED_COST = "served.cost"
+SERVED_DELAY = "served.delay_share"
+#: What every challenger must show: its floors and replay goals.
+REQUIRED_METRICS = (SERVED_ACCURACY, SERVED_COST, SERVED_DELAY)
+#: The floor of ``served.cost``: every task runs its scouts.
+SCOUTS = "scouts"
+#: Reference name of the challenger's own noise (for the replay goals).
 SELF = "challenger"
 #: MLflow refuses longer tag values.
 _MAX_TAG = 5000
@@ -87,10 +100,16 @@ class GateThresholds:
     max_under_allocation_rise:
         Each ``<target>.under_allocation`` (share of tasks predicted below their true
         class) may rise by at most this.
-    max_tail_recall_shortfall:
-        How far below the tail recall target (beyond the noise) each
-        ``<target>.tail_recall`` may be. The rules reach the target on validation
-        data; the test set is later in time and usually a little below.
+    max_short_share:
+        Each ``served.<target>.short_share`` (share of the tasks that skip their
+        scouts whose written value is below the true use: a failed first job) may
+        be at most this, plus the noise. The delay price aims at
+        :data:`~panda_predictor.core.cost_choice.MAX_SHORT` on validation tasks;
+        the test tasks are later in time and a little noisier.
+    max_delay_share:
+        ``served.delay_share`` (share of the tasks that keep their scouts, so their
+        bulk waits as long as with scouts) may be at most this, plus the noise:
+        the replay goal's bulk delay of at most a fifth of the scouts'.
     floor_noise_factor:
         The lead over each floor must exceed this many noise half-widths: 1 (a
         lead chance does not explain), 0 (any lead), down to -1 (only "not clearly
@@ -100,7 +119,8 @@ class GateThresholds:
     max_accuracy_drop: float = 0.005
     max_tail_recall_drop: float = 0.01
     max_under_allocation_rise: float = 0.005
-    max_tail_recall_shortfall: float = 0.05
+    max_short_share: float = 0.02
+    max_delay_share: float = MAX_DELAY_SHARE
     floor_noise_factor: float = 1.0
 
     def __post_init__(self) -> None:
@@ -135,19 +155,32 @@ class GateThresholds:
             "max_accuracy_drop": settings.gate_max_accuracy_drop,
             "max_tail_recall_drop": settings.gate_max_tail_recall_drop,
             "max_under_allocation_rise": settings.gate_max_under_allocation_rise,
-            "max_tail_recall_shortfall": settings.gate_tail_recall_shortfall,
+            "max_short_share": settings.gate_max_short_share,
+            "max_delay_share": settings.gate_max_delay_share,
             "floor_noise_factor": settings.gate_floor_noise_factor,
         }
         return cls(**{**fields, **parse_tolerances(overrides)})
 
-    def rules(self) -> tuple[tuple[str, str, float], ...]:
-        """Return ``(metric pattern, better direction, tolerance)`` triples."""
+    def rules(self) -> tuple[tuple[str, str, float | None], ...]:
+        """Return ``(metric pattern, better direction, tolerance)`` triples.
+
+        A tolerance of ``None``: not compared with the champion. Only the
+        challenger's decision is replayed, so its goals alone judge the replay.
+        """
         return (
             ("mean_accuracy", HIGHER, self.max_accuracy_drop),
             (SERVED_ACCURACY, HIGHER, self.max_accuracy_drop),
             ("*.tail_recall", HIGHER, self.max_tail_recall_drop),
             ("*.under_allocation", LOWER, self.max_under_allocation_rise),
+            (SERVED_COST, LOWER, None),
+            (short_share_metric("*"), LOWER, None),
+            (SERVED_DELAY, LOWER, None),
         )
+
+
+def short_share_metric(target: str) -> str:
+    """Return the name of ``target``'s replayed short share."""
+    return f"served.{target}.short_share"
 
 
 @dataclass(frozen=True)
@@ -162,14 +195,16 @@ class GateEvidence:
         The current champion's metrics on the same test tasks; ``None`` when there
         is no champion or it cannot be compared (see ``incomparable``).
     floors:
-        Per floor (``majority``, ``best_recency``) its metrics on the same tasks.
+        Per floor (``majority``, ``best_recency``) its metrics on the same tasks;
+        ``scouts``: ``served.cost`` if every task ran its scouts.
     noise:
         Per reference (``champion``, a floor name, or ``challenger`` for the
         challenger's own figures) and metric: half the width of the 90 % paired
         bootstrap interval of the difference (of the figure itself for
         ``challenger``).
     tail_recall_target:
-        Recall the largest class of each target must keep; ``None``: not checked.
+        The recall the tail rules were tuned for, kept for the record: the tail
+        recall is compared with the champion's only, never with this target.
     unscored:
         Why a model could not be scored on the test set: nothing is promoted.
     incomparable:
@@ -237,13 +272,32 @@ class MetricVerdict:
                 f"tolerance {self.tolerance:.4f} + noise {self.champion_noise:.4f})"
             )
         if self.floor_name is not None:
+            goal = self.better == LOWER
+            missed = "exceeded" if goal else "not beaten"
             parts.append(
-                f"floor {self.floor_name}={_fmt(self.floor)} "
-                f"({'ok' if self.passed_floor else 'not beaten'}; "
+                f"{'goal' if goal else 'floor'} {self.floor_name}={_fmt(self.floor)} "
+                f"({'ok' if self.passed_floor else missed}; "
                 f"noise {self.floor_noise:.4f})"
             )
         parts.append(f"{self.better} is better")
         return " ".join(parts)
+
+    def goal_text(self) -> str:
+        """Return the floor or goal check in a few words, e.g.
+        ``served.cost 0.8300 <= scouts 1.4200``."""
+        if self.challenger is None:
+            return f"{self.metric} not measured"
+        if self.floor is None:
+            return f"{self.metric} {_fmt(self.challenger)}, {self.floor_name}"
+        if self.better == LOWER:
+            sign = "<=" if self.passed_floor else ">"
+        else:
+            sign = ">" if self.passed_floor else "<="
+        noise = f" + noise {self.floor_noise:.4f}" if self.floor_noise else ""
+        return (
+            f"{self.metric} {_fmt(self.challenger)} {sign} {self.floor_name} "
+            f"{_fmt(self.floor)}{noise}"
+        )
 
 
 def _fmt(value: float | None) -> str:
@@ -286,9 +340,44 @@ def _finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+Check = tuple[float | None, str | None, float, bool | None]
+
+
+def _goal_check(
+    metric: str,
+    challenger: float | None,
+    evidence: GateEvidence,
+    limits: GateThresholds,
+) -> Check:
+    """Return the floor or replay goal of ``metric``: value, name, noise, passed.
+
+    ``served.cost`` may not exceed the scouts' by more than the noise of the
+    paired difference; each short share and the delay share may not exceed
+    their threshold by more than their own noise. Other metrics go to
+    :func:`_floor_check`.
+    """
+    if metric == SERVED_COST:
+        scouts = _finite(evidence.floors.get(SCOUTS, {}).get(metric))
+        if scouts is None:
+            return None, "none measured", 0.0, False
+        return _at_most(challenger, scouts, SCOUTS, evidence.noise_of(SCOUTS, metric))
+    if metric == SERVED_DELAY:
+        limit, name = limits.max_delay_share, "max_delay_share"
+    elif fnmatchcase(metric, short_share_metric("*")):
+        limit, name = limits.max_short_share, "max_short_share"
+    else:
+        return _floor_check(metric, challenger, evidence, limits.floor_noise_factor)
+    return _at_most(challenger, limit, name, evidence.noise_of(SELF, metric))
+
+
+def _at_most(value: float | None, limit: float, name: str, noise: float) -> Check:
+    """Return the check that ``value`` is at most ``limit`` plus ``noise``."""
+    return limit, name, noise, value is not None and value <= limit + noise + 1e-12
+
+
 def _floor_check(
     metric: str, challenger: float | None, evidence: GateEvidence, factor: float
-) -> tuple[float | None, str | None, float, bool | None]:
+) -> Check:
     """Return the binding floor of ``metric``: value, name, noise and whether beaten.
 
     Every floor must be beaten by more than ``factor`` times its noise; the one with
@@ -322,41 +411,39 @@ def judge(
     """Return one verdict per gated metric of the challenger (and the champion).
 
     A metric the champion has but the challenger lacks (or has as NaN) fails: the
-    gate cannot show it is not worse. A metric the champion lacks is checked only
-    against its floor.
+    gate cannot show it is not worse; so does a missing :data:`REQUIRED_METRICS`
+    figure (nothing shows the floor or goal is met). A metric the champion lacks
+    is checked only against its floor or goal.
     """
-    names = set(evidence.challenger) | set(evidence.champion or {})
+    names = (
+        set(evidence.challenger) | set(evidence.champion or {}) | set(REQUIRED_METRICS)
+    )
     verdicts = []
     for metric in sorted(names):
         for pattern, better, tolerance in thresholds.rules():
             if not fnmatchcase(metric, pattern):
                 continue
             chall = _finite(evidence.challenger.get(metric))
-            champ = _finite((evidence.champion or {}).get(metric))
+            compared = tolerance is not None
+            champ = _finite((evidence.champion or {}).get(metric)) if compared else None
             champion_noise = evidence.noise_of(CHAMPION, metric)
             passed_champion = None
-            if champ is not None:
+            if champ is not None and tolerance is not None:
                 if chall is None:
                     passed_champion = False
                 else:
                     worse = champ - chall if better == HIGHER else chall - champ
                     passed_champion = worse <= tolerance + champion_noise + 1e-12
-            floor, floor_name, floor_noise, passed_floor = _floor_check(
-                metric, chall, evidence, thresholds.floor_noise_factor
+            floor, floor_name, floor_noise, passed_floor = _goal_check(
+                metric, chall, evidence, thresholds
             )
-            target = evidence.tail_recall_target
-            if metric.endswith(".tail_recall") and target is not None:
-                floor = max(0.0, target - thresholds.max_tail_recall_shortfall)
-                floor_name = f"target {target:g} - shortfall"
-                floor_noise = evidence.noise_of(SELF, metric)
-                passed_floor = chall is not None and chall >= floor - floor_noise
             verdicts.append(
                 MetricVerdict(
                     metric,
                     better,
                     chall,
                     champ,
-                    tolerance,
+                    tolerance or 0.0,
                     champion_noise,
                     passed_champion,
                     floor,
@@ -396,23 +483,32 @@ def _reason(
     verdicts: tuple[MetricVerdict, ...], compared: bool, has_champion: bool
 ) -> str:
     worse = [v.metric for v in verdicts if v.passed_champion is False]
-    below = [v.metric for v in verdicts if v.passed_floor is False]
+    below = [
+        v.metric for v in verdicts if v.passed_floor is False and v.better == HIGHER
+    ]
+    missed = [
+        v.goal_text() for v in verdicts if v.passed_floor is False and v.better == LOWER
+    ]
     problems = []
     if worse:
         problems.append("worse than champion on " + ", ".join(worse))
     if below:
         problems.append("below its floor on " + ", ".join(below))
+    if missed:
+        problems.append("replay goals missed: " + ", ".join(missed))
     if problems:
         return "; ".join(problems)
-    floors = sum(v.passed_floor is True for v in verdicts)
+    floors = sum(v.passed_floor is True and v.better == HIGHER for v in verdicts)
+    goals = [v.goal_text() for v in verdicts if v.passed_floor and v.better == LOWER]
+    met = f"; replay goals met: {', '.join(goals)}" if goals else ""
     if compared:
         return (
             f"not worse than champion on "
             f"{sum(v.passed_champion is True for v in verdicts)} metrics, "
-            f"above the floor on {floors}"
+            f"above the floor on {floors}{met}"
         )
     first = "first model" if not has_champion else "champion not compared"
-    return f"{first}: above the floor on {floors} metrics"
+    return f"{first}: above the floor on {floors} metrics{met}"
 
 
 def promote_if_not_worse(

@@ -1,8 +1,9 @@
 """Read gate tolerances given as ``NAME=VALUE`` (the CLI's ``--gate-tolerance``).
 
-Short names (``accuracy``, ``tail_recall``, ...) keep the command line readable;
-each maps to a field of :class:`model_registry.gate.GateThresholds`. A wrong name or
-value is the user's to fix, so it raises :class:`ToleranceError` (one CLI line).
+Short names (``accuracy``, ``tail_recall``, ``short_share``, ...) keep the command
+line readable; each maps to a field of :class:`model_registry.gate.GateThresholds`.
+A wrong name or value is the user's to fix, so it raises :class:`ToleranceError`
+(one CLI line).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ TOLERANCE_NAMES = {
     "accuracy": "max_accuracy_drop",
     "tail_recall": "max_tail_recall_drop",
     "under_allocation": "max_under_allocation_rise",
-    "tail_recall_shortfall": "max_tail_recall_shortfall",
+    "short_share": "max_short_share",
+    "delay_share": "max_delay_share",
     "floor_noise_factor": "floor_noise_factor",
 }
 
@@ -30,8 +32,9 @@ def parse_tolerances(items: Iterable[str]) -> dict[str, float]:
     """Return :class:`GateThresholds` fields from ``NAME=VALUE`` texts.
 
     ``NAME`` is a key of :data:`TOLERANCE_NAMES` (``accuracy``, ``tail_recall``,
-    ``under_allocation``, ``tail_recall_shortfall``, ``floor_noise_factor``) or the
-    field name itself; ``VALUE`` a finite number (>= 0; >= -1 for the noise factor).
+    ``under_allocation``, ``short_share``, ``delay_share``, ``floor_noise_factor``)
+    or the field name itself; ``VALUE`` a finite number (>= 0; >= -1 for the noise
+    factor).
     """
     fields: dict[str, float] = {}
     names = ", ".join(TOLERANCE_NAMES)

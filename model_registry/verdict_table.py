@@ -1,7 +1,8 @@
 """Print the gate's verdicts as a table a person can check at a glance.
 
 Per metric: the champion's and the challenger's figure, their difference, the
-tolerance and the noise the gate allowed on top, the binding floor and the verdict.
+tolerance and the noise the gate allowed on top, the binding floor or replay goal
+and the verdict.
 Knows the verdicts only by their attributes, so the gate can import it.
 """
 
@@ -39,6 +40,9 @@ class Verdict(Protocol):
     def floor(self) -> float | None: ...
 
     @property
+    def floor_name(self) -> str | None: ...
+
+    @property
     def passed_floor(self) -> bool | None: ...
 
     @property
@@ -67,14 +71,26 @@ def _verdict_word(v: Verdict) -> str:
         return "ok"
     if v.passed_champion is False and v.passed_floor is False:
         return "WORSE+FLOOR"
-    return "WORSE" if v.passed_champion is False else "BELOW FLOOR"
+    if v.passed_champion is False:
+        return "WORSE"
+    return "OVER GOAL" if v.better == "lower" else "BELOW FLOOR"
+
+
+def _floor_cell(v: Verdict) -> str:
+    """Return the floor or goal as its check reads: ``> best_recency 0.7000``,
+    ``<= scouts 1.4200``."""
+    if v.floor is None:
+        return ""
+    sign = "<=" if v.better == "lower" else ">"
+    return f"{sign} {v.floor_name} {v.floor:.4f}" if v.floor_name else _fmt(v.floor)
 
 
 def verdict_table(verdicts: Iterable[Verdict]) -> list[str]:
     """Return the verdicts as aligned text lines (header first; empty: no lines).
 
     ``diff`` is challenger minus champion; ``tolerance`` is how much worse it may
-    be on top of ``noise`` (the champion comparison's); ``floor`` the binding floor.
+    be on top of ``noise`` (the champion comparison's); ``floor`` the binding floor
+    or replay goal, with the check it must pass.
     """
     rows = [
         (
@@ -87,7 +103,7 @@ def verdict_table(verdicts: Iterable[Verdict]) -> list[str]:
             else f"{v.challenger - v.champion:+.4f}",
             f"{v.tolerance:.4f}",
             f"{v.champion_noise:.4f}",
-            "" if v.floor is None else f"{v.floor:.4f}",
+            _floor_cell(v),
             _verdict_word(v),
         )
         for v in verdicts

@@ -123,12 +123,19 @@ class Settings(BaseSettings):
         description="How much higher than the champion's a new model's "
         "under-allocation rate (per target) may be, beyond the noise.",
     )
-    gate_tail_recall_shortfall: float = Field(
-        0.05,
+    gate_max_short_share: float = Field(
+        0.02,
         ge=0.0,
         le=1.0,
-        description="How far below tail_recall_target a new model's test tail "
-        "recall may be (beyond the test set's noise) and still be promoted.",
+        description="Largest share of the test tasks that skip scouts whose written "
+        "value (per priced target) is below the true use, beyond the noise.",
+    )
+    gate_max_delay_share: float = Field(
+        0.2,
+        ge=0.0,
+        le=1.0,
+        description="Largest share of the test tasks a new model may leave to their "
+        "scouts (bulk delay at most a fifth of the scouts'), beyond the noise.",
     )
     gate_floor_noise_factor: float = Field(
         1.0,

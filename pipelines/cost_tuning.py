@@ -27,14 +27,13 @@ import pandas as pd
 from panda_predictor.core.bins import BinSet
 from panda_predictor.core.cost_choice import (
     DELAY_PRICES,
-    KIND_OF,
     CostSettings,
     UseTable,
     choose_delay_price,
 )
-from panda_predictor.core.task_features import HOOK_COLUMNS
 from panda_predictor.serving.bundle import Bundle
 from panda_predictor.serving.predictor import Predictor
+from pipelines.served_replay import labelled_parts, priced_targets, short_share
 
 #: Validation tasks the delay price is chosen on (the newest ones, at most).
 MAX_PRICE_ROWS = 20_000
@@ -65,11 +64,10 @@ def choose_price(
         (each sees only what was known before it, as the hook would).
     """
     tasks = val_tasks.iloc[-MAX_PRICE_ROWS:]
-    priced = [t for t in bundle.models if KIND_OF.get(t) is not None and t in tasks]
+    priced = priced_targets(bundle, tasks)
     if tasks.empty or not priced:
         return bundle.cost, {"delay_price": bundle.cost.delay_price, "tasks": 0}
-    features = tasks[[c for c in HOOK_COLUMNS if c in tasks]]
-    parts = Predictor(bundle, "tuning", "0").classified(features, history)
+    parts = labelled_parts(Predictor(bundle, "tuning", "0"), tasks, history)
     short_at: dict[float, dict[str, float]] = {}
     for price in prices:
         cost = replace(bundle.cost, delay_price=price)
@@ -79,11 +77,7 @@ def choose_price(
         short_at[price] = {}
         for t in priced:
             truth = tasks[t].to_numpy(dtype=float)
-            known = np.isfinite(truth)
-            written = decided[f"{t}_value"]
-            short_at[price][t] = (
-                float(np.mean(written[known] < truth[known])) if known.any() else 0.0
-            )
+            short_at[price][t] = short_share(decided[f"{t}_value"], truth)
     chosen = choose_delay_price(short_at)
     info = {
         "delay_price": chosen,

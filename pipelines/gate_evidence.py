@@ -31,7 +31,16 @@ from typing import Any
 
 import numpy as np
 
-from model_registry.gate import CHAMPION, SELF, SERVED_ACCURACY, GateEvidence
+from model_registry.gate import (
+    CHAMPION,
+    SCOUTS,
+    SELF,
+    SERVED_ACCURACY,
+    SERVED_COST,
+    SERVED_DELAY,
+    GateEvidence,
+    short_share_metric,
+)
 from panda_predictor.core.baselines import majority_class
 from panda_predictor.core.bins import BinSet
 from panda_predictor.core.evaluation import evaluate_targets
@@ -40,6 +49,7 @@ from panda_predictor.serving.loader import try_load_champion
 from panda_predictor.serving.predictor import Predictor
 from panda_predictor.settings import Settings
 from pipelines.dataset import LabelledHistory
+from pipelines.served_replay import Replay, labelled_parts, replay_decision
 from pipelines.train import TrainingResult, gate_metrics
 
 log = logging.getLogger(__name__)
@@ -176,6 +186,50 @@ def model_classes(
     return {t: np.asarray(chosen[t]) for t in result.y_test}
 
 
+def replay_parts(replay: Replay) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Return per replay figure its per-task numerator and denominator.
+
+    ``served.cost`` is the mean realized cost per task, ``served.delay_share`` the
+    share of tasks that keep their scouts, ``served.<target>.short_share`` the
+    share of the tasks that skip them whose written value was below the use.
+    """
+    ones = np.ones(len(replay.applied))
+    parts = {
+        SERVED_COST: (replay.cost, ones),
+        SERVED_DELAY: ((~replay.applied).astype(float), ones),
+    }
+    for t, short in replay.short.items():
+        parts[short_share_metric(t)] = (
+            short.astype(float),
+            replay.judged[t].astype(float),
+        )
+    return parts
+
+
+def ratio(num: np.ndarray, den: np.ndarray) -> float:
+    """Return ``sum(num) / sum(den)``; 0 when nothing is counted (no task skipped
+    its scouts, so none was short)."""
+    bottom = float(np.sum(den))
+    return float(np.sum(num)) / bottom if bottom > 0 else 0.0
+
+
+def _replay_evidence(
+    replay: Replay, boot: DayBootstrap
+) -> tuple[dict[str, float], float, dict[str, float], dict[str, float]]:
+    """Return the replay figures, the scouts' cost, their own noise and the noise
+    of the cost against the scouts' (paired: the same days in every resample)."""
+    parts = replay_parts(replay)
+    figures = {metric: ratio(num, den) for metric, (num, den) in parts.items()}
+    scouts = {SERVED_COST: (replay.scouts_cost, np.ones(len(replay.cost)))}
+    versus = noise_between(boot, {SERVED_COST: parts[SERVED_COST]}, scouts)
+    return (
+        figures,
+        ratio(*scouts[SERVED_COST]),
+        noise_between(boot, parts, None),
+        versus,
+    )
+
+
 def _champion_classes(
     settings: Settings, result: TrainingResult, history: LabelledHistory
 ) -> tuple[Classes | None, str | None, str | None]:
@@ -230,8 +284,10 @@ def gate_evidence(
     try:
         new = Predictor(result.bundle, settings.model_name, "new")
         challenger = model_classes(new, result, history)
-        _, chosen, _ = new.classify(result.test_tasks, history.history)
-        served = {t: np.asarray(chosen[t]) for t in y_test}
+        classified = labelled_parts(new, result.test_tasks, history.history)
+        served = {t: np.asarray(classified.chosen[t]) for t in y_test}
+        decided = new.decide(classified, new.in_domain(result.test_tasks))
+        replay = replay_decision(new, classified, decided, result.test_tasks)
         majority = majority_classes(y_test)
         features = new.features(result.test_tasks, history.history)
         recency, rules = best_recency_classes(features, y_test, bins, majority)
@@ -253,7 +309,15 @@ def gate_evidence(
         SERVED_ACCURACY: _metric_parts(y_test, served, bins)["mean_accuracy"]
     }
     floors = {MAJORITY: majority, BEST_RECENCY: recency}
-    noise = {SELF: noise_between(boot, parts, None)}
+    figures, scouts_cost, replay_noise, scouts_noise = _replay_evidence(replay, boot)
+    challenger_metrics.update(figures)
+    log.info(
+        "Replay of the served decision on the test tasks: %s; scouts' cost %.4f",
+        {k: round(v, 4) for k, v in figures.items()},
+        scouts_cost,
+    )
+    noise = {SELF: {**noise_between(boot, parts, None), **replay_noise}}
+    noise[SCOUTS] = scouts_noise
     floor_metrics = {}
     for name, classes in floors.items():
         floor_parts = _metric_parts(y_test, classes, bins)
@@ -272,6 +336,7 @@ def gate_evidence(
         noise[CHAMPION] = noise_between(
             boot, parts, _metric_parts(y_test, champion, bins)
         )
+    floor_metrics[SCOUTS] = {SERVED_COST: scouts_cost}
     return GateEvidence(
         challenger=challenger_metrics,
         champion=champion_metrics,

@@ -1,4 +1,4 @@
-"""The champion gate: floors, the tail recall target, noise, and what it refuses.
+"""The champion gate: floors, replay goals, noise, and what it refuses.
 
 The verdicts are pure (:func:`judge`); the promotions run against a real MLflow
 store in a temporary folder.
@@ -19,6 +19,7 @@ from model_registry.gate import (
     GateEvidence,
     GateThresholds,
     judge,
+    parse_tolerances,
     promote_if_not_worse,
 )
 from model_registry.registry import (
@@ -27,23 +28,30 @@ from model_registry.registry import (
     register_bundle,
     set_alias,
 )
+from panda_predictor.settings import load_settings
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:The ``noload`` loader strategy is deprecated:DeprecationWarning"
 )
 
 SERVED = "served.mean_accuracy"
+COST, DELAY = "served.cost", "served.delay_share"
+RAM_SHORT = "served.ramcount.short_share"
+#: A replay that meets every goal: cheaper than scouts, rarely short, little delay.
+REPLAY = {COST: 0.83, RAM_SHORT: 0.012, "served.walltime.short_share": 0.0, DELAY: 0.05}
 GOOD = {
     "mean_accuracy": 0.80,
     SERVED: 0.82,
     "ramcount.tail_recall": 0.95,
     "ramcount.under_allocation": 0.03,
     "cputime.tail_recall": 0.93,
+    **REPLAY,
 }
 #: Floors the GOOD bundle, as it serves, beats clearly.
 FLOORS = {
     "majority": {SERVED: 0.55, "mean_accuracy": 0.55, "ramcount.tail_recall": 0.0},
     "best_recency": {SERVED: 0.70, "mean_accuracy": 0.70},
+    "scouts": {COST: 1.42},
 }
 NO_TARGET = None
 
@@ -173,32 +181,95 @@ def test_no_floor_measured_fails():
     assert (got.passed_floor, got.floor_name) == (False, "none measured")
 
 
+def test_tail_recall_is_judged_against_the_champion_only():
+    # Far below the 0.95 the tail rules aim at: no floor refuses it any more.
+    challenger = {**GOOD, "ramcount.tail_recall": 0.40}
+    alone = judge(evidence(challenger, None, target=0.95), GateThresholds())
+    got = verdict_of(alone, "ramcount.tail_recall")
+    assert (got.passed, got.floor, got.floor_name) == (True, None, None)
+    against = judge(evidence(challenger, GOOD, target=0.95), GateThresholds())
+    assert verdict_of(against, "ramcount.tail_recall").passed_champion is False
+
+
 @pytest.mark.parametrize(
-    ("recall", "noise", "passed"),
+    ("metric", "value", "noise", "passed", "goal"),
     [
-        (0.92, 0.0, True),  # within the 0.05 shortfall of 0.95
-        (0.88, 0.03, True),  # below 0.90, within the noise
-        (0.85, 0.03, False),
-        (0.0, float("inf"), True),  # no task of the largest class: cannot judge
+        (COST, 1.40, 0.0, True, ("scouts", 1.42)),
+        (COST, 1.45, 0.0, False, ("scouts", 1.42)),
+        (COST, 1.45, 0.05, True, ("scouts", 1.42)),  # dearer only within noise
+        (RAM_SHORT, 0.02, 0.0, True, ("max_short_share", 0.02)),
+        (RAM_SHORT, 0.03, 0.0, False, ("max_short_share", 0.02)),
+        (RAM_SHORT, 0.03, 0.011, True, ("max_short_share", 0.02)),
+        (DELAY, 0.19, 0.0, True, ("max_delay_share", 0.2)),
+        (DELAY, 0.35, 0.1, False, ("max_delay_share", 0.2)),
+        (DELAY, None, 0.0, False, ("max_delay_share", 0.2)),
     ],
-    ids=["above-floor", "within-noise", "below", "unjudgeable"],
+    ids=[
+        "cost-below-scouts",
+        "cost-above-scouts",
+        "cost-above-within-noise",
+        "short-at-limit",
+        "short-over",
+        "short-over-within-noise",
+        "delay-below",
+        "delay-over-beyond-noise",
+        "delay-missing",
+    ],
 )
-def test_tail_recall_must_keep_its_target(recall, noise, passed):
-    challenger = {**GOOD, "ramcount.tail_recall": recall}
-    got = verdict_of(
-        judge(
-            evidence(
-                challenger,
-                None,
-                noise={"challenger": {"ramcount.tail_recall": noise}},
-                target=0.95,
-            ),
-            GateThresholds(),
-        ),
-        "ramcount.tail_recall",
+def test_the_replay_must_meet_its_goals(metric, value, noise, passed, goal):
+    challenger = {k: v for k, v in {**GOOD, metric: value}.items() if v is not None}
+    reference = "scouts" if metric == COST else "challenger"
+    verdicts = judge(
+        evidence(challenger, None, noise={reference: {metric: noise}}),
+        GateThresholds(),
     )
-    assert got.passed_floor is passed
-    assert math.isclose(got.floor, 0.90)
+    got = verdict_of(verdicts, metric)
+    assert (got.passed_floor, (got.floor_name, got.floor)) == (passed, goal)
+    assert got.better == LOWER and got.passed_champion is None
+    others = [v for v in verdicts if v.metric != metric]
+    assert all(v.passed for v in others)
+
+
+def test_the_goals_follow_the_thresholds():
+    challenger = {**GOOD, RAM_SHORT: 0.03, DELAY: 0.3}
+    strict = judge(evidence(challenger, None), GateThresholds())
+    assert not verdict_of(strict, RAM_SHORT).passed
+    assert not verdict_of(strict, DELAY).passed
+    # The command line's names, then the settings', reach the same fields.
+    by_name = GateThresholds(
+        **parse_tolerances(["short_share=0.05", "delay_share=0.5"])
+    )
+    by_settings = GateThresholds.from_settings(
+        load_settings(gate_max_short_share=0.05, gate_max_delay_share=0.5)
+    )
+    assert by_name == by_settings
+    loose = judge(evidence(challenger, None), by_name)
+    assert verdict_of(loose, RAM_SHORT).passed and verdict_of(loose, DELAY).passed
+
+
+def test_no_scouts_cost_measured_fails():
+    floors = {k: v for k, v in FLOORS.items() if k != "scouts"}
+    verdicts = judge(evidence(champion=None, floors=floors), GateThresholds())
+    got = verdict_of(verdicts, COST)
+    assert (got.passed_floor, got.floor_name) == (False, "none measured")
+
+
+def test_the_reason_states_the_goals_met_or_missed(reg_settings, tmp_path):
+    v1 = register(reg_settings, tmp_path, "one")
+    first = promote_if_not_worse(reg_settings, v1, evidence(champion=None))
+    assert first.promoted
+    assert "replay goals met: served.cost 0.8300 <= scouts 1.4200" in first.reason
+    assert "served.delay_share 0.0500 <= max_delay_share 0.2000" in first.reason
+    v2 = register(reg_settings, tmp_path, "two")
+    dear = {**GOOD, COST: 1.60}
+    noise = {"scouts": {COST: 0.05}}
+    refused = promote_if_not_worse(reg_settings, v2, evidence(dear, GOOD, noise=noise))
+    assert not refused.promoted
+    assert refused.reason == (
+        "replay goals missed: served.cost 1.6000 > scouts 1.4200 + noise 0.0500"
+    )
+    row = next(line for line in refused.table() if line.startswith(COST))
+    assert row.split()[-5:] == ["<=", "scouts", "1.4200", "OVER", "GOAL"]
 
 
 def test_verdict_line_names_champion_challenger_floor_tolerance_and_noise():
@@ -216,7 +287,7 @@ def test_verdict_line_names_champion_challenger_floor_tolerance_and_noise():
     [
         ({"max_accuracy_drop": -0.1}, "'max_accuracy_drop'"),
         ({"max_tail_recall_drop": "x"}, "'max_tail_recall_drop'"),
-        ({"max_tail_recall_shortfall": True}, "'max_tail_recall_shortfall'"),
+        ({"max_short_share": True}, "'max_short_share'"),
     ],
     ids=["negative", "not-a-number", "bool"],
 )

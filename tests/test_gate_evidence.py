@@ -1,8 +1,9 @@
-"""What the gate is given: served classes, floors and bootstrap noise on one test set.
+"""What the gate is given: served classes, replay, floors and noise on one test set.
 
-The bootstrap and the floors are checked on hand-made arrays; the whole evidence on
-a real small training run and a real MLflow store (a champion that scores, one with
-other bins, one that cannot be loaded).
+The bootstrap and the floors are checked on hand-made arrays, the replay's costs on
+hand-made tasks priced by a real bundle; the whole evidence on a real small
+training run and a real MLflow store (a champion that scores, one with other bins,
+one that cannot be loaded).
 """
 
 from __future__ import annotations
@@ -14,11 +15,22 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from model_registry.gate import SERVED_ACCURACY, GateThresholds, promote_if_not_worse
+from model_registry.gate import (
+    SCOUTS,
+    SERVED_ACCURACY,
+    SERVED_COST,
+    SERVED_DELAY,
+    GateThresholds,
+    promote_if_not_worse,
+    short_share_metric,
+)
 from model_registry.registry import register_bundle, set_alias
 from panda_predictor.bins_file import load_bins
 from panda_predictor.core.bins import BinSet
+from panda_predictor.core.cost_choice import MEMORY_STEPS_MB
+from panda_predictor.core.scout_policy import APPLIED, KEPT_SCOUTS
 from panda_predictor.serving.bundle import save_bundle
+from panda_predictor.serving.predictor import Classified, Predictor
 from pipelines.gate_evidence import (
     BEST_RECENCY,
     MAJORITY,
@@ -30,6 +42,7 @@ from pipelines.gate_evidence import (
     metrics_of,
     noise_between,
 )
+from pipelines.served_replay import labelled_parts, replay_decision
 from pipelines.train import TrainingConfig, train
 
 pytestmark = pytest.mark.filterwarnings(
@@ -38,6 +51,7 @@ pytestmark = pytest.mark.filterwarnings(
 
 BINS = load_bins()
 TARGETS = ("ramcount", "cputime", "iointensity", "walltime")
+PRICED = ("ramcount", "cputime", "walltime")
 
 
 def random_case(seed: int, n: int = 300, n_days: int = 30):
@@ -128,8 +142,8 @@ def test_evidence_without_champion_has_floors_and_noise(
 ):
     got = gate_evidence(reg_settings, small_run, labelled_history, 0.95)
     assert got.champion is None and got.unscored is None and got.incomparable is None
-    assert set(got.floors) == {MAJORITY, BEST_RECENCY}
-    assert set(got.noise) == {"challenger", MAJORITY, BEST_RECENCY}
+    assert set(got.floors) == {MAJORITY, BEST_RECENCY, SCOUTS}
+    assert set(got.noise) == {"challenger", MAJORITY, BEST_RECENCY, SCOUTS}
     majority = got.floors[MAJORITY]
     for target in TARGETS:
         # Majority is one constant class: its accuracy is that class's test share.
@@ -140,7 +154,7 @@ def test_evidence_without_champion_has_floors_and_noise(
     # The challenger is scored as a model, as its registered metrics describe it,
     # and as it serves (with its combination), which is what the floors judge.
     # (The calibration errors are the bundle's own record, not a gate metric.)
-    model = {k: v for k, v in got.challenger.items() if k != SERVED_ACCURACY}
+    model = {k: v for k, v in got.challenger.items() if not k.startswith("served.")}
     registered = {k: v for k, v in small_run.bundle.metrics.items() if "ece" not in k}
     assert model == pytest.approx(registered)
     assert got.challenger[SERVED_ACCURACY] > majority[SERVED_ACCURACY]
@@ -150,12 +164,111 @@ def test_evidence_without_champion_has_floors_and_noise(
     assert got.tail_recall_target == 0.95
 
 
+def test_replay_prices_written_values_and_scouts_by_the_true_use(small_run):
+    predictor = Predictor(small_run.bundle, "test", "0")
+    cost = predictor.policy.settings
+    delay, fail, gb = cost.delay_price, cost.failure_cost, cost.gb_per_core * 1024
+    tasks = pd.DataFrame(
+        {
+            "ramcount": [2500.0, 1500.0, 3000.0],
+            "cputime": [50.0] * 3,
+            "walltime": [20.0] * 3,
+            "iointensity": [100.0] * 3,
+        }
+    )
+    # Only the third task asks for memory (4000 MB per core): its scouts do too.
+    requests = pd.DataFrame({"requested_ramcount": [np.nan, np.nan, 4000.0]})
+    parts = Classified(requests, {}, {}, {t: np.zeros(3, int) for t in TARGETS}, {}, {})
+    decided = {
+        "decision": np.array([APPLIED, APPLIED, KEPT_SCOUTS], dtype=object),
+        "ramcount_value": np.array([3000.0, 1000.0, 3000.0]),
+        "cputime_value": np.array([100.0] * 3),
+        "walltime_value": np.array([100.0, 10.0, 100.0]),
+        "iointensity_value": np.array([500.0] * 3),
+    }
+    got = replay_decision(predictor, parts, decided, tasks)
+
+    cpu, wall = (100 - 50) / 50, (100 - 20) / 20  # spare time, in job runs
+    assert MEMORY_STEPS_MB[1] == 2000.0  # the retry of a 1000 MB attempt
+    # Task 1: memory fails once (one run lost and delayed, a requeue), then fits
+    # at 2000; walltime fails once at 10 (half a run, delayed), then fits at 100.
+    memory_retry = (1 + delay) * 1.0 + (2000 - 1500) / gb + fail
+    wall_retry = (1 + delay) * 10 / 20 + wall + fail
+    # Scouts ask for the request, else the top class's value; the bulk waits.
+    top = {t: BINS[t].values[-1] for t in PRICED}
+    scout_time = (top["cputime"] - 50) / 50 + (top["walltime"] - 20) / 20
+    scouts = [
+        delay + (top["ramcount"] - 2500) / gb + scout_time,
+        delay + (top["ramcount"] - 1500) / gb + scout_time,
+        delay + (4000 - 3000) / gb + scout_time,
+    ]
+    assert got.scouts_cost == pytest.approx(scouts)
+    assert got.cost == pytest.approx(
+        [(3000 - 2500) / gb + cpu + wall, memory_retry + cpu + wall_retry, scouts[2]]
+    )
+    assert list(got.applied) == [True, True, False]
+    assert set(got.short) == set(PRICED)  # iointensity is not priced
+    assert list(got.short["ramcount"]) == [False, True, False]
+    assert list(got.short["walltime"]) == [False, True, False]
+    assert list(got.judged["cputime"]) == [True, True, False]
+
+
+def test_evidence_replays_the_served_decision_on_the_test_tasks(
+    reg_settings, small_run, labelled_history
+):
+    got = gate_evidence(reg_settings, small_run, labelled_history, 0.95)
+    predictor = Predictor(small_run.bundle, "test", "0")
+    tasks = small_run.test_tasks
+    parts = labelled_parts(predictor, tasks, labelled_history.history)
+    decided = predictor.decide(parts, predictor.in_domain(tasks))
+    replay = replay_decision(predictor, parts, decided, tasks)
+
+    assert got.challenger[SERVED_COST] == pytest.approx(replay.cost.mean())
+    assert got.floors[SCOUTS][SERVED_COST] == pytest.approx(replay.scouts_cost.mean())
+    assert got.challenger[SERVED_DELAY] == pytest.approx(1 - replay.applied.mean())
+    for t in PRICED:
+        truth = tasks[t].to_numpy(float)
+        applied = replay.applied
+        short = decided[f"{t}_value"][applied] < truth[applied]
+        assert got.challenger[short_share_metric(t)] == pytest.approx(short.mean())
+    assert short_share_metric("iointensity") not in got.challenger
+    assert np.isfinite(got.noise[SCOUTS][SERVED_COST])
+    assert 0 <= got.noise["challenger"][SERVED_DELAY] < 1
+
+    # By hand, on a few applied tasks whose values were all enough: what they
+    # wrote beyond their use, in job runs; and what their scouts would waste.
+    gb = predictor.policy.settings.gb_per_core * 1024
+    checked = 0
+    for i in np.flatnonzero(replay.applied):
+        use = {t: float(tasks[t].iloc[i]) for t in PRICED}
+        written = {t: float(decided[f"{t}_value"][i]) for t in PRICED}
+        request = {t: float(parts.features[f"requested_{t}"].iloc[i]) for t in PRICED}
+        default = {
+            t: request[t] if request[t] > 0 else BINS[t].values[-1] for t in PRICED
+        }
+        if any(written[t] < use[t] or default[t] < use[t] for t in PRICED):
+            continue
+
+        def spare(value, use=use):
+            ram = (value["ramcount"] - use["ramcount"]) / gb
+            time = [(value[t] - use[t]) / max(use[t], 1.0) for t in PRICED[1:]]
+            return ram + sum(time)
+
+        assert replay.cost[i] == pytest.approx(spare(written)), i
+        delay = predictor.policy.settings.delay_price
+        assert replay.scouts_cost[i] == pytest.approx(delay + spare(default)), i
+        checked += 1
+        if checked == 5:
+            break
+    assert checked == 5
+
+
 def test_the_same_bundle_as_champion_ties_with_zero_noise(
     reg_settings, small_run, labelled_history, tmp_path
 ):
     publish(reg_settings, small_run.bundle, tmp_path / "bundle")
     got = gate_evidence(reg_settings, small_run, labelled_history, 0.95)
-    model = {k: v for k, v in got.challenger.items() if k != SERVED_ACCURACY}
+    model = {k: v for k, v in got.challenger.items() if not k.startswith("served.")}
     assert got.champion == pytest.approx(model)
     assert set(got.noise["champion"].values()) <= {0.0, float("inf")}
 

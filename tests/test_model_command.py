@@ -38,6 +38,12 @@ METRICS = {
     "ramcount.tail_recall": 0.95,
     "ramcount.under_allocation": 0.03,
 }
+#: What the gate's evidence adds: a replay that meets its goals.
+REPLAY = {
+    "served.cost": 0.8,
+    "served.ramcount.short_share": 0.01,
+    "served.delay_share": 0.1,
+}
 
 
 def make_bundle(folder: Path, marker: str) -> Path:
@@ -57,10 +63,14 @@ def three_versions(reg_settings, tmp_path):
             reg_settings, make_bundle(tmp_path / f"b{n}", str(n)), None, metrics
         )
         versions.append(info.version)
-    floors = {"majority": {"served.mean_accuracy": 0.1}}
-    promote_if_not_worse(reg_settings, 1, GateEvidence(METRICS, floors=floors))
+    floors = {
+        "majority": {"served.mean_accuracy": 0.1},
+        "scouts": {"served.cost": 1.5},
+    }
+    gated = {**METRICS, **REPLAY}
+    promote_if_not_worse(reg_settings, 1, GateEvidence(gated, floors=floors))
     promote_if_not_worse(
-        reg_settings, 2, GateEvidence(METRICS, champion=METRICS, floors=floors)
+        reg_settings, 2, GateEvidence(gated, champion=METRICS, floors=floors)
     )
     return reg_settings, versions
 

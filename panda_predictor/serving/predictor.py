@@ -312,15 +312,23 @@ class Predictor:
         enough, and applied / kept_scouts per task (see
         :meth:`~panda_predictor.core.scout_policy.CostPolicy.decide_table`).
         """
+        return self.policy.decide_table(
+            served_distribution(parts), parts.chosen, self.requests(parts), in_domain
+        )
+
+    def requests(self, parts: Classified) -> dict[str, np.ndarray]:
+        """Return per target the tasks' requests the decision caps values at.
+
+        In the target's unit (NaN: none); a target without a request column is
+        left out. Shared with the replays, which price the scouts at the request.
+        """
         requests = {}
         features = parts.features if parts.features is not None else pd.DataFrame()
         for target in parts.chosen:
             column = REQUEST_PREFIX + target
             if column in features:
                 requests[target] = features[column].to_numpy(dtype=float)
-        return self.policy.decide_table(
-            served_distribution(parts), parts.chosen, requests, in_domain
-        )
+        return requests
 
     def predict_table(
         self, tasks: pd.DataFrame, history: History = None

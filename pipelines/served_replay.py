@@ -1,0 +1,129 @@
+"""Replay the served decision on labelled tasks: what each task's values realize.
+
+The cost choice prices values by *expected* cost under the served distribution
+(:mod:`panda_predictor.core.cost_choice`). On tasks whose labels are known the same
+decision can be scored by what it *realizes*: the true label value of each target
+is taken as the task's use, and the written value costs what
+:func:`~panda_predictor.core.cost_choice.job_cost` says it costs for that use (its
+spare part, or its failed attempts and their retries, plus
+:attr:`~panda_predictor.core.cost_choice.CostSettings.failure_cost` per failed
+attempt). A task that keeps its scouts pays what its scouts realize: their first
+jobs ask for the default (the request, else the top class's value), and the bulk
+waits one job run for them (``delay_price``).
+
+Both the delay price's tuning (:mod:`pipelines.cost_tuning`, on the validation
+part) and the gate's evidence (:mod:`pipelines.gate_evidence`, on the test part)
+run the decision through here, so they judge the decision that serves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from panda_predictor.core.cost_choice import KIND_OF, CostChooser, job_cost
+from panda_predictor.core.scout_policy import APPLIED
+from panda_predictor.core.task_features import HOOK_COLUMNS
+from panda_predictor.serving.bundle import Bundle
+from panda_predictor.serving.predictor import Classified, Predictor
+
+
+def priced_targets(bundle: Bundle, tasks: pd.DataFrame) -> list[str]:
+    """Return the bundle's targets a wrong value costs for, labelled in ``tasks``."""
+    return [t for t in bundle.models if KIND_OF.get(t) is not None and t in tasks]
+
+
+def labelled_parts(
+    predictor: Predictor, tasks: pd.DataFrame, history: pd.DataFrame
+) -> Classified:
+    """Return the served classification of labelled ``tasks``, as the hook sees them.
+
+    Only the hook's columns are passed on, so no label can leak into the features.
+    """
+    features = tasks[[c for c in HOOK_COLUMNS if c in tasks]]
+    return predictor.classified(features, history)
+
+
+def short_share(written: np.ndarray, truth: np.ndarray) -> float:
+    """Return the share of tasks with a known truth whose written value is below it.
+
+    0 when no task has a known truth (no value can have been too little).
+    """
+    known = np.isfinite(truth)
+    return float(np.mean(written[known] < truth[known])) if known.any() else 0.0
+
+
+def realized_cost(
+    chooser: CostChooser, value: np.ndarray, use: np.ndarray, least_run: float
+) -> np.ndarray:
+    """Return per task what writing ``value`` costs when the job uses ``use``.
+
+    In job runs, failed attempts included. For time one job run is the use itself,
+    at least ``least_run`` (the lowest class's upper edge): a label in the lowest
+    class is rounded (a walltime of 0 means less than an hour of CPU), so its own
+    value does not measure the job's length.
+    """
+    assert chooser.kind is not None  # only priced targets are replayed
+    scale = np.maximum(use, least_run)
+    cost, failures = job_cost(
+        chooser.kind, value, use, scale, chooser.ladder, chooser.settings
+    )
+    return cost + chooser.settings.failure_cost * failures
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Per task what the served decision realized on labelled tasks.
+
+    ``applied`` whether the task skipped its scouts; ``cost`` what it realized in
+    job runs (applied: its written values; kept: its scouts); ``scouts_cost``
+    what it would have realized had every task run its scouts; per priced target
+    ``short`` (applied, label known and the written value below it: a failed
+    first job) and ``judged`` (applied and label known).
+    """
+
+    applied: np.ndarray
+    cost: np.ndarray
+    scouts_cost: np.ndarray
+    short: dict[str, np.ndarray]
+    judged: dict[str, np.ndarray]
+
+
+def replay_decision(
+    predictor: Predictor,
+    parts: Classified,
+    decided: dict[str, np.ndarray],
+    tasks: pd.DataFrame,
+) -> Replay:
+    """Return what ``decided`` (the predictor's decision on ``parts``) realizes.
+
+    ``tasks`` hold the true label value of each priced target (NaN: unknown; such
+    a target then costs nothing either way, so both sides stay paired).
+    """
+    applied = np.asarray(decided["decision"]) == APPLIED
+    n = len(applied)
+    requests = predictor.requests(parts)
+    scouts = np.full(n, predictor.policy.settings.delay_price)
+    written_cost = np.zeros(n)
+    short, judged = {}, {}
+    for t in priced_targets(predictor.bundle, tasks):
+        chooser = predictor.policy.choosers[t]
+        truth = tasks[t].to_numpy(dtype=float)
+        known = np.isfinite(truth)
+        use = np.where(known, truth, 0.0)
+        request = requests.get(t, np.full(n, np.nan))
+        has_request = np.isfinite(request) & (request > 0)
+        default = np.where(has_request, request, chooser.ladder[-1])
+        written = np.asarray(decided[f"{t}_value"], dtype=float)
+        edges = predictor.bundle.bins[t].edges
+        least = float(edges[0]) if edges else 0.0
+        realized = realized_cost(chooser, default, use, least)
+        scouts = scouts + np.where(known, realized, 0.0)
+        realized = realized_cost(chooser, written, use, least)
+        written_cost = written_cost + np.where(known, realized, 0.0)
+        judged[t] = applied & known
+        short[t] = judged[t] & (written < use)
+    cost = np.where(applied, written_cost, scouts)
+    return Replay(applied, cost, scouts, short, judged)
