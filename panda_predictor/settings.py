@@ -154,6 +154,11 @@ class Settings(BaseSettings):
         description="Replaced by delay_price (scouts are kept where skipping them is "
         "expected to cost more, docs/decisions.md); setting it is refused.",
     )
+    gate_tail_recall_shortfall: float | None = Field(
+        None,
+        description="Replaced by the gate's replay goals (gate_max_short_share, "
+        "gate_max_delay_share; docs/model-registry.md); setting it is refused.",
+    )
     delay_price: float | None = Field(
         None,
         ge=0.0,
@@ -357,6 +362,20 @@ class Settings(BaseSettings):
                 "them is expected to cost more than running them (docs/decisions.md)"
                 "; remove it, or set delay_price (core-hours one core-hour of delay "
                 f"is worth). Got {value!r}"
+            )
+        return None
+
+    @field_validator("gate_tail_recall_shortfall")
+    @classmethod
+    def _replaced_shortfall(cls, value: float | None) -> None:
+        """Refuse the old tail-recall floor rather than ignore it silently."""
+        if value is not None:
+            raise ValueError(
+                "was replaced by the gate's replay goals: a model must cost no more "
+                "than the scouts, be short for at most gate_max_short_share of the "
+                "test tasks per target and keep scouts for at most "
+                "gate_max_delay_share of them (docs/model-registry.md); remove it. "
+                f"Got {value!r}"
             )
         return None
 

@@ -45,6 +45,12 @@ def test_empty_schema_means_none():
             "confidence_threshold: was replaced by 'delay_price'",
             id="replaced",
         ),
+        pytest.param(
+            "GATE_TAIL_RECALL_SHORTFALL",
+            "0.05",
+            "gate_tail_recall_shortfall: was replaced by the gate's replay goals",
+            id="replaced-floor",
+        ),
         pytest.param("HOOK_BATCH_SIZE", "many", "hook_batch_size", id="type"),
         pytest.param("MODE", "panic", "mode", id="choice"),
     ],
