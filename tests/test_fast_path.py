@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import re
 from datetime import datetime
 
 import numpy as np
@@ -98,29 +99,37 @@ def records(labelled_history) -> list[dict]:
 
 
 def assert_same_predictions(got: list, expected: list, exact: bool) -> None:
-    """Assert equal classes, values and decisions; confidences within 1e-5.
+    """Assert equal classes, values and decisions; confidences within 1e-4.
 
     XGBoost gives bit-identical probabilities on both paths; Keras' graph differs
-    in float32 rounding (~1e-7), which the 4-decimal stored probabilities may show
-    and the calibration's interpolation carries into the confidence (~1e-6).
+    in float32 rounding (~1e-7), which the 5-decimal rounded probabilities may
+    show as one step (1e-5), and the calibration's interpolation (its slope can
+    exceed 1) carries into the confidence: up to a few 1e-5, so 1e-4 here.
     """
     if exact:
         assert got == expected
         return
     assert len(got) == len(expected)
     for a, b in zip(got, expected, strict=True):
-        assert (a.jeditaskid, a.decision, a.reason) == (
+        assert (a.jeditaskid, a.decision, _words(a.reason)) == (
             b.jeditaskid,
             b.decision,
-            b.reason,
+            _words(b.reason),
         )
         for target, pa in a.targets.items():
             pb = b.targets[target]
-            assert dataclasses.replace(pa, confidence=0.0, probabilities=()) == (
-                dataclasses.replace(pb, confidence=0.0, probabilities=())
-            )
-            assert math.isclose(pa.confidence, pb.confidence, abs_tol=1e-5)
+            # The texts print expected costs and probabilities, whose last digit
+            # the float32 rounding may move: compare their words.
+            assert _words(pa.choice) == _words(pb.choice)
+            blank = {"confidence": 0.0, "probabilities": (), "choice": ""}
+            assert dataclasses.replace(pa, **blank) == dataclasses.replace(pb, **blank)
+            assert math.isclose(pa.confidence, pb.confidence, abs_tol=1e-4)
             np.testing.assert_allclose(pa.probabilities, pb.probabilities, atol=1.01e-4)
+
+
+def _words(text: str | None) -> str | None:
+    """Return ``text`` with its numbers blanked."""
+    return None if text is None else re.sub(r"[-+]?\d[\d.,e+-]*", "#", text)
 
 
 def exact(predictor: Predictor) -> bool:
@@ -308,3 +317,29 @@ def test_history_frame_goes_through_the_training_path(
     )
     np.testing.assert_array_equal(got, expected)
     assert set(TASK_COLUMNS) <= set(records[0])
+
+
+def test_one_record_decision_equals_the_frame_decision(
+    xgb_predictor, records, served_history
+):
+    """decide_records of one record skips the frame; it decides what decide does.
+
+    The awkward records include refused ones (the task checks) and the presets
+    of a few tasks, far from the prediction and near it, for the far rule.
+    """
+    from panda_predictor.core.rollout import route_all
+    from panda_predictor.serving.decision import decide, decide_records
+
+    with_presets = [
+        {**records[0], "ramcount": 100000, "ramunit": "MBPerCore"},
+        {**records[1], "ramcount": 2000, "ramunit": "MBPerCore"},
+        {**records[2], "cputime": 5, "cputimeunit": "HS06sPerEvent"},
+    ]
+    for record in [*records[::25], *records[300:], *with_presets]:
+        one = decide_records(xgb_predictor, [record], served_history, now=NOW)
+        frame = decide(xgb_predictor, pd.DataFrame([record]), served_history, now=NOW)
+        assert one == frame, record["jeditaskid"]
+        routed = decide_records(
+            xgb_predictor, [record], served_history, now=NOW, rollout=("shadow", 1.0)
+        )
+        assert routed == route_all(frame, "shadow", 1.0)

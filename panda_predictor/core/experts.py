@@ -100,16 +100,26 @@ class CombinationParams:
         return cls(**data)
 
 
-def _column(frame: pd.DataFrame, name: str) -> np.ndarray:
-    if name not in frame.columns:
-        return np.full(len(frame), np.nan)
-    return frame[name].to_numpy(dtype=np.float64, na_value=np.nan)
+#: Feature columns by name: a frame, or plain arrays (the one-task route, where
+#: reading a pandas column costs more than the rule itself).
+FeatureColumns = pd.DataFrame | Mapping[str, np.ndarray]
+
+
+def _column(frame: FeatureColumns, name: str) -> np.ndarray:
+    if isinstance(frame, pd.DataFrame):
+        if name not in frame.columns:
+            return np.full(len(frame), np.nan)
+        return frame[name].to_numpy(dtype=np.float64, na_value=np.nan)
+    column = frame.get(name)
+    if column is None:
+        return np.full(len(next(iter(frame.values()), ())), np.nan)
+    return np.asarray(column, dtype=np.float64)
 
 
 def rule_values(
-    features: pd.DataFrame, target: str, margin: float
+    features: FeatureColumns, target: str, margin: float
 ) -> dict[str, np.ndarray]:
-    """Return each recency rule's value for ``target`` from a feature frame.
+    """Return each recency rule's value for ``target`` from the feature columns.
 
     ``features`` holds the history features (``hist_<group>_<target>_<stat>``) and
     the request columns of the tasks; NaN where a rule has nothing to say.

@@ -27,6 +27,7 @@ from panda_predictor.core.experts import (
     EXPERTS,
     Combined,
     ExpertSnapshot,
+    FeatureColumns,
     TrackRecord,
     combine_at_snapshot,
     expert_classes,
@@ -217,7 +218,7 @@ def as_history(history: object) -> ServingHistory | None:
 def combine_served(
     bundle: Bundle,
     keys: np.ndarray,
-    X: pd.DataFrame,
+    X: FeatureColumns,
     chosen: dict[str, np.ndarray],
     history: ServingHistory,
 ) -> dict[str, Combined]:

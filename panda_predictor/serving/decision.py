@@ -43,6 +43,7 @@ from panda_predictor.core.requested_values import (
 from panda_predictor.core.rollout import route_all
 from panda_predictor.core.scout_policy import KEPT_SCOUTS
 from panda_predictor.core.task_checks import CHECKED_FIELDS, input_problem
+from panda_predictor.core.task_features import REQUEST_COLUMNS, TASK_COLUMNS
 from panda_predictor.core.task_prediction import TaskPrediction
 from panda_predictor.serving.predictor import Classified, History, Predictor
 
@@ -102,7 +103,7 @@ def decide(
     problems = _problems(tasks)
     valid = np.array([p is None for p in problems], dtype=bool)
     predicted = iter(
-        predictor.predict(tasks[valid].reset_index(drop=True), history)
+        predictor.predict(tasks[valid].reset_index(drop=True), history, stamp)
         if valid.any()
         else []
     )
@@ -134,12 +135,56 @@ def decide_records(
 ) -> list[TaskPrediction]:
     """Return :func:`decide` for task records (TASK_COLUMNS maps, as the HTTP
     service reads them); a few records take the predictor's low-latency route
-    (:data:`~panda_predictor.serving.predictor.FAST_PATH_MAX_ROWS`)."""
+    (:data:`~panda_predictor.serving.predictor.FAST_PATH_MAX_ROWS`).
+
+    One record with every task column, on a history the records route serves,
+    skips the frame altogether (:func:`_decide_one`): building a one-row frame
+    and reading it back as records cost more than the models themselves.
+    """
     if not records:
         return []
+    one = records[0]
+    if (
+        len(records) == 1
+        and all(c in one for c in TASK_COLUMNS)
+        and predictor.serves_records(history)
+    ):
+        return _decide_one(predictor, one, history, now=now, rollout=rollout)
     return decide(
         predictor, pd.DataFrame(list(records)), history, now=now, rollout=rollout
     )
+
+
+def _decide_one(
+    predictor: Predictor,
+    record: Mapping[str, Any],
+    history: History,
+    *,
+    now: datetime | None,
+    rollout: tuple[str, float] | None,
+) -> list[TaskPrediction]:
+    """Return :func:`decide` of one record, the same rules without a frame."""
+    stamp = now or datetime.now(UTC).replace(tzinfo=None)
+    problem = input_problem({c: record[c] for c in CHECKED_FIELDS if c in record})
+    if problem is not None:
+        out = [_refused(predictor, int(record["jeditaskid"]), problem, stamp)]
+    else:
+        columns = [*TASK_COLUMNS, *(c for c in REQUEST_COLUMNS if c in record)]
+        (prediction,) = predictor.predict_records(
+            [{c: record[c] for c in columns}], predictor.history(history), stamp
+        )
+        preset = (
+            {c: record.get(c, np.nan) for c in PRESET_COLUMNS}
+            if any(c in record for c in PRESET_COLUMNS)
+            else None
+        )
+        far = _far(prediction, preset)
+        if far is not None:
+            prediction = dataclasses.replace(
+                prediction, decision="kept_scouts", reason=far
+            )
+        out = [prediction]
+    return route_all(out, *rollout) if rollout is not None else out
 
 
 def decide_table(

@@ -154,9 +154,18 @@ class Predictor:
         self._matrix_fn: MatrixFn | None = self._build_matrix_fn()
 
     def features(
-        self, tasks: pd.DataFrame, history: RecentHistoryIndex | pd.DataFrame | None
+        self,
+        tasks: pd.DataFrame,
+        history: ServingHistory | RecentHistoryIndex | pd.DataFrame | None,
     ) -> pd.DataFrame:
-        """Return the model features of ``tasks`` (see FeaturePipeline.transform)."""
+        """Return the model features of ``tasks`` (see FeaturePipeline.transform).
+
+        A :class:`ServingHistory` is read as :meth:`classified` reads it: its index
+        when it is set as of one time, else its frame (each task sees what was
+        known before it).
+        """
+        if isinstance(history, ServingHistory):
+            history = history.index if history.as_of is not None else history.frame
         return self.bundle.features.transform(tasks, history)
 
     def probabilities(self, X: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -214,17 +223,13 @@ class Predictor:
         a history with ``as_of`` serves tasks created then from its index.
         """
         served = self.history(history)
-        indexed = served is not None and served.as_of is not None
-        if served is None:
-            X = self.features(tasks, None)
-        else:
-            X = self.features(tasks, served.index if indexed else served.frame)
+        X = self.features(tasks, served)
         proba = self.probabilities(X)
         chosen = {t: self.bundle.tail_rules[t].predict(p) for t, p in proba.items()}
         parts = Classified(X, proba, dict(chosen), chosen, {}, {})
         params = self.bundle.combination
         combined: dict[str, Any] = {}
-        if params is not None and served is not None and indexed:
+        if params is not None and served is not None and served.as_of is not None:
             keys = group_key(tasks, HISTORY_GROUPS[params.key]).to_numpy(object)
             combined = combine_served(self.bundle, keys, X, chosen, served)
         elif params is not None and served is not None:
@@ -394,6 +399,17 @@ class Predictor:
             per_target.append("expert")
         return fixed + [f"{t}_{c}" for t in self.bundle.models for c in per_target]
 
+    def serves_records(self, history: History = None) -> bool:
+        """Return whether :meth:`predict` would take the records route with ``history``.
+
+        That is, the bundle has the code-matrix fast path and the history is
+        unknown or indexed as of one time (:meth:`predict`'s rule for small frames).
+        """
+        if self._matrix_fn is None:
+            return False
+        served = self.history(history)
+        return served is None or served.as_of is not None
+
     def predict_records(
         self,
         records: Sequence[Mapping[str, Any]],
@@ -454,8 +470,9 @@ class Predictor:
         if served is not None and params is not None:
             columns = HISTORY_GROUPS[params.key]
             keys = np.array([record_key(r, columns) for r in records], dtype=object)
+            by_name = dict(zip(features.feature_names_out_, M.T, strict=True))
             for target, answer in combine_served(
-                self.bundle, keys, X, chosen, served
+                self.bundle, keys, by_name, chosen, served
             ).items():
                 chosen[target] = answer.classes
                 parts.followed[target] = answer.leader
