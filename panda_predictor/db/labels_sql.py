@@ -26,6 +26,8 @@ from tqdm import tqdm
 from panda_predictor.core.labels import (
     AGGREGATE_COLUMNS,
     DEFAULT_LABEL_PARAMS,
+    RAM_FIXED_UNIT,
+    RAM_PER_CORE_UNIT,
     LabelParams,
     labels_from_aggregates,
 )
@@ -74,7 +76,8 @@ def label_aggregates_query(
     ``by_range``, the bounds ``low`` and ``high`` of a JEDITASKID range) and returns,
     per task in it (tasks without scouts included, with NULLs): ``jeditaskid``,
     ``ram_kb`` and ``cpu_per_event`` (the percentiles), ``io_kb_per_s``,
-    ``max_cpu_s``, ``max_input_bytes``, ``n_scouts`` and ``labels_known_at``.
+    ``max_cpu_s``, ``max_input_bytes``, ``n_scouts``, ``labels_known_at`` and the
+    task's ``ramunit`` and ``cputimeunit``.
 
     Parameters
     ----------
@@ -111,10 +114,11 @@ def label_aggregates_query(
             return column.between(sa.bindparam("low"), sa.bindparam("high"))
         return column.in_(sa.bindparam("task_ids", expanding=True))
 
+    # JobUtils.getCoreCount: ACTUALCORECOUNT, then the job's CORECOUNT, then 1.
     cores = _double(
         sa.case(
+            (j.c.actualcorecount > 0, j.c.actualcorecount),
             (j.c.corecount > 0, j.c.corecount),
-            (t.c.corecount > 0, t.c.corecount),
             else_=1,
         )
     )
@@ -147,10 +151,24 @@ def label_aggregates_query(
         .concat(sa.func.replace(j.c.specialhandling, " ", ""))
         .concat(",")
     )
+    pss = _double(j.c.maxpss)
+    ram_kb = sa.case(
+        (
+            sa.and_(j.c.maxpss > 0, t.c.ramunit == RAM_PER_CORE_UNIT),
+            _double(sa.func.ceil((pss - base_ram_kb) / cores)),
+        ),
+        (
+            sa.and_(
+                j.c.maxpss > 0,
+                sa.or_(t.c.ramunit.is_(None), t.c.ramunit != RAM_FIXED_UNIT),
+            ),
+            pss,
+        ),
+    )
     scouts = (
         sa.select(
             j.c.jeditaskid,
-            ((_double(j.c.maxpss) - base_ram_kb) / cores).label("ram_kb"),
+            ram_kb.label("ram_kb"),
             sa.case((usable, busy * power * cores * efficiency / 100.0 / events)).label(
                 "cpu_per_event"
             ),
@@ -200,6 +218,8 @@ def label_aggregates_query(
             per_task.c.max_input_bytes,
             sa.func.coalesce(per_task.c.n_scouts, 0).label("n_scouts"),
             per_task.c.labels_known_at,
+            t.c.ramunit,
+            t.c.cputimeunit,
         )
         .select_from(t.outerjoin(per_task, per_task.c.jeditaskid == t.c.jeditaskid))
         .where(chosen(t.c.jeditaskid), *window)

@@ -25,6 +25,8 @@ import pandas as pd
 from panda_predictor.core.labels import (
     DEFAULT_LABEL_PARAMS,
     JOB_COLUMNS,
+    RAM_FIXED_UNIT,
+    RAM_PER_CORE_UNIT,
     TASK_COLUMNS,
     LabelParams,
     labels_from_aggregates,
@@ -76,19 +78,20 @@ def scout_jobs(
     )
     task_part = tasks.select(
         F.col("jeditaskid"),
-        num("corecount").alias("task_cores"),
         num("baseramcount").alias("baseramcount"),
         num("cpuefficiency").alias("cpuefficiency"),
         num("basewalltime").alias("basewalltime"),
+        F.col("ramunit").cast("string").alias("ramunit"),
     ).dropDuplicates(["jeditaskid"])
     scouts = jobs.where(
         (F.instr(handling, f",{params.scout_flag},") > 0)
         & (F.col("jobstatus") == params.finished_status)
     ).join(task_part, "jeditaskid", "inner")
 
+    # JobUtils.getCoreCount: ACTUALCORECOUNT, then the job's CORECOUNT, then 1.
     cores = (
-        F.when(num("corecount") > 0, num("corecount"))
-        .when(F.col("task_cores") > 0, F.col("task_cores"))
+        F.when(num("actualcorecount") > 0, num("actualcorecount"))
+        .when(num("corecount") > 0, num("corecount"))
         .otherwise(F.lit(1.0))
     )
     base_ram_kb = F.coalesce(F.col("baseramcount"), F.lit(0.0)) * 1024.0
@@ -116,10 +119,15 @@ def scout_jobs(
         )
     )
     busy = F.greatest(exec_s - base_wall, F.lit(0.0))
+    unit = F.coalesce(F.col("ramunit"), F.lit(""))
+    ram_kb = F.when(
+        (num("maxpss") > 0) & (unit == RAM_PER_CORE_UNIT),
+        F.ceil((num("maxpss") - base_ram_kb) / cores).cast("double"),
+    ).when((num("maxpss") > 0) & (unit != RAM_FIXED_UNIT), num("maxpss"))
     return scouts.select(
         F.col("jeditaskid"),
         F.col("endtime").cast("timestamp").alias("endtime"),
-        ((num("maxpss") - base_ram_kb) / cores).alias("ram_kb"),
+        ram_kb.alias("ram_kb"),
         F.when(ran, total_bytes / 1024.0 / exec_s / cores).alias("io"),
         F.when(
             F.coalesce(usable, F.lit(False)),
@@ -146,7 +154,11 @@ def task_aggregates(
         F.count(F.lit(1)).alias("n_scouts"),
         F.max("endtime").alias("labels_known_at"),
     )
-    ids = tasks.select("jeditaskid").distinct()
+    ids = tasks.select(
+        "jeditaskid",
+        F.col("ramunit").cast("string").alias("ramunit"),
+        F.col("cputimeunit").cast("string").alias("cputimeunit"),
+    ).dropDuplicates(["jeditaskid"])
     return ids.join(per_task, "jeditaskid", "left").select(
         "jeditaskid",
         _quantile(F.col("ram_values"), params.ram_quantile).alias("ram_kb"),
@@ -156,6 +168,8 @@ def task_aggregates(
         "max_input_bytes",
         F.coalesce(F.col("n_scouts"), F.lit(0)).alias("n_scouts"),
         "labels_known_at",
+        "ramunit",
+        "cputimeunit",
     )
 
 
