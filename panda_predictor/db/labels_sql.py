@@ -3,7 +3,7 @@
 On PostgreSQL and Oracle the expensive part (filtering millions of JOBSARCHIVED4 rows
 to the finished scouts, the per-job formulas, ``percentile_cont(...) WITHIN GROUP``
 and the maxima per JEDITASKID) runs in the database; only one row per task comes back.
-The last per-task step (margins, rounding up, the mHS06sPerEvent switch) reuses
+The last per-task step (margins, rounding, the units) reuses
 :func:`panda_predictor.core.labels.finalize_labels`, so SQL and Python labels round
 identically. SQLite has no ``percentile_cont``: there :func:`labels_from_db` raises
 :class:`LabelsSqlUnsupported`; use :func:`panda_predictor.core.labels.labels_frame` on
