@@ -26,11 +26,13 @@ from tqdm import tqdm
 from panda_predictor.core.labels import (
     AGGREGATE_COLUMNS,
     DEFAULT_LABEL_PARAMS,
+    JOB_COLUMNS,
     RAM_FIXED_UNIT,
     RAM_PER_CORE_UNIT,
     LabelParams,
     labels_from_aggregates,
 )
+from panda_predictor.db.job_archive import archive_exists, job_rows
 from panda_predictor.db.tables import PandaTables
 
 log = logging.getLogger(__name__)
@@ -69,6 +71,7 @@ def label_aggregates_query(
     by_range: bool = False,
     since: datetime | None = None,
     until: datetime | None = None,
+    with_archive: bool = False,
 ) -> sa.Select:
     """Build the per-task aggregation over finished scouts for the task ids bound later.
 
@@ -95,6 +98,9 @@ def label_aggregates_query(
         Only tasks created in ``[since, until)``. ``since`` also bounds the jobs'
         ENDTIME (a job ends after its task was created), which prunes
         JOBSARCHIVED4's day partitions.
+    with_archive:
+        Read the jobs from JOBSARCHIVED4 UNION JOBSARCHIVED, PanDA's archive, as
+        ``getScoutJobData_JEDI`` does (:mod:`panda_predictor.db.job_archive`).
     """
     if dialect not in SUPPORTED_DIALECTS:
         raise LabelsSqlUnsupported(
@@ -103,7 +109,7 @@ def label_aggregates_query(
             "panda_predictor.core.labels.labels_frame on the rows read by "
             "panda_predictor.db.reader.iter_history instead."
         )
-    j, t = tables.jobsarchived4, tables.jedi_tasks
+    t = tables.jedi_tasks
     window = [
         *([t.c.creationdate >= since] if since is not None else []),
         *([t.c.creationdate < until] if until is not None else []),
@@ -114,6 +120,17 @@ def label_aggregates_query(
             return column.between(sa.bindparam("low"), sa.bindparam("high"))
         return column.in_(sa.bindparam("task_ids", expanding=True))
 
+    # The task ids, the status and the time bound inside each branch of the UNION.
+    j = job_rows(
+        tables,
+        with_archive,
+        lambda table: [
+            chosen(table.c.jeditaskid),
+            table.c.jobstatus == params.finished_status,
+            *([table.c.endtime >= since] if since is not None else []),
+        ],
+        columns=("pandaid", *JOB_COLUMNS),
+    )
     # JobUtils.getCoreCount: ACTUALCORECOUNT, then the job's CORECOUNT, then 1.
     cores = _double(
         sa.case(
@@ -181,12 +198,9 @@ def label_aggregates_query(
         )
         .select_from(j.join(t, j.c.jeditaskid == t.c.jeditaskid))
         .where(
-            chosen(j.c.jeditaskid),
             chosen(t.c.jeditaskid),
-            j.c.jobstatus == params.finished_status,
             handling.like(f"%,{params.scout_flag},%"),
             *window,
-            *([j.c.endtime >= since] if since is not None else []),
         )
         .subquery("scouts")
     )
@@ -249,7 +263,12 @@ def labels_from_db(
     params:
         Constants of the formulas.
     """
-    query = label_aggregates_query(tables, bind.dialect.name, params)
+    query = label_aggregates_query(
+        tables,
+        bind.dialect.name,
+        params,
+        with_archive=archive_exists(bind, tables),
+    )
     ids = sorted({int(i) for i in task_ids})
     parts = [pd.DataFrame(columns=list(AGGREGATE_COLUMNS))]
     with bind.connect() if isinstance(bind, Engine) else nullcontext(bind) as conn:
@@ -299,7 +318,13 @@ def labels_by_range(
         Show a progress bar (tasks per second) on stderr.
     """
     query = label_aggregates_query(
-        tables, bind.dialect.name, params, by_range=True, since=since, until=until
+        tables,
+        bind.dialect.name,
+        params,
+        by_range=True,
+        since=since,
+        until=until,
+        with_archive=archive_exists(bind, tables),
     )
     t = tables.jedi_tasks
     period = [

@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 #: Folders of the export (see :mod:`pipelines.export.layout`) the labels read.
 JOBS_FOLDER, TASKS_FOLDER = "jobsarchived4", "jedi_tasks"
+#: PanDA's job archive (JOBSARCHIVED), read with the jobs where the export has it.
+ARCHIVE_FOLDER = "jobsarchived"
 
 
 def _quantile(values: Any, q: float) -> Any:
@@ -190,6 +192,16 @@ def _read(spark: Any, root: str, folder: str, columns: tuple[str, ...]) -> Any:
     return frame.select(*columns)
 
 
+def _exists(spark: Any, path: str) -> bool:
+    """Return whether ``path`` (a local folder or a Hadoop URL) exists."""
+    if "://" not in path:
+        return Path(path).exists()
+    jvm = spark.sparkContext._jvm
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    return bool(hadoop_path.getFileSystem(conf).exists(hadoop_path))
+
+
 def spark_labels(
     spark: Any,
     input_dir: str | Path,
@@ -204,16 +216,23 @@ def spark_labels(
         A session from :func:`~pipelines.spark_labels.session.spark_session`.
     input_dir:
         Folder or URL (``hdfs://``, ``s3a://``) holding ``jedi_tasks/`` and
-        ``jobsarchived4/`` Parquet datasets (any partitioning: month, day, none).
+        ``jobsarchived4/`` Parquet datasets (any partitioning: month, day, none),
+        and PanDA's job archive ``jobsarchived/`` where there is one.
     params:
         Constants of the scout formulas.
     progress:
         Show a progress bar (job rows per second) on stderr.
     """
     started = time.perf_counter()
-    tasks = _read(spark, str(input_dir), TASKS_FOLDER, TASK_COLUMNS)
-    jobs = _read(spark, str(input_dir), JOBS_FOLDER, JOB_COLUMNS)
+    root = str(input_dir)
+    tasks = _read(spark, root, TASKS_FOLDER, TASK_COLUMNS)
+    jobs = _read(spark, root, JOBS_FOLDER, ("pandaid", *JOB_COLUMNS))
     job_rows = jobs.count()  # Parquet footers only: no scan
+    if _exists(spark, f"{root.rstrip('/')}/{ARCHIVE_FOLDER}"):
+        # jobsArchived4 UNION jobsArchived, as getScoutJobData_JEDI reads them.
+        archive = _read(spark, root, ARCHIVE_FOLDER, ("pandaid", *JOB_COLUMNS))
+        job_rows += archive.count()
+        jobs = jobs.unionByName(archive).distinct()
     with spark_progress(spark, job_rows, enabled=progress):
         aggregates = task_aggregates(jobs, tasks, params).toPandas()
     labels = labels_from_aggregates(aggregates, params)
