@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from panda_predictor.core.labels import (
+    BYTES_PER_INPUT_MB,
     DEFAULT_LABEL_PARAMS,
     OPTIONAL_COLUMNS,
     RAM_FIXED_UNIT,
@@ -127,7 +128,15 @@ def task_labels(
         if not math.isnan(memory):
             ram_kb.append(memory)
         cpu_times.append(_num(job.get("cpuconsumptiontime")))
-        in_bytes = _num(job.get("inputfilebytes"))
+        # The master input's files (JEDI_DATASET_CONTENTS) where known, else the job's.
+        input_mb = _num(job.get("master_input_mb"))
+        in_bytes = (
+            _num(job.get("inputfilebytes"))
+            if math.isnan(input_mb)
+            else input_mb * BYTES_PER_INPUT_MB
+        )
+        master_events = _num(job.get("master_nevents"))
+        pseudo = _num(job.get("pseudo_input"), 0.0) > 0
         inputs.append(in_bytes)
         if exec_s > 0:
             out_bytes = _num(job.get("outputfilebytes"))
@@ -137,8 +146,10 @@ def task_labels(
             power = (
                 hs06sec / (exec_s * cores) if hs06sec > 0 else params.default_core_power
             )
-            events = _num(job.get("nevents"))
-            enough = events >= params.cpu_min_events_per_core * cores
+            events = (
+                _num(job.get("nevents")) if math.isnan(master_events) else master_events
+            )
+            enough = pseudo or events >= params.cpu_min_events_per_core * cores
             if events > 0 and (enough or exec_s > params.cpu_long_job_s):
                 busy = max(exec_s - base_wall, 0.0)
                 cpu.append(busy * power * cores * efficiency / 100.0 / events)

@@ -305,6 +305,12 @@ def test_group_quantile_matches_numpy(seed):
 
 def test_vectorised_equals_per_task(seed):
     tasks, jobs = make_history(seed)
+    # Some jobs with their files' figures (JEDI_DATASET_CONTENTS), as the reader adds.
+    rng = np.random.default_rng(seed)
+    has_files = rng.random(len(jobs)) < 0.4
+    jobs["master_input_mb"] = np.where(has_files, rng.uniform(1, 5000, len(jobs)), None)
+    jobs["master_nevents"] = np.where(has_files, rng.integers(1, 5000, len(jobs)), None)
+    jobs["pseudo_input"] = np.where(has_files, rng.integers(0, 2, len(jobs)), None)
     frame = labels_frame(jobs, tasks)
     assert list(frame.columns) == list(LABEL_COLUMNS)
     assert len(frame) == len(tasks)

@@ -43,11 +43,24 @@ TASK_COLUMNS = (
     "cputimeunit",
 )
 # fmt: on
+#: Per-job columns from the job's files in JEDI_DATASET_CONTENTS (NULL: no files
+#: there): master input size in MB (``CoreUtils.getEffectiveFileSize`` summed), events
+#: (``getEffectiveNumEvents`` summed) and 1 if a file was ``pseudo_input``, else 0.
+#: Where known they replace the job's INPUTFILEBYTES (walltime, iointensity) and
+#: NEVENTS (cputime), as ``getScoutJobData_JEDI`` reads them.
+INPUT_COLUMNS = ("master_input_mb", "master_nevents", "pseudo_input")
+#: JEDI_DATASET_CONTENTS.STATUS of a file its job has processed.
+FINISHED_FILE = "finished"
+#: File types of a job's input in JEDI_DATASET_CONTENTS, and the pseudo one.
+INPUT_FILE_TYPES, PSEUDO_INPUT_TYPE = ("input", "pseudo_input"), "pseudo_input"
+#: Bytes of an input MB; a file without a size counts one (getEffectiveFileSize).
+BYTES_PER_INPUT_MB = 1024.0 * 1024.0
 #: Columns :func:`labels_frame` can do without, and the value an absent one stands
 #: for: frames that are not PanDA rows (hand-made jobs, the feedback's first jobs)
 #: mean "no ACTUALCORECOUNT" and "the task asked for the units the model predicts".
 #: A present column's NULL keeps PanDA's meaning (RAMUNIT NULL -> ramCount in MB).
 OPTIONAL_COLUMNS = {
+    **dict.fromkeys(INPUT_COLUMNS),
     "actualcorecount": None,
     "ramunit": "MBPerCore",
     "cputimeunit": "HS06sPerEvent",
@@ -311,7 +324,7 @@ def labels_frame(
     """
     _require(jobs, _required(JOB_COLUMNS), "jobs")
     _require(tasks, _required(TASK_COLUMNS), "tasks")
-    jobs = _with_optional(jobs, JOB_COLUMNS)
+    jobs = _with_optional(jobs, (*JOB_COLUMNS, *INPUT_COLUMNS))
     tasks = _with_optional(tasks, TASK_COLUMNS)
     tasks = tasks.drop_duplicates("jeditaskid")
     task_ids = pd.Index(tasks["jeditaskid"].to_numpy(dtype=np.int64))
@@ -354,7 +367,14 @@ def labels_frame(
     )
     ram_kb = np.where((pss > 0) & (job_unit != RAM_FIXED_UNIT), ram_kb, np.nan)
 
-    in_bytes = _numeric(jobs, "inputfilebytes")
+    # The master input's files where JEDI_DATASET_CONTENTS has them, else the job's.
+    input_mb, master_events, pseudo = (_numeric(jobs, c) for c in INPUT_COLUMNS)
+    in_bytes = np.where(
+        np.isnan(input_mb),
+        _numeric(jobs, "inputfilebytes"),
+        input_mb * BYTES_PER_INPUT_MB,
+    )
+    events = np.where(np.isnan(master_events), _numeric(jobs, "nevents"), master_events)
     total_bytes = np.nan_to_num(in_bytes) + np.nan_to_num(
         _numeric(jobs, "outputfilebytes")
     )
@@ -364,12 +384,12 @@ def labels_frame(
         power = np.where(
             hs06sec > 0, hs06sec / (exec_s * cores), params.default_core_power
         )
-        events = _numeric(jobs, "nevents")
         usable = (
             ran
             & (events > 0)
             & (
-                (events >= params.cpu_min_events_per_core * cores)
+                (pseudo > 0)
+                | (events >= params.cpu_min_events_per_core * cores)
                 | (exec_s > params.cpu_long_job_s)
             )
         )

@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from panda_predictor.core.labels import (
     AGGREGATE_COLUMNS,
+    BYTES_PER_INPUT_MB,
     DEFAULT_LABEL_PARAMS,
     JOB_COLUMNS,
     RAM_FIXED_UNIT,
@@ -33,6 +34,7 @@ from panda_predictor.core.labels import (
     labels_from_aggregates,
 )
 from panda_predictor.db.job_archive import archive_exists, job_rows
+from panda_predictor.db.job_inputs import contents_exist, inputs_per_job, with_inputs
 from panda_predictor.db.tables import PandaTables
 
 log = logging.getLogger(__name__)
@@ -72,6 +74,7 @@ def label_aggregates_query(
     since: datetime | None = None,
     until: datetime | None = None,
     with_archive: bool = False,
+    with_contents: bool = False,
 ) -> sa.Select:
     """Build the per-task aggregation over finished scouts for the task ids bound later.
 
@@ -101,6 +104,9 @@ def label_aggregates_query(
     with_archive:
         Read the jobs from JOBSARCHIVED4 UNION JOBSARCHIVED, PanDA's archive, as
         ``getScoutJobData_JEDI`` does (:mod:`panda_predictor.db.job_archive`).
+    with_contents:
+        Take a job's events and master input size from its files in
+        JEDI_DATASET_CONTENTS where it has some (:mod:`panda_predictor.db.job_inputs`).
     """
     if dialect not in SUPPORTED_DIALECTS:
         raise LabelsSqlUnsupported(
@@ -131,6 +137,12 @@ def label_aggregates_query(
         ],
         columns=("pandaid", *JOB_COLUMNS),
     )
+    inputs = (
+        inputs_per_job(tables, dialect, lambda table: [chosen(table.c.jeditaskid)])
+        if with_contents
+        else None
+    )
+    j = with_inputs(j, inputs).subquery("jobs_with_inputs")
     # JobUtils.getCoreCount: ACTUALCORECOUNT, then the job's CORECOUNT, then 1.
     cores = _double(
         sa.case(
@@ -147,7 +159,11 @@ def label_aggregates_query(
     base_wall = _double(
         sa.func.coalesce(t.c.basewalltime, params.default_base_walltime)
     )
-    events = _double(j.c.nevents)
+    # The master input's files (JEDI_DATASET_CONTENTS) where known, else the job's.
+    events = _double(sa.func.coalesce(j.c.master_nevents, j.c.nevents))
+    job_input = sa.func.coalesce(
+        _double(j.c.master_input_mb) * BYTES_PER_INPUT_MB, _double(j.c.inputfilebytes)
+    )
     power = sa.case(
         (sa.and_(j.c.hs06sec > 0, exec_s > 0), _double(j.c.hs06sec) / (exec_s * cores)),
         else_=sa.literal(params.default_core_power, _DOUBLE),
@@ -156,12 +172,13 @@ def label_aggregates_query(
         exec_s > 0,
         events > 0,
         sa.or_(
+            sa.func.coalesce(j.c.pseudo_input, 0) > 0,
             events >= params.cpu_min_events_per_core * cores,
             exec_s > params.cpu_long_job_s,
         ),
     )
     busy = sa.func.greatest(exec_s - base_wall, sa.literal(0.0, _DOUBLE))
-    in_bytes = _double(sa.func.coalesce(j.c.inputfilebytes, 0))
+    in_bytes = sa.func.coalesce(job_input, sa.literal(0.0, _DOUBLE))
     out_bytes = _double(sa.func.coalesce(j.c.outputfilebytes, 0))
     handling = (
         sa.literal(",")
@@ -193,7 +210,7 @@ def label_aggregates_query(
                 (exec_s > 0, (in_bytes + out_bytes) / 1024.0 / exec_s / cores)
             ).label("io_kb_per_s"),
             _double(j.c.cpuconsumptiontime).label("cpu_s"),
-            _double(j.c.inputfilebytes).label("input_bytes"),
+            job_input.label("input_bytes"),
             j.c.endtime,
         )
         .select_from(j.join(t, j.c.jeditaskid == t.c.jeditaskid))
@@ -268,6 +285,7 @@ def labels_from_db(
         bind.dialect.name,
         params,
         with_archive=archive_exists(bind, tables),
+        with_contents=contents_exist(bind, tables),
     )
     ids = sorted({int(i) for i in task_ids})
     parts = [pd.DataFrame(columns=list(AGGREGATE_COLUMNS))]
@@ -325,6 +343,7 @@ def labels_by_range(
         since=since,
         until=until,
         with_archive=archive_exists(bind, tables),
+        with_contents=contents_exist(bind, tables),
     )
     t = tables.jedi_tasks
     period = [

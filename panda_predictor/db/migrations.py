@@ -48,8 +48,9 @@ DIALECTS = ("sqlite", "postgresql", "oracle")
 _PATCH_NAME = re.compile(r"^(\d{4})_(\w+)\.sql$")
 _STATEMENT_END = re.compile(r";[ \t]*$", re.MULTILINE)
 
-#: PanDA tables read where they exist (the job archive, in a schema of its own).
-OPTIONAL_PANDA_TABLES = ("jobsarchived",)
+#: PanDA tables read where they exist (the job archive, in a schema of its own, and
+#: the dataset files: without them the labels take a job's own NEVENTS and bytes).
+OPTIONAL_PANDA_TABLES = ("jobsarchived", "jedi_dataset_contents")
 #: PanDA columns the plugin writes; the rest it only reads.
 WRITTEN_COLUMNS = {
     "jedi_tasks": (

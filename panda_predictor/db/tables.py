@@ -37,6 +37,8 @@ class PandaTables:
     jobsarchived4: Table
     #: PanDA's job archive (ATLAS_PANDAARCH.JOBSARCHIVED); it may not exist.
     jobsarchived: Table
+    #: The files of the datasets, with the job that used each (the columns read).
+    jedi_dataset_contents: Table
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,8 @@ SAME_SCHEMA = "<same>"
 def panda_tables(
     schema: str | None, archive_schema: str | None = SAME_SCHEMA
 ) -> PandaTables:
-    """Describe PanDA's JEDI_TASKS, JEDI_DATASETS and JOBSARCHIVED4 in ``schema``.
+    """Describe PanDA's JEDI_TASKS, JEDI_DATASETS, JOBSARCHIVED4 and the files of
+    the datasets (JEDI_DATASET_CONTENTS) in ``schema``.
 
     The job archive JOBSARCHIVED (same columns as JOBSARCHIVED4, plus
     MODIFICATIONTIME) is described in ``archive_schema``.
@@ -155,7 +158,23 @@ def panda_tables(
         *(column._copy() for column in jobsarchived4.columns),
         Column("modificationtime", DateTime),
     )
-    return PandaTables(jedi_tasks, jedi_datasets, jobsarchived4, jobsarchived)
+    jedi_dataset_contents = Table(
+        "jedi_dataset_contents",
+        md,
+        Column("jeditaskid", BigInteger, primary_key=True, autoincrement=False),
+        Column("datasetid", BigInteger, primary_key=True, autoincrement=False),
+        Column("fileid", BigInteger, primary_key=True, autoincrement=False),
+        Column("type", String(20)),
+        Column("status", String(64)),
+        Column("fsize", BigInteger),
+        Column("nevents", BigInteger),
+        Column("startevent", BigInteger),
+        Column("endevent", BigInteger),
+        Column("pandaid", BigInteger),
+    )
+    return PandaTables(
+        jedi_tasks, jedi_datasets, jobsarchived4, jobsarchived, jedi_dataset_contents
+    )
 
 
 def _per_target_columns() -> list[Column]:

@@ -1,6 +1,7 @@
-"""Export JEDI_TASKS, JEDI_DATASETS, JOBSARCHIVED4 (and JOBSARCHIVED) to Parquet.
+"""Export JEDI_TASKS, JEDI_DATASETS, JOBSARCHIVED4 (and more) to Parquet, by month.
 
-A month at a time; PanDA's job archive JOBSARCHIVED where the table exists.
+Also PanDA's job archive JOBSARCHIVED and the dataset files JEDI_DATASET_CONTENTS,
+where those tables exist.
 
 Each table is cut by a time column: JEDI_TASKS by CREATIONDATE, JOBSARCHIVED4 by
 ENDTIME (as PanDA partitions it by day), JEDI_DATASETS by its task's CREATIONDATE
@@ -39,6 +40,7 @@ from panda_predictor.db.engine import (
     translate_errors,
 )
 from panda_predictor.db.job_archive import archive_exists
+from panda_predictor.db.job_inputs import contents_exist
 from panda_predictor.settings import Settings
 from pipelines.export.layout import Manifest, Month, months_between, part_path
 
@@ -48,6 +50,8 @@ log = logging.getLogger(__name__)
 TABLES = ("jedi_tasks", "jedi_datasets", "jobsarchived4")
 #: PanDA's job archive, exported (cut by ENDTIME) where the table exists.
 ARCHIVE = "jobsarchived"
+#: The dataset files, exported (cut by the task's CREATIONDATE) where they exist.
+CONTENTS = "jedi_dataset_contents"
 DEFAULT_BATCH_ROWS = 50_000
 
 
@@ -105,6 +109,13 @@ def _cuts(settings: Settings, bind: Engine | Connection) -> dict[str, _Cut]:
     if archive_exists(bind, tables):
         a = tables.jobsarchived
         cuts[ARCHIVE] = _Cut(a, sa.select(*a.c), a.c.endtime)
+    if contents_exist(bind, tables):
+        f = tables.jedi_dataset_contents
+        cuts[CONTENTS] = _Cut(
+            f,
+            sa.select(*f.c).join_from(f, t, f.c.jeditaskid == t.c.jeditaskid),
+            t.c.creationdate,
+        )
     return cuts
 
 

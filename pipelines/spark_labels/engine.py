@@ -23,8 +23,13 @@ from typing import Any
 import pandas as pd
 
 from panda_predictor.core.labels import (
+    BYTES_PER_INPUT_MB,
     DEFAULT_LABEL_PARAMS,
+    FINISHED_FILE,
+    INPUT_COLUMNS,
+    INPUT_FILE_TYPES,
     JOB_COLUMNS,
+    PSEUDO_INPUT_TYPE,
     RAM_FIXED_UNIT,
     RAM_PER_CORE_UNIT,
     TASK_COLUMNS,
@@ -40,6 +45,20 @@ log = logging.getLogger(__name__)
 JOBS_FOLDER, TASKS_FOLDER = "jobsarchived4", "jedi_tasks"
 #: PanDA's job archive (JOBSARCHIVED), read with the jobs where the export has it.
 ARCHIVE_FOLDER = "jobsarchived"
+#: The dataset files and the datasets (their MASTERID), where the export has files.
+CONTENTS_FOLDER, DATASETS_FOLDER = "jedi_dataset_contents", "jedi_datasets"
+#: Columns of JEDI_DATASET_CONTENTS the labels read.
+CONTENTS_COLUMNS = (
+    "jeditaskid",
+    "datasetid",
+    "type",
+    "status",
+    "fsize",
+    "nevents",
+    "startevent",
+    "endevent",
+    "pandaid",
+)
 
 
 def _quantile(values: Any, q: float) -> Any:
@@ -58,15 +77,68 @@ def _quantile(values: Any, q: float) -> Any:
     return F.when(n > 0, lerp)
 
 
+def job_inputs(contents: Any, datasets: Any) -> Any:
+    """Return per (jeditaskid, pandaid) the ``INPUT_COLUMNS`` of its files.
+
+    As :func:`panda_predictor.db.job_inputs.inputs_per_job` in SQL: the finished
+    ``input``/``pseudo_input`` files of datasets without MASTERID, each file's
+    effective size in MB (1 MB without a size; an event range its share, truncated
+    to whole bytes) and effective events, summed per job.
+    """
+    from pyspark.sql import functions as F
+
+    def num(column: str) -> Any:
+        return F.col(column).cast("double")
+
+    files = contents.where(
+        (F.col("status") == FINISHED_FILE)
+        & F.col("type").isin(*INPUT_FILE_TYPES)
+        & F.col("pandaid").isNotNull()
+    )
+    masters = datasets.where(F.col("masterid").isNull()).select(
+        "jeditaskid", "datasetid"
+    )
+    files = files.join(masters, ["jeditaskid", "datasetid"], "inner")
+    one_mb = F.lit(BYTES_PER_INPUT_MB)
+    has_range = F.col("startevent").isNotNull() & F.col("endevent").isNotNull()
+    ranged = (num("nevents") > 0) & has_range
+    ratio = num("fsize") * (num("endevent") - num("startevent") + 1) / num("nevents")
+    share = F.when(ratio >= 0, F.floor(ratio)).otherwise(F.ceil(ratio)).cast("double")
+    size = (
+        F.when(F.col("fsize").isNull() | (num("fsize") == 0), one_mb)
+        .when(ranged & (share == 0), one_mb)
+        .when(ranged, share)
+        .otherwise(num("fsize"))
+    )
+    length = num("endevent") - num("startevent") + 1
+    events = (
+        F.when(has_range, F.when(length > 0, length).otherwise(F.lit(1.0)))
+        .when(F.col("nevents").isNotNull(), num("nevents"))
+        .otherwise(F.lit(1.0))
+    )
+    input_mb, nevents, pseudo_input = INPUT_COLUMNS
+    return files.groupBy("jeditaskid", "pandaid").agg(
+        F.sum(size / one_mb).alias(input_mb),
+        F.sum(events).alias(nevents),
+        F.max(F.when(F.col("type") == PSEUDO_INPUT_TYPE, 1).otherwise(0)).alias(
+            pseudo_input
+        ),
+    )
+
+
 def scout_jobs(
-    jobs: Any, tasks: Any, params: LabelParams = DEFAULT_LABEL_PARAMS
+    jobs: Any,
+    tasks: Any,
+    params: LabelParams = DEFAULT_LABEL_PARAMS,
+    inputs: Any | None = None,
 ) -> Any:
     """Return the finished scout jobs with their per-job measurements.
 
     Columns: ``jeditaskid``, ``endtime`` and the per-job ``ram_kb``, ``io``,
     ``cpu`` (HS06 s per event, NULL where the job does not count for cputime),
     ``cpu_s`` and ``in_bytes``, as :func:`~panda_predictor.core.labels.labels_frame`
-    computes them.
+    computes them. ``inputs`` (:func:`job_inputs`) replace a job's own NEVENTS and
+    INPUTFILEBYTES where it has files.
     """
     from pyspark.sql import functions as F
 
@@ -89,6 +161,12 @@ def scout_jobs(
         (F.instr(handling, f",{params.scout_flag},") > 0)
         & (F.col("jobstatus") == params.finished_status)
     ).join(task_part, "jeditaskid", "inner")
+    if inputs is None:
+        scouts = scouts.select(
+            "*", *(F.lit(None).cast("double").alias(c) for c in INPUT_COLUMNS)
+        )
+    else:
+        scouts = scouts.join(inputs, ["jeditaskid", "pandaid"], "left")
 
     # JobUtils.getCoreCount: ACTUALCORECOUNT, then the job's CORECOUNT, then 1.
     cores = (
@@ -105,10 +183,14 @@ def scout_jobs(
     end = F.unix_micros(F.col("endtime").cast("timestamp"))
     exec_s = (end - start).cast("double") / 1e6
     ran = F.coalesce(exec_s > 0, F.lit(False))
-    total_bytes = F.coalesce(num("inputfilebytes"), F.lit(0.0)) + F.coalesce(
+    # The master input's files (JEDI_DATASET_CONTENTS) where known, else the job's.
+    in_bytes = F.coalesce(
+        num("master_input_mb") * BYTES_PER_INPUT_MB, num("inputfilebytes")
+    )
+    total_bytes = F.coalesce(in_bytes, F.lit(0.0)) + F.coalesce(
         num("outputfilebytes"), F.lit(0.0)
     )
-    events = num("nevents")
+    events = F.coalesce(num("master_nevents"), num("nevents"))
     power = F.when(num("hs06sec") > 0, num("hs06sec") / (exec_s * cores)).otherwise(
         F.lit(params.default_core_power)
     )
@@ -116,7 +198,8 @@ def scout_jobs(
         ran
         & (events > 0)
         & (
-            (events >= params.cpu_min_events_per_core * cores)
+            (F.coalesce(num("pseudo_input"), F.lit(0.0)) > 0)
+            | (events >= params.cpu_min_events_per_core * cores)
             | (exec_s > params.cpu_long_job_s)
         )
     )
@@ -136,17 +219,20 @@ def scout_jobs(
             busy * power * cores * efficiency / 100.0 / events,
         ).alias("cpu"),
         num("cpuconsumptiontime").alias("cpu_s"),
-        num("inputfilebytes").alias("in_bytes"),
+        in_bytes.alias("in_bytes"),
     )
 
 
 def task_aggregates(
-    jobs: Any, tasks: Any, params: LabelParams = DEFAULT_LABEL_PARAMS
+    jobs: Any,
+    tasks: Any,
+    params: LabelParams = DEFAULT_LABEL_PARAMS,
+    inputs: Any | None = None,
 ) -> Any:
     """Return one row per task of ``tasks``: what ``finalize_labels`` reads."""
     from pyspark.sql import functions as F
 
-    per_job = scout_jobs(jobs, tasks, params)
+    per_job = scout_jobs(jobs, tasks, params, inputs)
     per_task = per_job.groupBy("jeditaskid").agg(
         F.sort_array(F.collect_list("ram_kb")).alias("ram_values"),
         F.sort_array(F.collect_list("cpu")).alias("cpu_values"),
@@ -233,8 +319,15 @@ def spark_labels(
         archive = _read(spark, root, ARCHIVE_FOLDER, ("pandaid", *JOB_COLUMNS))
         job_rows += archive.count()
         jobs = jobs.unionByName(archive).distinct()
+    inputs = None
+    if _exists(spark, f"{root.rstrip('/')}/{CONTENTS_FOLDER}"):
+        contents = _read(spark, root, CONTENTS_FOLDER, CONTENTS_COLUMNS)
+        datasets = _read(
+            spark, root, DATASETS_FOLDER, ("jeditaskid", "datasetid", "masterid")
+        )
+        inputs = job_inputs(contents, datasets)
     with spark_progress(spark, job_rows, enabled=progress):
-        aggregates = task_aggregates(jobs, tasks, params).toPandas()
+        aggregates = task_aggregates(jobs, tasks, params, inputs).toPandas()
     labels = labels_from_aggregates(aggregates, params)
     seconds = time.perf_counter() - started
     log.info(
