@@ -29,6 +29,12 @@ CONFIG_ENV = "PANDA_PREDICTOR_CONFIG"
 
 #: Default PanDA schema per SQL dialect, where PanDA installs it.
 DEFAULT_SCHEMAS = {"postgresql": "doma_panda", "oracle": "ATLAS_PANDA", "sqlite": None}
+#: PanDA's schema of the job archive (``schemaPANDAARCH``) per dialect.
+DEFAULT_ARCHIVE_SCHEMAS = {
+    "postgresql": "doma_pandaarch",
+    "oracle": "ATLAS_PANDAARCH",
+    "sqlite": None,
+}
 
 
 class SettingsError(UserInputError):
@@ -58,6 +64,13 @@ class Settings(BaseSettings):
     plugin_schema: str | None = Field(
         None,
         description="Schema for panda-predictor's own tables; default: db_schema.",
+    )
+    db_archive_schema: str | None = Field(
+        None,
+        description="Schema of PanDA's job archive JOBSARCHIVED, read with "
+        "JOBSARCHIVED4 where it exists; default: db_schema if set, else per "
+        "dialect doma_pandaarch (PostgreSQL), ATLAS_PANDAARCH (Oracle), none "
+        "(SQLite). '' means none.",
     )
     mlflow_tracking_uri: str | None = Field(
         None,
@@ -404,6 +417,15 @@ class Settings(BaseSettings):
         if self.db_schema is not None:
             return self.db_schema or None
         return DEFAULT_SCHEMAS.get(dialect)
+
+    def archive_schema_for(self, dialect: str) -> str | None:
+        """Return the schema of PanDA's job archive (JOBSARCHIVED) on ``dialect``."""
+        if self.db_archive_schema is not None:
+            return self.db_archive_schema or None
+        if self.db_schema is not None:
+            # A database built from sql/ keeps the archive beside JOBSARCHIVED4.
+            return self.db_schema or None
+        return DEFAULT_ARCHIVE_SCHEMAS.get(dialect)
 
     def plugin_schema_for(self, dialect: str) -> str | None:
         """Return the schema of the plugin's own tables on ``dialect``."""

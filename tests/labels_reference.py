@@ -20,7 +20,11 @@ import numpy as np
 import pandas as pd
 
 from panda_predictor.core.labels import (
+    BYTES_PER_INPUT_MB,
     DEFAULT_LABEL_PARAMS,
+    OPTIONAL_COLUMNS,
+    RAM_FIXED_UNIT,
+    RAM_PER_CORE_UNIT,
     LabelParams,
     finalize_labels,
 )
@@ -35,7 +39,7 @@ class TaskLabels:
     cputime: float
     iointensity: float
     walltime: float
-    panda: dict[str, tuple[int, str] | None] = field(default_factory=dict)
+    panda: dict[str, tuple[int, str | None] | None] = field(default_factory=dict)
     n_scouts: int = 0
     labels_known_at: datetime | None = None
 
@@ -63,11 +67,21 @@ def _is_scout(record: Mapping[str, Any], params: LabelParams) -> bool:
     )
 
 
-def _cores(job_cores: Any, task_cores: Any) -> float:
-    for candidate in (_num(job_cores), _num(task_cores)):
+def _cores(job: Mapping[str, Any]) -> float:
+    """Return the job's cores as ``JobUtils.getCoreCount``: actual, defined, 1."""
+    for candidate in (_num(job.get("actualcorecount")), _num(job.get("corecount"))):
         if candidate > 0:
             return candidate
     return 1.0
+
+
+def _ram_kb(pss: float, base_ram_kb: float, cores: float, unit: Any) -> float:
+    """Return one job's memory as getScoutJobData_JEDI collects it (NaN: skipped)."""
+    if not pss > 0 or unit == RAM_FIXED_UNIT:
+        return math.nan
+    if unit == RAM_PER_CORE_UNIT:
+        return float(math.ceil((pss - base_ram_kb) / cores))
+    return pss
 
 
 def task_labels(
@@ -88,6 +102,8 @@ def task_labels(
     params:
         Constants of the formulas.
     """
+    ramunit = task.get("ramunit", OPTIONAL_COLUMNS["ramunit"])
+    cputimeunit = task.get("cputimeunit", OPTIONAL_COLUMNS["cputimeunit"])
     base_ram_kb = _num(task.get("baseramcount"), 0.0) * 1024.0
     efficiency = _num(task.get("cpuefficiency"), params.default_cpu_efficiency)
     base_wall = _num(task.get("basewalltime"), params.default_base_walltime)
@@ -103,16 +119,24 @@ def task_labels(
         if not _is_scout(job, params):
             continue
         n_scouts += 1
-        cores = _cores(job.get("corecount"), task.get("corecount"))
+        cores = _cores(job)
         start, end = _time(job.get("starttime")), _time(job.get("endtime"))
         if end is not None:
             ends.append(end)
         exec_s = (end - start).total_seconds() if start and end else math.nan
-        pss = _num(job.get("maxpss"))
-        if not math.isnan(pss):
-            ram_kb.append((pss - base_ram_kb) / cores)
+        memory = _ram_kb(_num(job.get("maxpss")), base_ram_kb, cores, ramunit)
+        if not math.isnan(memory):
+            ram_kb.append(memory)
         cpu_times.append(_num(job.get("cpuconsumptiontime")))
-        in_bytes = _num(job.get("inputfilebytes"))
+        # The master input's files (JEDI_DATASET_CONTENTS) where known, else the job's.
+        input_mb = _num(job.get("master_input_mb"))
+        in_bytes = (
+            _num(job.get("inputfilebytes"))
+            if math.isnan(input_mb)
+            else input_mb * BYTES_PER_INPUT_MB
+        )
+        master_events = _num(job.get("master_nevents"))
+        pseudo = _num(job.get("pseudo_input"), 0.0) > 0
         inputs.append(in_bytes)
         if exec_s > 0:
             out_bytes = _num(job.get("outputfilebytes"))
@@ -122,8 +146,10 @@ def task_labels(
             power = (
                 hs06sec / (exec_s * cores) if hs06sec > 0 else params.default_core_power
             )
-            events = _num(job.get("nevents"))
-            enough = events >= params.cpu_min_events_per_core * cores
+            events = (
+                _num(job.get("nevents")) if math.isnan(master_events) else master_events
+            )
+            enough = pseudo or events >= params.cpu_min_events_per_core * cores
             if events > 0 and (enough or exec_s > params.cpu_long_job_s):
                 busy = max(exec_s - base_wall, 0.0)
                 cpu.append(busy * power * cores * efficiency / 100.0 / events)
@@ -142,13 +168,13 @@ def task_labels(
         max_cpu_s=np.array([nanmax(cpu_times)]),
         max_input_bytes=np.array([nanmax(inputs)]),
         params=params,
+        ramunit=np.array([ramunit], dtype=object),
+        cputimeunit=np.array([cputimeunit], dtype=object),
     )
-    panda: dict[str, tuple[int, str] | None] = {}
+    panda: dict[str, tuple[int, str | None] | None] = {}
     for name in TARGET_NAMES:
-        value = final[f"{name}_value"][0]
-        panda[name] = (
-            None if pd.isna(value) else (int(value), str(final[f"{name}_unit"][0]))
-        )
+        value, unit = final[f"{name}_value"][0], final[f"{name}_unit"][0]
+        panda[name] = None if pd.isna(value) else (int(value), unit)
     return TaskLabels(
         ramcount=float(final["ramcount"][0]),
         cputime=float(final["cputime"][0]),

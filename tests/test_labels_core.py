@@ -49,6 +49,14 @@ def make_history(seed: int, n_tasks: int = 60) -> tuple[pd.DataFrame, pd.DataFra
             "basewalltime": pd.array(
                 rng.choice([600, 300, None], n_tasks), dtype="Int64"
             ),
+            "ramunit": rng.choice(
+                ["MBPerCore", "MB", None, "MBPerCoreFixed"],
+                n_tasks,
+                p=[0.7, 0.1, 0.1, 0.1],
+            ),
+            "cputimeunit": rng.choice(
+                ["HS06sPerEvent", "mHS06sPerEvent", None], n_tasks, p=[0.6, 0.2, 0.2]
+            ),
         }
     )
     rows = []
@@ -73,13 +81,17 @@ def make_history(seed: int, n_tasks: int = 60) -> tuple[pd.DataFrame, pd.DataFra
                         p=[0.5, 0.2, 0.15, 0.1, 0.05],
                     ),
                     "corecount": job_cores,
+                    "actualcorecount": rng.choice(
+                        [None, job_cores, 0, 2], p=[0.3, 0.5, 0.05, 0.15]
+                    ),
                     "nevents": rng.choice(
                         [None, 5, 50, 500, 5000, 500_000],
                         p=[0.05, 0.15, 0.3, 0.3, 0.1, 0.1],
                     ),
                     "starttime": start,
                     "endtime": start + timedelta(seconds=duration),
-                    "cpuconsumptiontime": float(rng.uniform(100, 30000)),
+                    # NUMERIC(20) in PanDA: whole seconds.
+                    "cpuconsumptiontime": float(round(rng.uniform(100, 30000))),
                     "maxpss": rng.choice(
                         [None, int(rng.uniform(5e5, 8e6))], p=[0.05, 0.95]
                     ),
@@ -94,7 +106,8 @@ def make_history(seed: int, n_tasks: int = 60) -> tuple[pd.DataFrame, pd.DataFra
             )
             pandaid += 1
     jobs = pd.DataFrame(rows)
-    for column in ("corecount", "nevents", "maxpss", "outputfilebytes", "hs06sec"):
+    numbers = ("corecount", "actualcorecount", "nevents", "maxpss")
+    for column in (*numbers, "outputfilebytes", "hs06sec"):
         jobs[column] = pd.array(jobs[column], dtype="Int64")
     return tasks, jobs
 
@@ -148,13 +161,14 @@ TASK = {
 }
 
 
-def test_ramcount_subtracts_base_ram_per_core_takes_p75_with_margin_and_rounds_up():
+def test_ramcount_subtracts_base_ram_per_core_takes_p75_with_margin_rounds_down():
     pss = [3_000_000, 3_200_000, 3_400_000, 4_000_000]
     labels = task_labels([_job(maxpss=p) for p in pss], TASK)
     # per job (pss - 1000*1024)/2 = 988000, 1088000, 1188000, 1488000 kB
-    # p75: index 2.25 -> 1188000 + 0.25*300000 = 1263000; *1.10/1024 = 1356.7 -> 1357
-    assert labels.ramcount == 1357
-    assert labels.panda["ramcount"] == (1357, "MBPerCore")
+    # p75: index 2.25 -> 1188000 + 0.25*300000 = 1263000; *110//100 = 1389300;
+    # /1024 = 1356.7 -> int() -> 1356 (PanDA rounds down)
+    assert labels.ramcount == 1356
+    assert labels.panda["ramcount"] == (1356, "MBPerCore")
 
 
 def test_ramcount_floor_applies():
@@ -247,7 +261,7 @@ def test_only_finished_scouts_count_and_known_at_is_last_scout_end():
     ]
     labels = task_labels(jobs, TASK)
     assert labels.n_scouts == 2
-    assert labels.ramcount == math.ceil((4_000_000 - 1_024_000) / 2 * 1.1 / 1024)
+    assert labels.ramcount == int((4_000_000 - 1_024_000) // 2 * 110 // 100 / 1024)
     assert labels.labels_known_at == T0 + timedelta(hours=2)
 
 
@@ -271,7 +285,7 @@ def test_task_defaults_when_columns_are_null():
         "basewalltime": None,
     }
     labels = task_labels([_job(corecount=None, maxpss=1_024_000)], task)
-    assert labels.ramcount == math.ceil(1_024_000 * 1.1 / 1024)  # 1 core, no base
+    assert labels.ramcount == 1100  # 1 core, no base: 1024000 * 110 // 100 / 1024
     # 1 core at hs06sec/3600 = 20 HS06 does the work of 2 cores at 10: same total
     assert labels.cputime == 810
     assert task_labels([_job(corecount=None, hs06sec=None)], task).cputime == 405
@@ -291,6 +305,12 @@ def test_group_quantile_matches_numpy(seed):
 
 def test_vectorised_equals_per_task(seed):
     tasks, jobs = make_history(seed)
+    # Some jobs with their files' figures (JEDI_DATASET_CONTENTS), as the reader adds.
+    rng = np.random.default_rng(seed)
+    has_files = rng.random(len(jobs)) < 0.4
+    jobs["master_input_mb"] = np.where(has_files, rng.uniform(1, 5000, len(jobs)), None)
+    jobs["master_nevents"] = np.where(has_files, rng.integers(1, 5000, len(jobs)), None)
+    jobs["pseudo_input"] = np.where(has_files, rng.integers(0, 2, len(jobs)), None)
     frame = labels_frame(jobs, tasks)
     assert list(frame.columns) == list(LABEL_COLUMNS)
     assert len(frame) == len(tasks)
@@ -346,7 +366,7 @@ def test_worked_example_of_docs_labels_md():
     task = {**TASK, "corecount": 8, "cpuefficiency": None, "basewalltime": None}
     labels = task_labels(jobs, task)
     assert labels.panda == {
-        "ramcount": (1541, "MBPerCore"),
+        "ramcount": (1540, "MBPerCore"),
         "cputime": (2262, "HS06sPerEvent"),
         "iointensity": (55, "kBPerS"),
         "walltime": (44, "kSI2kseconds"),

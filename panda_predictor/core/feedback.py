@@ -139,7 +139,10 @@ def task_outcomes(
     if with_jobs.empty:
         return pd.DataFrame()
     marked = first_finished_as_scouts(jobs, params.first_jobs, label_params)
-    labels = labels_frame(marked, tasks, label_params).set_index("jeditaskid")
+    # The truth in the model's units, whatever RAMUNIT/CPUTIMEUNIT the task now has
+    # (the writer may have set MBPerCoreFixed, which PanDA's scouts never measure).
+    in_model_units = tasks.drop(columns=["ramunit", "cputimeunit"], errors="ignore")
+    labels = labels_frame(marked, in_model_units, label_params).set_index("jeditaskid")
     out = with_jobs[
         ["jeditaskid", "model_name", "model_version", "decision", "predicted_at"]
     ].copy()

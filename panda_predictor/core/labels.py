@@ -33,15 +33,42 @@ LABEL_UNITS = {name: target.unit for name, target in TARGETS.items()}
 # fmt: off
 #: Columns of JOBSARCHIVED4 (lower-case) the labels read.
 JOB_COLUMNS = (
-    "jeditaskid", "jobstatus", "specialhandling", "corecount", "nevents", "starttime",
-    "endtime", "cpuconsumptiontime", "maxpss", "inputfilebytes", "outputfilebytes",
-    "hs06sec",
+    "jeditaskid", "jobstatus", "specialhandling", "corecount", "actualcorecount",
+    "nevents", "starttime", "endtime", "cpuconsumptiontime", "maxpss",
+    "inputfilebytes", "outputfilebytes", "hs06sec",
 )
 #: Columns of JEDI_TASKS (lower-case) the labels read.
 TASK_COLUMNS = (
-    "jeditaskid", "corecount", "baseramcount", "cpuefficiency", "basewalltime",
+    "jeditaskid", "baseramcount", "cpuefficiency", "basewalltime", "ramunit",
+    "cputimeunit",
 )
 # fmt: on
+#: Per-job columns from the job's files in JEDI_DATASET_CONTENTS (NULL: no files
+#: there): master input size in MB (``CoreUtils.getEffectiveFileSize`` summed), events
+#: (``getEffectiveNumEvents`` summed) and 1 if a file was ``pseudo_input``, else 0.
+#: Where known they replace the job's INPUTFILEBYTES (walltime, iointensity) and
+#: NEVENTS (cputime), as ``getScoutJobData_JEDI`` reads them.
+INPUT_COLUMNS = ("master_input_mb", "master_nevents", "pseudo_input")
+#: JEDI_DATASET_CONTENTS.STATUS of a file its job has processed.
+FINISHED_FILE = "finished"
+#: File types of a job's input in JEDI_DATASET_CONTENTS, and the pseudo one.
+INPUT_FILE_TYPES, PSEUDO_INPUT_TYPE = ("input", "pseudo_input"), "pseudo_input"
+#: Bytes of an input MB; a file without a size counts one (getEffectiveFileSize).
+BYTES_PER_INPUT_MB = 1024.0 * 1024.0
+#: Columns :func:`labels_frame` can do without, and the value an absent one stands
+#: for: frames that are not PanDA rows (hand-made jobs, the feedback's first jobs)
+#: mean "no ACTUALCORECOUNT" and "the task asked for the units the model predicts".
+#: A present column's NULL keeps PanDA's meaning (RAMUNIT NULL -> ramCount in MB).
+OPTIONAL_COLUMNS = {
+    **dict.fromkeys(INPUT_COLUMNS),
+    "actualcorecount": None,
+    "ramunit": "MBPerCore",
+    "cputimeunit": "HS06sPerEvent",
+}
+#: RAMUNIT values of getScoutJobData_JEDI: per core, and per core never overwritten.
+RAM_PER_CORE_UNIT, RAM_FIXED_UNIT = "MBPerCore", "MBPerCoreFixed"
+#: The unit PanDA writes for a ramCount that is not per core (raw maxPSS).
+RAM_TOTAL_UNIT = "MB"
 #: Columns of the frame :func:`labels_frame` returns, in order.
 LABEL_COLUMNS = (
     "jeditaskid",
@@ -63,8 +90,10 @@ class LabelParams:
     finished_status:
         JOBSTATUS of the jobs that count.
     ram_quantile, ram_margin, min_ramcount:
-        ramcount = max(ceil(quantile(per-job kB) * margin / 1024), min_ramcount);
-        0.75, 1.10 and 0 MBPerCore (PanDA floors elsewhere, at the job level).
+        ramcount = int(quantile(per-job kB) * percent // 100 / 1024) with percent =
+        round(margin * 100), rounded DOWN as PanDA does; below 0 it becomes 1, and a
+        ``min_ramcount`` above it replaces it (PanDA's config ``SCOUT_RAMCOUNT_MIN``;
+        0 = no floor, as PanDA without that setting). 0.75, 1.10 and 0.
     cpu_quantile, cpu_margin:
         cputime = quantile(per-job HS06s/event) * margin; 0.95 and 1.5.
     cpu_min_events_per_core, cpu_long_job_s:
@@ -109,13 +138,21 @@ def finalize_labels(
     max_cpu_s: np.ndarray,
     max_input_bytes: np.ndarray,
     params: LabelParams = DEFAULT_LABEL_PARAMS,
+    ramunit: np.ndarray | None = None,
+    cputimeunit: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Apply margins, rounding and units to per-task aggregates of the scout jobs.
+
+    Follows ``getScoutJobData_JEDI`` (panda-server,
+    ``pandaserver/taskbuffer/db_proxy_mods/task_utils_module.py``) for the rounding
+    and the units.
 
     Parameters
     ----------
     ram_kb:
-        The ``ram_quantile`` of per-job ``(maxpss - baseramcount) / cores`` in kB.
+        The ``ram_quantile`` of the per-job memory in kB: ``ceil((maxpss -
+        baseramcount) / cores)`` for a task in MBPerCore, the raw ``maxpss``
+        otherwise (NaN for MBPerCoreFixed, which PanDA never measures).
     cpu_per_event:
         The ``cpu_quantile`` of per-job HS06 seconds per event.
     io_kb_per_s:
@@ -124,6 +161,13 @@ def finalize_labels(
         The max CPU consumption time (s) and the max input size (bytes).
     params:
         Constants of the formulas.
+    ramunit:
+        Each task's RAMUNIT (None: all MBPerCore). Not MBPerCore: PanDA writes the
+        value in ``MB`` (a whole job's memory), and the normalised ``ramcount``, the
+        model's MBPerCore target, is NaN.
+    cputimeunit:
+        Each task's CPUTIMEUNIT (None: all given). A task without one keeps it NULL
+        unless the value is written in mHS06sPerEvent, as PanDA leaves it.
 
     Returns a mapping of column name to array: the normalised labels (``ramcount``,
     ...) as floats and PanDA's ``<name>_value`` (float holding an integer, NaN when
@@ -133,9 +177,16 @@ def finalize_labels(
     max_input_bytes = np.asarray(max_input_bytes, float)
     out: dict[str, np.ndarray] = {}
 
-    ram = np.ceil(np.asarray(ram_kb, float) * params.ram_margin / 1024.0)
-    ram = np.where(np.isnan(ram), np.nan, np.maximum(ram, params.min_ramcount))
-    out["ramcount"], out["ramcount_value"] = ram, ram
+    n = len(max_cpu_s)
+    ramunit = np.full(n, RAM_PER_CORE_UNIT, object) if ramunit is None else ramunit
+    per_core = np.asarray(ramunit, dtype=object) == RAM_PER_CORE_UNIT
+    # PanDA: memVal * (100 + margin) // 100, / 1024, int(): rounds down (to zero).
+    percent = round(params.ram_margin * 100)
+    ram = np.trunc(np.floor_divide(np.asarray(ram_kb, float) * percent, 100) / 1024.0)
+    ram = np.where(ram < 0, 1.0, ram)
+    ram = np.where(params.min_ramcount > ram, float(params.min_ramcount), ram)
+    out["ramcount_value"] = ram
+    out["ramcount"] = np.where(per_core, ram, np.nan)
 
     cpu = np.asarray(cpu_per_event, float) * params.cpu_margin
     cpu_value, milli = cputime_to_panda(cpu, params.milli_threshold)
@@ -158,6 +209,11 @@ def finalize_labels(
         units = np.full(len(known), None, dtype=object)
         units[known] = LABEL_UNITS[name]
         out[f"{name}_unit"] = units
+    out["ramcount_unit"][~per_core & ~np.isnan(ram)] = RAM_TOTAL_UNIT
+    if cputimeunit is not None:
+        # PanDA writes HS06sPerEvent only over a unit the task had (or mHS06s...).
+        given = pd.notna(np.asarray(cputimeunit, dtype=object))
+        out["cputime_unit"][~given] = None
     out["cputime_unit"][milli & ~np.isnan(cpu)] = MILLI_CPUTIME_UNIT
     return out
 
@@ -231,6 +287,20 @@ def _require(frame: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
         )
 
 
+def _required(columns: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(c for c in columns if c not in OPTIONAL_COLUMNS)
+
+
+def _with_optional(frame: pd.DataFrame, columns: tuple[str, ...]) -> pd.DataFrame:
+    """Return ``frame`` with the absent optional ones of ``columns`` filled in."""
+    absent = {
+        name: value
+        for name, value in OPTIONAL_COLUMNS.items()
+        if name in columns and name not in frame.columns
+    }
+    return frame.assign(**absent) if absent else frame
+
+
 def labels_frame(
     jobs: pd.DataFrame, tasks: pd.DataFrame, params: LabelParams = DEFAULT_LABEL_PARAMS
 ) -> pd.DataFrame:
@@ -252,8 +322,10 @@ def labels_frame(
     ``<name>_value`` (nullable Int64) and ``<name>_unit``, ``n_scouts`` and
     ``labels_known_at`` (max ENDTIME of the task's scouts: when PanDA knew them).
     """
-    _require(jobs, JOB_COLUMNS, "jobs")
-    _require(tasks, TASK_COLUMNS, "tasks")
+    _require(jobs, _required(JOB_COLUMNS), "jobs")
+    _require(tasks, _required(TASK_COLUMNS), "tasks")
+    jobs = _with_optional(jobs, (*JOB_COLUMNS, *INPUT_COLUMNS))
+    tasks = _with_optional(tasks, TASK_COLUMNS)
     tasks = tasks.drop_duplicates("jeditaskid")
     task_ids = pd.Index(tasks["jeditaskid"].to_numpy(dtype=np.int64))
     n_tasks = len(task_ids)
@@ -271,9 +343,10 @@ def labels_frame(
     def per_job(values: np.ndarray) -> np.ndarray:
         return values[codes]
 
-    task_cores = per_job(_numeric(tasks, "corecount"))
-    cores = _numeric(jobs, "corecount")
-    cores = np.where(cores > 0, cores, np.where(task_cores > 0, task_cores, 1.0))
+    # JobUtils.getCoreCount: ACTUALCORECOUNT, then the job's CORECOUNT, then 1.
+    actual, cores = _numeric(jobs, "actualcorecount"), _numeric(jobs, "corecount")
+    cores = np.where(actual > 0, actual, np.where(cores > 0, cores, 1.0))
+    ramunit = tasks["ramunit"].to_numpy(dtype=object)
     base_ram_kb = np.nan_to_num(per_job(_numeric(tasks, "baseramcount"))) * 1024.0
     efficiency = per_job(_numeric(tasks, "cpuefficiency"))
     efficiency = np.where(
@@ -287,9 +360,21 @@ def labels_frame(
     exec_s = (end - start).dt.total_seconds().to_numpy(dtype=float, na_value=np.nan)
     ran = exec_s > 0
 
-    ram_kb = (_numeric(jobs, "maxpss") - base_ram_kb) / cores
+    pss = _numeric(jobs, "maxpss")
+    job_unit = ramunit[codes]
+    ram_kb = np.where(
+        job_unit == RAM_PER_CORE_UNIT, np.ceil((pss - base_ram_kb) / cores), pss
+    )
+    ram_kb = np.where((pss > 0) & (job_unit != RAM_FIXED_UNIT), ram_kb, np.nan)
 
-    in_bytes = _numeric(jobs, "inputfilebytes")
+    # The master input's files where JEDI_DATASET_CONTENTS has them, else the job's.
+    input_mb, master_events, pseudo = (_numeric(jobs, c) for c in INPUT_COLUMNS)
+    in_bytes = np.where(
+        np.isnan(input_mb),
+        _numeric(jobs, "inputfilebytes"),
+        input_mb * BYTES_PER_INPUT_MB,
+    )
+    events = np.where(np.isnan(master_events), _numeric(jobs, "nevents"), master_events)
     total_bytes = np.nan_to_num(in_bytes) + np.nan_to_num(
         _numeric(jobs, "outputfilebytes")
     )
@@ -299,12 +384,12 @@ def labels_frame(
         power = np.where(
             hs06sec > 0, hs06sec / (exec_s * cores), params.default_core_power
         )
-        events = _numeric(jobs, "nevents")
         usable = (
             ran
             & (events > 0)
             & (
-                (events >= params.cpu_min_events_per_core * cores)
+                (pseudo > 0)
+                | (events >= params.cpu_min_events_per_core * cores)
                 | (exec_s > params.cpu_long_job_s)
             )
         )
@@ -320,6 +405,8 @@ def labels_frame(
         max_cpu_s=_group_max(codes, _numeric(jobs, "cpuconsumptiontime"), n_tasks),
         max_input_bytes=_group_max(codes, in_bytes, n_tasks),
         params=params,
+        ramunit=ramunit,
+        cputimeunit=tasks["cputimeunit"].to_numpy(dtype=object),
     )
     known_at = pd.Series(end.to_numpy()).groupby(codes).max()
     return assemble_frame(
@@ -394,6 +481,8 @@ AGGREGATE_COLUMNS = (
     "max_input_bytes",
     "n_scouts",
     "labels_known_at",
+    "ramunit",
+    "cputimeunit",
 )
 
 
@@ -419,6 +508,8 @@ def labels_from_aggregates(
         max_cpu_s=column("max_cpu_s"),
         max_input_bytes=column("max_input_bytes"),
         params=params,
+        ramunit=aggregates["ramunit"].to_numpy(dtype=object),
+        cputimeunit=aggregates["cputimeunit"].to_numpy(dtype=object),
     )
     return assemble_frame(
         aggregates["jeditaskid"].to_numpy(dtype=np.int64),

@@ -112,7 +112,10 @@ def dialect_of(bind: Engine | Connection) -> str:
 
 def get_panda_tables(settings: Settings, bind: Engine | Connection) -> PandaTables:
     """Return PanDA's Table objects in the schema configured for ``bind``'s dialect."""
-    return panda_tables(settings.schema_for(dialect_of(bind)))
+    dialect = dialect_of(bind)
+    return panda_tables(
+        settings.schema_for(dialect), settings.archive_schema_for(dialect)
+    )
 
 
 def get_plugin_tables(settings: Settings, bind: Engine | Connection) -> PluginTables:

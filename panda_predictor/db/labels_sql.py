@@ -3,7 +3,7 @@
 On PostgreSQL and Oracle the expensive part (filtering millions of JOBSARCHIVED4 rows
 to the finished scouts, the per-job formulas, ``percentile_cont(...) WITHIN GROUP``
 and the maxima per JEDITASKID) runs in the database; only one row per task comes back.
-The last per-task step (margins, rounding up, the mHS06sPerEvent switch) reuses
+The last per-task step (margins, rounding, the units) reuses
 :func:`panda_predictor.core.labels.finalize_labels`, so SQL and Python labels round
 identically. SQLite has no ``percentile_cont``: there :func:`labels_from_db` raises
 :class:`LabelsSqlUnsupported`; use :func:`panda_predictor.core.labels.labels_frame` on
@@ -25,10 +25,16 @@ from tqdm import tqdm
 
 from panda_predictor.core.labels import (
     AGGREGATE_COLUMNS,
+    BYTES_PER_INPUT_MB,
     DEFAULT_LABEL_PARAMS,
+    JOB_COLUMNS,
+    RAM_FIXED_UNIT,
+    RAM_PER_CORE_UNIT,
     LabelParams,
     labels_from_aggregates,
 )
+from panda_predictor.db.job_archive import archive_exists, job_rows
+from panda_predictor.db.job_inputs import contents_exist, inputs_per_job, with_inputs
 from panda_predictor.db.tables import PandaTables
 
 log = logging.getLogger(__name__)
@@ -67,6 +73,8 @@ def label_aggregates_query(
     by_range: bool = False,
     since: datetime | None = None,
     until: datetime | None = None,
+    with_archive: bool = False,
+    with_contents: bool = False,
 ) -> sa.Select:
     """Build the per-task aggregation over finished scouts for the task ids bound later.
 
@@ -74,7 +82,8 @@ def label_aggregates_query(
     ``by_range``, the bounds ``low`` and ``high`` of a JEDITASKID range) and returns,
     per task in it (tasks without scouts included, with NULLs): ``jeditaskid``,
     ``ram_kb`` and ``cpu_per_event`` (the percentiles), ``io_kb_per_s``,
-    ``max_cpu_s``, ``max_input_bytes``, ``n_scouts`` and ``labels_known_at``.
+    ``max_cpu_s``, ``max_input_bytes``, ``n_scouts``, ``labels_known_at`` and the
+    task's ``ramunit`` and ``cputimeunit``.
 
     Parameters
     ----------
@@ -92,6 +101,12 @@ def label_aggregates_query(
         Only tasks created in ``[since, until)``. ``since`` also bounds the jobs'
         ENDTIME (a job ends after its task was created), which prunes
         JOBSARCHIVED4's day partitions.
+    with_archive:
+        Read the jobs from JOBSARCHIVED4 UNION JOBSARCHIVED, PanDA's archive, as
+        ``getScoutJobData_JEDI`` does (:mod:`panda_predictor.db.job_archive`).
+    with_contents:
+        Take a job's events and master input size from its files in
+        JEDI_DATASET_CONTENTS where it has some (:mod:`panda_predictor.db.job_inputs`).
     """
     if dialect not in SUPPORTED_DIALECTS:
         raise LabelsSqlUnsupported(
@@ -100,7 +115,7 @@ def label_aggregates_query(
             "panda_predictor.core.labels.labels_frame on the rows read by "
             "panda_predictor.db.reader.iter_history instead."
         )
-    j, t = tables.jobsarchived4, tables.jedi_tasks
+    t = tables.jedi_tasks
     window = [
         *([t.c.creationdate >= since] if since is not None else []),
         *([t.c.creationdate < until] if until is not None else []),
@@ -111,10 +126,28 @@ def label_aggregates_query(
             return column.between(sa.bindparam("low"), sa.bindparam("high"))
         return column.in_(sa.bindparam("task_ids", expanding=True))
 
+    # The task ids, the status and the time bound inside each branch of the UNION.
+    j = job_rows(
+        tables,
+        with_archive,
+        lambda table: [
+            chosen(table.c.jeditaskid),
+            table.c.jobstatus == params.finished_status,
+            *([table.c.endtime >= since] if since is not None else []),
+        ],
+        columns=("pandaid", *JOB_COLUMNS),
+    )
+    inputs = (
+        inputs_per_job(tables, dialect, lambda table: [chosen(table.c.jeditaskid)])
+        if with_contents
+        else None
+    )
+    j = with_inputs(j, inputs).subquery("jobs_with_inputs")
+    # JobUtils.getCoreCount: ACTUALCORECOUNT, then the job's CORECOUNT, then 1.
     cores = _double(
         sa.case(
+            (j.c.actualcorecount > 0, j.c.actualcorecount),
             (j.c.corecount > 0, j.c.corecount),
-            (t.c.corecount > 0, t.c.corecount),
             else_=1,
         )
     )
@@ -126,7 +159,11 @@ def label_aggregates_query(
     base_wall = _double(
         sa.func.coalesce(t.c.basewalltime, params.default_base_walltime)
     )
-    events = _double(j.c.nevents)
+    # The master input's files (JEDI_DATASET_CONTENTS) where known, else the job's.
+    events = _double(sa.func.coalesce(j.c.master_nevents, j.c.nevents))
+    job_input = sa.func.coalesce(
+        _double(j.c.master_input_mb) * BYTES_PER_INPUT_MB, _double(j.c.inputfilebytes)
+    )
     power = sa.case(
         (sa.and_(j.c.hs06sec > 0, exec_s > 0), _double(j.c.hs06sec) / (exec_s * cores)),
         else_=sa.literal(params.default_core_power, _DOUBLE),
@@ -135,22 +172,37 @@ def label_aggregates_query(
         exec_s > 0,
         events > 0,
         sa.or_(
+            sa.func.coalesce(j.c.pseudo_input, 0) > 0,
             events >= params.cpu_min_events_per_core * cores,
             exec_s > params.cpu_long_job_s,
         ),
     )
     busy = sa.func.greatest(exec_s - base_wall, sa.literal(0.0, _DOUBLE))
-    in_bytes = _double(sa.func.coalesce(j.c.inputfilebytes, 0))
+    in_bytes = sa.func.coalesce(job_input, sa.literal(0.0, _DOUBLE))
     out_bytes = _double(sa.func.coalesce(j.c.outputfilebytes, 0))
     handling = (
         sa.literal(",")
         .concat(sa.func.replace(j.c.specialhandling, " ", ""))
         .concat(",")
     )
+    pss = _double(j.c.maxpss)
+    ram_kb = sa.case(
+        (
+            sa.and_(j.c.maxpss > 0, t.c.ramunit == RAM_PER_CORE_UNIT),
+            _double(sa.func.ceil((pss - base_ram_kb) / cores)),
+        ),
+        (
+            sa.and_(
+                j.c.maxpss > 0,
+                sa.or_(t.c.ramunit.is_(None), t.c.ramunit != RAM_FIXED_UNIT),
+            ),
+            pss,
+        ),
+    )
     scouts = (
         sa.select(
             j.c.jeditaskid,
-            ((_double(j.c.maxpss) - base_ram_kb) / cores).label("ram_kb"),
+            ram_kb.label("ram_kb"),
             sa.case((usable, busy * power * cores * efficiency / 100.0 / events)).label(
                 "cpu_per_event"
             ),
@@ -158,17 +210,14 @@ def label_aggregates_query(
                 (exec_s > 0, (in_bytes + out_bytes) / 1024.0 / exec_s / cores)
             ).label("io_kb_per_s"),
             _double(j.c.cpuconsumptiontime).label("cpu_s"),
-            _double(j.c.inputfilebytes).label("input_bytes"),
+            job_input.label("input_bytes"),
             j.c.endtime,
         )
         .select_from(j.join(t, j.c.jeditaskid == t.c.jeditaskid))
         .where(
-            chosen(j.c.jeditaskid),
             chosen(t.c.jeditaskid),
-            j.c.jobstatus == params.finished_status,
             handling.like(f"%,{params.scout_flag},%"),
             *window,
-            *([j.c.endtime >= since] if since is not None else []),
         )
         .subquery("scouts")
     )
@@ -200,6 +249,8 @@ def label_aggregates_query(
             per_task.c.max_input_bytes,
             sa.func.coalesce(per_task.c.n_scouts, 0).label("n_scouts"),
             per_task.c.labels_known_at,
+            t.c.ramunit,
+            t.c.cputimeunit,
         )
         .select_from(t.outerjoin(per_task, per_task.c.jeditaskid == t.c.jeditaskid))
         .where(chosen(t.c.jeditaskid), *window)
@@ -229,7 +280,13 @@ def labels_from_db(
     params:
         Constants of the formulas.
     """
-    query = label_aggregates_query(tables, bind.dialect.name, params)
+    query = label_aggregates_query(
+        tables,
+        bind.dialect.name,
+        params,
+        with_archive=archive_exists(bind, tables),
+        with_contents=contents_exist(bind, tables),
+    )
     ids = sorted({int(i) for i in task_ids})
     parts = [pd.DataFrame(columns=list(AGGREGATE_COLUMNS))]
     with bind.connect() if isinstance(bind, Engine) else nullcontext(bind) as conn:
@@ -279,7 +336,14 @@ def labels_by_range(
         Show a progress bar (tasks per second) on stderr.
     """
     query = label_aggregates_query(
-        tables, bind.dialect.name, params, by_range=True, since=since, until=until
+        tables,
+        bind.dialect.name,
+        params,
+        by_range=True,
+        since=since,
+        until=until,
+        with_archive=archive_exists(bind, tables),
+        with_contents=contents_exist(bind, tables),
     )
     t = tables.jedi_tasks
     period = [

@@ -48,6 +48,9 @@ DIALECTS = ("sqlite", "postgresql", "oracle")
 _PATCH_NAME = re.compile(r"^(\d{4})_(\w+)\.sql$")
 _STATEMENT_END = re.compile(r";[ \t]*$", re.MULTILINE)
 
+#: PanDA tables read where they exist (the job archive, in a schema of its own, and
+#: the dataset files: without them the labels take a job's own NEVENTS and bytes).
+OPTIONAL_PANDA_TABLES = ("jobsarchived", "jedi_dataset_contents")
 #: PanDA columns the plugin writes; the rest it only reads.
 WRITTEN_COLUMNS = {
     "jedi_tasks": (
@@ -323,7 +326,8 @@ def check_panda_columns(engine: Engine, settings: Settings) -> list[str]:
         for table in get_panda_tables(settings, conn).__dict__.values():
             label = f"{table.schema}.{table.name}" if table.schema else table.name
             if not inspector.has_table(table.name, schema=table.schema):
-                problems.append(f"table {label} is missing")
+                if table.name not in OPTIONAL_PANDA_TABLES:
+                    problems.append(f"table {label} is missing")
                 continue
             found = {
                 col["name"].lower(): col["type"]

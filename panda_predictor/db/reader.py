@@ -22,6 +22,8 @@ from panda_predictor.db.engine import (
     get_plugin_tables,
     translate_errors,
 )
+from panda_predictor.db.job_archive import archive_exists, job_rows
+from panda_predictor.db.job_inputs import contents_exist, inputs_per_job, with_inputs
 from panda_predictor.db.tables import PandaTables
 from panda_predictor.settings import Settings
 
@@ -261,6 +263,10 @@ def iter_history(
     if until is not None:
         period.append(t.c.creationdate < until)
     task_keys = [*t.c.keys(), *AGGREGATE_COLUMNS]
+    dialect = dialect_of(engine)
+    with translate_errors(engine):
+        with_archive = with_jobs and archive_exists(engine, tables)
+        with_contents = with_jobs and contents_exist(engine, tables)
     last_id: int | None = None
     while True:
         page = (
@@ -285,10 +291,19 @@ def iter_history(
                 tasks_query = tasks_query.where(*period)
             tasks = _frame(conn.execute(tasks_query).all(), task_keys, t)
             chosen = sa.select(t.c.jeditaskid).where(in_range(t.c.jeditaskid), *period)
+
+            def picked(table: sa.Table, chosen: Any = chosen) -> list[Any]:
+                return [in_range(table.c.jeditaskid), table.c.jeditaskid.in_(chosen)]
+
+            def picked_files(table: sa.Table) -> list[Any]:
+                return [in_range(table.c.jeditaskid)]
+
+            rows = job_rows(tables, with_archive, picked)
+            inputs = (
+                inputs_per_job(tables, dialect, picked_files) if with_contents else None
+            )
             jobs_query = _tag(
-                sa.select(*j.c)
-                .where(in_range(j.c.jeditaskid), j.c.jeditaskid.in_(chosen))
-                .order_by(j.c.jeditaskid, j.c.pandaid),
+                with_inputs(rows, inputs).order_by(rows.c.jeditaskid, rows.c.pandaid),
                 "reader.iter_history",
             )
             if with_jobs:
@@ -366,16 +381,24 @@ def iter_task_history(
     tables = get_panda_tables(settings, bind)
     t, j = tables.jedi_tasks, tables.jobsarchived4
     task_keys = [*t.c.keys(), *AGGREGATE_COLUMNS]
+    dialect = dialect_of(bind)
+    with translate_errors(bind):
+        with_archive = archive_exists(bind, tables)
+        with_contents = contents_exist(bind, tables)
     for chunk in _chunks(ids, min(chunk_size, _IN_LIST_LIMIT)):
         with translate_errors(bind), _connection(bind) as conn:
             tasks_query = _task_query(
                 tables, lambda col, c=chunk: col.in_(c), "reader.iter_task_history"
             )
             tasks = _frame(conn.execute(tasks_query).all(), task_keys, t)
+
+            def picked(table: sa.Table, chunk: Sequence[int] = chunk) -> list[Any]:
+                return [table.c.jeditaskid.in_(chunk)]
+
+            rows = job_rows(tables, with_archive, picked)
+            inputs = inputs_per_job(tables, dialect, picked) if with_contents else None
             jobs_query = _tag(
-                sa.select(*j.c)
-                .where(j.c.jeditaskid.in_(chunk))
-                .order_by(j.c.jeditaskid, j.c.pandaid),
+                with_inputs(rows, inputs).order_by(rows.c.jeditaskid, rows.c.pandaid),
                 "reader.iter_task_history",
             )
             result = conn.execute(jobs_query)

@@ -35,6 +35,10 @@ class PandaTables:
     jedi_tasks: Table
     jedi_datasets: Table
     jobsarchived4: Table
+    #: PanDA's job archive (ATLAS_PANDAARCH.JOBSARCHIVED); it may not exist.
+    jobsarchived: Table
+    #: The files of the datasets, with the job that used each (the columns read).
+    jedi_dataset_contents: Table
 
 
 @dataclass(frozen=True)
@@ -45,9 +49,20 @@ class PluginTables:
     schema_version: Table
 
 
+#: ``archive_schema`` of :func:`panda_tables` meaning "the schema of the others".
+SAME_SCHEMA = "<same>"
+
+
 @lru_cache(maxsize=8)
-def panda_tables(schema: str | None) -> PandaTables:
-    """Describe PanDA's JEDI_TASKS, JEDI_DATASETS and JOBSARCHIVED4 in ``schema``."""
+def panda_tables(
+    schema: str | None, archive_schema: str | None = SAME_SCHEMA
+) -> PandaTables:
+    """Describe PanDA's JEDI_TASKS, JEDI_DATASETS, JOBSARCHIVED4 and the files of
+    the datasets (JEDI_DATASET_CONTENTS) in ``schema``.
+
+    The job archive JOBSARCHIVED (same columns as JOBSARCHIVED4, plus
+    MODIFICATIONTIME) is described in ``archive_schema``.
+    """
     md = MetaData(schema=schema)
     jedi_tasks = Table(
         "jedi_tasks",
@@ -134,7 +149,32 @@ def panda_tables(schema: str | None) -> PandaTables:
         Column("maxwalltime", BigInteger),
         Column("jobmetrics", String(500)),
     )
-    return PandaTables(jedi_tasks, jedi_datasets, jobsarchived4)
+    archive = MetaData(
+        schema=schema if archive_schema == SAME_SCHEMA else archive_schema
+    )
+    jobsarchived = Table(
+        "jobsarchived",
+        archive,
+        *(column._copy() for column in jobsarchived4.columns),
+        Column("modificationtime", DateTime),
+    )
+    jedi_dataset_contents = Table(
+        "jedi_dataset_contents",
+        md,
+        Column("jeditaskid", BigInteger, primary_key=True, autoincrement=False),
+        Column("datasetid", BigInteger, primary_key=True, autoincrement=False),
+        Column("fileid", BigInteger, primary_key=True, autoincrement=False),
+        Column("type", String(20)),
+        Column("status", String(64)),
+        Column("fsize", BigInteger),
+        Column("nevents", BigInteger),
+        Column("startevent", BigInteger),
+        Column("endevent", BigInteger),
+        Column("pandaid", BigInteger),
+    )
+    return PandaTables(
+        jedi_tasks, jedi_datasets, jobsarchived4, jobsarchived, jedi_dataset_contents
+    )
 
 
 def _per_target_columns() -> list[Column]:

@@ -1,4 +1,7 @@
-"""Export JEDI_TASKS, JEDI_DATASETS and JOBSARCHIVED4 to Parquet, a month at a time.
+"""Export JEDI_TASKS, JEDI_DATASETS, JOBSARCHIVED4 (and more) to Parquet, by month.
+
+Also PanDA's job archive JOBSARCHIVED and the dataset files JEDI_DATASET_CONTENTS,
+where those tables exist.
 
 Each table is cut by a time column: JEDI_TASKS by CREATIONDATE, JOBSARCHIVED4 by
 ENDTIME (as PanDA partitions it by day), JEDI_DATASETS by its task's CREATIONDATE
@@ -36,6 +39,8 @@ from panda_predictor.db.engine import (
     make_engine,
     translate_errors,
 )
+from panda_predictor.db.job_archive import archive_exists
+from panda_predictor.db.job_inputs import contents_exist
 from panda_predictor.settings import Settings
 from pipelines.export.layout import Manifest, Month, months_between, part_path
 
@@ -43,6 +48,10 @@ log = logging.getLogger(__name__)
 
 #: Tables in export order, by their folder name.
 TABLES = ("jedi_tasks", "jedi_datasets", "jobsarchived4")
+#: PanDA's job archive, exported (cut by ENDTIME) where the table exists.
+ARCHIVE = "jobsarchived"
+#: The dataset files, exported (cut by the task's CREATIONDATE) where they exist.
+CONTENTS = "jedi_dataset_contents"
 DEFAULT_BATCH_ROWS = 50_000
 
 
@@ -88,7 +97,7 @@ class _Cut:
 def _cuts(settings: Settings, bind: Engine | Connection) -> dict[str, _Cut]:
     tables = get_panda_tables(settings, bind)
     t, d, j = tables.jedi_tasks, tables.jedi_datasets, tables.jobsarchived4
-    return {
+    cuts = {
         "jedi_tasks": _Cut(t, sa.select(*t.c), t.c.creationdate),
         "jedi_datasets": _Cut(
             d,
@@ -97,6 +106,17 @@ def _cuts(settings: Settings, bind: Engine | Connection) -> dict[str, _Cut]:
         ),
         "jobsarchived4": _Cut(j, sa.select(*j.c), j.c.endtime),
     }
+    if archive_exists(bind, tables):
+        a = tables.jobsarchived
+        cuts[ARCHIVE] = _Cut(a, sa.select(*a.c), a.c.endtime)
+    if contents_exist(bind, tables):
+        f = tables.jedi_dataset_contents
+        cuts[CONTENTS] = _Cut(
+            f,
+            sa.select(*f.c).join_from(f, t, f.c.jeditaskid == t.c.jeditaskid),
+            t.c.creationdate,
+        )
+    return cuts
 
 
 def _in_month(cut: _Cut, month: Month) -> Any:
@@ -231,7 +251,7 @@ def _export_all(
         else {}
     )
     with tqdm(desc="export", unit="row", disable=not progress) as bar:
-        for name in TABLES:
+        for name in cuts:
             todo = [m for m in spans[name] if not manifest.is_final(name, m)]
             summary.skipped[name] = len(spans[name]) - len(todo)
             summary.written[name], summary.rows[name] = 0, 0
