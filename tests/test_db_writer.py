@@ -14,7 +14,14 @@ from test_db_support import (
 )
 
 from panda_predictor.core.task_prediction import TargetPrediction
-from panda_predictor.db.writer import MOVED_BY_JEDI, panda_value, write_predictions
+from panda_predictor.db.writer import (
+    CPUTIME_NOT_FIXED,
+    DISK_COUNTS_LEFT,
+    MOVED_BY_JEDI,
+    database_value,
+    panda_value,
+    write_predictions,
+)
 
 
 def test_applied_prediction_is_written_and_audited(db, settings):
@@ -30,7 +37,12 @@ def test_applied_prediction_is_written_and_audited(db, settings):
     assert (row["iointensity"], row["iointensityunit"]) == (500, "kBPerS")
     assert (row["walltime"], row["walltimeunit"]) == (100, "kSI2kseconds")
     audit = audit_rows(db, settings)[1]
-    assert audit["decision"] == "applied" and audit["reason"] == "confident"
+    assert audit["decision"] == "applied"
+    # 8 cores, 3000 MBPerCore: MCORE_HIMEM by PanDA's rule (0003 seeds the types).
+    assert audit["reason"] == (
+        f"confident; resource_type=MCORE_HIMEM; {DISK_COUNTS_LEFT}"
+    )
+    assert row["resource_type"] == "MCORE_HIMEM"
     assert audit["model_name"] == "panda-predictor" and audit["model_version"] == "3"
     assert audit["ramcount_class"] == 2 and audit["ramcount_value"] == 3000
     assert audit["ramcount_confidence"] == pytest.approx(0.9)
@@ -40,17 +52,43 @@ def test_applied_prediction_is_written_and_audited(db, settings):
     assert audit["host"]
 
 
-def test_small_cputime_is_stored_in_milli_units_and_fixed_units(db, settings):
+def test_database_path_writes_plain_cputime_and_fixes_only_ramcount(db, settings):
     add_task(db, settings, 1, splitrule="US=2")
 
     write_predictions(db, settings, [make_prediction(1, cputime=3)], fixed_units=True)
 
     row = task_row(db, settings, 1)
     assert row["splitrule"] is None
-    assert (row["cputime"], row["cputimeunit"]) == (3000, "mHS06sPerEventFixed")
+    # Never mHS06sPerEvent nor ...Fixed on this path (PanDA reads cpuTimeUnit from
+    # the task parameters): 3 HS06sPerEvent as is, rounded up.
+    assert (row["cputime"], row["cputimeunit"]) == (3, "HS06sPerEvent")
     assert row["ramunit"] == "MBPerCoreFixed"
     assert row["iointensityunit"] == "kBPerS"
-    assert audit_rows(db, settings)[1]["cputime_unit"] == "mHS06sPerEventFixed"
+    audit = audit_rows(db, settings)[1]
+    assert (audit["cputime_value"], audit["cputime_unit"]) == (3, "HS06sPerEvent")
+    assert audit["ramcount_unit"] == "MBPerCoreFixed"
+    assert CPUTIME_NOT_FIXED in audit["reason"]
+
+
+@pytest.mark.parametrize(
+    ("cputime", "expected"),
+    [
+        pytest.param(0.3, (1, "HS06sPerEvent"), id="below-one"),
+        pytest.param(4.2, (5, "HS06sPerEvent"), id="below-ten"),
+        pytest.param(25.0, (25, "HS06sPerEvent"), id="plain"),
+    ],
+)
+def test_database_value_never_uses_the_milli_unit(cputime, expected):
+    target = make_prediction(1, cputime=cputime).targets["cputime"]
+
+    assert database_value(target) == expected
+    assert database_value(target, fixed_units=True) == expected
+
+
+def test_fixed_units_is_off_by_default(tmp_path):
+    from panda_predictor.settings import load_settings
+
+    assert load_settings(home=tmp_path).fixed_units is False
 
 
 @pytest.mark.parametrize(

@@ -60,7 +60,9 @@ WRITTEN_COLUMNS = {
         "iointensityunit",
         "walltime",
         "walltimeunit",
-    )
+        "resource_type",
+    ),
+    "jedi_datasets": ("nfilestobeused", "modificationtime"),
 }
 
 

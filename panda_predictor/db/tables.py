@@ -104,6 +104,12 @@ def panda_tables(schema: str | None) -> PandaTables:
         Column("status", String(20)),
         Column("nfiles", BigInteger),
         Column("nevents", BigInteger),
+        # JEDI caps the master's nFilesToBeUsed at the scout chunks (writer lifts it).
+        Column("nfilestobeused", BigInteger),
+        Column("nfilesused", BigInteger),
+        # NOT NULL in PanDA's DDL: the simulator fills them.
+        Column("creationtime", DateTime),
+        Column("modificationtime", DateTime),
     )
     jobsarchived4 = Table(
         "jobsarchived4",
@@ -121,6 +127,7 @@ def panda_tables(schema: str | None) -> PandaTables:
         Column("nevents", BigInteger),
         Column("starttime", DateTime),
         Column("endtime", DateTime),
+        Column("modificationtime", DateTime),  # NOT NULL in PanDA's DDL
         Column("cpuconsumptiontime", Numeric(20)),
         Column("maxpss", BigInteger),
         Column("maxrss", BigInteger),

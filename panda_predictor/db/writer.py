@@ -45,6 +45,7 @@ from panda_predictor.core.requested_values import (
     preset_note,
     requested_values,
 )
+from panda_predictor.core.resource_type import ResourceType, resource_type_of
 from panda_predictor.core.rollout import HELD_BACK, SHADOW
 from panda_predictor.core.splitrule import (
     SplitRuleEditError,
@@ -62,7 +63,8 @@ from panda_predictor.db.engine import (
     get_plugin_tables,
     translate_errors,
 )
-from panda_predictor.db.reader import ELIGIBLE_STATUSES
+from panda_predictor.db.reader import ELIGIBLE_STATUSES, INPUT_TYPES
+from panda_predictor.db.resource_types import read_resource_types
 from panda_predictor.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -75,6 +77,19 @@ ERROR = "error"
 LOCKED_BY_JEDI = "locked by JEDI"
 #: Start of the reason of a task whose SPLITRULE the plugin cannot edit safely.
 MALFORMED_SPLITRULE = "malformed_splitrule"
+#: The status at which JEDI has capped the master dataset at the scout chunks.
+READY = "ready"
+#: Audit note of a written ``ready`` task: the cap lifted as JEDI's scouting branch.
+SCOUT_CAP_LIFTED = "scout cap lifted (master nFilesToBeUsed=nFiles)"
+#: Audit note of every written task: the disk columns are left to PanDA.
+DISK_COUNTS_LEFT = (
+    "outDiskCount/workDiskCount left to PanDA's re-measurement (not predicted)"
+)
+#: Audit note of a written task when ``fixed_units`` is on: cputime is not fixed.
+CPUTIME_NOT_FIXED = (
+    "cputime written as HS06sPerEvent, not Fixed: PanDA reads the Fixed unit "
+    "from the task parameters"
+)
 
 
 @dataclass
@@ -138,6 +153,24 @@ def panda_value(
     return prediction_to_panda(prediction, fixed_units)
 
 
+def database_value(
+    prediction: TargetPrediction, fixed_units: bool = False
+) -> tuple[int, str]:
+    """Return the value and unit this writer puts into JEDI_TASKS for a target.
+
+    PanDA's re-measurement (``getScoutJobData_JEDI``, run after 5 and 100 jobs)
+    takes the previous cpuTimeUnit from the task *parameters*, not from JEDI_TASKS:
+    a ``...Fixed`` cputime written here is ignored, and a later measurement of 10
+    or more left under a written ``mHS06sPerEvent`` would be read 1000x too small
+    (PanDA rewrites the unit to HS06sPerEvent only when the parameters carry one).
+    So cputime goes in plain ``HS06sPerEvent``, rounded up, never Fixed; ramcount
+    (whose Fixed unit PanDA reads from JEDI_TASKS) follows ``fixed_units``.
+    """
+    if prediction.target == "cputime":
+        return prediction_to_panda(prediction, fixed=False, milli=False)
+    return prediction_to_panda(prediction, fixed_units)
+
+
 def _proba_json(probabilities: tuple[float, ...]) -> str:
     """Return the class probabilities as compact JSON (4 decimals, no spaces)."""
     return json.dumps(
@@ -163,6 +196,7 @@ def _audit_row(
     fixed_units: bool,
     host: str,
     now: datetime,
+    convert: Any = panda_value,
 ) -> dict[str, Any]:
     row: dict[str, Any] = {
         "jeditaskid": prediction.jeditaskid,
@@ -175,7 +209,7 @@ def _audit_row(
         "host": host,
     }
     for name, target in prediction.targets.items():
-        value, unit = panda_value(target, fixed_units)
+        value, unit = convert(target, fixed_units)
         row.update(
             {
                 f"{name}_class": target.class_index,
@@ -201,13 +235,16 @@ def _plan_update(
     prediction: TaskPrediction,
     options: _Options,
     row: Any = None,
+    types: list[ResourceType] | None = None,
 ) -> _Planned | str:
     """Return the JEDI_TASKS values to write for an applied task, or why not.
 
     ``row`` is the task's status, SPLITRULE, LOCKEDBY and preset values as read
     (row-locked on PostgreSQL/Oracle) earlier in this transaction; None when the
-    task was not found. The values include the new SPLITRULE (scout rule removed);
-    the note says which preset values ``never_below_preset`` kept, for the audit.
+    task was not found; ``types`` PanDA's RESOURCE_TYPES (None: no such table).
+    The values include the new SPLITRULE (scout rule removed) and, after a
+    ramcount, the resource type; the note (for the audit) says what else was done
+    or kept: presets ``never_below_preset`` kept, the resource type, the scout cap.
     """
     task_id = prediction.jeditaskid
     if row is None:
@@ -223,7 +260,11 @@ def _plan_update(
     # The requester's values stay where PanDA's scouts would keep them.
     requested = requested_values(dict(row._mapping), COLUMN_KEYS)
     plan = plan_write(
-        prediction, requested, options.fixed_units, options.never_below_preset
+        prediction,
+        requested,
+        options.fixed_units,
+        options.never_below_preset,
+        convert=database_value,
     )
     if plan.far is not None:
         return plan.far
@@ -231,7 +272,35 @@ def _plan_update(
         spec = TARGETS[name]
         values[spec.value_column], values[spec.unit_column] = stored
     _check_length(tasks, "splitrule", values["splitrule"], task_id)
-    return _Planned(values, preset_note(plan))
+    notes = [note for note in (preset_note(plan),) if note]
+    if "ramcount" in values:
+        notes.append(_reset_resource_type(values, row, types))
+    if row.status == READY:
+        notes.append(SCOUT_CAP_LIFTED)
+    if options.fixed_units and "cputime" in values:
+        notes.append(CPUTIME_NOT_FIXED)
+    notes.append(DISK_COUNTS_LEFT)
+    return _Planned(values, "; ".join(notes))
+
+
+def _reset_resource_type(
+    values: dict[str, Any], row: Any, types: list[ResourceType] | None
+) -> str:
+    """Set ``values['resource_type']`` by PanDA's rule for the new ramCount.
+
+    What ``reset_resource_type_task`` does after JEDI raises a ramCount, in the
+    same UPDATE; without RESOURCE_TYPES rows the column stays. Returns the note.
+    """
+    if types is None:
+        return "resource type not reset: no RESOURCE_TYPES rows"
+    values["resource_type"] = resource_type_of(
+        types,
+        row.corecount,
+        values["ramcount"],
+        row.baseramcount,
+        values.get("ramunit", row.ramunit),
+    )
+    return f"resource_type={values['resource_type']}"
 
 
 class _Planned(NamedTuple):
@@ -335,7 +404,8 @@ def write_predictions(
     fixed_units:
         Write ``MBPerCoreFixed``/``HS06sPerEventFixed`` so JEDI never re-measures.
     """
-    tasks = get_panda_tables(settings, engine).jedi_tasks
+    panda = get_panda_tables(settings, engine)
+    tables = (panda.jedi_tasks, panda.jedi_datasets)
     audit = get_plugin_tables(settings, engine).audit
     dialect = dialect_of(engine)
     options = _Options(
@@ -357,14 +427,10 @@ def write_predictions(
     at = _Position()
     try:
         with transaction:
+            at.text = "the RESOURCE_TYPES table"
+            types = read_resource_types(conn, settings)
             _write_batch(
-                conn,
-                tasks,
-                audit,
-                list(predictions),
-                options,
-                result,
-                at,
+                conn, (*tables, audit), list(predictions), options, types, result, at
             )
     except SQLAlchemyError as exc:
         error = describe_error(exc, conn)
@@ -522,10 +588,10 @@ class _Position:
 
 def _write_batch(
     conn: Connection,
-    tasks: sa.Table,
-    audit: sa.Table,
+    tables: tuple[sa.Table, sa.Table, sa.Table],
     predictions: list[TaskPrediction],
     options: _Options,
+    types: list[ResourceType] | None,
     result: WriteResult,
     at: _Position,
 ) -> None:
@@ -535,8 +601,11 @@ def _write_batch(
     audited, one reads (and on PostgreSQL/Oracle locks, in id order) every task to
     be written, one executemany of conditional UPDATEs per set of written columns
     and one multi-row audit INSERT. A row another transaction locks is skipped,
-    never waited for (:func:`_current_rows`).
+    never waited for (:func:`_current_rows`). ``tables`` are JEDI_TASKS,
+    JEDI_DATASETS and the audit table; a written ``ready`` task's scout cap is
+    lifted in the same transaction (:func:`_lift_scout_caps`).
     """
+    tasks, datasets, audit = tables
     fixed_units, host = options.fixed_units, options.host
     if options.lock_timeout is not None:
         _set_lock_timeout(conn, options.lock_timeout)
@@ -569,7 +638,7 @@ def _write_batch(
         if prediction.decision != "applied" or task_id in busy:
             continue
         at.text = f"jediTaskID={task_id}"
-        plan = _plan_update(tasks, prediction, options, current.get(task_id))
+        plan = _plan_update(tasks, prediction, options, current.get(task_id), types)
         if isinstance(plan, str):
             refusals[task_id] = plan
             continue
@@ -580,6 +649,9 @@ def _write_batch(
     written = _execute_updates(conn, tasks, planned, current)
     for task_id in planned.keys() - written:
         refusals[task_id] = "moved by JEDI during the write-back"
+    capped = sorted(i for i in written if current[i].status == READY)
+    at.text = f"the scout caps of {len(capped)} ready tasks"
+    _lift_scout_caps(conn, datasets, capped)
     now = datetime.now(UTC).replace(tzinfo=None)
     rows: list[dict[str, Any]] = []
     for prediction in predictions:
@@ -594,6 +666,7 @@ def _write_batch(
         if outcome is None:
             continue
         decision, reason, written_now = outcome
+        _check_length(audit, "reason", reason, task_id)  # the prediction's own
         if written_now and task_id in notes:
             # The note is the plugin's own text: cut it rather than lose the row.
             limit = getattr(audit.c.reason.type, "length", None) or 400
@@ -607,6 +680,7 @@ def _write_batch(
             fixed_units,
             host,
             now,
+            database_value,
         )
         for name in ("model_name", "model_version", "reason", "host"):
             _check_length(audit, name, row[name], task_id)
@@ -615,6 +689,30 @@ def _write_batch(
         first, last = rows[0]["jeditaskid"], rows[-1]["jeditaskid"]
         at.text = f"the audit rows of jediTaskID={first}..{last}"
         conn.execute(_tag(sa.insert(audit), "writer.write_predictions"), rows)
+
+
+def _lift_scout_caps(conn: Connection, datasets: sa.Table, ids: list[int]) -> None:
+    """Let the master datasets of written ``ready`` tasks use all their files.
+
+    At ``ready`` JEDI's ``insertFilesForDataset_JEDI`` has capped a scouted task's
+    master dataset (``nFilesToBeUsed``) at the scout chunks, and only the scouting
+    branch of ``prepareTasksToBeFinished_JEDI`` lifts it, by setting
+    ``nFilesToBeUsed=nFiles`` (and ``modificationTime``) on the task's input
+    datasets without a master. A task without scouts never goes through that
+    branch, so the write-back makes the same change in its own transaction.
+    """
+    now = datetime.now(UTC).replace(tzinfo=None)
+    for chunk in _id_chunks(ids):
+        update = (
+            sa.update(datasets)
+            .where(
+                datasets.c.jeditaskid.in_(chunk),
+                datasets.c.type.in_(INPUT_TYPES),
+                datasets.c.masterid.is_(None),
+            )
+            .values(nfilestobeused=datasets.c.nfiles, modificationtime=now)
+        )
+        conn.execute(_tag(update, "writer.write_predictions"))
 
 
 def _audited(conn: Connection, audit: sa.Table, ids: list[int]) -> set[int]:
@@ -643,6 +741,8 @@ def _current_rows(
                 tasks.c.status,
                 tasks.c.splitrule,
                 tasks.c.lockedby,
+                tasks.c.corecount,
+                tasks.c.baseramcount,
                 *(tasks.c[name] for name in _preset_column_names()),
             )
             .where(tasks.c.jeditaskid.in_(chunk))
