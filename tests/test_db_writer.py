@@ -6,6 +6,7 @@ import json
 from dataclasses import replace
 
 import pytest
+import sqlalchemy as sa
 from test_db_support import (
     add_task,
     audit_rows,
@@ -14,10 +15,12 @@ from test_db_support import (
 )
 
 from panda_predictor.core.task_prediction import TargetPrediction
+from panda_predictor.db.engine import get_panda_tables
 from panda_predictor.db.writer import (
     CPUTIME_NOT_FIXED,
     DISK_COUNTS_LEFT,
     MOVED_BY_JEDI,
+    SCOUT_CAP_LIFTED,
     database_value,
     panda_value,
     write_predictions,
@@ -368,3 +371,76 @@ def test_only_a_tasks_first_prediction_in_a_batch_counts(db, settings):
     assert result.kept_scouts == [1] and result.applied == []
     assert task_row(db, settings, 1)["splitrule"] == "TI=1,US=2"
     assert audit_rows(db, settings)[1]["decision"] == "kept_scouts"
+
+
+def _master_caps(db, settings, task_id: int) -> dict[str, tuple[int, int]]:
+    datasets = get_panda_tables(settings, db).jedi_datasets
+    query = sa.select(
+        datasets.c.datasetname, datasets.c.nfiles, datasets.c.nfilestobeused
+    ).where(datasets.c.jeditaskid == task_id)
+    with db.connect() as conn:
+        return {
+            r.datasetname: (r.nfiles, r.nfilestobeused) for r in conn.execute(query)
+        }
+
+
+@pytest.mark.parametrize("status", ["ready", "defined"])
+def test_a_written_task_keeps_no_scout_cap(db, settings, status):
+    add_task(
+        db,
+        settings,
+        1,
+        status=status,
+        datasets=(("input", 50, 5000), ("pseudo_input", 8, 0), ("output", 0, 0)),
+    )
+    datasets = get_panda_tables(settings, db).jedi_datasets
+    with db.begin() as conn:  # JEDI's cap at the scout chunks
+        conn.execute(sa.update(datasets).values(nfilestobeused=sa.literal(3)))
+
+    result = write_predictions(db, settings, [make_prediction(1)])
+
+    assert result.applied == [1]
+    lifted = {"ds.1.0": (50, 50), "ds.1.1": (8, 8), "ds.1.2": (0, 3)}
+    capped = {"ds.1.0": (50, 3), "ds.1.1": (8, 3), "ds.1.2": (0, 3)}
+    # A defined task has no files yet; JEDI caps nothing before 'ready'.
+    assert _master_caps(db, settings, 1) == (lifted if status == "ready" else capped)
+    reason = audit_rows(db, settings)[1]["reason"]
+    assert (SCOUT_CAP_LIFTED in reason) is (status == "ready")
+
+
+def test_a_kept_task_keeps_its_cap(db, settings):
+    add_task(db, settings, 1, status="ready", datasets=(("input", 50, 5000),))
+    datasets = get_panda_tables(settings, db).jedi_datasets
+    with db.begin() as conn:
+        conn.execute(sa.update(datasets).values(nfilestobeused=sa.literal(3)))
+
+    write_predictions(db, settings, [make_prediction(1, "kept_scouts")])
+
+    assert _master_caps(db, settings, 1) == {"ds.1.0": (50, 3)}
+
+
+def test_without_resource_types_the_column_stays_and_the_audit_says_so(db, settings):
+    add_task(db, settings, 1, resource_type="SCORE")
+    with db.begin() as conn:
+        conn.execute(sa.text(f"DELETE FROM {_table(settings, db, 'resource_types')}"))
+
+    write_predictions(db, settings, [make_prediction(1)])
+
+    assert task_row(db, settings, 1)["resource_type"] == "SCORE"
+    reason = audit_rows(db, settings)[1]["reason"]
+    assert "resource type not reset: no RESOURCE_TYPES rows" in reason
+
+
+def test_disk_counts_are_left_to_panda_and_the_audit_says_why(db, settings):
+    add_task(db, settings, 1, outdiskcount=120, workdiskcount=900)
+
+    write_predictions(db, settings, [make_prediction(1)])
+
+    row = task_row(db, settings, 1)
+    assert (row["outdiskcount"], row["workdiskcount"]) == (120, 900)
+    assert DISK_COUNTS_LEFT in audit_rows(db, settings)[1]["reason"]
+
+
+def _table(settings, engine, name: str) -> str:
+    schema = settings.schema_for(engine.dialect.name)
+    return f"{schema}.{name}" if schema else name
