@@ -16,15 +16,14 @@ from test_db_support import (
 
 from panda_predictor.core.task_prediction import TargetPrediction
 from panda_predictor.db.engine import get_panda_tables
-from panda_predictor.db.writer import (
+from panda_predictor.db.task_effects import (
     CPUTIME_NOT_FIXED,
     DISK_COUNTS_LEFT,
-    MOVED_BY_JEDI,
+    RESOURCE_TYPE_KEPT,
     SCOUT_CAP_LIFTED,
     database_value,
-    panda_value,
-    write_predictions,
 )
+from panda_predictor.db.writer import MOVED_BY_JEDI, panda_value, write_predictions
 
 
 def test_applied_prediction_is_written_and_audited(db, settings):
@@ -428,7 +427,7 @@ def test_without_resource_types_the_column_stays_and_the_audit_says_so(db, setti
 
     assert task_row(db, settings, 1)["resource_type"] == "SCORE"
     reason = audit_rows(db, settings)[1]["reason"]
-    assert "resource type not reset: no RESOURCE_TYPES rows" in reason
+    assert RESOURCE_TYPE_KEPT in reason
 
 
 def test_disk_counts_are_left_to_panda_and_the_audit_says_why(db, settings):

@@ -26,7 +26,8 @@ from message_parts import (
 from panda_predictor.cli.simulate import simulate
 from panda_predictor.core.resource_type import ResourceType, resource_type_of
 from panda_predictor.db.engine import make_engine
-from panda_predictor.db.writer import SCOUT_CAP_LIFTED, write_predictions
+from panda_predictor.db.task_effects import SCOUT_CAP_LIFTED
+from panda_predictor.db.writer import write_predictions
 from panda_predictor.settings import Settings
 
 pytestmark = pytest.mark.postgres

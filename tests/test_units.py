@@ -129,7 +129,7 @@ def test_fractional_bins_are_carried_as_floats_and_written_exactly(
     add_task(db, settings, 1, splitrule="US=2")
     write_predictions(db, settings, [first])
     row = task_row(db, settings, 1)
-    # The database path writes no milli unit (db/writer.database_value): rounded up
-    # once, 2.3 -> 3 HS06sPerEvent.
+    # The database path writes no milli unit (task_effects.database_value): rounded
+    # up once, 2.3 -> 3 HS06sPerEvent.
     expected = math.ceil(first.targets["cputime"].value)
     assert (row["cputime"], row["cputimeunit"]) == (expected, "HS06sPerEvent")

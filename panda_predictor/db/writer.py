@@ -20,6 +20,12 @@ A SPLITRULE whose scout rule cannot be removed cleanly (``XUS=2``) is audited
 ``kept_scouts`` with a reason starting ``malformed_splitrule``: the task's data is
 at fault, not JEDI, and its scouts run.
 
+A written task is left as JEDI would leave it after its scouts
+(:mod:`panda_predictor.db.task_effects`): a ``ready`` task's master dataset gets
+the scout cap lifted, a new ramCount the resource type PanDA's rule gives, and
+cputime a unit PanDA's re-measurement keeps right; each is noted in the audit
+reason, as is why OUTDISKCOUNT/WORKDISKCOUNT stay.
+
 A task whose prediction or write fails gets an audit row with decision ``error``
 (:func:`write_error_audits`) and its JEDI row is never touched.
 """
@@ -29,7 +35,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -45,7 +51,7 @@ from panda_predictor.core.requested_values import (
     preset_note,
     requested_values,
 )
-from panda_predictor.core.resource_type import ResourceType, resource_type_of
+from panda_predictor.core.resource_type import ResourceType
 from panda_predictor.core.rollout import HELD_BACK, SHADOW
 from panda_predictor.core.splitrule import (
     SplitRuleEditError,
@@ -63,8 +69,17 @@ from panda_predictor.db.engine import (
     get_plugin_tables,
     translate_errors,
 )
-from panda_predictor.db.reader import ELIGIBLE_STATUSES, INPUT_TYPES
+from panda_predictor.db.reader import ELIGIBLE_STATUSES
 from panda_predictor.db.resource_types import read_resource_types
+from panda_predictor.db.task_effects import (
+    CPUTIME_NOT_FIXED,
+    DISK_COUNTS_LEFT,
+    READY,
+    SCOUT_CAP_LIFTED,
+    database_value,
+    lift_scout_caps,
+    reset_resource_type,
+)
 from panda_predictor.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -77,19 +92,6 @@ ERROR = "error"
 LOCKED_BY_JEDI = "locked by JEDI"
 #: Start of the reason of a task whose SPLITRULE the plugin cannot edit safely.
 MALFORMED_SPLITRULE = "malformed_splitrule"
-#: The status at which JEDI has capped the master dataset at the scout chunks.
-READY = "ready"
-#: Audit note of a written ``ready`` task: the cap lifted as JEDI's scouting branch.
-SCOUT_CAP_LIFTED = "scout cap lifted (master nFilesToBeUsed=nFiles)"
-#: Audit note of every written task: the disk columns are left to PanDA.
-DISK_COUNTS_LEFT = (
-    "outDiskCount/workDiskCount left to PanDA's re-measurement (not predicted)"
-)
-#: Audit note of a written task when ``fixed_units`` is on: cputime is not fixed.
-CPUTIME_NOT_FIXED = (
-    "cputime written as HS06sPerEvent, not Fixed: PanDA reads the Fixed unit "
-    "from the task parameters"
-)
 
 
 @dataclass
@@ -153,24 +155,6 @@ def panda_value(
     return prediction_to_panda(prediction, fixed_units)
 
 
-def database_value(
-    prediction: TargetPrediction, fixed_units: bool = False
-) -> tuple[int, str]:
-    """Return the value and unit this writer puts into JEDI_TASKS for a target.
-
-    PanDA's re-measurement (``getScoutJobData_JEDI``, run after 5 and 100 jobs)
-    takes the previous cpuTimeUnit from the task *parameters*, not from JEDI_TASKS:
-    a ``...Fixed`` cputime written here is ignored, and a later measurement of 10
-    or more left under a written ``mHS06sPerEvent`` would be read 1000x too small
-    (PanDA rewrites the unit to HS06sPerEvent only when the parameters carry one).
-    So cputime goes in plain ``HS06sPerEvent``, rounded up, never Fixed; ramcount
-    (whose Fixed unit PanDA reads from JEDI_TASKS) follows ``fixed_units``.
-    """
-    if prediction.target == "cputime":
-        return prediction_to_panda(prediction, fixed=False, milli=False)
-    return prediction_to_panda(prediction, fixed_units)
-
-
 def _proba_json(probabilities: tuple[float, ...]) -> str:
     """Return the class probabilities as compact JSON (4 decimals, no spaces)."""
     return json.dumps(
@@ -196,7 +180,7 @@ def _audit_row(
     fixed_units: bool,
     host: str,
     now: datetime,
-    convert: Any = panda_value,
+    convert: Callable[[TargetPrediction, bool], tuple[int, str]] = panda_value,
 ) -> dict[str, Any]:
     row: dict[str, Any] = {
         "jeditaskid": prediction.jeditaskid,
@@ -274,33 +258,13 @@ def _plan_update(
     _check_length(tasks, "splitrule", values["splitrule"], task_id)
     notes = [note for note in (preset_note(plan),) if note]
     if "ramcount" in values:
-        notes.append(_reset_resource_type(values, row, types))
+        notes.append(reset_resource_type(values, row, types))
     if row.status == READY:
         notes.append(SCOUT_CAP_LIFTED)
     if options.fixed_units and "cputime" in values:
         notes.append(CPUTIME_NOT_FIXED)
     notes.append(DISK_COUNTS_LEFT)
     return _Planned(values, "; ".join(notes))
-
-
-def _reset_resource_type(
-    values: dict[str, Any], row: Any, types: list[ResourceType] | None
-) -> str:
-    """Set ``values['resource_type']`` by PanDA's rule for the new ramCount.
-
-    What ``reset_resource_type_task`` does after JEDI raises a ramCount, in the
-    same UPDATE; without RESOURCE_TYPES rows the column stays. Returns the note.
-    """
-    if types is None:
-        return "resource type not reset: no RESOURCE_TYPES rows"
-    values["resource_type"] = resource_type_of(
-        types,
-        row.corecount,
-        values["ramcount"],
-        row.baseramcount,
-        values.get("ramunit", row.ramunit),
-    )
-    return f"resource_type={values['resource_type']}"
 
 
 class _Planned(NamedTuple):
@@ -402,7 +366,9 @@ def write_predictions(
     predictions:
         One prediction per task.
     fixed_units:
-        Write ``MBPerCoreFixed``/``HS06sPerEventFixed`` so JEDI never re-measures.
+        Write ``MBPerCoreFixed`` so JEDI never re-measures the ramcount; cputime
+        stays plain ``HS06sPerEvent`` (see
+        :func:`~panda_predictor.db.task_effects.database_value`).
     """
     panda = get_panda_tables(settings, engine)
     tables = (panda.jedi_tasks, panda.jedi_datasets)
@@ -603,7 +569,7 @@ def _write_batch(
     and one multi-row audit INSERT. A row another transaction locks is skipped,
     never waited for (:func:`_current_rows`). ``tables`` are JEDI_TASKS,
     JEDI_DATASETS and the audit table; a written ``ready`` task's scout cap is
-    lifted in the same transaction (:func:`_lift_scout_caps`).
+    lifted in the same transaction.
     """
     tasks, datasets, audit = tables
     fixed_units, host = options.fixed_units, options.host
@@ -651,7 +617,7 @@ def _write_batch(
         refusals[task_id] = "moved by JEDI during the write-back"
     capped = sorted(i for i in written if current[i].status == READY)
     at.text = f"the scout caps of {len(capped)} ready tasks"
-    _lift_scout_caps(conn, datasets, capped)
+    lift_scout_caps(conn, datasets, capped)
     now = datetime.now(UTC).replace(tzinfo=None)
     rows: list[dict[str, Any]] = []
     for prediction in predictions:
@@ -689,30 +655,6 @@ def _write_batch(
         first, last = rows[0]["jeditaskid"], rows[-1]["jeditaskid"]
         at.text = f"the audit rows of jediTaskID={first}..{last}"
         conn.execute(_tag(sa.insert(audit), "writer.write_predictions"), rows)
-
-
-def _lift_scout_caps(conn: Connection, datasets: sa.Table, ids: list[int]) -> None:
-    """Let the master datasets of written ``ready`` tasks use all their files.
-
-    At ``ready`` JEDI's ``insertFilesForDataset_JEDI`` has capped a scouted task's
-    master dataset (``nFilesToBeUsed``) at the scout chunks, and only the scouting
-    branch of ``prepareTasksToBeFinished_JEDI`` lifts it, by setting
-    ``nFilesToBeUsed=nFiles`` (and ``modificationTime``) on the task's input
-    datasets without a master. A task without scouts never goes through that
-    branch, so the write-back makes the same change in its own transaction.
-    """
-    now = datetime.now(UTC).replace(tzinfo=None)
-    for chunk in _id_chunks(ids):
-        update = (
-            sa.update(datasets)
-            .where(
-                datasets.c.jeditaskid.in_(chunk),
-                datasets.c.type.in_(INPUT_TYPES),
-                datasets.c.masterid.is_(None),
-            )
-            .values(nfilestobeused=datasets.c.nfiles, modificationtime=now)
-        )
-        conn.execute(_tag(update, "writer.write_predictions"))
 
 
 def _audited(conn: Connection, audit: sa.Table, ids: list[int]) -> set[int]:
