@@ -443,3 +443,34 @@ def test_disk_counts_are_left_to_panda_and_the_audit_says_why(db, settings):
 def _table(settings, engine, name: str) -> str:
     schema = settings.schema_for(engine.dialect.name)
     return f"{schema}.{name}" if schema else name
+
+
+def test_the_cap_is_lifted_to_the_usable_files_as_jedi_counts_them(db, settings):
+    add_task(
+        db,
+        settings,
+        1,
+        status="ready",
+        datasets=(("input", 5, 500), ("pseudo_input", 4, 0)),
+    )
+    tables = get_panda_tables(settings, db)
+    statuses = {
+        100: ["ready", "ready", "finished", "staging", "missing"],
+        101: ["pending"] * 4,  # nothing usable: JEDI keeps the value
+    }
+    with db.begin() as conn:
+        conn.execute(
+            sa.update(tables.jedi_datasets).values(nfilestobeused=sa.literal(2))
+        )
+        conn.execute(
+            sa.insert(tables.jedi_dataset_contents),
+            [
+                {"jeditaskid": 1, "datasetid": d, "fileid": n, "status": status}
+                for d, row in statuses.items()
+                for n, status in enumerate(row)
+            ],
+        )
+
+    write_predictions(db, settings, [make_prediction(1)])
+
+    assert _master_caps(db, settings, 1) == {"ds.1.0": (5, 3), "ds.1.1": (4, 2)}

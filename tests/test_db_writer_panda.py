@@ -110,6 +110,29 @@ def test_a_ready_task_is_written_with_its_scout_cap_lifted(panda):
     assert SCOUT_CAP_LIFTED in reason and "resource_type=SCORE_HIMEM" in reason
 
 
+def test_the_cap_counts_the_usable_files_of_jedi_dataset_contents(panda):
+    engine, settings = panda
+    insert_tasks(engine, [1], status="ready")
+    _insert_datasets(engine, 1, [{"type": "input", "nfiles": 4, "to_use": 1}])
+    now = datetime.now(UTC).replace(tzinfo=None)
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "INSERT INTO doma_panda.jedi_dataset_contents (jeditaskid, datasetid, "
+                "fileid, creationdate, lfn, type, status) VALUES (1, 10, :f, :now, "
+                ":lfn, 'input', :status)"
+            ),
+            [
+                {"f": f, "now": now, "lfn": f"file.{f}", "status": status}
+                for f, status in enumerate(["ready", "ready", "ready", "lost"])
+            ],
+        )
+
+    write_predictions(engine, settings, [prediction(1)])
+
+    assert _datasets(engine, 1) == {10: (4, 3)}
+
+
 @pytest.mark.parametrize(
     ("corecount", "ram", "expected"),
     [

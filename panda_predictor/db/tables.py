@@ -35,6 +35,8 @@ class PandaTables:
     jedi_tasks: Table
     jedi_datasets: Table
     jobsarchived4: Table
+    #: Read only to lift a written task's scout cap as JEDI does (file statuses).
+    jedi_dataset_contents: Table
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,8 @@ class PluginTables:
 
 @lru_cache(maxsize=8)
 def panda_tables(schema: str | None) -> PandaTables:
-    """Describe PanDA's JEDI_TASKS, JEDI_DATASETS and JOBSARCHIVED4 in ``schema``."""
+    """Describe PanDA's JEDI_TASKS, JEDI_DATASETS, JOBSARCHIVED4 (and the file
+    statuses of JEDI_DATASET_CONTENTS) in ``schema``."""
     md = MetaData(schema=schema)
     jedi_tasks = Table(
         "jedi_tasks",
@@ -141,7 +144,15 @@ def panda_tables(schema: str | None) -> PandaTables:
         Column("maxwalltime", BigInteger),
         Column("jobmetrics", String(500)),
     )
-    return PandaTables(jedi_tasks, jedi_datasets, jobsarchived4)
+    jedi_dataset_contents = Table(
+        "jedi_dataset_contents",
+        md,
+        Column("jeditaskid", BigInteger, primary_key=True, autoincrement=False),
+        Column("datasetid", BigInteger, primary_key=True, autoincrement=False),
+        Column("fileid", BigInteger, primary_key=True, autoincrement=False),
+        Column("status", String(64)),
+    )
+    return PandaTables(jedi_tasks, jedi_datasets, jobsarchived4, jedi_dataset_contents)
 
 
 def _per_target_columns() -> list[Column]:

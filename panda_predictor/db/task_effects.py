@@ -5,7 +5,8 @@ A task that skips its scouts must be left as JEDI leaves a task after them
 
 - **the scout cap**: at ``ready`` JEDI's ``insertFilesForDataset_JEDI`` has capped
   the master dataset's ``nFilesToBeUsed`` at the scout chunks; only the scouting
-  branch of ``prepareTasksToBeFinished_JEDI`` lifts it (:func:`lift_scout_caps`);
+  branch of ``prepareTasksToBeFinished_JEDI`` lifts it, to the number of its
+  usable files (:func:`lift_scout_caps`);
 - **the resource type**: after a ramCount change PanDA calls
   ``reset_resource_type_task`` (:func:`reset_resource_type`);
 - **the cputime unit**: PanDA's re-measurement reads the previous cpuTimeUnit from
@@ -34,7 +35,7 @@ from panda_predictor.db.reader import INPUT_TYPES
 #: The status at which JEDI has capped the master dataset at the scout chunks.
 READY = "ready"
 #: Audit note of a written ``ready`` task: the cap lifted as JEDI's scouting branch.
-SCOUT_CAP_LIFTED = "scout cap lifted (master nFilesToBeUsed=nFiles)"
+SCOUT_CAP_LIFTED = "scout cap lifted (master nFilesToBeUsed = its usable files)"
 #: Audit note of every written task: the disk columns are left to PanDA.
 DISK_COUNTS_LEFT = (
     "outDiskCount/workDiskCount left to PanDA's re-measurement (not predicted)"
@@ -88,15 +89,32 @@ def reset_resource_type(
     return f"resource_type={values['resource_type']}"
 
 
-def lift_scout_caps(conn: Connection, datasets: sa.Table, ids: list[int]) -> None:
+#: File statuses JEDI does not count as usable when it lifts the cap.
+UNUSABLE_FILE_STATUSES = ("pending", "lost", "missing", "staging")
+
+
+def lift_scout_caps(
+    conn: Connection, datasets: sa.Table, contents: sa.Table, ids: list[int]
+) -> None:
     """Let the master datasets of written ``ready`` tasks use all their files.
 
-    Only the scouting branch of ``prepareTasksToBeFinished_JEDI`` lifts the cap,
-    by setting ``nFilesToBeUsed=nFiles`` (and ``modificationTime``) on the task's
-    input datasets without a master. A task without scouts never goes through that
-    branch, so the write-back makes the same change in its own transaction, on
-    the rows of tasks it has just written (and holds locked on PostgreSQL/Oracle).
+    Only the scouting branch of ``prepareTasksToBeFinished_JEDI`` lifts the cap:
+    for each input dataset of the task without a master it counts the files in
+    JEDI_DATASET_CONTENTS whose status is not pending, lost, missing or staging,
+    and sets ``nFilesToBeUsed`` to that count (and ``modificationTime``); a
+    dataset with no such file keeps its value. A task without scouts never passes
+    there, so the write-back makes the same change in its own transaction, on the
+    tasks it has just written (and holds locked on PostgreSQL/Oracle). A dataset
+    with no file rows at all (a simulated or test database that does not model
+    files) gets ``nFiles``, as JEDI's older scouting branch set it.
     """
+    c = contents
+    same_dataset = sa.and_(
+        c.c.jeditaskid == datasets.c.jeditaskid, c.c.datasetid == datasets.c.datasetid
+    )
+    usable = sa.and_(same_dataset, c.c.status.not_in(UNUSABLE_FILE_STATUSES))
+    has_files = sa.exists().where(same_dataset)
+    n_usable = sa.select(sa.func.count()).where(usable).scalar_subquery()
     now = datetime.now(UTC).replace(tzinfo=None)
     for chunk in _chunks(ids):
         update = (
@@ -105,8 +123,12 @@ def lift_scout_caps(conn: Connection, datasets: sa.Table, ids: list[int]) -> Non
                 datasets.c.jeditaskid.in_(chunk),
                 datasets.c.type.in_(INPUT_TYPES),
                 datasets.c.masterid.is_(None),
+                sa.or_(~has_files, sa.exists().where(usable)),
             )
-            .values(nfilestobeused=datasets.c.nfiles, modificationtime=now)
+            .values(
+                nfilestobeused=sa.case((has_files, n_usable), else_=datasets.c.nfiles),
+                modificationtime=now,
+            )
             .prefix_with("/* writer.write_predictions */", dialect="*")
         )
         conn.execute(update)

@@ -371,7 +371,7 @@ def write_predictions(
         :func:`~panda_predictor.db.task_effects.database_value`).
     """
     panda = get_panda_tables(settings, engine)
-    tables = (panda.jedi_tasks, panda.jedi_datasets)
+    tables = (panda.jedi_tasks, panda.jedi_datasets, panda.jedi_dataset_contents)
     audit = get_plugin_tables(settings, engine).audit
     dialect = dialect_of(engine)
     options = _Options(
@@ -554,7 +554,7 @@ class _Position:
 
 def _write_batch(
     conn: Connection,
-    tables: tuple[sa.Table, sa.Table, sa.Table],
+    tables: tuple[sa.Table, sa.Table, sa.Table, sa.Table],
     predictions: list[TaskPrediction],
     options: _Options,
     types: list[ResourceType] | None,
@@ -568,10 +568,10 @@ def _write_batch(
     be written, one executemany of conditional UPDATEs per set of written columns
     and one multi-row audit INSERT. A row another transaction locks is skipped,
     never waited for (:func:`_current_rows`). ``tables`` are JEDI_TASKS,
-    JEDI_DATASETS and the audit table; a written ``ready`` task's scout cap is
-    lifted in the same transaction.
+    JEDI_DATASETS, JEDI_DATASET_CONTENTS and the audit table; a written ``ready``
+    task's scout cap is lifted in the same transaction.
     """
-    tasks, datasets, audit = tables
+    tasks, datasets, contents, audit = tables
     fixed_units, host = options.fixed_units, options.host
     if options.lock_timeout is not None:
         _set_lock_timeout(conn, options.lock_timeout)
@@ -617,7 +617,7 @@ def _write_batch(
         refusals[task_id] = "moved by JEDI during the write-back"
     capped = sorted(i for i in written if current[i].status == READY)
     at.text = f"the scout caps of {len(capped)} ready tasks"
-    lift_scout_caps(conn, datasets, capped)
+    lift_scout_caps(conn, datasets, contents, capped)
     now = datetime.now(UTC).replace(tzinfo=None)
     rows: list[dict[str, Any]] = []
     for prediction in predictions:

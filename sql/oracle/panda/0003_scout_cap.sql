@@ -1,7 +1,8 @@
 -- What the write-back touches besides JEDI_TASKS, and what PanDA's real DDL requires:
 -- the master dataset's NFILESTOBEUSED (JEDI caps it at the scout chunks, the
 -- write-back lifts the cap as JEDI's scouting branch does), the NOT NULL timestamps of
--- JEDI_DATASETS and JOBSARCHIVED4, and RESOURCE_TYPES (the resource type PanDA resets
+-- JEDI_DATASETS and JOBSARCHIVED4, JEDI_DATASET_CONTENTS (the file statuses JEDI counts
+-- when it lifts the cap) and RESOURCE_TYPES (the resource type PanDA resets
 -- after a ramCount change), with ATLAS's four resource types. Test and development
 -- databases only: a real PanDA database already has them.
 
@@ -10,6 +11,15 @@ ALTER TABLE {schema}jedi_datasets ADD (creationtime DATE, modificationtime DATE,
 
 /* sql/oracle/panda/0003_scout_cap.sql */
 ALTER TABLE {schema}jobsarchived4 ADD (modificationtime DATE);
+
+/* sql/oracle/panda/0003_scout_cap.sql */
+CREATE TABLE {schema}jedi_dataset_contents (
+    jeditaskid  NUMBER(11) NOT NULL,
+    datasetid   NUMBER(11) NOT NULL,
+    fileid      NUMBER(11) NOT NULL,
+    status      VARCHAR2(64) NOT NULL,
+    CONSTRAINT jedi_dataset_contents_pk PRIMARY KEY (jeditaskid, datasetid, fileid)
+);
 
 /* sql/oracle/panda/0003_scout_cap.sql */
 CREATE TABLE {schema}resource_types (

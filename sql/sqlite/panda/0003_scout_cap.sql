@@ -1,7 +1,8 @@
 -- What the write-back touches besides JEDI_TASKS, and what PanDA's real DDL requires:
 -- the master dataset's NFILESTOBEUSED (JEDI caps it at the scout chunks, the
 -- write-back lifts the cap as JEDI's scouting branch does), the NOT NULL timestamps of
--- JEDI_DATASETS and JOBSARCHIVED4, and RESOURCE_TYPES (the resource type PanDA resets
+-- JEDI_DATASETS and JOBSARCHIVED4, JEDI_DATASET_CONTENTS (the file statuses JEDI counts
+-- when it lifts the cap) and RESOURCE_TYPES (the resource type PanDA resets
 -- after a ramCount change), with ATLAS's four resource types. Test and development
 -- databases only: a real PanDA database already has them.
 
@@ -19,6 +20,15 @@ ALTER TABLE {schema}jedi_datasets ADD COLUMN nfilesused BIGINT;
 
 /* sql/sqlite/panda/0003_scout_cap.sql */
 ALTER TABLE {schema}jobsarchived4 ADD COLUMN modificationtime TIMESTAMP;
+
+/* sql/sqlite/panda/0003_scout_cap.sql */
+CREATE TABLE IF NOT EXISTS {schema}jedi_dataset_contents (
+    jeditaskid  BIGINT NOT NULL,
+    datasetid   BIGINT NOT NULL,
+    fileid      BIGINT NOT NULL,
+    status      VARCHAR(64) NOT NULL,
+    CONSTRAINT jedi_dataset_contents_pk PRIMARY KEY (jeditaskid, datasetid, fileid)
+);
 
 /* sql/sqlite/panda/0003_scout_cap.sql */
 CREATE TABLE IF NOT EXISTS {schema}resource_types (
