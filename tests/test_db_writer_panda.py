@@ -29,6 +29,7 @@ from panda_predictor.db.engine import make_engine
 from panda_predictor.db.task_effects import SCOUT_CAP_LIFTED
 from panda_predictor.db.writer import write_predictions
 from panda_predictor.settings import Settings
+from pipelines.simulate import SimulationConfig, simulate_frames
 
 pytestmark = pytest.mark.postgres
 
@@ -159,6 +160,22 @@ def test_the_resource_type_follows_the_new_ramcount(panda, corecount, ram, expec
             row["ramunit"],
         )
     )
+
+
+def test_the_simulator_fills_every_not_null_column_of_the_real_ddl(panda, seed):
+    engine, _ = panda
+    frames = simulate_frames(SimulationConfig(n_tasks=20, n_defined=5, seed=seed))
+    with engine.connect() as conn:
+        inspector = sa.inspect(conn)
+        for name in ("jedi_tasks", "jedi_datasets", "jobsarchived4"):
+            required = {
+                c["name"]
+                for c in inspector.get_columns(name, schema="doma_panda")
+                if not c["nullable"] and c["default"] is None
+            }
+            frame = getattr(frames, name)
+            assert required <= set(frame.columns), (name, required - set(frame))
+            assert not frame[sorted(required)].isna().any().any(), name
 
 
 def test_simulate_fills_the_real_schema_and_no_written_task_stays_capped(panda):
