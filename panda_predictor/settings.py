@@ -189,7 +189,8 @@ class Settings(BaseSettings):
     fixed_units: bool = Field(
         False,
         description="Write ...Fixed units (MBPerCoreFixed, HS06sPerEventFixed) so "
-        "later job measurements never overwrite the prediction.",
+        "later job measurements never overwrite the prediction; the database hook "
+        "fixes ramcount only (PanDA reads a Fixed cputime from the task parameters).",
     )
     hook_batch_size: int = Field(200, gt=0, description="Tasks per hook transaction.")
     write_lock_timeout_seconds: float = Field(

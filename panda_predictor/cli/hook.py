@@ -93,6 +93,7 @@ def hook(
       panda-predictor hook --once --metrics-textfile /var/lib/node_exporter/pp.prom
     """
     from panda_predictor.cli.render import predictions_table
+    from panda_predictor.db.task_effects import database_value
     from panda_predictor.hook import SubmitHook, pass_summary, run_hook_once
 
     if mode == "watch":
@@ -129,7 +130,8 @@ def hook(
             lambda: _write_textfile(metrics_textfile)
         )
     report = run_hook_once(settings, task_ids or None, dry_run)
-    click.echo(predictions_table(report.predictions))
+    # What the database path writes (no milli cputime unit, see database_value).
+    click.echo(predictions_table(report.predictions, convert=database_value))
     if report.failure:
         click.echo(
             f"Failed open (tasks untouched, scouts run): {report.failure}", err=True

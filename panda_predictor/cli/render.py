@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import pandas as pd
 
@@ -10,17 +10,20 @@ from panda_predictor.core.task_prediction import TargetPrediction, TaskPredictio
 from panda_predictor.core.units import prediction_to_panda
 
 SHORT = {"ramcount": "RAM", "cputime": "CPU", "iointensity": "IO", "walltime": "WALL"}
+#: ``target prediction -> (integer, unit)``: PanDA's stored form on a writer's path.
+Convert = Callable[[TargetPrediction], tuple[int, str]]
 
 
-def written(target: TargetPrediction) -> str:
+def written(target: TargetPrediction, convert: Convert = prediction_to_panda) -> str:
     """Return the value as PanDA stores it (``2300 mHS06sPerEvent``), not the float.
 
     The cost choice works in floats (``19361.999999999996``); what reaches JEDI is
     the one rounding of :func:`~panda_predictor.core.units.prediction_to_panda`
-    (shown without the ``...Fixed`` suffix the ``fixed_units`` setting adds).
+    (shown without the ``...Fixed`` suffix the ``fixed_units`` setting adds), or
+    ``convert``'s (the hook's :func:`~panda_predictor.db.task_effects.database_value`).
     """
     try:
-        number, unit = prediction_to_panda(target)
+        number, unit = convert(target)
     except ValueError:  # not finite: show what there is
         return f"{target.value} {target.unit}"
     return f"{number} {unit}"
@@ -29,6 +32,7 @@ def written(target: TargetPrediction) -> str:
 def predictions_frame(
     predictions: Iterable[TaskPrediction],
     tasks: Mapping[int, Mapping[str, object]] | None = None,
+    convert: Convert = prediction_to_panda,
 ) -> pd.DataFrame:
     """Return one row per task: id, (task info), stored value per target, decision."""
     rows = []
@@ -37,7 +41,7 @@ def predictions_frame(
         if tasks and p.jeditaskid in tasks:
             row.update(tasks[p.jeditaskid])
         for name, t in p.targets.items():
-            row[SHORT.get(name, name)] = f"{written(t)} ({t.confidence:.2f})"
+            row[SHORT.get(name, name)] = f"{written(t, convert)} ({t.confidence:.2f})"
         row["decision"] = p.decision
         row["reason"] = p.reason
         rows.append(row)
@@ -48,9 +52,10 @@ def predictions_table(
     predictions: Iterable[TaskPrediction],
     tasks: Mapping[int, Mapping[str, object]] | None = None,
     max_rows: int = 40,
+    convert: Convert = prediction_to_panda,
 ) -> str:
     """Return the predictions as an aligned text table (at most ``max_rows``)."""
-    frame = predictions_frame(predictions, tasks)
+    frame = predictions_frame(predictions, tasks, convert)
     if frame.empty:
         return "(no tasks)"
     more = len(frame) - max_rows

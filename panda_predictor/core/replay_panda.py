@@ -51,8 +51,10 @@ sets the task's ``walltimeUnit`` back to NULL at those counts, and JEDI's watchd
 (``setScoutJobDataToTasks_JEDI``, "set scout job data w/o scouts") then recomputes
 ramCount, cpuTime, walltime, ... from the task's finished jobs with
 ``task_utils_module.getScoutJobData_JEDI``, whatever a plugin wrote before, unless
-the unit ends in ``Fixed``. The scouts' own estimate is the same function over the
-finished scouts. :func:`panda_measurement` is that function for one resource:
+the unit ends in ``Fixed`` (for cpuTime, the unit in the task *parameters*: a
+``Fixed`` cpuTimeUnit written only into JEDI_TASKS is not looked at). The scouts'
+own estimate is the same function over the finished scouts.
+:func:`panda_measurement` is that function for one resource:
 
 - memory (``ramCount``, ``MBPerCore``): per job ``ceil(use kB)``, the 75th percentile
   (linear, as ``CoreUtils.percentile``), ``x 110 // 100``, ``/ 1024`` and ``int()``:

@@ -27,13 +27,13 @@ HS06sPerEvent / 1000, as ``JediTaskSpec.getCpuTime`` does).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from panda_predictor.core.reason_text import number
 from panda_predictor.core.targets import TARGETS
-from panda_predictor.core.task_prediction import TaskPrediction
+from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
 from panda_predictor.core.units import (
     CPUTIME_UNIT,
     from_panda,
@@ -178,6 +178,7 @@ def plan_write(
     requested: Mapping[str, Requested],
     fixed_units: bool = False,
     never_below_preset: bool = False,
+    convert: Callable[[TargetPrediction, bool], tuple[int, str]] = prediction_to_panda,
 ) -> WritePlan:
     """Return the values to write for a task, keeping the requester's where PanDA does.
 
@@ -194,6 +195,9 @@ def plan_write(
         setting): the requester's value is then a floor, and the task still skips
         its scouts with its other targets predicted. Its ``kept`` note starts with
         :data:`NEVER_BELOW_PRESET` so the audit can say so.
+    convert:
+        ``(target prediction, fixed_units) -> (integer, unit)``: PanDA's stored
+        form on the writer's path (default :func:`prediction_to_panda`).
     """
     far = far_from_request(prediction, requested)
     plan = WritePlan(far=far)
@@ -202,7 +206,7 @@ def plan_write(
         if name in ("ramcount", "cputime") and is_fixed(preset.unit):
             plan.kept[name] = f"requested {preset.value:g} {preset.unit} is fixed"
             continue
-        stored = prediction_to_panda(target, fixed_units)
+        stored = convert(target, fixed_units)
         if name == "walltime":
             if stored[0] == 0:
                 plan.kept[name] = "0 means no walltime estimate in PanDA"

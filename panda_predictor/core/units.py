@@ -45,7 +45,9 @@ def is_fixed(unit: str | None) -> bool:
     return bool(unit) and str(unit).endswith(FIXED_SUFFIX)
 
 
-def to_panda(value: float, unit: str, fixed: bool = False) -> tuple[int, str]:
+def to_panda(
+    value: float, unit: str, fixed: bool = False, milli: bool = True
+) -> tuple[int, str]:
     """Return ``(integer, unit)`` as PanDA stores ``value`` given in base ``unit``.
 
     Parameters
@@ -56,12 +58,16 @@ def to_panda(value: float, unit: str, fixed: bool = False) -> tuple[int, str]:
         Its base unit (``MBPerCore``, ``HS06sPerEvent``, ``kBPerS``, ...).
     fixed:
         Store MBPerCore and (m)HS06sPerEvent in their ``...Fixed`` form.
+    milli:
+        Store a cputime below 10 x1000 in ``mHS06sPerEvent``; False: always plain
+        ``HS06sPerEvent``, rounded up (the database path, see
+        :mod:`panda_predictor.db.writer`).
     """
     if not math.isfinite(value):
         raise ValueError(
             f"The value in {unit!r} must be a finite number. Got {value!r} instead."
         )
-    if unit == CPUTIME_UNIT and value < MILLI_CPUTIME_BELOW:
+    if milli and unit == CPUTIME_UNIT and value < MILLI_CPUTIME_BELOW:
         stored, unit = round_up(value * 1000.0), MILLI_CPUTIME_UNIT
     else:
         stored = round_up(value)
@@ -96,7 +102,7 @@ def cputime_to_panda(
 
 
 def prediction_to_panda(
-    prediction: TargetPrediction, fixed: bool = False
+    prediction: TargetPrediction, fixed: bool = False, milli: bool = True
 ) -> tuple[int, str]:
     """Return ``(integer, unit)`` PanDA stores for one target's predicted value.
 
@@ -107,4 +113,4 @@ def prediction_to_panda(
     value = float(prediction.value)
     if prediction.target == "cputime" and value <= 0 and prediction.upper:
         value = float(prediction.upper)
-    return to_panda(value, prediction.unit, fixed)
+    return to_panda(value, prediction.unit, fixed, milli)

@@ -63,7 +63,9 @@ WRITTEN_COLUMNS = {
         "iointensityunit",
         "walltime",
         "walltimeunit",
-    )
+        "resource_type",
+    ),
+    "jedi_datasets": ("nfilestobeused", "modificationtime"),
 }
 
 
@@ -182,24 +184,42 @@ def _apply_series(
 
 def _ensure_schemas(
     engine: Engine, settings: Settings, with_panda_tables: bool
-) -> None:
-    """Create missing PostgreSQL schemas (needs CREATE on the database)."""
+) -> list[str]:
+    """Create missing PostgreSQL schemas (needs CREATE on the database).
+
+    Returns the schemas created, so a failed init can drop them again.
+    """
     if dialect_of(engine) != "postgresql":
-        return
+        return []
     wanted = {settings.plugin_schema_for("postgresql")}
     if with_panda_tables:
         wanted.add(settings.schema_for("postgresql"))
     with translate_errors(engine), engine.begin() as conn:
         existing = set(sa.inspect(conn).get_schema_names())
-        for schema in sorted(s for s in wanted if s and s not in existing):
+        missing = sorted(s for s in wanted if s and s not in existing)
+        for schema in missing:
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", schema):
                 raise DatabaseError(
                     f"The schema name must be a plain SQL identifier. Got {schema!r} "
                     f"instead; fix PANDA_PREDICTOR_DB_SCHEMA."
                 )
+        for schema in missing:
             log.info("Creating schema %s", schema)
             conn.exec_driver_sql(
                 f"/* migrations.init_database */ CREATE SCHEMA {schema}"
+            )
+    return missing
+
+
+def _drop_schemas(engine: Engine, schemas: list[str]) -> None:
+    """Drop the schemas a failed :func:`init_database` created, with what it put in."""
+    if not schemas:
+        return
+    with translate_errors(engine), engine.begin() as conn:
+        for schema in schemas:
+            log.info("Dropping schema %s again: the init failed", schema)
+            conn.exec_driver_sql(
+                f"/* migrations.init_database */ DROP SCHEMA {schema} CASCADE"
             )
 
 
@@ -212,7 +232,9 @@ def init_database(
     """Create the plugin's tables (and PanDA's, for a test database); safe to repeat.
 
     Without ``with_panda_tables`` the PanDA tables must already exist with every
-    column the plugin uses (checked first, nothing created otherwise).
+    column the plugin uses (checked first, nothing created otherwise). A refused
+    or failed init leaves nothing behind: the schemas it created are dropped again
+    (each patch is its own transaction on SQLite and PostgreSQL).
 
     Parameters
     ----------
@@ -229,7 +251,6 @@ def init_database(
     -------
     The schema version per series after the run.
     """
-    _ensure_schemas(engine, settings, with_panda_tables)
     if not with_panda_tables:
         problems = check_panda_columns(engine, settings)
         if problems:
@@ -239,9 +260,14 @@ def init_database(
                 + ". Fix the PanDA schema setting, or use --with-panda-tables on a "
                 "test database."
             )
-    versions = {"plugin": _apply_series(engine, settings, "plugin", sql_root)[1]}
-    if with_panda_tables:
-        versions["panda"] = _apply_series(engine, settings, "panda", sql_root)[1]
+    created = _ensure_schemas(engine, settings, with_panda_tables)
+    try:
+        versions = {"plugin": _apply_series(engine, settings, "plugin", sql_root)[1]}
+        if with_panda_tables:
+            versions["panda"] = _apply_series(engine, settings, "panda", sql_root)[1]
+    except BaseException:
+        _drop_schemas(engine, created)
+        raise
     return versions
 
 

@@ -37,7 +37,9 @@ class PandaTables:
     jobsarchived4: Table
     #: PanDA's job archive (ATLAS_PANDAARCH.JOBSARCHIVED); it may not exist.
     jobsarchived: Table
-    #: The files of the datasets, with the job that used each (the columns read).
+    #: The files of the datasets, with the job that used each and their status
+    #: (the labels read the jobs' files; the write-back counts them to lift a
+    #: written task's scout cap as JEDI does).
     jedi_dataset_contents: Table
 
 
@@ -60,8 +62,8 @@ def panda_tables(
     """Describe PanDA's JEDI_TASKS, JEDI_DATASETS, JOBSARCHIVED4 and the files of
     the datasets (JEDI_DATASET_CONTENTS) in ``schema``.
 
-    The job archive JOBSARCHIVED (same columns as JOBSARCHIVED4, plus
-    MODIFICATIONTIME) is described in ``archive_schema``.
+    The job archive JOBSARCHIVED (the same columns as JOBSARCHIVED4) is
+    described in ``archive_schema``.
     """
     md = MetaData(schema=schema)
     jedi_tasks = Table(
@@ -119,6 +121,12 @@ def panda_tables(
         Column("status", String(20)),
         Column("nfiles", BigInteger),
         Column("nevents", BigInteger),
+        # JEDI caps the master's nFilesToBeUsed at the scout chunks (writer lifts it).
+        Column("nfilestobeused", BigInteger),
+        Column("nfilesused", BigInteger),
+        # NOT NULL in PanDA's DDL: the simulator fills them.
+        Column("creationtime", DateTime),
+        Column("modificationtime", DateTime),
     )
     jobsarchived4 = Table(
         "jobsarchived4",
@@ -136,6 +144,7 @@ def panda_tables(
         Column("nevents", BigInteger),
         Column("starttime", DateTime),
         Column("endtime", DateTime),
+        Column("modificationtime", DateTime),  # NOT NULL in PanDA's DDL
         Column("cpuconsumptiontime", Numeric(20)),
         Column("maxpss", BigInteger),
         Column("maxrss", BigInteger),
@@ -155,8 +164,7 @@ def panda_tables(
     jobsarchived = Table(
         "jobsarchived",
         archive,
-        *(column._copy() for column in jobsarchived4.columns),
-        Column("modificationtime", DateTime),
+        *(column._copy() for column in jobsarchived4.columns),  # MODIFICATIONTIME too
     )
     jedi_dataset_contents = Table(
         "jedi_dataset_contents",

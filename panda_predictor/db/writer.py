@@ -20,6 +20,12 @@ A SPLITRULE whose scout rule cannot be removed cleanly (``XUS=2``) is audited
 ``kept_scouts`` with a reason starting ``malformed_splitrule``: the task's data is
 at fault, not JEDI, and its scouts run.
 
+A written task is left as JEDI would leave it after its scouts
+(:mod:`panda_predictor.db.task_effects`): a ``ready`` task's master dataset gets
+the scout cap lifted, a new ramCount the resource type PanDA's rule gives, and
+cputime a unit PanDA's re-measurement keeps right; each is noted in the audit
+reason, as is why OUTDISKCOUNT/WORKDISKCOUNT stay.
+
 A task whose prediction or write fails gets an audit row with decision ``error``
 (:func:`write_error_audits`) and its JEDI row is never touched.
 """
@@ -29,7 +35,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -45,6 +51,7 @@ from panda_predictor.core.requested_values import (
     preset_note,
     requested_values,
 )
+from panda_predictor.core.resource_type import ResourceType
 from panda_predictor.core.rollout import HELD_BACK, SHADOW
 from panda_predictor.core.splitrule import (
     SplitRuleEditError,
@@ -63,6 +70,16 @@ from panda_predictor.db.engine import (
     translate_errors,
 )
 from panda_predictor.db.reader import ELIGIBLE_STATUSES
+from panda_predictor.db.resource_types import read_resource_types
+from panda_predictor.db.task_effects import (
+    CPUTIME_NOT_FIXED,
+    DISK_COUNTS_LEFT,
+    READY,
+    SCOUT_CAP_LIFTED,
+    database_value,
+    lift_scout_caps,
+    reset_resource_type,
+)
 from panda_predictor.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -163,6 +180,7 @@ def _audit_row(
     fixed_units: bool,
     host: str,
     now: datetime,
+    convert: Callable[[TargetPrediction, bool], tuple[int, str]] = panda_value,
 ) -> dict[str, Any]:
     row: dict[str, Any] = {
         "jeditaskid": prediction.jeditaskid,
@@ -175,7 +193,7 @@ def _audit_row(
         "host": host,
     }
     for name, target in prediction.targets.items():
-        value, unit = panda_value(target, fixed_units)
+        value, unit = convert(target, fixed_units)
         row.update(
             {
                 f"{name}_class": target.class_index,
@@ -201,13 +219,16 @@ def _plan_update(
     prediction: TaskPrediction,
     options: _Options,
     row: Any = None,
+    types: list[ResourceType] | None = None,
 ) -> _Planned | str:
     """Return the JEDI_TASKS values to write for an applied task, or why not.
 
     ``row`` is the task's status, SPLITRULE, LOCKEDBY and preset values as read
     (row-locked on PostgreSQL/Oracle) earlier in this transaction; None when the
-    task was not found. The values include the new SPLITRULE (scout rule removed);
-    the note says which preset values ``never_below_preset`` kept, for the audit.
+    task was not found; ``types`` PanDA's RESOURCE_TYPES (None: no such table).
+    The values include the new SPLITRULE (scout rule removed) and, after a
+    ramcount, the resource type; the note (for the audit) says what else was done
+    or kept: presets ``never_below_preset`` kept, the resource type, the scout cap.
     """
     task_id = prediction.jeditaskid
     if row is None:
@@ -223,7 +244,11 @@ def _plan_update(
     # The requester's values stay where PanDA's scouts would keep them.
     requested = requested_values(dict(row._mapping), COLUMN_KEYS)
     plan = plan_write(
-        prediction, requested, options.fixed_units, options.never_below_preset
+        prediction,
+        requested,
+        options.fixed_units,
+        options.never_below_preset,
+        convert=database_value,
     )
     if plan.far is not None:
         return plan.far
@@ -231,7 +256,15 @@ def _plan_update(
         spec = TARGETS[name]
         values[spec.value_column], values[spec.unit_column] = stored
     _check_length(tasks, "splitrule", values["splitrule"], task_id)
-    return _Planned(values, preset_note(plan))
+    notes = [note for note in (preset_note(plan),) if note]
+    if "ramcount" in values:
+        notes.append(reset_resource_type(values, row, types))
+    if row.status == READY:
+        notes.append(SCOUT_CAP_LIFTED)
+    if options.fixed_units and "cputime" in values:
+        notes.append(CPUTIME_NOT_FIXED)
+    notes.append(DISK_COUNTS_LEFT)
+    return _Planned(values, "; ".join(notes))
 
 
 class _Planned(NamedTuple):
@@ -333,9 +366,12 @@ def write_predictions(
     predictions:
         One prediction per task.
     fixed_units:
-        Write ``MBPerCoreFixed``/``HS06sPerEventFixed`` so JEDI never re-measures.
+        Write ``MBPerCoreFixed`` so JEDI never re-measures the ramcount; cputime
+        stays plain ``HS06sPerEvent`` (see
+        :func:`~panda_predictor.db.task_effects.database_value`).
     """
-    tasks = get_panda_tables(settings, engine).jedi_tasks
+    panda = get_panda_tables(settings, engine)
+    tables = (panda.jedi_tasks, panda.jedi_datasets, panda.jedi_dataset_contents)
     audit = get_plugin_tables(settings, engine).audit
     dialect = dialect_of(engine)
     options = _Options(
@@ -357,14 +393,10 @@ def write_predictions(
     at = _Position()
     try:
         with transaction:
+            at.text = "the RESOURCE_TYPES table"
+            types = read_resource_types(conn, settings)
             _write_batch(
-                conn,
-                tasks,
-                audit,
-                list(predictions),
-                options,
-                result,
-                at,
+                conn, (*tables, audit), list(predictions), options, types, result, at
             )
     except SQLAlchemyError as exc:
         error = describe_error(exc, conn)
@@ -522,10 +554,10 @@ class _Position:
 
 def _write_batch(
     conn: Connection,
-    tasks: sa.Table,
-    audit: sa.Table,
+    tables: tuple[sa.Table, sa.Table, sa.Table, sa.Table],
     predictions: list[TaskPrediction],
     options: _Options,
+    types: list[ResourceType] | None,
     result: WriteResult,
     at: _Position,
 ) -> None:
@@ -535,8 +567,11 @@ def _write_batch(
     audited, one reads (and on PostgreSQL/Oracle locks, in id order) every task to
     be written, one executemany of conditional UPDATEs per set of written columns
     and one multi-row audit INSERT. A row another transaction locks is skipped,
-    never waited for (:func:`_current_rows`).
+    never waited for (:func:`_current_rows`). ``tables`` are JEDI_TASKS,
+    JEDI_DATASETS, JEDI_DATASET_CONTENTS and the audit table; a written ``ready``
+    task's scout cap is lifted in the same transaction.
     """
+    tasks, datasets, contents, audit = tables
     fixed_units, host = options.fixed_units, options.host
     if options.lock_timeout is not None:
         _set_lock_timeout(conn, options.lock_timeout)
@@ -569,7 +604,7 @@ def _write_batch(
         if prediction.decision != "applied" or task_id in busy:
             continue
         at.text = f"jediTaskID={task_id}"
-        plan = _plan_update(tasks, prediction, options, current.get(task_id))
+        plan = _plan_update(tasks, prediction, options, current.get(task_id), types)
         if isinstance(plan, str):
             refusals[task_id] = plan
             continue
@@ -580,6 +615,9 @@ def _write_batch(
     written = _execute_updates(conn, tasks, planned, current)
     for task_id in planned.keys() - written:
         refusals[task_id] = "moved by JEDI during the write-back"
+    capped = sorted(i for i in written if current[i].status == READY)
+    at.text = f"the scout caps of {len(capped)} ready tasks"
+    lift_scout_caps(conn, datasets, contents, capped)
     now = datetime.now(UTC).replace(tzinfo=None)
     rows: list[dict[str, Any]] = []
     for prediction in predictions:
@@ -594,6 +632,7 @@ def _write_batch(
         if outcome is None:
             continue
         decision, reason, written_now = outcome
+        _check_length(audit, "reason", reason, task_id)  # the prediction's own
         if written_now and task_id in notes:
             # The note is the plugin's own text: cut it rather than lose the row.
             limit = getattr(audit.c.reason.type, "length", None) or 400
@@ -607,6 +646,7 @@ def _write_batch(
             fixed_units,
             host,
             now,
+            database_value,
         )
         for name in ("model_name", "model_version", "reason", "host"):
             _check_length(audit, name, row[name], task_id)
@@ -643,6 +683,8 @@ def _current_rows(
                 tasks.c.status,
                 tasks.c.splitrule,
                 tasks.c.lockedby,
+                tasks.c.corecount,
+                tasks.c.baseramcount,
                 *(tasks.c[name] for name in _preset_column_names()),
             )
             .where(tasks.c.jeditaskid.in_(chunk))

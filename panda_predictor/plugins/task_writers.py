@@ -36,6 +36,7 @@ from panda_predictor.core.splitrule import (
 )
 from panda_predictor.core.units import is_fixed
 from panda_predictor.db.engine import dialect_of, get_panda_tables
+from panda_predictor.db.resource_types import read_resource_types
 from panda_predictor.messages.scout_prediction import ScoutPrediction, unit_of
 from panda_predictor.settings import Settings
 
@@ -203,28 +204,10 @@ class SqlTaskWriter:
         self.lock_timeout_ms = lock_timeout_ms
         self._types: list[ResourceType] | None = None
 
-    def resource_types(self, conn: Connection) -> list[ResourceType]:
-        """Return PanDA's RESOURCE_TYPES rows (read once per writer)."""
+    def resource_types(self, conn: Connection) -> list[ResourceType] | None:
+        """Return PanDA's RESOURCE_TYPES rows (read once per writer; None: no table)."""
         if self._types is None:
-            schema = self.settings.schema_for(dialect_of(conn))
-            table = sa.table(
-                "resource_types",
-                *(
-                    sa.column(c)
-                    for c in (
-                        "resource_name",
-                        "mincore",
-                        "maxcore",
-                        "minrampercore",
-                        "maxrampercore",
-                    )
-                ),
-                schema=schema,
-            )
-            rows = conn.execute(
-                sa.select(table).prefix_with("/* task_writers.resource_types */")
-            )
-            self._types = [ResourceType(*row) for row in rows]
+            self._types = read_resource_types(conn, self.settings)
         return self._types
 
     def apply_batch(
@@ -275,7 +258,7 @@ class SqlTaskWriter:
             assert row is not None
             values = {COLUMNS[k]: v for k, v in plan.changes.items()}
             values["modificationtime"] = now  # as JEDI's updateTask_JEDI does
-            if plan.ram_changed:
+            if plan.ram_changed and types is not None:
                 merged = {**row, **plan.changes}
                 values["resource_type"] = resource_type_of(
                     types,

@@ -8,6 +8,11 @@ import pandas as pd
 from pipelines.simulation.catalog import Catalog
 from pipelines.simulation.tasks import TaskDraw, _s
 
+#: Files a ready task's master dataset may use while scouts are to run: JEDI's
+#: insertFilesForDataset caps nFilesToBeUsed at the scout chunks (10 scout jobs of
+#: one file here), which the write-back must lift.
+SCOUT_CAP_FILES = 10
+
 _PILEUP = (
     "mc23_13p6TeV.900311.Epos_minbias_inelastic_lowjetphoton.simul.HITS.e8341_s4162_tid"
 )
@@ -24,7 +29,8 @@ def dataset_frame(
     """Return one row per dataset of each task, with ids from ``first_dataset_id``.
 
     History datasets are 'done'; a newly defined task's datasets are 'defined' with
-    NFILES/NEVENTS 0 (refine time) or 'ready' with its inputs counted.
+    NFILES/NEVENTS 0 (refine time) or 'ready' with its inputs counted and the master's
+    NFILESTOBEUSED capped at the scout chunks, as JEDI leaves it.
     """
     n = len(draw.task_id)
     task = np.arange(n)
@@ -90,8 +96,13 @@ def dataset_frame(
         nfiles = np.where(counted, nfiles, 0)
         nevents = np.where(counted, nevents, 0)
         status = np.where(ready, "ready", "defined").astype(object)
+        capped = ready & (kind == 0)
+        to_use = np.where(capped, np.minimum(nfiles, SCOUT_CAP_FILES), nfiles)
+        used = np.zeros(m, dtype=np.int64)
     else:
         status = np.full(m, "done", dtype=object)
+        to_use = used = nfiles
+    created = draw.created[t].astype("datetime64[us]")
     masterid = np.where(kind == 1, primary_id[t], pd.NA)
     return pd.DataFrame(
         {
@@ -103,5 +114,9 @@ def dataset_frame(
             "status": status,
             "nfiles": nfiles.astype(np.int64),
             "nevents": nevents.astype(np.int64),
+            "nfilestobeused": to_use.astype(np.int64),
+            "nfilesused": used.astype(np.int64),
+            "creationtime": created,
+            "modificationtime": created,
         }
     )

@@ -120,6 +120,7 @@ def job_frame(
             "nevents": np.where(failed, 0, nevents),
             "starttime": _to_datetime(start_s),
             "endtime": _to_datetime(end_s),
+            "modificationtime": _to_datetime(end_s),
             "cpuconsumptiontime": np.rint(cpu_s + 0.5 * setup).astype(np.int64),
             "maxpss": maxpss,
             "maxrss": np.rint(maxpss * rng.uniform(1.02, 1.12, m)).astype(np.int64),
