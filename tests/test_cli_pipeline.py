@@ -95,19 +95,27 @@ def test_train_registers_a_champion_then_the_hook_uses_it(
     runner = CliRunner()
     env = env_for(fresh_sqlite)
     # This small world's first model is not clearly above the recency floors and
-    # misses the tail target (tests/test_gate.py covers that refusal); here the
-    # gate only asks "not clearly below", so the CLI path to the hook is tested.
+    # may miss the replay goals' short share (tests/test_gate.py covers those
+    # refusals); here the gate only asks "not clearly below", and a refused
+    # model is promoted by hand, so the CLI path to the hook is tested.
     env = {
         **env,
         "PANDA_PREDICTOR_GATE_FLOOR_NOISE_FACTOR": "-1",
-        "PANDA_PREDICTOR_GATE_TAIL_RECALL_SHORTFALL": "1",
+        "PANDA_PREDICTOR_GATE_MAX_SHORT_SHARE": "1",
     }
     trained = runner.invoke(
         main, ["train", "--params", str(params_file), "--no-progress"], env=env
     )
     assert trained.exit_code == 0, trained.output
-    assert "Registered panda-predictor version 1: champion" in trained.output
+    assert "Registered panda-predictor version 1: " in trained.output
     assert "ramcount" in trained.output and "Report:" in trained.output
+    if "version 1: champion" not in trained.output:
+        # Refused on its merits (this world is small and drawn anew with the
+        # labels' rules): an operator overrules the gate by hand, as documented.
+        promoted = runner.invoke(
+            main, ["model", "promote", "1", "--reason", "small test world"], env=env
+        )
+        assert promoted.exit_code == 0, promoted.output
 
     dry = runner.invoke(main, ["hook", "--dry-run"], env=env)
     assert dry.exit_code == 0, dry.output

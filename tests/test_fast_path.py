@@ -319,6 +319,11 @@ def test_history_frame_goes_through_the_training_path(
     assert set(TASK_COLUMNS) <= set(records[0])
 
 
+def _at_now(predictions: list) -> list:
+    """Return ``predictions`` stamped at NOW (each route stamps its own clock)."""
+    return [dataclasses.replace(p, predicted_at=NOW) for p in predictions]
+
+
 def test_one_record_decision_equals_the_frame_decision(
     xgb_predictor, records, served_history
 ):
@@ -336,10 +341,10 @@ def test_one_record_decision_equals_the_frame_decision(
         {**records[2], "cputime": 5, "cputimeunit": "HS06sPerEvent"},
     ]
     for record in [*records[::25], *records[300:], *with_presets]:
-        one = decide_records(xgb_predictor, [record], served_history, now=NOW)
-        frame = decide(xgb_predictor, pd.DataFrame([record]), served_history, now=NOW)
+        one = _at_now(decide_records(xgb_predictor, [record], served_history))
+        frame = _at_now(decide(xgb_predictor, pd.DataFrame([record]), served_history))
         assert one == frame, record["jeditaskid"]
         routed = decide_records(
-            xgb_predictor, [record], served_history, now=NOW, rollout=("shadow", 1.0)
+            xgb_predictor, [record], served_history, rollout=("shadow", 1.0)
         )
-        assert routed == route_all(frame, "shadow", 1.0)
+        assert _at_now(routed) == route_all(frame, "shadow", 1.0)

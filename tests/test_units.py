@@ -126,8 +126,10 @@ def test_fractional_bins_are_carried_as_floats_and_written_exactly(
         assert written == pytest.approx(stored / 1000.0)
 
     first = dataclasses.replace(predictions[0], jeditaskid=1, decision="applied")
-    add_task(db, settings, 1, splitrule="US=2")
-    write_predictions(db, settings, [first])
+    # No preset: the far-from-preset rule would keep the scouts of a larger memory.
+    add_task(db, settings, 1, splitrule="US=2", ramcount=None, ramunit=None)
+    result = write_predictions(db, settings, [first])
+    assert result.applied == [1], result.reasons
     row = task_row(db, settings, 1)
     # The database path writes no milli unit (task_effects.database_value): rounded
     # up once, 2.3 -> 3 HS06sPerEvent.

@@ -103,7 +103,7 @@ def decide(
     problems = _problems(tasks)
     valid = np.array([p is None for p in problems], dtype=bool)
     predicted = iter(
-        predictor.predict(tasks[valid].reset_index(drop=True), history, stamp)
+        predictor.predict(tasks[valid].reset_index(drop=True), history)
         if valid.any()
         else []
     )
@@ -171,7 +171,7 @@ def _decide_one(
     else:
         columns = [*TASK_COLUMNS, *(c for c in REQUEST_COLUMNS if c in record)]
         (prediction,) = predictor.predict_records(
-            [{c: record[c] for c in columns}], predictor.history(history), stamp
+            [{c: record[c] for c in columns}], predictor.history(history), now
         )
         preset = (
             {c: record.get(c, np.nan) for c in PRESET_COLUMNS}
