@@ -334,8 +334,8 @@ def _log_tasks(
             )
 
 
-#: The :class:`WriteResult` lists of tasks a committed transaction dealt with.
-_HANDLED = (
+#: The :class:`WriteResult` lists a committed batch adds to the report and counts.
+_COUNTED = (
     "applied",
     "kept_scouts",
     "moved_by_jedi",
@@ -343,8 +343,9 @@ _HANDLED = (
     "shadow",
     "held_back",
     "malformed_splitrule",
-    "already_audited",
 )
+#: The :class:`WriteResult` lists of tasks a committed transaction dealt with.
+_HANDLED = (*_COUNTED, "already_audited")
 
 
 class SubmitHook:
@@ -559,15 +560,7 @@ class SubmitHook:
         errors: list[int],
     ) -> None:
         """Add one committed batch to the report, the metrics."""
-        for decision in (
-            "applied",
-            "kept_scouts",
-            "moved_by_jedi",
-            "locked_by_jedi",
-            "shadow",
-            "held_back",
-            "malformed_splitrule",
-        ):
+        for decision in _COUNTED:
             ids = getattr(result, decision)
             getattr(report, decision).extend(ids)
             if ids:
