@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -102,7 +102,7 @@ class CombinationParams:
 
 #: Feature columns by name: a frame, or plain arrays (the one-task route, where
 #: reading a pandas column costs more than the rule itself).
-FeatureColumns = pd.DataFrame | Mapping[str, np.ndarray]
+FeatureColumns: TypeAlias = pd.DataFrame | Mapping[str, np.ndarray]
 
 
 def _column(frame: FeatureColumns, name: str) -> np.ndarray:
