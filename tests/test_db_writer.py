@@ -15,13 +15,13 @@ from test_db_support import (
 )
 
 from panda_predictor.core.task_prediction import TargetPrediction
+from panda_predictor.core.units import database_value
 from panda_predictor.db.engine import get_panda_tables
 from panda_predictor.db.task_effects import (
     CPUTIME_NOT_FIXED,
     DISK_COUNTS_LEFT,
     RESOURCE_TYPE_KEPT,
     SCOUT_CAP_LIFTED,
-    database_value,
 )
 from panda_predictor.db.writer import MOVED_BY_JEDI, panda_value, write_predictions
 

@@ -35,11 +35,13 @@ def test_the_doc_shows_the_schema_file_and_a_valid_example():
 def test_a_prediction_round_trips_with_panda_names_and_units():
     message = from_prediction(prediction(42, cpu=4.2), ttl_seconds=600)
     body = json.loads(message.to_json())
+    # JEDI_TASKS' cputime goes in whole HS06sPerEvent, rounded up (4.2 -> 5):
+    # PanDA's re-measurement keeps the unit of the task parameters, never milli.
     assert body["values"] == {
         "ramCount": 2600,
         "ramUnit": "MBPerCore",
-        "cpuTime": 4200,
-        "cpuTimeUnit": "mHS06sPerEvent",
+        "cpuTime": 5,
+        "cpuTimeUnit": "HS06sPerEvent",
         "ioIntensity": 300,
         "ioIntensityUnit": "kBPerS",
         "walltime": 20,

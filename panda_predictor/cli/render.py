@@ -20,7 +20,7 @@ def written(target: TargetPrediction, convert: Convert = prediction_to_panda) ->
     The cost choice works in floats (``19361.999999999996``); what reaches JEDI is
     the one rounding of :func:`~panda_predictor.core.units.prediction_to_panda`
     (shown without the ``...Fixed`` suffix the ``fixed_units`` setting adds), or
-    ``convert``'s (the hook's :func:`~panda_predictor.db.task_effects.database_value`).
+    ``convert``'s (the hook's :func:`~panda_predictor.core.units.database_value`).
     """
     try:
         number, unit = convert(target)

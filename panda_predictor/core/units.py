@@ -114,3 +114,24 @@ def prediction_to_panda(
     if prediction.target == "cputime" and value <= 0 and prediction.upper:
         value = float(prediction.upper)
     return to_panda(value, prediction.unit, fixed, milli)
+
+
+def database_value(
+    prediction: TargetPrediction, fixed_units: bool = False
+) -> tuple[int, str]:
+    """Return the value and unit JEDI_TASKS should hold for a target.
+
+    What the database write-back writes and what a ``scout_prediction`` message
+    carries (its plugin writes JEDI_TASKS the same way).
+
+    PanDA's re-measurement (``getScoutJobData_JEDI``, run after 5 and 100 jobs)
+    takes the previous cpuTimeUnit from the task *parameters*, not from JEDI_TASKS:
+    a ``...Fixed`` cputime written here is ignored, and a later measurement of 10
+    or more left under a written ``mHS06sPerEvent`` would be read 1000x too small
+    (PanDA rewrites the unit to HS06sPerEvent only when the parameters carry one).
+    So cputime goes in plain ``HS06sPerEvent``, rounded up, never Fixed; ramcount
+    (whose Fixed unit PanDA reads from JEDI_TASKS) follows ``fixed_units``.
+    """
+    if prediction.target == "cputime":
+        return prediction_to_panda(prediction, fixed=False, milli=False)
+    return prediction_to_panda(prediction, fixed_units)

@@ -11,7 +11,8 @@ A task that skips its scouts must be left as JEDI leaves a task after them
   ``reset_resource_type_task`` (:func:`reset_resource_type`);
 - **the cputime unit**: PanDA's re-measurement reads the previous cpuTimeUnit from
   the task *parameters*, so JEDI_TASKS gets plain ``HS06sPerEvent``
-  (:func:`database_value`);
+  (:func:`~panda_predictor.core.units.database_value`, which the message route
+  publishes too);
 - OUTDISKCOUNT and WORKDISKCOUNT are not predicted and stay for PanDA's first
   re-measurement (:data:`DISK_COUNTS_LEFT`).
 
@@ -28,8 +29,6 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from panda_predictor.core.resource_type import ResourceType, resource_type_of
-from panda_predictor.core.task_prediction import TargetPrediction
-from panda_predictor.core.units import prediction_to_panda
 from panda_predictor.db.reader import INPUT_TYPES
 
 #: The status at which JEDI has capped the master dataset at the scout chunks.
@@ -47,24 +46,6 @@ CPUTIME_NOT_FIXED = (
 )
 #: Audit note of a new ramcount where the database has no RESOURCE_TYPES rows.
 RESOURCE_TYPE_KEPT = "resource type not reset: no RESOURCE_TYPES rows"
-
-
-def database_value(
-    prediction: TargetPrediction, fixed_units: bool = False
-) -> tuple[int, str]:
-    """Return the value and unit the write-back puts into JEDI_TASKS for a target.
-
-    PanDA's re-measurement (``getScoutJobData_JEDI``, run after 5 and 100 jobs)
-    takes the previous cpuTimeUnit from the task *parameters*, not from JEDI_TASKS:
-    a ``...Fixed`` cputime written here is ignored, and a later measurement of 10
-    or more left under a written ``mHS06sPerEvent`` would be read 1000x too small
-    (PanDA rewrites the unit to HS06sPerEvent only when the parameters carry one).
-    So cputime goes in plain ``HS06sPerEvent``, rounded up, never Fixed; ramcount
-    (whose Fixed unit PanDA reads from JEDI_TASKS) follows ``fixed_units``.
-    """
-    if prediction.target == "cputime":
-        return prediction_to_panda(prediction, fixed=False, milli=False)
-    return prediction_to_panda(prediction, fixed_units)
 
 
 def reset_resource_type(

@@ -60,7 +60,7 @@ from panda_predictor.core.splitrule import (
 )
 from panda_predictor.core.targets import TARGETS
 from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
-from panda_predictor.core.units import prediction_to_panda
+from panda_predictor.core.units import database_value, prediction_to_panda
 from panda_predictor.db.engine import (
     DatabaseError,
     describe_error,
@@ -76,7 +76,6 @@ from panda_predictor.db.task_effects import (
     DISK_COUNTS_LEFT,
     READY,
     SCOUT_CAP_LIFTED,
-    database_value,
     lift_scout_caps,
     reset_resource_type,
 )
@@ -368,7 +367,7 @@ def write_predictions(
     fixed_units:
         Write ``MBPerCoreFixed`` so JEDI never re-measures the ramcount; cputime
         stays plain ``HS06sPerEvent`` (see
-        :func:`~panda_predictor.db.task_effects.database_value`).
+        :func:`~panda_predictor.core.units.database_value`).
     """
     panda = get_panda_tables(settings, engine)
     tables = (panda.jedi_tasks, panda.jedi_datasets, panda.jedi_dataset_contents)

@@ -29,7 +29,7 @@ from pydantic import (
 )
 
 from panda_predictor.core.task_prediction import TaskPrediction
-from panda_predictor.core.units import prediction_to_panda
+from panda_predictor.core.units import database_value
 
 #: The ``msg_type`` JEDI's AIParameterAdjuster dispatches on.
 MSG_TYPE: Literal["scout_prediction"] = "scout_prediction"
@@ -262,7 +262,7 @@ def from_prediction(
     confidence: dict[str, float] = {}
     for name, target in prediction.targets.items():
         value_name, unit_name = PANDA_NAMES[name]
-        values[value_name], values[unit_name] = prediction_to_panda(target, fixed_units)
+        values[value_name], values[unit_name] = database_value(target, fixed_units)
         confidence[value_name] = round(float(target.confidence), 4)
     model = (prediction.model_name, str(prediction.model_version))
     return ScoutPrediction(
