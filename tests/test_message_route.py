@@ -199,9 +199,10 @@ def test_the_sql_writer_skips_a_row_jedi_holds_without_waiting(panda):
         )
         waited = time.monotonic() - started
         jedi.rollback()
+    # A wait would end in the writer's lock timeout (an error, not this reason).
     assert [h.outcome for h in outcomes] == ["refused", "applied"]
     assert "locked by JEDI" in outcomes[0].reason
-    assert waited < 1.0
+    assert waited < 10.0
 
 
 def test_a_fault_that_is_not_the_message_raises_and_leaves_the_task(panda):
