@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 import sqlalchemy as sa
-from conftest import POSTGRES_URL
+from label_engines import ENGINES, labels_by, sqlite_settings
 from test_labels_core import TASK, _job
 
 from panda_predictor.db.engine import get_panda_tables, make_engine
@@ -55,44 +55,10 @@ def _load(settings, archived=ARCHIVED) -> None:
         engine.dispose()
 
 
-def _sqlite(tmp_path):
-    return load_settings(home=tmp_path, db_url=f"sqlite:///{tmp_path / 'p.sqlite'}")
-
-
-@pytest.fixture(
-    params=[
-        "reader-sqlite",
-        pytest.param("reader-postgresql", marks=pytest.mark.postgres),
-        pytest.param("sql", marks=pytest.mark.postgres),
-        pytest.param("spark", marks=pytest.mark.spark),
-    ]
-)
+@pytest.fixture(params=ENGINES)
 def labels_of(request, tmp_path):
     """Return the labels frame of TASKS/LIVE/ARCHIVED computed by one engine."""
-    kind = request.param
-    if kind in ("reader-postgresql", "sql"):
-        schema = request.getfixturevalue("pg_schema")
-        settings = load_settings(home=tmp_path, db_url=POSTGRES_URL, db_schema=schema)
-    else:
-        settings = _sqlite(tmp_path)
-    _load(settings)
-    if kind == "spark":
-        from pipelines.export import export_history
-        from pipelines.spark_labels import spark_labels
-
-        export_history(settings, tmp_path / "export", progress=False)
-        assert (tmp_path / "export" / "jobsarchived").is_dir()
-        return spark_labels(request.getfixturevalue("spark"), tmp_path / "export")
-    engine = make_engine(settings)
-    try:
-        if kind == "sql":
-            from panda_predictor.db.labels_sql import labels_from_db
-
-            tables = get_panda_tables(settings, engine)
-            return labels_from_db(engine, tables, [50, 51])
-        return build_labels(engine, settings, progress=False)
-    finally:
-        engine.dispose()
+    return labels_by(request, tmp_path, _load, [50, 51], "jobsarchived")
 
 
 def test_scouts_come_from_jobsarchived4_union_the_archive(labels_of):
@@ -108,7 +74,7 @@ def test_scouts_come_from_jobsarchived4_union_the_archive(labels_of):
 
 
 def test_without_an_archive_table_jobsarchived4_alone(tmp_path):
-    settings = _sqlite(tmp_path)
+    settings = sqlite_settings(tmp_path)
     _load(settings, archived=[])
     engine = make_engine(settings)
     try:

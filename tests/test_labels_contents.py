@@ -13,13 +13,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from conftest import POSTGRES_URL
+from label_engines import ENGINES, labels_by
 from test_labels_core import MB, T0, TASK, _job
 
 from panda_predictor.db.engine import get_panda_tables, make_engine
 from panda_predictor.db.migrations import init_database
-from panda_predictor.settings import load_settings
-from pipelines.build_labels import build_labels
 
 pytestmark = [
     # py4j leaves its gateway sockets to the garbage collector.
@@ -97,43 +95,11 @@ def _load(settings) -> None:
         engine.dispose()
 
 
-@pytest.fixture(
-    params=[
-        "reader-sqlite",
-        pytest.param("reader-postgresql", marks=pytest.mark.postgres),
-        pytest.param("sql", marks=pytest.mark.postgres),
-        pytest.param("spark", marks=pytest.mark.spark),
-    ]
-)
+@pytest.fixture(params=ENGINES)
 def labels(request, tmp_path):
     """Return the labels of TASKS (indexed by jeditaskid) computed by one engine."""
-    kind = request.param
-    if kind in ("reader-postgresql", "sql"):
-        schema = request.getfixturevalue("pg_schema")
-        settings = load_settings(home=tmp_path, db_url=POSTGRES_URL, db_schema=schema)
-    else:
-        url = f"sqlite:///{tmp_path / 'p.sqlite'}"
-        settings = load_settings(home=tmp_path, db_url=url)
-    _load(settings)
-    if kind == "spark":
-        from pipelines.export import export_history
-        from pipelines.spark_labels import spark_labels
-
-        export_history(settings, tmp_path / "export", progress=False)
-        assert (tmp_path / "export" / "jedi_dataset_contents").is_dir()
-        frame = spark_labels(request.getfixturevalue("spark"), tmp_path / "export")
-        return frame.set_index("jeditaskid")
-    engine = make_engine(settings)
-    try:
-        if kind == "sql":
-            from panda_predictor.db.labels_sql import labels_from_db
-
-            tables = get_panda_tables(settings, engine)
-            frame = labels_from_db(engine, tables, [t["jeditaskid"] for t in TASKS])
-        else:
-            frame = build_labels(engine, settings, progress=False)
-    finally:
-        engine.dispose()
+    ids = [t["jeditaskid"] for t in TASKS]
+    frame = labels_by(request, tmp_path, _load, ids, "jedi_dataset_contents")
     return frame.set_index("jeditaskid")
 
 
