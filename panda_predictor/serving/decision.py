@@ -73,10 +73,20 @@ def _presets(tasks: pd.DataFrame) -> list[dict[str, Any]] | None:
     return tasks.reindex(columns=list(PRESET_COLUMNS)).to_dict("records")
 
 
-def _far(prediction: TaskPrediction, preset: Mapping[str, Any] | None) -> str | None:
+def _unless_far(
+    prediction: TaskPrediction, preset: Mapping[str, Any] | None
+) -> TaskPrediction:
+    """Return ``prediction``, or its scouts kept where PanDA would exhaust it.
+
+    An applied value far from the task's preset would make PanDA set the task
+    exhausted (:func:`far_from_request`): such a task keeps its scouts.
+    """
     if preset is None or prediction.decision != "applied":
-        return None
-    return far_from_request(prediction, requested_values(preset, COLUMN_KEYS))
+        return prediction
+    far = far_from_request(prediction, requested_values(preset, COLUMN_KEYS))
+    if far is None:
+        return prediction
+    return dataclasses.replace(prediction, decision="kept_scouts", reason=far)
 
 
 def decide(
@@ -115,13 +125,8 @@ def decide(
         if problem is not None:
             out.append(_refused(predictor, int(task_id), problem, stamp))
             continue
-        prediction = next(predicted)
-        far = _far(prediction, presets[i] if presets is not None else None)
-        if far is not None:
-            prediction = dataclasses.replace(
-                prediction, decision="kept_scouts", reason=far
-            )
-        out.append(prediction)
+        preset = presets[i] if presets is not None else None
+        out.append(_unless_far(next(predicted), preset))
     return route_all(out, *rollout) if rollout is not None else out
 
 
@@ -178,12 +183,7 @@ def _decide_one(
             if any(c in record for c in PRESET_COLUMNS)
             else None
         )
-        far = _far(prediction, preset)
-        if far is not None:
-            prediction = dataclasses.replace(
-                prediction, decision="kept_scouts", reason=far
-            )
-        out = [prediction]
+        out = [_unless_far(prediction, preset)]
     return route_all(out, *rollout) if rollout is not None else out
 
 
@@ -221,7 +221,7 @@ def decide_table(
                 predictor.predict(sub.reset_index(drop=True), history),
                 strict=True,
             ):
-                if _far(prediction, presets[row]) is not None:
+                if _unless_far(prediction, presets[row]) is not prediction:
                     table.iloc[row, table.columns.get_loc("decision")] = KEPT_SCOUTS
                     table.iloc[row, table.columns.get_loc("reason_kind")] = (
                         FAR_FROM_PRESET
