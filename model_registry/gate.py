@@ -5,8 +5,11 @@ pipeline (:mod:`pipelines.gate_evidence`) and handed over as :class:`GateEvidenc
 
 * the challenger's metrics, and the current champion's on the same tasks;
 * the *replay*: the challenger's served decision run on the test tasks with their
-  true values as the use (``served.cost``, ``served.<target>.short_share``,
-  ``served.delay_share``), and what the same tasks realize if all run scouts;
+  true values as the use: ``served.cost`` (each task alone) and, per priced
+  target, ``served.<target>.failed_jobs`` and ``served.<target>.wasted_hours``
+  (the tasks replayed as the jobs of bursts under PanDA's rules, as the
+  benchmark's headline table replays them), ``served.delay_share``; and what the
+  same tasks realize if all run their scouts;
 * the *floors*: what the majority class and the best recency rule score there;
 * the *noise*: half the width of a 90 % paired bootstrap interval of each
   difference (resampling test days), so a lead or a drop that chance alone explains
@@ -18,14 +21,15 @@ A challenger is promoted only if, for every metric the rules name:
   (``<target>.tail_recall`` is judged only so: against the champion);
 * as it serves (``served.mean_accuracy``: model, tail rules and the combination
   with the recency rules) it beats every floor by more than the noise;
-* its replay meets the goals: ``served.cost`` at most the scouts' (plus noise), each
-  ``served.<target>.short_share`` at most ``max_short_share`` and
-  ``served.delay_share`` at most ``max_delay_share`` (plus their noise).
+* its replay meets the goals: ``served.cost`` and, per priced target, the failed
+  jobs and the wasted hours at most the scouts' (plus the noise of the paired
+  difference), and ``served.delay_share`` at most ``max_delay_share`` (plus its
+  noise).
 
 Nothing is promoted when a model could not be scored, when no floor was measured,
 or, unless asked for, when the champion cannot be compared (other bins). Metric
 names are flat strings (``mean_accuracy``, ``ramcount.tail_recall``,
-``served.ramcount.short_share``).
+``served.ramcount.failed_jobs``).
 """
 
 from __future__ import annotations
@@ -100,12 +104,6 @@ class GateThresholds:
     max_under_allocation_rise:
         Each ``<target>.under_allocation`` (share of tasks predicted below their true
         class) may rise by at most this.
-    max_short_share:
-        Each ``served.<target>.short_share`` (share of the tasks that skip their
-        scouts whose written value is below the true use: a failed first job) may
-        be at most this, plus the noise. The delay price aims at
-        :data:`~panda_predictor.core.cost_choice.MAX_SHORT` on validation tasks;
-        the test tasks are later in time and a little noisier.
     max_delay_share:
         ``served.delay_share`` (share of the tasks that keep their scouts, so their
         bulk waits as long as with scouts) may be at most this, plus the noise:
@@ -119,7 +117,6 @@ class GateThresholds:
     max_accuracy_drop: float = 0.005
     max_tail_recall_drop: float = 0.01
     max_under_allocation_rise: float = 0.005
-    max_short_share: float = 0.02
     max_delay_share: float = MAX_DELAY_SHARE
     floor_noise_factor: float = 1.0
 
@@ -155,7 +152,6 @@ class GateThresholds:
             "max_accuracy_drop": settings.gate_max_accuracy_drop,
             "max_tail_recall_drop": settings.gate_max_tail_recall_drop,
             "max_under_allocation_rise": settings.gate_max_under_allocation_rise,
-            "max_short_share": settings.gate_max_short_share,
             "max_delay_share": settings.gate_max_delay_share,
             "floor_noise_factor": settings.gate_floor_noise_factor,
         }
@@ -173,14 +169,25 @@ class GateThresholds:
             ("*.tail_recall", HIGHER, self.max_tail_recall_drop),
             ("*.under_allocation", LOWER, self.max_under_allocation_rise),
             (SERVED_COST, LOWER, None),
-            (short_share_metric("*"), LOWER, None),
+            (failed_jobs_metric("*"), LOWER, None),
+            (wasted_hours_metric("*"), LOWER, None),
             (SERVED_DELAY, LOWER, None),
         )
 
 
-def short_share_metric(target: str) -> str:
-    """Return the name of ``target``'s replayed short share."""
-    return f"served.{target}.short_share"
+def failed_jobs_metric(target: str) -> str:
+    """Return the name of ``target``'s replayed failed-job rate."""
+    return f"served.{target}.failed_jobs"
+
+
+def wasted_hours_metric(target: str) -> str:
+    """Return the name of ``target``'s replayed wasted hours per job (core-hours
+    for time, GB-hours for memory)."""
+    return f"served.{target}.wasted_hours"
+
+
+#: Replay figures a challenger must keep at most at the scouts' (plus noise).
+SCOUTS_GOALS = (SERVED_COST, failed_jobs_metric("*"), wasted_hours_metric("*"))
 
 
 @dataclass(frozen=True)
@@ -351,23 +358,22 @@ def _goal_check(
 ) -> Check:
     """Return the floor or replay goal of ``metric``: value, name, noise, passed.
 
-    ``served.cost`` may not exceed the scouts' by more than the noise of the
-    paired difference; each short share and the delay share may not exceed
-    their threshold by more than their own noise. Other metrics go to
+    ``served.cost`` and each target's failed jobs and wasted hours may not exceed
+    the scouts' by more than the noise of the paired difference; the delay share
+    may not exceed its threshold by more than its own noise. Other metrics go to
     :func:`_floor_check`.
     """
-    if metric == SERVED_COST:
+    if any(fnmatchcase(metric, goal) for goal in SCOUTS_GOALS):
         scouts = _finite(evidence.floors.get(SCOUTS, {}).get(metric))
         if scouts is None:
             return None, "none measured", 0.0, False
         return _at_most(challenger, scouts, SCOUTS, evidence.noise_of(SCOUTS, metric))
     if metric == SERVED_DELAY:
-        limit, name = limits.max_delay_share, "max_delay_share"
-    elif fnmatchcase(metric, short_share_metric("*")):
-        limit, name = limits.max_short_share, "max_short_share"
-    else:
-        return _floor_check(metric, challenger, evidence, limits.floor_noise_factor)
-    return _at_most(challenger, limit, name, evidence.noise_of(SELF, metric))
+        limit = limits.max_delay_share
+        return _at_most(
+            challenger, limit, "max_delay_share", evidence.noise_of(SELF, metric)
+        )
+    return _floor_check(metric, challenger, evidence, limits.floor_noise_factor)
 
 
 def _at_most(value: float | None, limit: float, name: str, noise: float) -> Check:

@@ -1,6 +1,6 @@
 """Read gate tolerances given as ``NAME=VALUE`` (the CLI's ``--gate-tolerance``).
 
-Short names (``accuracy``, ``tail_recall``, ``short_share``, ...) keep the command
+Short names (``accuracy``, ``tail_recall``, ``delay_share``, ...) keep the command
 line readable; each maps to a field of :class:`model_registry.gate.GateThresholds`.
 A wrong name or value is the user's to fix, so it raises :class:`ToleranceError`
 (one CLI line).
@@ -18,7 +18,6 @@ TOLERANCE_NAMES = {
     "accuracy": "max_accuracy_drop",
     "tail_recall": "max_tail_recall_drop",
     "under_allocation": "max_under_allocation_rise",
-    "short_share": "max_short_share",
     "delay_share": "max_delay_share",
     "floor_noise_factor": "floor_noise_factor",
 }
@@ -32,7 +31,7 @@ def parse_tolerances(items: Iterable[str]) -> dict[str, float]:
     """Return :class:`GateThresholds` fields from ``NAME=VALUE`` texts.
 
     ``NAME`` is a key of :data:`TOLERANCE_NAMES` (``accuracy``, ``tail_recall``,
-    ``under_allocation``, ``short_share``, ``delay_share``, ``floor_noise_factor``)
+    ``under_allocation``, ``delay_share``, ``floor_noise_factor``)
     or the field name itself; ``VALUE`` a finite number (>= 0; >= -1 for the noise
     factor).
     """

@@ -136,13 +136,6 @@ class Settings(BaseSettings):
         description="How much higher than the champion's a new model's "
         "under-allocation rate (per target) may be, beyond the noise.",
     )
-    gate_max_short_share: float = Field(
-        0.02,
-        ge=0.0,
-        le=1.0,
-        description="Largest share of the test tasks that skip scouts whose written "
-        "value (per priced target) is below the true use, beyond the noise.",
-    )
     gate_max_delay_share: float = Field(
         0.2,
         ge=0.0,
@@ -169,8 +162,14 @@ class Settings(BaseSettings):
     )
     gate_tail_recall_shortfall: float | None = Field(
         None,
-        description="Replaced by the gate's replay goals (gate_max_short_share, "
-        "gate_max_delay_share; docs/model-registry.md); setting it is refused.",
+        description="Replaced by the gate's replay goals (failed jobs and waste at "
+        "most the scouts', gate_max_delay_share; docs/model-registry.md); setting "
+        "it is refused.",
+    )
+    gate_max_short_share: float | None = Field(
+        None,
+        description="Replaced by the gate's replay goals (failed jobs and waste at "
+        "most the scouts'; docs/model-registry.md); setting it is refused.",
     )
     delay_price: float | None = Field(
         None,
@@ -379,17 +378,17 @@ class Settings(BaseSettings):
             )
         return None
 
-    @field_validator("gate_tail_recall_shortfall")
+    @field_validator("gate_tail_recall_shortfall", "gate_max_short_share")
     @classmethod
-    def _replaced_shortfall(cls, value: float | None) -> None:
-        """Refuse the old tail-recall floor rather than ignore it silently."""
+    def _replaced_gate_floor(cls, value: float | None) -> None:
+        """Refuse an old gate floor rather than ignore it silently."""
         if value is not None:
             raise ValueError(
-                "was replaced by the gate's replay goals: a model must cost no more "
-                "than the scouts, be short for at most gate_max_short_share of the "
-                "test tasks per target and keep scouts for at most "
-                "gate_max_delay_share of them (docs/model-registry.md); remove it. "
-                f"Got {value!r}"
+                "was replaced by the gate's replay goals: a model's decision, "
+                "replayed on the test tasks under PanDA's rules, must fail no more "
+                "jobs and waste no more hours than the scouts per target, and keep "
+                "scouts for at most gate_max_delay_share of the tasks "
+                f"(docs/model-registry.md); remove it. Got {value!r}"
             )
         return None
 

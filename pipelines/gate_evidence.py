@@ -39,23 +39,29 @@ from model_registry.gate import (
     SERVED_COST,
     SERVED_DELAY,
     GateEvidence,
-    short_share_metric,
+    failed_jobs_metric,
+    wasted_hours_metric,
 )
 from panda_predictor.core.baselines import majority_class
 from panda_predictor.core.bins import BinSet
+from panda_predictor.core.day_bootstrap import DayBootstrap
 from panda_predictor.core.evaluation import evaluate_targets
 from panda_predictor.core.experts import CombinationParams, rule_values
 from panda_predictor.serving.loader import try_load_champion
 from panda_predictor.serving.predictor import Predictor
 from panda_predictor.settings import Settings
 from pipelines.dataset import LabelledHistory
-from pipelines.served_replay import Replay, labelled_parts, replay_decision
+from pipelines.served_replay import (
+    BurstReplay,
+    Replay,
+    labelled_parts,
+    replay_bursts,
+    replay_decision,
+)
 from pipelines.train import TrainingResult, gate_metrics
 
 log = logging.getLogger(__name__)
 
-#: Bootstrap resamples of the test days.
-N_RESAMPLES = 1000
 #: Floor names, as the gate's verdicts show them.
 MAJORITY = "majority"
 BEST_RECENCY = "best_recency"
@@ -125,26 +131,6 @@ def _metric_parts(
     return parts
 
 
-class DayBootstrap:
-    """Resampled test days, shared by every comparison so they are paired."""
-
-    def __init__(self, days: Any, n_resamples: int = N_RESAMPLES, seed: int = 0):
-        _, self.day_index = np.unique(np.asarray(days), return_inverse=True)
-        self.n_days = int(self.day_index.max()) + 1
-        rng = np.random.default_rng(seed)
-        picks = rng.integers(0, self.n_days, size=(n_resamples, self.n_days))
-        self.counts = np.stack(
-            [np.bincount(p, minlength=self.n_days) for p in picks]
-        ).astype(float)
-
-    def resampled(self, num: np.ndarray, den: np.ndarray) -> np.ndarray:
-        """Return the metric ``sum(num) / sum(den)`` on every resample (NaN: 0/0)."""
-        day_num = np.bincount(self.day_index, weights=num, minlength=self.n_days)
-        day_den = np.bincount(self.day_index, weights=den, minlength=self.n_days)
-        top, bottom = self.counts @ day_num, self.counts @ day_den
-        return np.divide(top, bottom, out=np.full(top.shape, np.nan), where=bottom > 0)
-
-
 def half_width(values: np.ndarray) -> float:
     """Return half the 5-95 % range of ``values``; inf when none is defined.
 
@@ -186,24 +172,34 @@ def model_classes(
     return {t: np.asarray(chosen[t]) for t in result.y_test}
 
 
-def replay_parts(replay: Replay) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Return per replay figure its per-task numerator and denominator.
+Parts = dict[str, tuple[np.ndarray, np.ndarray]]
 
-    ``served.cost`` is the mean realized cost per task, ``served.delay_share`` the
-    share of tasks that keep their scouts, ``served.<target>.short_share`` the
-    share of the tasks that skip them whose written value was below the use.
+
+def replay_parts(replay: Replay, bursts: BurstReplay) -> tuple[Parts, Parts]:
+    """Return per replay figure its per-task numerator and denominator, for the
+    challenger and for the scouts.
+
+    ``served.cost`` is the mean realized cost per task, ``served.delay_share``
+    the share of tasks that keep their scouts (challenger only),
+    ``served.<target>.failed_jobs`` the share of jobs with a failed attempt and
+    ``served.<target>.wasted_hours`` the mean wasted hours per job in the burst
+    replay (rows without a known label count in neither part).
     """
     ones = np.ones(len(replay.applied))
-    parts = {
+    mine: Parts = {
         SERVED_COST: (replay.cost, ones),
         SERVED_DELAY: ((~replay.applied).astype(float), ones),
     }
-    for t, short in replay.short.items():
-        parts[short_share_metric(t)] = (
-            short.astype(float),
-            replay.judged[t].astype(float),
-        )
-    return parts
+    scouts: Parts = {SERVED_COST: (replay.scouts_cost, ones)}
+    for t, known in bursts.known.items():
+        counted = known.astype(float)
+        for side, outcome in ((mine, bursts.served[t]), (scouts, bursts.scouts[t])):
+            failed, wasted = np.zeros(len(known)), np.zeros(len(known))
+            failed[known] = outcome.failed
+            wasted[known] = outcome.wasted_hours
+            side[failed_jobs_metric(t)] = (failed, counted)
+            side[wasted_hours_metric(t)] = (wasted, counted)
+    return mine, scouts
 
 
 def ratio(num: np.ndarray, den: np.ndarray) -> float:
@@ -214,18 +210,18 @@ def ratio(num: np.ndarray, den: np.ndarray) -> float:
 
 
 def _replay_evidence(
-    replay: Replay, boot: DayBootstrap
-) -> tuple[dict[str, float], float, dict[str, float], dict[str, float]]:
-    """Return the replay figures, the scouts' cost, their own noise and the noise
-    of the cost against the scouts' (paired: the same days in every resample)."""
-    parts = replay_parts(replay)
-    figures = {metric: ratio(num, den) for metric, (num, den) in parts.items()}
-    scouts = {SERVED_COST: (replay.scouts_cost, np.ones(len(replay.cost)))}
-    versus = noise_between(boot, {SERVED_COST: parts[SERVED_COST]}, scouts)
+    replay: Replay, bursts: BurstReplay, boot: DayBootstrap
+) -> tuple[dict[str, float], dict[str, float], dict[str, float], dict[str, float]]:
+    """Return the replay figures, the scouts' figures, their own noise and the
+    noise of each figure against the scouts' (paired: the same days in every
+    resample)."""
+    mine, scouts = replay_parts(replay, bursts)
+    figures = {metric: ratio(num, den) for metric, (num, den) in mine.items()}
+    versus = noise_between(boot, {m: mine[m] for m in scouts}, scouts)
     return (
         figures,
-        ratio(*scouts[SERVED_COST]),
-        noise_between(boot, parts, None),
+        {metric: ratio(num, den) for metric, (num, den) in scouts.items()},
+        noise_between(boot, mine, None),
         versus,
     )
 
@@ -288,6 +284,7 @@ def gate_evidence(
         served = {t: np.asarray(classified.chosen[t]) for t in y_test}
         decided = new.decide(classified, new.in_domain(result.test_tasks))
         replay = replay_decision(new, classified, decided, result.test_tasks)
+        bursts = replay_bursts(new, classified, decided, result.test_tasks)
         majority = majority_classes(y_test)
         features = new.features(result.test_tasks, history.history)
         recency, rules = best_recency_classes(features, y_test, bins, majority)
@@ -309,12 +306,12 @@ def gate_evidence(
         SERVED_ACCURACY: _metric_parts(y_test, served, bins)["mean_accuracy"]
     }
     floors = {MAJORITY: majority, BEST_RECENCY: recency}
-    figures, scouts_cost, replay_noise, scouts_noise = _replay_evidence(replay, boot)
+    figures, scouts, replay_noise, scouts_noise = _replay_evidence(replay, bursts, boot)
     challenger_metrics.update(figures)
     log.info(
-        "Replay of the served decision on the test tasks: %s; scouts' cost %.4f",
+        "Replay of the served decision on the test tasks: %s; scouts: %s",
         {k: round(v, 4) for k, v in figures.items()},
-        scouts_cost,
+        {k: round(v, 4) for k, v in scouts.items()},
     )
     noise = {SELF: {**noise_between(boot, parts, None), **replay_noise}}
     noise[SCOUTS] = scouts_noise
@@ -336,7 +333,7 @@ def gate_evidence(
         noise[CHAMPION] = noise_between(
             boot, parts, _metric_parts(y_test, champion, bins)
         )
-    floor_metrics[SCOUTS] = {SERVED_COST: scouts_cost}
+    floor_metrics[SCOUTS] = scouts
     return GateEvidence(
         challenger=challenger_metrics,
         champion=champion_metrics,

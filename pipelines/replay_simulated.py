@@ -216,7 +216,7 @@ def replay_simulated(
 
 def with_delay_price(inputs: ReplayInputs, delay_price: float) -> ReplayInputs:
     """Return ``inputs`` whose bundle serves ``delay_price`` instead of its own."""
-    cost = replace(inputs.bundle.cost, delay_price=float(delay_price))
+    cost = inputs.bundle.cost.with_price(delay_price)
     return replace(inputs, bundle=replace(inputs.bundle, cost=cost))
 
 

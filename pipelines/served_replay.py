@@ -9,11 +9,20 @@ spare part, or its failed attempts and their retries, plus
 :attr:`~panda_predictor.core.cost_choice.CostSettings.failure_cost` per failed
 attempt). A task that keeps its scouts pays what its scouts realize: their first
 jobs ask for the default (the request, else the top class's value), and the bulk
-waits one job run for them (``delay_price``).
+waits one job run for them (``delay_price``): :func:`replay_decision`.
 
-Both the delay price's tuning (:mod:`pipelines.cost_tuning`, on the validation
-part) and the gate's evidence (:mod:`pipelines.gate_evidence`, on the test part)
-run the decision through here, so they judge the decision that serves.
+The replay goals are judged job by job instead (:func:`replay_bursts`): the tasks
+are replayed as the jobs of bursts (one user and transformation, created less than
+an hour apart) under PanDA's rules, retries, maxAttempt and re-measurement after 5
+and 100 finished jobs (:class:`~panda_predictor.core.replay.ReplayJobs`), the same
+engine the benchmark's headline table runs on job logs. In a job log each task is
+one job; on PanDA's own history a task stands for one job of its burst, which
+leaves out the spread of use between a task's own jobs (its label is already
+PanDA's measurement of them).
+
+The delay prices' tuning (:mod:`pipelines.cost_tuning`, on the validation part)
+and the gate's evidence (:mod:`pipelines.gate_evidence`, on the test part) run the
+decision through here, so they judge the decision that serves.
 """
 
 from __future__ import annotations
@@ -23,7 +32,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from panda_predictor.core.cost_choice import KIND_OF, CostChooser, job_cost
+from panda_predictor.core.bins import TargetBins
+from panda_predictor.core.cost_choice import KIND_OF, MEMORY, CostChooser, job_cost
+from panda_predictor.core.replay import (
+    JobOutcomes,
+    ReplayJobs,
+    ReplayRules,
+    tasks_from_bursts,
+)
 from panda_predictor.core.scout_policy import APPLIED
 from panda_predictor.core.task_features import HOOK_COLUMNS
 from panda_predictor.serving.bundle import Bundle
@@ -44,6 +60,54 @@ def labelled_parts(
     """
     features = tasks[[c for c in HOOK_COLUMNS if c in tasks]]
     return predictor.classified(features, history)
+
+
+#: Used as a job's run time where its task has no walltime label (memory waste is
+#: counted in GB-hours, so a run time weighs every job).
+DEFAULT_RUN_S = 3600.0
+
+
+def replay_jobs(
+    tasks: pd.DataFrame,
+    target: str,
+    request: np.ndarray | None,
+    bins: TargetBins,
+    rules: ReplayRules | None = None,
+) -> ReplayJobs:
+    """Return labelled ``tasks`` as the jobs of a replay of ``target``.
+
+    Each task is one job, as a job log's are; its PanDA "task" is its burst: the
+    tasks of one user and transformation created less than an hour apart
+    (:func:`~panda_predictor.core.replay.tasks_from_bursts`), replayed in creation
+    order under PanDA's rules. A job uses its label value; its run time is the
+    ``walltime`` label where known (:data:`DEFAULT_RUN_S` otherwise), its cores
+    ``corecount``. Pass only tasks whose ``target`` label is known.
+    """
+    n = len(tasks)
+    created = pd.to_datetime(tasks["creationdate"]).to_numpy(dtype="datetime64[ns]")
+    seconds = (created - created.min()) / np.timedelta64(1, "s") if n else created
+    key = (
+        tasks["username"].astype(object).fillna("").astype(str)
+        + "\x00"
+        + tasks["transpath"].astype(object).fillna("").astype(str)
+    ).to_numpy()
+    run_s = (
+        tasks["walltime"].to_numpy(dtype=float)
+        if "walltime" in tasks
+        else np.full(n, np.nan)
+    )
+    cores = tasks["corecount"].to_numpy(dtype=float)
+    use = tasks[target].to_numpy(dtype=float)
+    return ReplayJobs(
+        resource="memory" if KIND_OF[target] == MEMORY else "time",
+        task=tasks_from_bursts(np.asarray(seconds, dtype=float), key),
+        used=np.maximum(use, 1.0),
+        run_s=np.where(np.isfinite(run_s) & (run_s > 0), run_s, DEFAULT_RUN_S),
+        cores=np.where(np.isfinite(cores) & (cores > 0), cores, 1.0),
+        ladder=np.maximum(np.asarray(bins.values, dtype=float), 1.0),
+        request=np.full(n, np.nan) if request is None else np.asarray(request, float),
+        rules=ReplayRules() if rules is None else rules,
+    )
 
 
 def short_share(written: np.ndarray, truth: np.ndarray) -> float:
@@ -79,16 +143,12 @@ class Replay:
 
     ``applied`` whether the task skipped its scouts; ``cost`` what it realized in
     job runs (applied: its written values; kept: its scouts); ``scouts_cost``
-    what it would have realized had every task run its scouts; per priced target
-    ``short`` (applied, label known and the written value below it: a failed
-    first job) and ``judged`` (applied and label known).
+    what it would have realized had every task run its scouts.
     """
 
     applied: np.ndarray
     cost: np.ndarray
     scouts_cost: np.ndarray
-    short: dict[str, np.ndarray]
-    judged: dict[str, np.ndarray]
 
 
 def replay_decision(
@@ -107,7 +167,6 @@ def replay_decision(
     requests = predictor.requests(parts)
     scouts = np.full(n, predictor.policy.settings.delay_price)
     written_cost = np.zeros(n)
-    short, judged = {}, {}
     for t in priced_targets(predictor.bundle, tasks):
         chooser = predictor.policy.choosers[t]
         truth = tasks[t].to_numpy(dtype=float)
@@ -123,7 +182,46 @@ def replay_decision(
         scouts = scouts + np.where(known, realized, 0.0)
         realized = realized_cost(chooser, written, use, least)
         written_cost = written_cost + np.where(known, realized, 0.0)
-        judged[t] = applied & known
-        short[t] = judged[t] & (written < use)
     cost = np.where(applied, written_cost, scouts)
-    return Replay(applied, cost, scouts, short, judged)
+    return Replay(applied, cost, scouts)
+
+
+@dataclass(frozen=True)
+class BurstReplay:
+    """Per priced target, the served decision and the scouts replayed job by job.
+
+    The tasks are replayed as the jobs of bursts under PanDA's rules
+    (:func:`replay_jobs`), as the benchmark's headline table replays a job log;
+    ``known`` marks the tasks whose label is known (the only ones replayed), and
+    ``served`` / ``scouts`` hold one row per known task, in task order.
+    """
+
+    known: dict[str, np.ndarray]
+    served: dict[str, JobOutcomes]
+    scouts: dict[str, JobOutcomes]
+
+
+def replay_bursts(
+    predictor: Predictor,
+    parts: Classified,
+    decided: dict[str, np.ndarray],
+    tasks: pd.DataFrame,
+) -> BurstReplay:
+    """Return the decision ``decided`` and the scouts replayed on labelled ``tasks``."""
+    applied = np.asarray(decided["decision"]) == APPLIED
+    requests = predictor.requests(parts)
+    known, served, scouts = {}, {}, {}
+    for t in priced_targets(predictor.bundle, tasks):
+        rows = np.isfinite(tasks[t].to_numpy(dtype=float))
+        request = requests.get(t)
+        jobs = replay_jobs(
+            tasks[rows],
+            t,
+            None if request is None else request[rows],
+            predictor.bundle.bins[t],
+        )
+        value = np.asarray(decided[f"{t}_value"], dtype=float)[rows]
+        known[t] = rows
+        served[t] = jobs.by_job(value, applied[rows])
+        scouts[t] = jobs.by_job()
+    return BurstReplay(known, served, scouts)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -574,7 +574,7 @@ def _cost_settings(
     chosen on the validation part (:func:`pipelines.cost_tuning.choose_price`)."""
     if config.delay_price != AUTO:
         price = float(config.delay_price)
-        return replace(bundle.cost, delay_price=price), {"delay_price": price}
+        return bundle.cost.with_price(price), {"delay_price": price}
     return choose_price(bundle, frame.iloc[val], frame)
 
 

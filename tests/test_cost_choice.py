@@ -10,7 +10,6 @@ from panda_predictor.core.cost_choice import (
     CostChooser,
     CostSettings,
     UseTable,
-    choose_delay_price,
     job_cost,
 )
 
@@ -115,19 +114,6 @@ def test_the_scouts_cost_their_first_jobs_at_the_default():
         np.array([[1.0, 0.0], [1.0, 0.0]]), request=[2000.0, np.nan]
     )
     assert sized.scouts_cost == pytest.approx([19.0, 9.0])
-
-
-def test_the_delay_price_is_the_smallest_whose_values_are_rarely_short():
-    short = {
-        0.25: {"walltime": 0.05, "ramcount": 0.01},
-        0.5: {"walltime": 0.02, "ramcount": 0.03},
-        1.0: {"walltime": 0.015, "ramcount": 0.02},
-        2.0: {"walltime": 0.01, "ramcount": 0.0},
-    }
-    # MAX_SHORT is 1 %: at 1.0 walltime is still 1.5 % short, at 2.0 both fit.
-    assert choose_delay_price(short) == 2.0
-    # None is careful enough: the most careful candidate.
-    assert choose_delay_price({0.25: {"walltime": 0.5}, 4.0: {"walltime": 0.3}}) == 4.0
 
 
 def test_use_tables_fit_round_trip_and_fall_back_to_the_bins():

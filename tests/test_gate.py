@@ -36,9 +36,10 @@ pytestmark = pytest.mark.filterwarnings(
 
 SERVED = "served.mean_accuracy"
 COST, DELAY = "served.cost", "served.delay_share"
-RAM_SHORT = "served.ramcount.short_share"
-#: A replay that meets every goal: cheaper than scouts, rarely short, little delay.
-REPLAY = {COST: 0.83, RAM_SHORT: 0.012, "served.walltime.short_share": 0.0, DELAY: 0.05}
+RAM_FAILED, RAM_WASTE = "served.ramcount.failed_jobs", "served.ramcount.wasted_hours"
+#: A replay that meets every goal: cheaper than scouts, fewer failed jobs and less
+#: waste than theirs, little delay.
+REPLAY = {COST: 0.83, RAM_FAILED: 0.012, RAM_WASTE: 1.2, DELAY: 0.05}
 GOOD = {
     "mean_accuracy": 0.80,
     SERVED: 0.82,
@@ -51,7 +52,7 @@ GOOD = {
 FLOORS = {
     "majority": {SERVED: 0.55, "mean_accuracy": 0.55, "ramcount.tail_recall": 0.0},
     "best_recency": {SERVED: 0.70, "mean_accuracy": 0.70},
-    "scouts": {COST: 1.42},
+    "scouts": {COST: 1.42, RAM_FAILED: 0.02, RAM_WASTE: 1.5},
 }
 NO_TARGET = None
 
@@ -197,9 +198,11 @@ def test_tail_recall_is_judged_against_the_champion_only():
         (COST, 1.40, 0.0, True, ("scouts", 1.42)),
         (COST, 1.45, 0.0, False, ("scouts", 1.42)),
         (COST, 1.45, 0.05, True, ("scouts", 1.42)),  # dearer only within noise
-        (RAM_SHORT, 0.02, 0.0, True, ("max_short_share", 0.02)),
-        (RAM_SHORT, 0.03, 0.0, False, ("max_short_share", 0.02)),
-        (RAM_SHORT, 0.03, 0.011, True, ("max_short_share", 0.02)),
+        (RAM_FAILED, 0.02, 0.0, True, ("scouts", 0.02)),
+        (RAM_FAILED, 0.03, 0.0, False, ("scouts", 0.02)),
+        (RAM_FAILED, 0.03, 0.011, True, ("scouts", 0.02)),
+        (RAM_WASTE, 1.4, 0.0, True, ("scouts", 1.5)),
+        (RAM_WASTE, 1.6, 0.05, False, ("scouts", 1.5)),
         (DELAY, 0.19, 0.0, True, ("max_delay_share", 0.2)),
         (DELAY, 0.35, 0.1, False, ("max_delay_share", 0.2)),
         (DELAY, None, 0.0, False, ("max_delay_share", 0.2)),
@@ -208,9 +211,11 @@ def test_tail_recall_is_judged_against_the_champion_only():
         "cost-below-scouts",
         "cost-above-scouts",
         "cost-above-within-noise",
-        "short-at-limit",
-        "short-over",
-        "short-over-within-noise",
+        "failed-as-scouts",
+        "failed-over-scouts",
+        "failed-over-within-noise",
+        "waste-below-scouts",
+        "waste-over-beyond-noise",
         "delay-below",
         "delay-over-beyond-noise",
         "delay-missing",
@@ -218,7 +223,7 @@ def test_tail_recall_is_judged_against_the_champion_only():
 )
 def test_the_replay_must_meet_its_goals(metric, value, noise, passed, goal):
     challenger = {k: v for k, v in {**GOOD, metric: value}.items() if v is not None}
-    reference = "scouts" if metric == COST else "challenger"
+    reference = "challenger" if metric == DELAY else "scouts"
     verdicts = judge(
         evidence(challenger, None, noise={reference: {metric: noise}}),
         GateThresholds(),
@@ -231,20 +236,22 @@ def test_the_replay_must_meet_its_goals(metric, value, noise, passed, goal):
 
 
 def test_the_goals_follow_the_thresholds():
-    challenger = {**GOOD, RAM_SHORT: 0.03, DELAY: 0.3}
+    challenger = {**GOOD, DELAY: 0.3}
     strict = judge(evidence(challenger, None), GateThresholds())
-    assert not verdict_of(strict, RAM_SHORT).passed
     assert not verdict_of(strict, DELAY).passed
     # The command line's names, then the settings', reach the same fields.
-    by_name = GateThresholds(
-        **parse_tolerances(["short_share=0.05", "delay_share=0.5"])
-    )
-    by_settings = GateThresholds.from_settings(
-        load_settings(gate_max_short_share=0.05, gate_max_delay_share=0.5)
-    )
+    by_name = GateThresholds(**parse_tolerances(["delay_share=0.5"]))
+    by_settings = GateThresholds.from_settings(load_settings(gate_max_delay_share=0.5))
     assert by_name == by_settings
     loose = judge(evidence(challenger, None), by_name)
-    assert verdict_of(loose, RAM_SHORT).passed and verdict_of(loose, DELAY).passed
+    assert verdict_of(loose, DELAY).passed
+
+
+def test_a_target_without_the_scouts_figure_fails():
+    floors = {**FLOORS, "scouts": {COST: 1.42, RAM_FAILED: 0.02}}
+    verdicts = judge(evidence(champion=None, floors=floors), GateThresholds())
+    got = verdict_of(verdicts, RAM_WASTE)
+    assert (got.passed_floor, got.floor_name) == (False, "none measured")
 
 
 def test_no_scouts_cost_measured_fails():
@@ -287,7 +294,7 @@ def test_verdict_line_names_champion_challenger_floor_tolerance_and_noise():
     [
         ({"max_accuracy_drop": -0.1}, "'max_accuracy_drop'"),
         ({"max_tail_recall_drop": "x"}, "'max_tail_recall_drop'"),
-        ({"max_short_share": True}, "'max_short_share'"),
+        ({"max_delay_share": True}, "'max_delay_share'"),
     ],
     ids=["negative", "not-a-number", "bool"],
 )

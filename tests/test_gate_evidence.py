@@ -21,20 +21,21 @@ from model_registry.gate import (
     SERVED_COST,
     SERVED_DELAY,
     GateThresholds,
+    failed_jobs_metric,
     promote_if_not_worse,
-    short_share_metric,
+    wasted_hours_metric,
 )
 from model_registry.registry import register_bundle, set_alias
 from panda_predictor.bins_file import load_bins
 from panda_predictor.core.bins import BinSet
 from panda_predictor.core.cost_choice import MEMORY_STEPS_MB
+from panda_predictor.core.day_bootstrap import DayBootstrap
 from panda_predictor.core.scout_policy import APPLIED, KEPT_SCOUTS
 from panda_predictor.serving.bundle import save_bundle
 from panda_predictor.serving.predictor import Classified, Predictor
 from pipelines.gate_evidence import (
     BEST_RECENCY,
     MAJORITY,
-    DayBootstrap,
     _metric_parts,
     best_recency_classes,
     gate_evidence,
@@ -42,7 +43,7 @@ from pipelines.gate_evidence import (
     metrics_of,
     noise_between,
 )
-from pipelines.served_replay import labelled_parts, replay_decision
+from pipelines.served_replay import labelled_parts, replay_bursts, replay_decision
 from pipelines.train import TrainingConfig, train
 
 pytestmark = pytest.mark.filterwarnings(
@@ -167,7 +168,9 @@ def test_evidence_without_champion_has_floors_and_noise(
 def test_replay_prices_written_values_and_scouts_by_the_true_use(small_run):
     predictor = Predictor(small_run.bundle, "test", "0")
     cost = predictor.policy.settings
-    delay, fail, gb = cost.delay_price, cost.failure_cost, cost.gb_per_core * 1024
+    delay, gb = cost.delay_price, cost.gb_per_core * 1024
+    # Each target's failures are priced at its own tuned delay price.
+    own = {t: predictor.policy.choosers[t].settings for t in PRICED}
     tasks = pd.DataFrame(
         {
             "ramcount": [2500.0, 1500.0, 3000.0],
@@ -192,8 +195,9 @@ def test_replay_prices_written_values_and_scouts_by_the_true_use(small_run):
     assert MEMORY_STEPS_MB[1] == 2000.0  # the retry of a 1000 MB attempt
     # Task 1: memory fails once (one run lost and delayed, a requeue), then fits
     # at 2000; walltime fails once at 10 (half a run, delayed), then fits at 100.
-    memory_retry = (1 + delay) * 1.0 + (2000 - 1500) / gb + fail
-    wall_retry = (1 + delay) * 10 / 20 + wall + fail
+    ram, time = own["ramcount"], own["walltime"]
+    memory_retry = (1 + ram.delay_price) * 1.0 + (2000 - 1500) / gb + ram.failure_cost
+    wall_retry = (1 + time.delay_price) * 10 / 20 + wall + time.failure_cost
     # Scouts ask for the request, else the top class's value; the bulk waits.
     top = {t: BINS[t].values[-1] for t in PRICED}
     scout_time = (top["cputime"] - 50) / 50 + (top["walltime"] - 20) / 20
@@ -207,10 +211,6 @@ def test_replay_prices_written_values_and_scouts_by_the_true_use(small_run):
         [(3000 - 2500) / gb + cpu + wall, memory_retry + cpu + wall_retry, scouts[2]]
     )
     assert list(got.applied) == [True, True, False]
-    assert set(got.short) == set(PRICED)  # iointensity is not priced
-    assert list(got.short["ramcount"]) == [False, True, False]
-    assert list(got.short["walltime"]) == [False, True, False]
-    assert list(got.judged["cputime"]) == [True, True, False]
 
 
 def test_evidence_replays_the_served_decision_on_the_test_tasks(
@@ -226,12 +226,23 @@ def test_evidence_replays_the_served_decision_on_the_test_tasks(
     assert got.challenger[SERVED_COST] == pytest.approx(replay.cost.mean())
     assert got.floors[SCOUTS][SERVED_COST] == pytest.approx(replay.scouts_cost.mean())
     assert got.challenger[SERVED_DELAY] == pytest.approx(1 - replay.applied.mean())
+    # The replay goals: per priced target, the tasks replayed as the jobs of
+    # bursts under PanDA's rules, the decision's row against the scouts'.
+    bursts = replay_bursts(predictor, parts, decided, tasks)
+    assert set(bursts.known) == set(PRICED)  # iointensity is not priced
     for t in PRICED:
-        truth = tasks[t].to_numpy(float)
-        applied = replay.applied
-        short = decided[f"{t}_value"][applied] < truth[applied]
-        assert got.challenger[short_share_metric(t)] == pytest.approx(short.mean())
-    assert short_share_metric("iointensity") not in got.challenger
+        known = np.isfinite(tasks[t].to_numpy(float))
+        assert (bursts.known[t] == known).all()
+        for side, outcome in (
+            (got.challenger, bursts.served[t]),
+            (got.floors[SCOUTS], bursts.scouts[t]),
+        ):
+            assert side[failed_jobs_metric(t)] == pytest.approx(outcome.failed.mean())
+            assert side[wasted_hours_metric(t)] == pytest.approx(
+                outcome.wasted_hours.mean()
+            )
+        assert np.isfinite(got.noise[SCOUTS][failed_jobs_metric(t)])
+    assert failed_jobs_metric("iointensity") not in got.challenger
     assert np.isfinite(got.noise[SCOUTS][SERVED_COST])
     assert 0 <= got.noise["challenger"][SERVED_DELAY] < 1
 

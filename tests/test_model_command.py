@@ -41,7 +41,8 @@ METRICS = {
 #: What the gate's evidence adds: a replay that meets its goals.
 REPLAY = {
     "served.cost": 0.8,
-    "served.ramcount.short_share": 0.01,
+    "served.ramcount.failed_jobs": 0.01,
+    "served.ramcount.wasted_hours": 1.0,
     "served.delay_share": 0.1,
 }
 
@@ -65,7 +66,11 @@ def three_versions(reg_settings, tmp_path):
         versions.append(info.version)
     floors = {
         "majority": {"served.mean_accuracy": 0.1},
-        "scouts": {"served.cost": 1.5},
+        "scouts": {
+            "served.cost": 1.5,
+            "served.ramcount.failed_jobs": 0.02,
+            "served.ramcount.wasted_hours": 1.5,
+        },
     }
     gated = {**METRICS, **REPLAY}
     promote_if_not_worse(reg_settings, 1, GateEvidence(gated, floors=floors))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from panda_predictor.core.replay import (
+    ReplayJobs,
     ReplayRules,
     next_class_up,
     replay,
@@ -154,3 +157,60 @@ def test_replay_errors(kwargs, match):
 def test_scout_delay_errors(n_scouts):
     with pytest.raises(ValueError, match="The 'n_scouts' field must hold integers"):
         scout_delay([0, 0], [1, 1], n_scouts)
+
+
+# --- ReplayJobs: the rows every replay shares ----------------------------------
+
+#: One burst of six jobs that each run 100 s on one core; the user asked for 400.
+SIX = dict(
+    resource="time",
+    task=np.zeros(6, dtype=int),
+    used=np.full(6, 100.0),
+    run_s=np.full(6, 100.0),
+    cores=np.ones(6),
+    ladder=np.array([50.0, 200.0, 400.0]),
+    request=np.full(6, 400.0),
+)
+
+
+def test_scouts_row_by_hand():
+    # Three scouts at the request (300 s spare each); PanDA measures them:
+    # ceil(p95(100, 100, 100) x 1.5) = 150 s for jobs 4 and 5, and again after
+    # 5 finished jobs for job 6 (50 s spare each); the bulk waits 100 s.
+    jobs = ReplayJobs(**SIX)
+    out = jobs.scouts()
+    assert out.failed_job_rate == 0.0
+    assert out.wasted_core_hours == pytest.approx((3 * 300 + 3 * 50) / 3600)
+    assert out.mean_bulk_delay_hours == pytest.approx(100 / 3600)
+    by_job = jobs.by_job()
+    assert by_job.wasted_hours == pytest.approx(
+        np.array([300, 300, 300, 50, 50, 50]) / 3600
+    )
+    assert by_job.wasted_hours.sum() == pytest.approx(out.wasted_core_hours)
+
+
+def test_started_at_once_row_by_hand():
+    jobs = ReplayJobs(**SIX)
+    # 120 s for the first five jobs (20 s spare), then PanDA's 150 s.
+    out = jobs.started_at_once("p", np.full(6, 120.0))
+    assert (out.failed_job_rate, out.mean_bulk_delay_hours) == (0.0, 0.0)
+    assert out.wasted_core_hours == pytest.approx((5 * 20 + 50) / 3600)
+    # 90 s fails each of the five first jobs once; the retry goes one class up
+    # (200 s, 100 s spare); job 6 asks for PanDA's 150 s.
+    low = jobs.by_job(np.full(6, 90.0))
+    assert low.failed.tolist() == [True] * 5 + [False]
+    assert low.lost_s == pytest.approx([90.0] * 5 + [0.0])
+    assert low.wasted_hours == pytest.approx(np.array([100] * 5 + [50]) / 3600)
+    # Above the request the value is capped at it; a task that keeps its scouts
+    # (its first job decides) runs exactly as the scouts' row.
+    capped = jobs.started_at_once("p", np.full(6, 900.0), remeasure=False)
+    assert capped.wasted_core_hours == pytest.approx(6 * 300 / 3600)
+    kept = jobs.started_at_once("p", np.full(6, 120.0), [False] + [True] * 5)
+    assert kept == replace(jobs.scouts(), strategy="p")
+
+
+def test_without_a_request_the_scouts_ask_for_the_top_class():
+    jobs = ReplayJobs(**{**SIX, "request": np.full(6, np.nan)})
+    assert jobs.default.tolist() == [400.0] * 6
+    assert np.isinf(jobs.cap).all()
+    assert jobs.exact().wasted_core_hours == 0.0

@@ -10,7 +10,6 @@ from panda_predictor.core.scout_policy import (
     APPLIED,
     CHEAPER,
     COSTS_MORE,
-    KEPT_SCOUTS,
     OUTSIDE_DOMAIN,
     CostPolicy,
     in_training_domain,
@@ -61,10 +60,15 @@ def test_skips_where_the_cheapest_values_cost_no_more_than_the_scouts():
     assert table["costliest_target"].tolist() == ["walltime"] * 3
 
 
-def test_outside_the_training_domain_keeps_the_scouts_whatever_the_cost():
-    table = decide([[0.0, 1.0], [0.0, 1.0]], in_domain=[True, False])
-    assert table["decision"].tolist() == [APPLIED, KEPT_SCOUTS]
+def test_outside_the_training_domain_starts_with_what_its_scouts_ask_for():
+    # Certain of class 0, the model would write 100; an unfamiliar task ignores it
+    # and asks for the scouts' default: no request, so the top class's 1000.
+    table = decide([[1.0, 0.0], [1.0, 0.0]], in_domain=[True, False])
+    assert table["decision"].tolist() == [APPLIED, APPLIED]
     assert table["reason_kind"].tolist() == [CHEAPER, OUTSIDE_DOMAIN]
+    assert table["walltime_value"].tolist() == [100.0, 1000.0]
+    assert table["walltime_from_request"].tolist() == [False, False]
+    assert table["walltime_cost"][1] == pytest.approx(table["scouts_cost"][1] - 0.5)
 
 
 def test_the_reasons_say_the_cost_and_the_scouts_cost():
@@ -75,7 +79,9 @@ def test_the_reasons_say_the_cost_and_the_scouts_cost():
         "jobs at the default plus 0.50 of delay): walltime 0.14"
     )
     assert reason_of(table, 1, targets, 0.5) == (
-        "outside training domain: unknown transformation and framework"
+        "outside training domain (unknown transformation and framework): starts at "
+        "once with what its scouts would ask for (its requests, else the top "
+        "class); PanDA measures it after 5 jobs"
     )
     kept = {
         "reason_kind": np.array([COSTS_MORE], dtype=object),
@@ -130,18 +136,15 @@ def test_in_training_domain(transformation, framework, expected):
 
 
 def test_an_unfamiliar_task_with_requests_starts_at_once_with_them():
-    # Outside the domain the distribution says nothing; with a request for every
-    # priced target the task asks for it, as its scouts would, and skips them.
+    # With a request the task asks for it (never short: use <= request); without
+    # one, the top class's value, short as often as the model says it is.
     table = decide(
-        [[1.0, 0.0], [1.0, 0.0]],
+        [[0.0, 1.0], [0.2, 0.8]],
         in_domain=[False, False],
         request=np.array([700.0, np.nan]),
     )
-    assert table["decision"].tolist() == [APPLIED, KEPT_SCOUTS]
-    assert table["reason_kind"].tolist() == ["outside_domain_request", OUTSIDE_DOMAIN]
-    assert (
-        table["walltime_value"][0] == 700.0 and table["walltime_confidence"][0] == 1.0
-    )
-    assert reason_of(table, 0, ["walltime", "iointensity"], 0.5).startswith(
-        "outside training domain, starts at once with its requests"
-    )
+    assert table["decision"].tolist() == [APPLIED, APPLIED]
+    assert table["reason_kind"].tolist() == [OUTSIDE_DOMAIN] * 2
+    assert table["walltime_value"].tolist() == [700.0, 1000.0]
+    assert table["walltime_from_request"].tolist() == [True, False]
+    assert table["walltime_confidence"].tolist() == [1.0, 1.0]

@@ -51,6 +51,12 @@ def test_empty_schema_means_none():
             "gate_tail_recall_shortfall: was replaced by the gate's replay goals",
             id="replaced-floor",
         ),
+        pytest.param(
+            "GATE_MAX_SHORT_SHARE",
+            "0.05",
+            "gate_max_short_share: was replaced by the gate's replay goals",
+            id="replaced-short-share",
+        ),
         pytest.param("HOOK_BATCH_SIZE", "many", "hook_batch_size", id="type"),
         pytest.param("MODE", "panic", "mode", id="choice"),
     ],

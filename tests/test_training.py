@@ -145,16 +145,22 @@ def test_predictor_decides_with_reasons(trained_bundle_dir, labelled_history):
             assert t.lower is None or t.upper is None or t.lower < t.upper
 
 
-def test_unknown_transformation_and_framework_keep_scouts(
+def test_unknown_transformation_and_framework_start_with_the_scouts_values(
     trained_bundle_dir, labelled_history
 ):
-    predictor = Predictor(load_bundle(trained_bundle_dir), "m", "1")
+    bundle = load_bundle(trained_bundle_dir)
+    predictor = Predictor(bundle, "m", "1")
     task = labelled_history.tasks.tail(1).copy()
     task["transpath"] = "NeverSeen_tf.py"
     task["transhome"] = "NoSuchFramework-99.0.0"
     (prediction,) = predictor.predict(task)
-    assert prediction.decision == "kept_scouts"
-    assert "outside training domain" in prediction.reason
+    assert prediction.decision == "applied"
+    assert prediction.reason.startswith("outside training domain")
+    # Every priced target asks for its request, else its top class's value.
+    for t in ("ramcount", "cputime", "walltime"):
+        request = float(task.get(f"requested_{t}", pd.Series([np.nan])).iloc[0])
+        default = request if request > 0 else bundle.bins[t].values[-1]
+        assert prediction.targets[t].value == pytest.approx(default), t
 
 
 @pytest.mark.parametrize(

@@ -46,10 +46,9 @@ it does not send the task back to scouts.
 it does not fail it).
 
 The delay price also makes a failure dearer (a failed attempt delays its job), so
-it sets how careful the values are. Its default is chosen per deployment on the
-validation part (:func:`choose_delay_price`): the smallest candidate price at
-which every priced target's written values would have been enough for all but
-:data:`MAX_SHORT` of the validation tasks.
+it sets how careful the values are. Training chooses one per priced target on its
+validation part (:attr:`CostSettings.target_prices`; the replay against the scouts
+in :mod:`pipelines.cost_tuning`); an operator's setting replaces them all.
 
 Pure numpy; one matrix product per target and batch, so a single task takes
 microseconds (docs/performance.md).
@@ -59,7 +58,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -87,9 +86,6 @@ DEFAULT_GB_PER_CORE = 2.0
 DEFAULT_REQUEUE_RUNS = 1.0
 #: Candidate delay prices tried per deployment (core-hours per core-hour of delay).
 DELAY_PRICES: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
-#: Share of validation tasks a priced target may be written too little for, at
-#: the chosen delay price (PanDA's own scouts fail several per cent of jobs).
-MAX_SHORT = 0.01
 
 
 def _check_number(name: str, value: Any, low: float, high: float = math.inf) -> float:
@@ -112,16 +108,27 @@ class CostSettings:
     :param delay_price: core-hours that one core-hour of a job's delay is worth.
     :param gb_per_core: GB of memory that one core-hour of a slot comes with.
     :param requeue_runs: job runs a retried job waits in the queue again.
+    :param target_prices: per target, the delay price its values are chosen with,
+        where it differs from ``delay_price`` (training tunes one per target:
+        :mod:`pipelines.cost_tuning`); ``(target, price)`` pairs.
     """
 
     delay_price: float = 1.0
     gb_per_core: float = DEFAULT_GB_PER_CORE
     requeue_runs: float = DEFAULT_REQUEUE_RUNS
+    target_prices: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         _check_number("delay_price", self.delay_price, 0.0)
         _check_number("gb_per_core", self.gb_per_core, 1e-6)
         _check_number("requeue_runs", self.requeue_runs, 0.0)
+        for pair in self.target_prices:
+            if not (isinstance(pair, tuple) and len(pair) == 2 and pair[0] in KIND_OF):
+                raise ValueError(
+                    "The 'target_prices' field must hold (target, price) pairs with "
+                    f"a target of {sorted(KIND_OF)}. Got {pair!r} instead."
+                )
+            _check_number(f"target_prices.{pair[0]}", pair[1], 0.0)
 
     @property
     def failure_cost(self) -> float:
@@ -129,24 +136,52 @@ class CostSettings:
         wait in the queue, in job runs."""
         return self.delay_price * self.requeue_runs
 
-    def to_dict(self) -> dict[str, float]:
-        """Return the settings as plain numbers."""
-        return {
+    def for_target(self, target: str) -> CostSettings:
+        """Return the settings ``target``'s values are chosen with (its own price)."""
+        price = dict(self.target_prices).get(target)
+        return replace(
+            self,
+            delay_price=self.delay_price if price is None else float(price),
+            target_prices=(),
+        )
+
+    def with_price(self, delay_price: float) -> CostSettings:
+        """Return these settings with one ``delay_price`` for every target (an
+        operator's setting wins over the prices training tuned per target)."""
+        return replace(self, delay_price=float(delay_price), target_prices=())
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the settings as plain values."""
+        out: dict[str, Any] = {
             "delay_price": self.delay_price,
             "gb_per_core": self.gb_per_core,
             "requeue_runs": self.requeue_runs,
         }
+        if self.target_prices:
+            out["target_prices"] = dict(self.target_prices)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CostSettings:
         """Rebuild the settings from :meth:`to_dict` output."""
-        unknown = sorted(set(data) - {"delay_price", "gb_per_core", "requeue_runs"})
+        known = {"delay_price", "gb_per_core", "requeue_runs", "target_prices"}
+        unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(
-                "The cost settings must have only 'delay_price', 'gb_per_core' and "
-                f"'requeue_runs'. Got unexpected {unknown} instead."
+                "The cost settings must have only 'delay_price', 'gb_per_core', "
+                f"'requeue_runs' and 'target_prices'. Got unexpected {unknown} "
+                "instead."
             )
-        return cls(**{k: float(v) for k, v in data.items()})
+        prices = data.get("target_prices") or {}
+        if not isinstance(prices, Mapping):
+            raise ValueError(
+                "The 'target_prices' field must be a mapping of target to price. "
+                f"Got {prices!r:.200} instead."
+            )
+        return cls(
+            **{k: float(v) for k, v in data.items() if k != "target_prices"},
+            target_prices=tuple((str(t), float(v)) for t, v in prices.items()),
+        )
 
 
 @dataclass(frozen=True)
@@ -246,7 +281,8 @@ class Sizing:
     expected cost in job runs, ``p_short`` the probability that it is too little
     (the job fails at least once), ``from_request`` whether the request was chosen,
     ``scouts_cost`` the expected cost of a scout job asking for the default (the
-    request, else the top class's value).
+    request, else the top class's value), ``default`` that value and
+    ``default_p_short`` the probability that it is too little (0 for a request).
     """
 
     value: np.ndarray
@@ -254,6 +290,8 @@ class Sizing:
     p_short: np.ndarray
     from_request: np.ndarray
     scouts_cost: np.ndarray
+    default: np.ndarray
+    default_p_short: np.ndarray
 
 
 def _retry_value(kind: str, value: np.ndarray, ladder: np.ndarray) -> np.ndarray:
@@ -402,7 +440,9 @@ class CostChooser:
             )
             short = 1.0 - np.take_along_axis(np.cumsum(p, axis=1), cls[:, None], 1)
             zero = np.zeros(n)
-            return Sizing(value, zero, short[:, 0], np.zeros(n, dtype=bool), zero)
+            return Sizing(
+                value, zero, short[:, 0], np.zeros(n, dtype=bool), zero, value, zero
+            )
         per_scale = self._scale(p)
         expected = (p @ self.cost) / per_scale[:, None]
         if self.settings.failure_cost:
@@ -416,7 +456,10 @@ class CostChooser:
         best = np.argmin(expected, axis=1)
         value = self.candidates[best]
         cost = expected[rows, best]
-        p_short = (p @ self.short)[rows, best]
+        short = p @ self.short
+        p_short = short[rows, best]
+        default = np.where(has_req, req, self.candidates[self._top])
+        default_p_short = np.where(has_req, 0.0, short[:, self._top])
         from_request = np.zeros(n, dtype=bool)
         if has_req.any():
             r_cost = self._request_cost(p[has_req], req[has_req], per_scale[has_req])
@@ -427,7 +470,9 @@ class CostChooser:
             cost[idx] = r_cost[better]
             p_short[idx] = 0.0
             from_request[idx] = True
-        return Sizing(value, cost, p_short, from_request, scouts)
+        return Sizing(
+            value, cost, p_short, from_request, scouts, default, default_p_short
+        )
 
     def _scale(self, p: np.ndarray) -> np.ndarray:
         """Return one job run in the target's unit per task (1 for memory)."""
@@ -445,20 +490,3 @@ class CostChooser:
             per_unit = 1.0 / (self.settings.gb_per_core * 1024.0)
             return (p * per_class).sum(axis=1) * per_unit
         return (p * per_class).sum(axis=1) / scale
-
-
-def choose_delay_price(short_at: Mapping[float, Mapping[str, float]]) -> float:
-    """Return the smallest candidate price whose values are short at most rarely.
-
-    ``short_at[price][target]`` is the share of validation tasks whose written
-    value of ``target`` was below the task's true use under that price. The
-    smallest price at which every target's share is at most :data:`MAX_SHORT`
-    wins; without one, the largest candidate (the most careful values).
-    """
-    if not short_at:
-        raise ValueError("The 'short_at' field must hold at least one price.")
-    prices = sorted(short_at)
-    for price in prices:
-        if all(share <= MAX_SHORT for share in short_at[price].values()):
-            return float(price)
-    return float(prices[-1])

@@ -146,6 +146,102 @@ def replay(
     :param rules: retry, maxAttempt and re-measurement rules (default
         :class:`ReplayRules`).
     """
+    jobs = _replay_jobs(
+        resource,
+        task,
+        used,
+        run_s,
+        cores,
+        requested,
+        ladder,
+        bulk_delay_s,
+        scouts=scouts,
+        remeasure=remeasure,
+        cap=cap,
+        retry_request=retry_request,
+        rules=rules,
+    )
+    n, n_tasks = jobs.failed.size, jobs.n_tasks
+    return ReplayOutcome(
+        strategy=strategy,
+        n_jobs=int(n),
+        n_tasks=int(n_tasks),
+        failed_job_rate=float(jobs.failed.mean()) if n else 0.0,
+        lost_core_hours=float(jobs.lost_core_hours.sum()),
+        wasted_core_hours=float(jobs.wasted_hours.sum()) if resource == "time" else 0.0,
+        wasted_gb_hours=float(jobs.wasted_hours.sum()) if resource != "time" else 0.0,
+        mean_bulk_delay_hours=float(jobs.task_bulk_delay_s.mean() / 3600.0)
+        if n_tasks
+        else 0.0,
+        mean_retry_delay_hours=float(jobs.lost_s.mean() / 3600.0) if n else 0.0,
+        lost_job_rate=float(jobs.lost.mean()) if n else 0.0,
+        lost_gb_hours=float(jobs.lost_gb_hours.sum()),
+        retries_per_job=float((jobs.attempts.sum() - jobs.lost.sum()) / n)
+        if n
+        else 0.0,
+    )
+
+
+@dataclass(frozen=True)
+class JobOutcomes:
+    """Per job (rows in the order given to the replay) what a strategy cost it.
+
+    ``failed`` at least one failed attempt, ``lost`` never finished, ``attempts``
+    failed attempts, ``lost_s`` seconds of failed attempts, ``lost_core_hours`` and
+    ``lost_gb_hours`` their hours, ``wasted_hours`` the unused part of the
+    successful attempt (core-hours for time, GB-hours for memory);
+    ``task_bulk_delay_s`` per task (in task-code order) how long its bulk waited.
+    """
+
+    failed: np.ndarray
+    lost: np.ndarray
+    attempts: np.ndarray
+    lost_s: np.ndarray
+    lost_core_hours: np.ndarray
+    lost_gb_hours: np.ndarray
+    wasted_hours: np.ndarray
+    task_bulk_delay_s: np.ndarray
+
+    @property
+    def n_tasks(self) -> int:
+        """Return how many tasks the jobs belong to."""
+        return int(self.task_bulk_delay_s.size)
+
+
+def replay_by_job(
+    resource: str,
+    task: Any,
+    used: Any,
+    run_s: Any,
+    cores: Any,
+    requested: Any,
+    ladder: Any,
+    bulk_delay_s: Any = None,
+    **options: Any,
+) -> JobOutcomes:
+    """Return :func:`replay`'s figures per job instead of summed (same arguments
+    but ``strategy``), for paired comparisons such as a bootstrap over days."""
+    return _replay_jobs(
+        resource, task, used, run_s, cores, requested, ladder, bulk_delay_s, **options
+    )
+
+
+def _replay_jobs(
+    resource: str,
+    task: Any,
+    used: Any,
+    run_s: Any,
+    cores: Any,
+    requested: Any,
+    ladder: Any,
+    bulk_delay_s: Any = None,
+    *,
+    scouts: Any = 0,
+    remeasure: Any = False,
+    cap: Any = None,
+    retry_request: Any = None,
+    rules: ReplayRules | None = None,
+) -> JobOutcomes:
     if resource not in ("time", "memory"):
         raise ValueError(
             f"The 'resource' field must be 'time' or 'memory'. "
@@ -215,26 +311,23 @@ def replay(
         lost_mb_s[rows] = out.lost_mb_s
     spare = np.where(lost, 0.0, final - a["used"])
     if resource == "time":
-        wasted_core_h = float(np.sum(spare * a["cores"]) / 3600.0)
-        wasted_gb_h = 0.0
+        wasted = spare * a["cores"] / 3600.0
     else:
-        wasted_core_h = 0.0
-        wasted_gb_h = float(np.sum(spare * a["cores"] * a["run_s"]) / 1024 / 3600)
+        wasted = spare * a["cores"] * a["run_s"] / 1024 / 3600
     bulk = np.zeros(sizes.size)
     np.maximum.at(bulk, code, a["bulk_delay_s"])
-    return ReplayOutcome(
-        strategy=strategy,
-        n_jobs=int(n),
-        n_tasks=int(sizes.size),
-        failed_job_rate=float((attempts > 0).mean()) if n else 0.0,
-        lost_core_hours=float(np.sum(lost_s * a["cores"]) / 3600.0),
-        wasted_core_hours=wasted_core_h,
-        wasted_gb_hours=wasted_gb_h,
-        mean_bulk_delay_hours=float(bulk.mean() / 3600.0) if sizes.size else 0.0,
-        mean_retry_delay_hours=float(lost_s.mean() / 3600.0) if n else 0.0,
-        lost_job_rate=float(lost.mean()) if n else 0.0,
-        lost_gb_hours=float(np.sum(lost_mb_s * a["cores"]) / 1024 / 3600),
-        retries_per_job=float((attempts.sum() - lost.sum()) / n) if n else 0.0,
+    # Back from task order to the order the rows were given in.
+    back = np.empty_like(order)
+    back[order] = np.arange(order.size)
+    return JobOutcomes(
+        failed=(attempts > 0)[back],
+        lost=lost[back],
+        attempts=attempts[back],
+        lost_s=lost_s[back],
+        lost_core_hours=(lost_s * a["cores"] / 3600.0)[back],
+        lost_gb_hours=(lost_mb_s * a["cores"] / 1024 / 3600)[back],
+        wasted_hours=wasted[back],
+        task_bulk_delay_s=bulk,
     )
 
 
@@ -291,3 +384,124 @@ def tasks_from_bursts(submit: Any, key: Any, gap_s: float = 3600.0) -> np.ndarra
     codes = np.empty(submit.size, dtype=np.int64)
     codes[order] = np.cumsum(new) - 1
     return codes
+
+
+@dataclass(frozen=True)
+class ReplayJobs:
+    """The jobs of one target, as every strategy of a replay shares them.
+
+    One place builds the scouts' row and every "start at once" row, so the trace
+    benchmark's table and the delay price's tuning replay exactly the same system.
+    Every first request is capped at the user's request where there is one (the
+    jobs never ran past it), and so is every measurement; where there is none the
+    scouts, and every task that keeps them, ask for the top class's value.
+
+    :param resource: "time" or "memory".
+    :param task: (n,) task code per job (:func:`tasks_from_bursts`), rows in job order.
+    :param used: (n,) what each job used (at least 1 is asked).
+    :param run_s: (n,) each job's run time in seconds.
+    :param cores: (n,) cores per job.
+    :param ladder: ascending class values (time retries go one class up).
+    :param request: (n,) the user's request (NaN or <= 0: none).
+    :param rules: PanDA's retry, maxAttempt and re-measurement rules.
+    """
+
+    resource: str
+    task: np.ndarray
+    used: np.ndarray
+    run_s: np.ndarray
+    cores: np.ndarray
+    ladder: np.ndarray
+    request: np.ndarray
+    rules: ReplayRules = ReplayRules()
+
+    @property
+    def cap(self) -> np.ndarray:
+        """Return per job the user's request, inf where there is none."""
+        given = np.isfinite(self.request) & (self.request > 0)
+        return np.where(given, self.request, np.inf)
+
+    @property
+    def default(self) -> np.ndarray:
+        """Return per job what its scouts ask for: the request, else the top class."""
+        cap = self.cap
+        return np.where(np.isfinite(cap), cap, self.ladder[-1])
+
+    def _common(self) -> dict[str, Any]:
+        return {
+            "resource": self.resource,
+            "task": self.task,
+            "used": self.used,
+            "run_s": self.run_s,
+            "cores": self.cores,
+            "ladder": self.ladder,
+            "cap": self.cap,
+            "rules": self.rules,
+        }
+
+    def scouts(self) -> ReplayOutcome:
+        """Return PanDA as it is: scouts at the default, the bulk waits for them."""
+        return self.started_at_once("scouts", self.default, np.zeros(self.used.size))
+
+    def started_at_once(
+        self,
+        strategy: str,
+        value: Any,
+        applied: Any = None,
+        *,
+        retry_request: Any = None,
+        remeasure: bool = True,
+    ) -> ReplayOutcome:
+        """Return the row of a strategy whose applied tasks start at once.
+
+        An applied task's jobs ask for ``value`` (capped at the request, at least
+        1) with no wait; the other tasks run their scouts as :meth:`scouts` does.
+
+        :param applied: (n,) per job, whether its task skips its scouts (a task's
+            first job decides; default: every task).
+        :param retry_request: (n,) a strategy's own retry value (0: PanDA's rule).
+        :param remeasure: whether PanDA re-measures the task after
+            ``rules.remeasure_after`` finished jobs.
+        """
+        return replay(
+            strategy,
+            **self._arguments(value, applied, retry_request, remeasure),
+        )
+
+    def by_job(self, value: Any = None, applied: Any = None) -> JobOutcomes:
+        """Return :meth:`started_at_once`'s figures per job (re-measured as PanDA
+        does); ``value`` None: the scouts' row (:meth:`scouts`)."""
+        if value is None:
+            value, applied = self.default, np.zeros(self.used.size, dtype=bool)
+        return replay_by_job(**self._arguments(value, applied, None, True))
+
+    def _arguments(
+        self, value: Any, applied: Any, retry_request: Any, remeasure: bool
+    ) -> dict[str, Any]:
+        """Return :func:`replay`'s arguments for a start-at-once strategy."""
+        n = self.used.size
+        applied = (
+            np.ones(n, dtype=bool)
+            if applied is None
+            else _per_task(self.task, np.asarray(applied, dtype=bool))
+        )
+        value = np.maximum(np.minimum(np.asarray(value, dtype=float), self.cap), 1.0)
+        delay = scout_delay(self.task, self.run_s, self.rules.n_scouts)
+        return {
+            "requested": np.where(applied, value, self.default),
+            "bulk_delay_s": np.where(applied, 0.0, delay),
+            "scouts": np.where(applied, 0, self.rules.n_scouts),
+            "remeasure": remeasure,
+            "retry_request": retry_request,
+            **self._common(),
+        }
+
+    def exact(self, strategy: str = "oracle") -> ReplayOutcome:
+        """Return the row of jobs that ask for exactly what they used."""
+        return replay(strategy, requested=self.used, **self._common())
+
+
+def _per_task(task: np.ndarray, flag: np.ndarray) -> np.ndarray:
+    """Return, per job, the flag of its task's first job."""
+    code, order, starts, _ = _task_index(task)
+    return flag[order[starts]][code]

@@ -2,10 +2,13 @@
 
 :class:`CostPolicy` sizes every priced target by expected cost
 (:mod:`panda_predictor.core.cost_choice`) and keeps a task's scouts only where
-skipping them is expected to cost more than running them, or where the task lies
-outside what the models were trained on (both its transformation and its
-framework unseen). An uncertain target gets a safer value; it sends the task back
-to scouts only when the safer value's waste costs more than the scouts' delay.
+skipping them is expected to cost more than running them. An uncertain target gets
+a safer value; it sends the task back to scouts only when the safer value's waste
+costs more than the scouts' delay. A task outside what the models were trained on
+(both its transformation and its framework unseen) is not sized by them: it starts
+at once with what its scouts would have asked for (its requests, else the top
+class's value), and PanDA measures it after 5 jobs as it would have measured its
+scouts, without the wait.
 
 One rule, two outputs: :meth:`CostPolicy.decide_table` returns whole columns (the
 bulk form, what every caller runs), and :func:`reason_of` turns one row of it into
@@ -28,12 +31,11 @@ APPLIED = "applied"
 KEPT_SCOUTS = "kept_scouts"
 
 #: ``reason_kind`` values of :meth:`CostPolicy.decide_table`.
-OUTSIDE_DOMAIN = "outside_domain"
 COSTS_MORE = "costs_more"
 CHEAPER = "cheaper"
-#: An unfamiliar task whose priced targets all have a request: it starts at once
-#: with them, the values its scouts would have asked for.
-OUTSIDE_DOMAIN_REQUEST = "outside_domain_request"
+#: An unfamiliar task: it starts at once with what its scouts would have asked
+#: for (its requests, else the top class's value).
+OUTSIDE_DOMAIN = "outside_domain"
 
 
 #: Stands for "no transformation" in a bundle's known transformations: a log
@@ -87,12 +89,12 @@ class CostPolicy:
             (NaN: none); the written value never exceeds it.
         :param in_domain: (n,) booleans; None means every task is in domain.
 
-        An unfamiliar task (outside the training domain) keeps its scouts, unless
-        every priced target has a request: then it starts at once with them
-        (OUTSIDE_DOMAIN_REQUEST), the values its scouts would have run with.
+        An unfamiliar task (outside the training domain) starts at once with the
+        values its scouts would have run with (OUTSIDE_DOMAIN): its requests, else
+        the top class's value.
 
-        Returns ``decision``, ``reason_kind`` (OUTSIDE_DOMAIN,
-        OUTSIDE_DOMAIN_REQUEST, COSTS_MORE or CHEAPER), ``total_cost`` (job
+        Returns ``decision``, ``reason_kind`` (OUTSIDE_DOMAIN, COSTS_MORE or
+        CHEAPER), ``total_cost`` (job
         runs), ``scouts_cost`` (what running the scouts is expected to cost:
         their own first jobs at the default plus the bulk's delay,
         ``delay_price``), ``costliest_target``, and per target
@@ -129,10 +131,17 @@ class CostPolicy:
         out: dict[str, np.ndarray] = {}
         costs = []
         scouts = np.full(n, self.settings.delay_price)
-        requested = ~dom
         for t in names:
             sized = self.choosers[t].choose(probs[t], request.get(t), fallback_class[t])
             if self.choosers[t].kind is not None:
+                # An unfamiliar task's distribution says little: it asks for what
+                # its scouts would (its request, else the top class's value).
+                own = ~dom
+                sized.value = np.where(own, sized.default, sized.value)
+                sized.expected_cost = np.where(
+                    own, sized.scouts_cost, sized.expected_cost
+                )
+                sized.p_short = np.where(own, sized.default_p_short, sized.p_short)
                 req = request.get(t)
                 given = (
                     np.zeros(n, bool)
@@ -140,18 +149,7 @@ class CostPolicy:
                     else np.isfinite(np.asarray(req, dtype=float))
                     & (np.asarray(req, dtype=float) > 0)
                 )
-                requested &= given
-                # An unfamiliar task's distribution says nothing: it asks for its
-                # request, as its scouts would (never short: use <= request).
-                own = ~dom & given
-                sized.value = np.where(
-                    own, req if req is not None else 0.0, sized.value
-                )
-                sized.expected_cost = np.where(
-                    own, sized.scouts_cost, sized.expected_cost
-                )
-                sized.p_short = np.where(own, 0.0, sized.p_short)
-                sized.from_request = sized.from_request | own
+                sized.from_request = np.where(own, given, sized.from_request)
             out[f"{t}_value"] = sized.value
             out[f"{t}_cost"] = sized.expected_cost
             out[f"{t}_confidence"] = 1.0 - sized.p_short
@@ -162,11 +160,9 @@ class CostPolicy:
         total = matrix.sum(axis=1)
         cheaper = total <= scouts
         kind = np.where(
-            ~dom,
-            np.where(requested, OUTSIDE_DOMAIN_REQUEST, OUTSIDE_DOMAIN),
-            np.where(cheaper, CHEAPER, COSTS_MORE),
+            ~dom, OUTSIDE_DOMAIN, np.where(cheaper, CHEAPER, COSTS_MORE)
         ).astype(object)
-        applied = (kind == CHEAPER) | (kind == OUTSIDE_DOMAIN_REQUEST)
+        applied = kind != COSTS_MORE
         return {
             "decision": np.where(applied, APPLIED, KEPT_SCOUTS).astype(object),
             "reason_kind": kind,
@@ -189,11 +185,10 @@ def reason_of(
     """Return the sentence for row ``i`` of :meth:`CostPolicy.decide_table`."""
     kind = table["reason_kind"][i]
     if kind == OUTSIDE_DOMAIN:
-        return "outside training domain: unknown transformation and framework"
-    if kind == OUTSIDE_DOMAIN_REQUEST:
         return (
-            "outside training domain, starts at once with its requests (what its "
-            "scouts would ask for); PanDA measures it after 5 jobs"
+            "outside training domain (unknown transformation and framework): "
+            "starts at once with what its scouts would ask for (its requests, else "
+            "the top class); PanDA measures it after 5 jobs"
         )
     total, scouts = float(table["total_cost"][i]), float(table["scouts_cost"][i])
     parts = ", ".join(

@@ -106,7 +106,7 @@ class Bundle:
                 t,
                 self.use_tables.get(t) or UseTable.from_bins(self.bins[t]),
                 self.bins[t].values,
-                settings,
+                settings.for_target(t),
             )
             for t in self.models
         }

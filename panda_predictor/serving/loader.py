@@ -7,7 +7,6 @@ per version, so a hook pass or an HTTP request does not reload models.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 
@@ -70,10 +69,10 @@ def load_champion_with_source(
 
 def served_cost(bundle: Bundle, delay_price: float | None) -> CostSettings:
     """Return the prices to serve: the bundle's, with the ``delay_price`` setting
-    in place of its chosen price where the operator set one."""
+    in place of the prices it chose (one per target) where the operator set one."""
     if delay_price is None:
         return bundle.cost
-    return dataclasses.replace(bundle.cost, delay_price=float(delay_price))
+    return bundle.cost.with_price(delay_price)
 
 
 def try_load_champion(settings: Settings) -> Predictor | None:

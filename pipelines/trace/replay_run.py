@@ -37,10 +37,9 @@ import numpy as np
 import pandas as pd
 
 from panda_predictor.core.replay import (
+    ReplayJobs,
     ReplayOutcome,
     ReplayRules,
-    replay,
-    scout_delay,
     tasks_from_bursts,
 )
 from panda_predictor.core.replay_goals import GOALS, replay_goals
@@ -126,86 +125,50 @@ def replay_target(
     :param peers: per sizing method, its (first request, retry request) per test
         row of ``run``, in the trace unit (NaN or 0: none).
     """
-    rules = ReplayRules() if rules is None else rules
     rows = run.rows
-    used = np.maximum(run.actual, 1.0)
     run_s = np.nan_to_num(
         np.maximum(frame["run_s"].to_numpy(dtype=float)[rows], 0.0), posinf=0.0
     )
     cores = frame["procs"].to_numpy(dtype=float)[rows]
-    cores = np.where(np.isfinite(cores) & (cores > 0), cores, 1.0)
     task = tasks_from_bursts(frame["submit_s"].to_numpy()[rows], user_exe_key[rows])
-    # A class whose training values were all 0 (jobs that did nothing) writes 0;
-    # the replay asks for at least one unit, as it counts use (``used``).
-    ladder = np.maximum(np.asarray(run.bins.values, dtype=float), 1.0)
-    request = frame[REQUEST_OF[run.target]].to_numpy(dtype=float)[rows]
-    given = np.isfinite(request) & (request > 0)
-    cap = np.where(given, request, np.inf)
-    default = np.where(given, request, ladder[-1])
-    delay = scout_delay(task, run_s, rules.n_scouts)
-    common = dict(
+    jobs = ReplayJobs(
         resource=RESOURCE[run.target],
         task=task,
-        used=used,
+        used=np.maximum(run.actual, 1.0),
         run_s=run_s,
-        cores=cores,
-        ladder=ladder,
-        cap=cap,
-        rules=rules,
+        cores=np.where(np.isfinite(cores) & (cores > 0), cores, 1.0),
+        # A class whose training values were all 0 (jobs that did nothing) writes
+        # 0; the replay asks for at least one unit, as it counts use (``used``).
+        ladder=np.maximum(np.asarray(run.bins.values, dtype=float), 1.0),
+        request=frame[REQUEST_OF[run.target]].to_numpy(dtype=float)[rows],
+        rules=ReplayRules() if rules is None else rules,
     )
-    outcomes = [
-        replay(
-            "scouts",
-            requested=default,
-            bulk_delay_s=delay,
-            scouts=rules.n_scouts,
-            remeasure=True,
-            **common,
-        )
-    ]
+    outcomes = [jobs.scouts()]
     for model in models:
-        applied = task_decision(run, model, task, threshold)
-        value = np.maximum(np.minimum(_first_values(run, model, ladder), cap), 1.0)
         outcomes.append(
-            replay(
+            jobs.started_at_once(
                 f"predictor ({model})",
-                requested=np.where(applied, value, default),
-                bulk_delay_s=np.where(applied, 0.0, delay),
-                scouts=np.where(applied, 0, rules.n_scouts),
-                remeasure=True,
-                **common,
+                _first_values(run, model, jobs.ladder),
+                task_decision(run, model, task, threshold),
             )
         )
     for name, pair in (peers or {}).items():
-        first, retry = _peer_requests(name, pair, default)
+        first, retry = _peer_requests(name, pair, jobs.default)
         outcomes.append(
-            replay(
-                f"peer ({name})",
-                requested=np.maximum(np.minimum(first, cap), 1.0),
-                retry_request=retry,
-                remeasure=True,
-                **common,
-            )
+            jobs.started_at_once(f"peer ({name})", first, retry_request=retry)
         )
     for name in rule_names(run):
-        value = ladder[run.predicted[name]]
+        value = jobs.ladder[run.predicted[name]]
         raw = run.raw.get(name)
         if raw is not None:
             raw = np.asarray(raw, dtype=float)
             value = np.where(np.isfinite(raw) & (raw > 0), raw, value)
-        outcomes.append(
-            replay(
-                f"rule ({name})",
-                requested=np.maximum(np.minimum(value, cap), 1.0),
-                remeasure=True,
-                **common,
-            )
-        )
+        outcomes.append(jobs.started_at_once(f"rule ({name})", value))
     return [
         *outcomes,
-        replay(NEVER_REMEASURED, requested=default, **common),
-        replay(REMEASURED, requested=default, remeasure=True, **common),
-        replay("oracle", requested=used, **common),
+        jobs.started_at_once(NEVER_REMEASURED, jobs.default, remeasure=False),
+        jobs.started_at_once(REMEASURED, jobs.default),
+        jobs.exact("oracle"),
     ]
 
 

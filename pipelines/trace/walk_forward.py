@@ -420,6 +420,7 @@ def run_walk_forward(
             "retrain_every_days": chosen,
             "half_life_days": result.split_info["half_life_days"],
             "delay_price": result.split_info.get("cost", {}).get("delay_price"),
+            "cost": result.split_info.get("cost", {}),
         }
         _predict_period(
             result,
