@@ -36,6 +36,7 @@ from panda_predictor.core.splitrule import (
 )
 from panda_predictor.core.units import is_fixed
 from panda_predictor.db.engine import dialect_of, get_panda_tables
+from panda_predictor.db.pg_arrays import any_of, array_type, table_name
 from panda_predictor.db.resource_types import read_resource_types
 from panda_predictor.messages.scout_prediction import ScoutPrediction, unit_of
 from panda_predictor.settings import Settings
@@ -223,15 +224,19 @@ class SqlTaskWriter:
         ids = sorted({m.task_id for m in messages})
         query = (
             sa.select(*(tasks.c[c] for c in COLUMNS.values()))
-            .where(tasks.c.jeditaskid.in_(ids))
+            .where(
+                any_of(tasks.c.jeditaskid, ids)
+                if dialect == "postgresql"
+                else tasks.c.jeditaskid.in_(ids)
+            )
             .order_by(tasks.c.jeditaskid)
             .prefix_with("/* task_writers.apply_batch */", dialect="*")
         )
         if dialect in ("postgresql", "oracle"):
             query = query.with_for_update(skip_locked=True)
+        # The columns come in COLUMNS' order, jeditaskid first.
         rows = {
-            int(r.jeditaskid): {a: r._mapping[c] for a, c in COLUMNS.items()}
-            for r in conn.execute(query)
+            int(r[0]): dict(zip(COLUMNS, r, strict=True)) for r in conn.execute(query)
         }
         types = self.resource_types(conn)
         now = datetime.now(UTC).replace(tzinfo=None)
@@ -310,14 +315,6 @@ def _set_local(conn: Connection, lock_timeout_ms: int) -> None:
     )
 
 
-#: PostgreSQL array type of each kind of written column.
-_PG_ARRAY = {
-    "Integer": "integer[]",
-    "BigInteger": "bigint[]",
-    "DateTime": "timestamp[]",
-}
-
-
 def _update_from_values(
     conn: Connection,
     tasks: sa.Table,
@@ -333,10 +330,10 @@ def _update_from_values(
     names = ("b_id", "b_rule", *(f"v_{c}" for c in columns))
     kinds = ("jeditaskid", "splitrule", *columns)
     arrays = ", ".join(
-        f"CAST(:{n} AS {_PG_ARRAY.get(type(tasks.c[k].type).__name__, 'text[]')})"
+        f"CAST(:{n} AS {array_type(tasks.c[k])})"
         for n, k in zip(names, kinds, strict=True)
     )
-    table = f"{tasks.schema}.{tasks.name}" if tasks.schema else tasks.name
+    table = table_name(tasks)
     sets = ", ".join(f"{c} = v.v_{c}" for c in columns)
     statement = sa.text(
         f"/* task_writers.apply_batch */ UPDATE {table} t SET {sets} "
