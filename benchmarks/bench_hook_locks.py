@@ -73,6 +73,7 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
 
+    load_before = os.getloadavg()
     home = Path(tempfile.mkdtemp(prefix="bench_hook_locks_"))
     started = time.perf_counter()
     name, settings, bundle_dir, ids = prepare_database(
@@ -143,6 +144,7 @@ def main() -> None:
 
     text = report(
         args,
+        load_before,
         setup_s,
         pass_s,
         passes,
@@ -158,7 +160,9 @@ def main() -> None:
         write_section("bench_hook_locks", text)
 
 
-def report(args, setup_s, pass_s, passes, catch_up, jedi, before, after) -> str:
+def report(
+    args, load_before, setup_s, pass_s, passes, catch_up, jedi, before, after
+) -> str:
     """Return the markdown section of the run."""
     written = sum(p.applied for p in passes)
     locked = sum(p.locked_by_jedi for p in passes)
@@ -172,14 +176,15 @@ def report(args, setup_s, pass_s, passes, catch_up, jedi, before, after) -> str:
         f"--jedi-hold-ms {args.jedi_hold_ms:g} --jedi-long-hold-s "
         f"{args.jedi_long_hold_s:g} --seed {args.seed}"
     )
-    load = os.getloadavg()
+    load = " / ".join(f"{a:.1f}" for a in load_before)
+    load_after = " / ".join(f"{a:.1f}" for a in os.getloadavg())
     rows = [
         "## Four hooks beside a JEDI-like writer (benchmarks/bench_hook_locks.py)",
         "",
         f"Measured {time.strftime('%Y-%m-%d %H:%M')} on {platform.machine()}, "
         f"{os.cpu_count()} cores, Python {platform.python_version()}, local "
-        f"PostgreSQL; load average at the end {load[0]:.1f} / {load[1]:.1f} / "
-        f"{load[2]:.1f} (1 / 5 / 15 min; the machine is shared). Command: "
+        f"PostgreSQL; load average (1 / 5 / 15 min) {load} at the start, "
+        f"{load_after} at the end (the machine is shared). Command: "
         f"`{command}`. PanDA's own DDL (build.sh, schema doma_panda), filled by "
         f"`simulate` ({args.history:,} finished tasks, {args.defined:,} defined); "
         f"XGBoost bundle (30 trees per target) trained on that history; setup "
