@@ -122,6 +122,26 @@ def db(engine, settings):
     return engine
 
 
+@pytest.fixture
+def panda_ddl(tmp_path):
+    """Return an engine and settings on a fresh database built from PanDA's own DDL.
+
+    ``build.sh`` of ``/work/shared/data/panda-schema`` (schema doma_panda) plus the
+    plugin's tables (tests/message_parts.py); the database is dropped afterwards.
+    """
+    from message_parts import build_panda_database, drop_database
+
+    from panda_predictor.db.engine import make_engine
+
+    name, settings = build_panda_database(tmp_path)
+    engine = make_engine(settings)
+    try:
+        yield engine, settings
+    finally:
+        engine.dispose()
+        drop_database(name)
+
+
 @pytest.fixture(scope="session")
 def simulated_sqlite(tmp_path_factory):
     """Return settings of a SQLite PanDA database holding a small simulated history.

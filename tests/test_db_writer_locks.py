@@ -3,7 +3,8 @@
 JEDI locks a task's row with ``SELECT ... FOR UPDATE`` while it works on it. The
 writer reads its rows with ``SKIP LOCKED``: such a task is left for the next pass
 (``locked_by_jedi``, no audit) and the rest of the batch is written at once. SQLite
-has no row locks; the tests that need one run on PostgreSQL only.
+has no row locks; the tests that need one run on PostgreSQL only: on the plugin's
+test schema, and on PanDA's own DDL (build.sh) where JEDI's rows live.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from datetime import datetime
 
 import pytest
 import sqlalchemy as sa
+from message_parts import insert_tasks, prediction, task
 from test_db_support import add_task, audit_rows, make_prediction, task_row
 
 from panda_predictor.db.engine import (
@@ -166,3 +168,43 @@ def test_a_jedi_like_writer_and_the_plugin_never_deadlock(db, settings, monkeypa
     assert jedi_error == []
     assert (result.applied, result.locked_by_jedi) == ([1, 2], [3])
     assert task_row(db, settings, 1)["lockedby"] == "JobGenerator"
+
+
+def test_on_panda_s_own_ddl_a_task_jedi_holds_is_skipped_without_waiting(panda_ddl):
+    """JEDI's ``SELECT ... FOR UPDATE NOWAIT`` holds task 2 of PanDA's real JEDI_TASKS.
+
+    The hook's writer skips that row (reported locked, no audit row, untouched) and
+    writes the two others at once, far below its lock timeout.
+    """
+    engine, settings = panda_ddl
+    insert_tasks(engine, [1, 2, 3])
+    before = task(engine, 2)
+    settings = settings.model_copy(update={"write_lock_timeout_seconds": 30.0})
+    with engine.connect() as jedi:
+        jedi.begin()
+        jedi.execute(
+            sa.text(
+                "SELECT jeditaskid FROM doma_panda.jedi_tasks WHERE jeditaskid = 2 "
+                "FOR UPDATE NOWAIT"
+            )
+        ).one()
+        started = time.monotonic()
+        result = write_predictions(engine, settings, [prediction(i) for i in (1, 2, 3)])
+        elapsed = time.monotonic() - started
+        jedi.rollback()
+
+    # A wait would last the whole 30 s lock timeout (JEDI holds the row until the
+    # write returns) and then fail; a third of it leaves room for a loaded machine.
+    assert elapsed < 10.0, f"the write waited {elapsed:.2f} s for JEDI's lock"
+    assert (result.applied, result.locked_by_jedi) == ([1, 3], [2])
+    assert result.reasons[2].startswith("locked by JEDI: row locked by another")
+    assert task(engine, 2) == before
+    for written in (1, 3):
+        assert task(engine, written)["splitrule"] == "NG=1,TW=1"
+    with engine.connect() as conn:
+        audited = conn.execute(
+            sa.text("SELECT jeditaskid FROM doma_panda.pp_prediction_audit")
+        ).scalars()
+        assert sorted(audited) == [1, 3]
+    # JEDI let go: the task is still eligible and the next write takes it.
+    assert write_predictions(engine, settings, [prediction(2)]).applied == [2]

@@ -8,44 +8,22 @@ keeps right.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
-from message_parts import (
-    RESOURCE_TYPES,
-    build_panda_database,
-    drop_database,
-    insert_tasks,
-    prediction,
-    task,
-)
+from message_parts import RESOURCE_TYPES, insert_tasks, prediction, task
 
 from panda_predictor.cli.simulate import simulate
 from panda_predictor.core.resource_type import ResourceType, resource_type_of
-from panda_predictor.db.engine import make_engine
 from panda_predictor.db.task_effects import SCOUT_CAP_LIFTED
 from panda_predictor.db.writer import write_predictions
-from panda_predictor.settings import Settings
 from pipelines.simulate import SimulationConfig, simulate_frames
 
 pytestmark = pytest.mark.postgres
 
 TYPES = [ResourceType(*row) for row in RESOURCE_TYPES]
-
-
-@pytest.fixture
-def panda(tmp_path) -> Iterator[tuple[sa.Engine, Settings]]:
-    """Return an engine and settings on a fresh copy of PanDA's schema."""
-    name, settings = build_panda_database(tmp_path)
-    engine = make_engine(settings)
-    try:
-        yield engine, settings
-    finally:
-        engine.dispose()
-        drop_database(name)
 
 
 def _insert_datasets(engine: sa.Engine, task_id: int, rows: list[dict]) -> None:
@@ -82,8 +60,8 @@ def _datasets(engine: sa.Engine, task_id: int) -> dict[int, tuple[int, int]]:
         return {int(r.datasetid): (r.nfiles, r.nfilestobeused) for r in rows}
 
 
-def test_a_ready_task_is_written_with_its_scout_cap_lifted(panda):
-    engine, settings = panda
+def test_a_ready_task_is_written_with_its_scout_cap_lifted(panda_ddl):
+    engine, settings = panda_ddl
     insert_tasks(engine, [1], status="ready", corecount=1, resource_type="SCORE")
     _insert_datasets(
         engine,
@@ -111,8 +89,8 @@ def test_a_ready_task_is_written_with_its_scout_cap_lifted(panda):
     assert SCOUT_CAP_LIFTED in reason and "resource_type=SCORE_HIMEM" in reason
 
 
-def test_the_cap_counts_the_usable_files_of_jedi_dataset_contents(panda):
-    engine, settings = panda
+def test_the_cap_counts_the_usable_files_of_jedi_dataset_contents(panda_ddl):
+    engine, settings = panda_ddl
     insert_tasks(engine, [1], status="ready")
     _insert_datasets(engine, 1, [{"type": "input", "nfiles": 4, "to_use": 1}])
     now = datetime.now(UTC).replace(tzinfo=None)
@@ -142,8 +120,10 @@ def test_the_cap_counts_the_usable_files_of_jedi_dataset_contents(panda):
         pytest.param(8, 4000.0, "MCORE_HIMEM", id="mcore-himem"),
     ],
 )
-def test_the_resource_type_follows_the_new_ramcount(panda, corecount, ram, expected):
-    engine, settings = panda
+def test_the_resource_type_follows_the_new_ramcount(
+    panda_ddl, corecount, ram, expected
+):
+    engine, settings = panda_ddl
     insert_tasks(engine, [1], corecount=corecount, resource_type="SCORE_HIMEM")
 
     write_predictions(engine, settings, [prediction(1, ram=ram)])
@@ -162,8 +142,8 @@ def test_the_resource_type_follows_the_new_ramcount(panda, corecount, ram, expec
     )
 
 
-def test_the_simulator_fills_every_not_null_column_of_the_real_ddl(panda, seed):
-    engine, _ = panda
+def test_the_simulator_fills_every_not_null_column_of_the_real_ddl(panda_ddl, seed):
+    engine, _ = panda_ddl
     frames = simulate_frames(SimulationConfig(n_tasks=20, n_defined=5, seed=seed))
     with engine.connect() as conn:
         inspector = sa.inspect(conn)
@@ -178,8 +158,8 @@ def test_the_simulator_fills_every_not_null_column_of_the_real_ddl(panda, seed):
             assert not frame[sorted(required)].isna().any().any(), name
 
 
-def test_simulate_fills_the_real_schema_and_no_written_task_stays_capped(panda):
-    engine, settings = panda
+def test_simulate_fills_the_real_schema_and_no_written_task_stays_capped(panda_ddl):
+    engine, settings = panda_ddl
     result = CliRunner().invoke(
         simulate,
         ["--tasks", "60", "--defined", "30", "--seed", "5", "--no-progress"],

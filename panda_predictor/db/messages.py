@@ -22,6 +22,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from panda_predictor.core.task_prediction import TaskPrediction
 from panda_predictor.db.engine import dialect_of, get_plugin_tables, translate_errors
+from panda_predictor.db.pg_arrays import any_of, insert_unnest
 from panda_predictor.db.writer import _audit_row, _tag
 from panda_predictor.settings import Settings
 
@@ -173,6 +174,9 @@ def record_published(
 
 def _existing(conn: Connection, column: sa.Column, values: list[Any]) -> set[Any]:
     found: set[Any] = set()
+    if dialect_of(conn) == "postgresql":  # one array: the same text for any batch
+        query = sa.select(column).where(any_of(column, sorted(set(values))))
+        return set(conn.execute(_tag(query, "messages.existing")).scalars())
     for chunk in _chunks(sorted(set(values))):
         query = sa.select(column).where(column.in_(chunk))
         found.update(conn.execute(_tag(query, "messages.existing")).scalars())
@@ -194,9 +198,13 @@ def applied_keys(conn: Connection, settings: Settings, keys: list[str]) -> set[s
 def record_handled(
     conn: Connection, settings: Settings, rows: list[dict[str, Any]]
 ) -> None:
-    """Insert the plugin's rows for newly handled messages (one multi-row INSERT)."""
-    if rows:
-        table = get_message_tables(settings, conn).applied
+    """Insert the plugin's rows for newly handled messages (one statement)."""
+    if not rows:
+        return
+    table = get_message_tables(settings, conn).applied
+    if dialect_of(conn) == "postgresql":
+        insert_unnest(conn, table, rows, "messages.record_handled")
+    else:
         conn.execute(_tag(sa.insert(table), "messages.record_handled"), rows)
 
 

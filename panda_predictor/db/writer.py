@@ -180,7 +180,9 @@ def _audit_row(
     host: str,
     now: datetime,
     convert: Callable[[TargetPrediction, bool], tuple[int, str]] = panda_value,
+    targets: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """Return a task's audit row; ``targets``: its :func:`_target_columns`, if made."""
     row: dict[str, Any] = {
         "jeditaskid": prediction.jeditaskid,
         "model_name": prediction.model_name,
@@ -191,9 +193,23 @@ def _audit_row(
         "written_at": written_at,
         "host": host,
     }
+    if targets is None:
+        targets = _target_columns(prediction, fixed_units, convert)
+    row.update(targets)
+    return row
+
+
+def _target_columns(
+    prediction: TaskPrediction,
+    fixed_units: bool,
+    convert: Callable[[TargetPrediction, bool], tuple[int, str]],
+) -> dict[str, Any]:
+    """Return the audit columns of a prediction's targets (the same whatever the
+    decision, so the write-back makes them before it locks any row)."""
+    columns: dict[str, Any] = {}
     for name, target in prediction.targets.items():
         value, unit = convert(target, fixed_units)
-        row.update(
+        columns.update(
             {
                 f"{name}_class": target.class_index,
                 f"{name}_value": value,
@@ -202,7 +218,7 @@ def _audit_row(
                 f"{name}_proba": _proba_json(target.probabilities),
             }
         )
-    return row
+    return columns
 
 
 def _preset_column_names() -> list[str]:
@@ -583,6 +599,16 @@ def _write_batch(
                 )
     at.text = "the batch"
     seen = _audited(conn, audit, [p.jeditaskid for p in predictions])
+    # Made before any row is locked: JEDI may be waiting for the rows meanwhile.
+    # A task's first prediction in the batch is the one audited.
+    targets: dict[int, dict[str, Any]] = {}
+    for prediction in predictions:
+        if prediction.jeditaskid not in targets and prediction.jeditaskid not in seen:
+            at.text = f"jediTaskID={prediction.jeditaskid}"
+            targets[prediction.jeditaskid] = _target_columns(
+                prediction, fixed_units, database_value
+            )
+    at.text = "the batch"
     applied_ids = sorted(
         {p.jeditaskid for p in predictions if p.decision == "applied"} - seen
     )
@@ -646,6 +672,7 @@ def _write_batch(
             host,
             now,
             database_value,
+            targets[task_id],
         )
         for name in ("model_name", "model_version", "reason", "host"):
             _check_length(audit, name, row[name], task_id)
