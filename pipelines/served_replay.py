@@ -81,7 +81,8 @@ def replay_jobs(
     (:func:`~panda_predictor.core.replay.tasks_from_bursts`), replayed in creation
     order under PanDA's rules. A job uses its label value; its run time is the
     ``walltime`` label where known (:data:`DEFAULT_RUN_S` otherwise), its cores
-    ``corecount``. Pass only tasks whose ``target`` label is known.
+    ``actualcorecount`` where a job log recorded them, else ``corecount`` (1 where
+    neither is known). Pass only tasks whose ``target`` label is known.
     """
     n = len(tasks)
     created = pd.to_datetime(tasks["creationdate"]).to_numpy(dtype="datetime64[ns]")
@@ -97,6 +98,9 @@ def replay_jobs(
         else np.full(n, np.nan)
     )
     cores = tasks["corecount"].to_numpy(dtype=float)
+    if "actualcorecount" in tasks:
+        actual = tasks["actualcorecount"].to_numpy(dtype=float)
+        cores = np.where(np.isfinite(actual) & (actual > 0), actual, cores)
     use = tasks[target].to_numpy(dtype=float)
     return ReplayJobs(
         resource="memory" if KIND_OF[target] == MEMORY else "time",

@@ -97,6 +97,7 @@ def test_tasks_replay_as_bursts_of_one_user_and_transformation():
             "username": ["ann", "ann", "bob", "ann"],
             "transpath": ["sim", "sim", "sim", "sim"],
             "corecount": [8.0, np.nan, 1.0, 1.0],
+            "actualcorecount": [16.0, np.nan, np.nan, 2.0],
             "walltime": [7200.0, np.nan, 60.0, 60.0],
             "ramcount": [1500.0, 2500.0, 900.0, 0.5],
         }
@@ -107,7 +108,8 @@ def test_tasks_replay_as_bursts_of_one_user_and_transformation():
     assert jobs.task[0] == jobs.task[1] and len(set(jobs.task.tolist())) == 3
     assert jobs.resource == "memory"
     assert jobs.used.tolist() == [1500.0, 2500.0, 900.0, 1.0]  # at least 1 unit
-    assert jobs.cores.tolist() == [8.0, 1.0, 1.0, 1.0]  # unknown: one core
+    # The cores a job ran on, else those it asked for, else one.
+    assert jobs.cores.tolist() == [16.0, 1.0, 1.0, 2.0]
     assert jobs.run_s.tolist() == [7200.0, 3600.0, 60.0, 60.0]  # unknown: an hour
     top = BINS["ramcount"].values[-1]
     assert jobs.default.tolist() == [2000.0, top, 4000.0, 1000.0]

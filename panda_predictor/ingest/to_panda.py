@@ -48,6 +48,9 @@ LABEL_COLUMNS: dict[str, str] = {
 #: Task column -> the job-frame column it copies, where the reader has it.
 EXTRA_COLUMNS: dict[str, str] = {
     "taskname": "instance",
+    # The cores the job ran on (known once it ran; never a feature): the replays
+    # weigh a job's hours by them, as PanDA's ACTUALCORECOUNT.
+    "actualcorecount": "procs",
     "walltime_at_least": "run_at_least_s",
     "ramcount_at_least": "used_memory_at_least_mb",
 }
