@@ -248,15 +248,23 @@ def _self_tuning_lines(choices: dict[str, dict[str, Any]]) -> list[str]:
         for t, c in per_target.items()
     )
     every = ", ".join(f"{d} d x{n}" for d, n in sorted(cadences.items()))
-    prices = Counter(c.get("delay_price") for c in choices.values())
-    priced = ", ".join(
-        f"{p:g} x{n}" for p, n in sorted(prices.items()) if p is not None
+    by_target: dict[str, Counter] = {}
+    for choice in choices.values():
+        own = (choice.get("cost") or {}).get("target_prices")
+        if not own and choice.get("delay_price") is not None:
+            own = {"all targets": choice["delay_price"]}
+        for target, price in (own or {}).items():
+            by_target.setdefault(target, Counter())[price] += 1
+    priced = "; ".join(
+        f"{t} " + ", ".join(f"{p:g} x{n}" for p, n in sorted(c.items()))
+        for t, c in by_target.items()
     )
     return [
         f"- self-tuning: {len(choices)} retrainings; days to the next one chosen: "
         f"{every}",
         f"- self-tuning: half-life of the training weights chosen: {lives}",
-        f"- self-tuning: delay price chosen (core-hours per core-hour of delay, "
+        f"- self-tuning: delay price chosen per target (core-hours per core-hour "
+        f"of delay; replay against scouts on the validation part, "
         f"docs/decisions.md): {priced or 'none'}",
     ]
 

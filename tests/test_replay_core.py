@@ -214,3 +214,27 @@ def test_without_a_request_the_scouts_ask_for_the_top_class():
     assert jobs.default.tolist() == [400.0] * 6
     assert np.isinf(jobs.cap).all()
     assert jobs.exact().wasted_core_hours == 0.0
+
+
+def test_a_time_retry_stops_at_the_request_until_the_request_failed():
+    # 90 s fails a 100 s job; one class up would be 200 s, but the user asked
+    # for 120 s and the job never runs past it: the retry asks for 120 s.
+    jobs = ReplayJobs(**{**SIX, "request": np.full(6, 120.0)})
+    low = jobs.by_job(np.full(6, 90.0))
+    assert low.failed.tolist() == [True] * 5 + [False]
+    assert low.wasted_hours[:5] == pytest.approx(np.full(5, 20 / 3600))
+    # A job above its request (the log says it ran longer) fails at the request
+    # too, and only then goes one class up.
+    over = replay(
+        "x",
+        "time",
+        task=[0],
+        used=[150.0],
+        run_s=[150.0],
+        cores=[1.0],
+        requested=[90.0],
+        ladder=[50.0, 200.0, 400.0],
+        cap=[120.0],
+    )
+    assert over.retries_per_job == 2.0
+    assert over.wasted_core_hours == pytest.approx(50 / 3600)

@@ -35,7 +35,8 @@ A job PanDA gives no more memory is retried as it is and fails the same way.
 ``requestTaskParameterRecalculation``, which sets the task's ``walltimeUnit`` to NULL
 (at most once per 30 minutes) so that JEDI re-measures the task; it does not step
 the failed job's limit, so the replay keeps a simple, documented rule for time:
-retry one class up, above the top class double.
+retry one class up, above the top class double, but not past the user's request
+until the request itself failed (a job log's jobs never ran past it).
 
 **maxAttempt.** A job is lost once its input file has been tried ``maxAttempt``
 times. JEDI's ContentsFeeder (``pandajedi/jediorder/ContentsFeeder.py``) gives the
@@ -363,7 +364,9 @@ def replay_task(
     PanDA (raised files, a raised task) reaches every later job: optimistic for
     PanDA, where many jobs run at once. A job is lost after ``rules.max_attempts``
     failed attempts; a retry asks for what PanDA's rule gives, and at least the
-    job's ``retry_request`` when there is one.
+    job's ``retry_request`` when there is one. A retry one class up stops at the
+    job's ``cap`` (the user's request) until an attempt at the cap itself failed;
+    PanDA's memory steps are PanDA's and are not capped.
 
     With ``n_scouts`` > 0 the first ``n_scouts`` jobs are scouts asking for their
     requests; once they are settled, every later job asks for
@@ -421,6 +424,11 @@ def replay_task(
             else:
                 at = bisect_right(steps, request)
                 retry = steps[at] if at < len(steps) else request * 2.0
+                # The job never runs past the user's request (the batch system
+                # stops it there): a retry asks for more only once the request
+                # itself failed.
+                if caps is not None and request < caps[j]:
+                    retry = min(retry, caps[j])
             if retries is not None:
                 retry = max(retry, retries[j])
             request = retry
