@@ -11,7 +11,8 @@ as a column -> value map (the low-latency serving route); both call
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -96,13 +97,13 @@ def numeric_features(
     nfiles: np.ndarray,
     nevents: np.ndarray,
     *requests: np.ndarray,
-    created: pd.Series | None = None,
+    created: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """Return the task's numeric features (float64) from its float64 input columns.
 
-    ``requests`` follow :data:`REQUEST_COLUMNS`; ``created`` is the creation time
-    (naive datetimes; None: unknown). Shared by the frame and the records route,
-    so both compute the same values.
+    ``requests`` follow :data:`REQUEST_COLUMNS`; ``created`` is the creation hour
+    and weekday (:func:`creation_fields`; None: unknown). Shared by the frame and
+    the records route, so both compute the same values.
     """
     n = corecount.size
     corecount = np.where(corecount > 0, corecount, np.nan)
@@ -121,8 +122,7 @@ def numeric_features(
         numeric[name] = np.where(values > 0, values, np.nan)
     hour = weekday = np.full(n, np.nan)
     if created is not None:
-        hour = created.dt.hour.to_numpy(dtype=np.float64, na_value=np.nan)
-        weekday = created.dt.day_of_week.to_numpy(dtype=np.float64, na_value=np.nan)
+        hour, weekday = created
     numeric["creation_hour"], numeric["creation_weekday"] = hour, weekday
     return {k: np.asarray(v, dtype=np.float64) for k, v in numeric.items()}
 
@@ -135,6 +135,39 @@ def creation_times(values: Any) -> pd.Series:
     if isinstance(series.dtype, pd.DatetimeTZDtype):
         series = series.dt.tz_convert("UTC").dt.tz_localize(None)
     return series
+
+
+def creation_fields(created: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Return the hour and weekday (Monday 0) of naive creation times, NaN if NaT."""
+    return (
+        created.dt.hour.to_numpy(dtype=np.float64, na_value=np.nan),
+        created.dt.day_of_week.to_numpy(dtype=np.float64, na_value=np.nan),
+    )
+
+
+def record_creation_fields(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Return :func:`creation_fields` of :func:`creation_times` of ``values``.
+
+    Datetime objects (the HTTP service's and the benchmark's records) and None
+    are read directly: a one-task pandas round trip costs more than the models.
+    Anything else (text, numpy datetimes, NaT) takes the pandas route.
+    """
+    hours, weekdays = [], []
+    for value in values:
+        if value is None:
+            hours.append(np.nan)
+            weekdays.append(np.nan)
+            continue
+        if not isinstance(value, datetime) or value is pd.NaT:
+            return creation_fields(creation_times(list(values)))
+        if value.tzinfo is not None:
+            try:
+                value = value.astimezone(UTC)
+            except (OverflowError, ValueError):
+                return creation_fields(creation_times(list(values)))
+        hours.append(float(value.hour))
+        weekdays.append(float(value.weekday()))
+    return np.array(hours, dtype=np.float64), np.array(weekdays, dtype=np.float64)
 
 
 def task_features(tasks: pd.DataFrame) -> pd.DataFrame:
@@ -157,7 +190,7 @@ def task_features(tasks: pd.DataFrame) -> pd.DataFrame:
         for c in NUMERIC_INPUTS
     ]
     created = creation_times(tasks["creationdate"].reset_index(drop=True))
-    numeric = numeric_features(*inputs, created=created)
+    numeric = numeric_features(*inputs, created=creation_fields(created))
     for name in TASK_NUMERIC_FEATURES:
         raw[name] = numeric[name]
     return raw
@@ -182,5 +215,5 @@ def record_numeric_features(
         np.array([number_value(r.get(c)) for r in records], dtype=np.float64)
         for c in NUMERIC_INPUTS
     ]
-    created = creation_times([r.get("creationdate") for r in records])
+    created = record_creation_fields([r.get("creationdate") for r in records])
     return numeric_features(*inputs, created=created)
