@@ -31,7 +31,7 @@ import pandas as pd
 
 from panda_predictor.core.calibration import served_mixture
 from panda_predictor.core.cost_choice import CostSettings
-from panda_predictor.core.experts import EXPERTS
+from panda_predictor.core.experts import EXPERTS, FeatureColumns
 from panda_predictor.core.features import TASK_COLUMNS
 from panda_predictor.core.history import (
     HISTORY_GROUPS,
@@ -97,8 +97,9 @@ def _no_cyclic_gc() -> Iterator[None]:
 class Classified:
     """What :meth:`Predictor.classified` computed for a batch of tasks.
 
-    ``features`` the model inputs (None on the records route unless the
-    combination needed them); per target ``proba``, ``model_chosen`` (the
+    ``features`` the model inputs (a frame; on the records route the code
+    matrix's columns by name, :class:`~panda_predictor.core.features.MatrixColumns`);
+    per target ``proba``, ``model_chosen`` (the
     model with its tail rule), ``chosen`` (after the expert combination, when the
     bundle has one), ``followed`` (index into
     :data:`~panda_predictor.core.experts.EXPERTS`) and ``record_accuracy`` (the
@@ -108,7 +109,7 @@ class Classified:
     chosen) under it).
     """
 
-    features: pd.DataFrame | None
+    features: FeatureColumns | None
     proba: dict[str, np.ndarray]
     model_chosen: dict[str, np.ndarray]
     chosen: dict[str, np.ndarray]
@@ -327,12 +328,14 @@ class Predictor:
         In the target's unit (NaN: none); a target without a request column is
         left out. Shared with the replays, which price the scouts at the request.
         """
-        requests = {}
-        features = parts.features if parts.features is not None else pd.DataFrame()
+        requests: dict[str, np.ndarray] = {}
+        features = parts.features
+        if features is None:
+            return requests
         for target in parts.chosen:
             column = REQUEST_PREFIX + target
             if column in features:
-                requests[target] = features[column].to_numpy(dtype=float)
+                requests[target] = np.asarray(features[column], dtype=float)
         return requests
 
     def predict_table(
@@ -464,15 +467,14 @@ class Predictor:
             return None
         proba = self._matrix_fn(M)
         chosen = {t: self.bundle.tail_rules[t].predict(p) for t, p in proba.items()}
-        X = pd.DataFrame(M, columns=features.feature_names_out_)
+        X = features.matrix_columns(M)
         parts = Classified(X, proba, dict(chosen), chosen, {}, {})
         params = self.bundle.combination
         if served is not None and params is not None:
             columns = HISTORY_GROUPS[params.key]
             keys = np.array([record_key(r, columns) for r in records], dtype=object)
-            by_name = dict(zip(features.feature_names_out_, M.T, strict=True))
             for target, answer in combine_served(
-                self.bundle, keys, by_name, chosen, served
+                self.bundle, keys, X, chosen, served
             ).items():
                 chosen[target] = answer.classes
                 parts.followed[target] = answer.leader
