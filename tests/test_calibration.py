@@ -96,6 +96,43 @@ def test_to_dict_from_dict_round_trip(calibrated, method):
     np.testing.assert_allclose(again.transform(truth), fitted.transform(truth))
 
 
+@pytest.mark.parametrize("method", METHODS)
+def test_each_row_is_mapped_alone(calibrated, method):
+    """A batch maps each row as that row alone (one task pays for its own map),
+    and a row that follows a rule takes the rule rows' map."""
+    truth, y = calibrated
+    rng = np.random.default_rng(7)
+    followed = rng.integers(0, 3, len(y))
+    fitted = fit_calibrator(truth[:4000] ** 2, y[:4000], method, followed[:4000])
+    proba, rules = truth[4000:4400] ** 2, followed[4000:4400]
+    batch = fitted.transform(proba, rules)
+    for i in range(0, len(proba), 7):
+        np.testing.assert_array_equal(
+            fitted.transform(proba[i : i + 1], rules[i : i + 1])[0], batch[i]
+        )
+    parts = getattr(fitted, "parts_", None)
+    if parts is not None:
+        rule = rules > 0
+        np.testing.assert_array_equal(batch[rule], parts["rule"].transform(proba[rule]))
+        np.testing.assert_array_equal(
+            batch[~rule], parts["model"].transform(proba[~rule])
+        )
+
+
+@pytest.mark.parametrize("method", ["isotonic", "top_isotonic"])
+def test_new_knots_are_used_at_once(calibrated, method):
+    """The knots' arrays are converted once, and again when the knots change."""
+    truth, y = calibrated
+    fitted = make_calibrator(method).fit(truth[:3000] ** 2, y[:3000])
+    before = fitted.transform(truth[:50])
+    other = make_calibrator(method).fit(truth[3000:3200], y[3000:3200])
+    fitted.knots_x_, fitted.knots_y_ = other.knots_x_, other.knots_y_
+    np.testing.assert_array_equal(
+        fitted.transform(truth[:50]), other.transform(truth[:50])
+    )
+    assert not np.array_equal(fitted.transform(truth[:50]), before)
+
+
 @pytest.mark.parametrize(
     ("data", "match"),
     [

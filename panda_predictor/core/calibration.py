@@ -247,6 +247,27 @@ class TemperatureCalibrator(Calibrator):
         return {"temperature_": self.temperature_}
 
 
+def _knot_arrays(calibrator: Any, per_class: bool) -> Any:
+    """Return a calibrator's knots as float arrays, converted once.
+
+    The knots are kept as lists (what ``to_dict`` stores); converting thousands
+    of knots on every call would cost more than the interpolation. ``per_class``:
+    one (x, y) pair per class (isotonic), else one pair (top-label).
+    """
+    knots_x, knots_y = calibrator.knots_x_, calibrator.knots_y_
+    cached = calibrator.__dict__.get("_knot_cache")
+    if cached is None or cached[0] is not knots_x or cached[1] is not knots_y:
+        pairs = (
+            zip(knots_x, knots_y, strict=True) if per_class else [(knots_x, knots_y)]
+        )
+        arrays = [
+            (np.asarray(x, dtype=float), np.asarray(y, dtype=float)) for x, y in pairs
+        ]
+        cached = (knots_x, knots_y, arrays if per_class else arrays[0])
+        calibrator._knot_cache = cached
+    return cached[2]
+
+
 def _isotonic(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Return the knots (x, fitted y) of the increasing isotonic fit of y on x.
 
@@ -298,11 +319,9 @@ class IsotonicCalibrator(Calibrator):
             self.knots_y_.append(ky.tolist())
 
     def _transform(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
+        knots = _knot_arrays(self, per_class=True)
         out = np.column_stack(
-            [
-                np.interp(proba[:, k], self.knots_x_[k], self.knots_y_[k])
-                for k in range(proba.shape[1])
-            ]
+            [np.interp(proba[:, k], *knots[k]) for k in range(proba.shape[1])]
         )
         empty = out.sum(axis=1) <= 0
         out[empty] = proba[empty]
@@ -335,7 +354,7 @@ class TopLabelCalibrator(Calibrator):
         top = np.argmax(p, axis=1)
         rows = np.arange(p.shape[0])
         old = p[rows, top]
-        new = np.interp(old, self.knots_x_, self.knots_y_)
+        new = np.interp(old, *_knot_arrays(self, per_class=False))
         rest = 1.0 - old
         scale = np.where(rest > 0, (1.0 - new) / np.where(rest > 0, rest, 1.0), 0.0)
         out = p * scale[:, None]
@@ -384,9 +403,16 @@ class ByExpertCalibrator(Calibrator):
             )
 
     def _transform(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
-        out = self.parts_["model"].transform(proba)
-        if rule.any():
-            out[rule] = self.parts_["rule"].transform(proba[rule])
+        # Each row's map is its own (every base map is row by row): run each part
+        # on its rows only, so one task pays for one map.
+        model, by_rule = self.parts_["model"], self.parts_["rule"]
+        if not rule.any():
+            return model._transform(proba, rule)
+        if rule.all():
+            return by_rule._transform(proba, ~rule)
+        out = np.empty_like(proba)
+        out[~rule] = model._transform(proba[~rule], rule[~rule])
+        out[rule] = by_rule._transform(proba[rule], ~rule[rule])
         return out
 
     def _state(self) -> dict[str, Any]:
