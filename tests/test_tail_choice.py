@@ -56,6 +56,23 @@ def test_a_class_the_rule_did_not_pick_is_the_experts():
     )
 
 
+@pytest.mark.parametrize(
+    ("proba", "chosen"),
+    [
+        ([0.02, 0.02, 0.04, 0.67, 0.25], 4),
+        ([0.1, 0.1, 0.1, 0.2, 0.5], 3),
+        ([0.02, 0.02, 0.04, 0.87, 0.05], 3),
+        ([0.02, 0.02, 0.04, 0.87, 0.05], 1),
+    ],
+    ids=["tail-pick", "below-threshold", "most-likely", "experts"],
+)
+def test_the_rules_class_given_explains_the_same(proba, chosen):
+    """A caller that has the rule's class (the predictor) saves predicting it again."""
+    r = rule(threshold=0.6 if proba[-1] == 0.5 else 0.2)
+    by_rule = int(r.predict([proba])[0])
+    assert r.explain(proba, chosen, by_rule=by_rule) == r.explain(proba, chosen)
+
+
 @pytest.fixture(scope="module")
 def predictor(trained_bundle_dir):
     from panda_predictor.serving.bundle import load_bundle

@@ -45,7 +45,8 @@ def _check_proba(proba: Any, n_classes: int | None = None) -> np.ndarray:
             f"The 'proba' field must have {n_classes} columns, as at fit time. "
             f"Got {arr.shape[1]} instead."
         )
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+    # min >= 0 fails on NaN and -inf, max < inf on inf: two reductions, not four.
+    if arr.size and not (arr.min() >= 0.0 and arr.max() < math.inf):
         raise ValueError(
             "The 'proba' field must hold finite, non-negative probabilities. "
             "Got NaN, infinite or negative values instead."
@@ -75,7 +76,10 @@ def _check_labels(y: Any, n_samples: int, n_classes: int) -> np.ndarray:
 
 def cumulative_from_top(proba: Any) -> np.ndarray:
     """Return P(class >= k) for every k: column k sums columns k..K-1 of ``proba``."""
-    arr = _check_proba(proba)
+    return _from_top(_check_proba(proba))
+
+
+def _from_top(arr: np.ndarray) -> np.ndarray:
     return np.cumsum(arr[:, ::-1], axis=1)[:, ::-1]
 
 
@@ -254,7 +258,7 @@ class TailDecisionRule:
         """Return each row's class: a tail class past its threshold, or argmax."""
         self._check_fitted()
         arr = _check_proba(proba, self.n_classes_)
-        cum = cumulative_from_top(arr)
+        cum = _from_top(arr)
         n_low = self.n_classes_ - len(self.thresholds_)
         pred = np.argmax(arr[:, :n_low], axis=1)
         # Lowest tail class first so that larger classes overwrite it when they pass.
@@ -267,6 +271,7 @@ class TailDecisionRule:
         probabilities: Any,
         chosen: int,
         labels: list[str] | None = None,
+        by_rule: int | None = None,
     ) -> str:
         """Return why one task's target got class ``chosen``, in one sentence.
 
@@ -277,6 +282,8 @@ class TailDecisionRule:
 
         :param probabilities: the task's (K,) class probabilities.
         :param chosen: the class served.
+        :param by_rule: this rule's class for ``probabilities`` when the caller
+            has it already (:meth:`predict`); None: computed here.
         """
         self._check_fitted()
         row = _check_proba(np.asarray(probabilities, dtype=float)[None, :], None)
@@ -287,7 +294,10 @@ class TailDecisionRule:
             return f"class {k}{label}, p={number(row[0, k], None)}"
 
         top = int(np.argmax(row[0]))
-        by_rule = int(self.predict(row)[0]) if row.shape[1] == self.n_classes_ else top
+        if by_rule is None:
+            by_rule = (
+                int(self.predict(row)[0]) if row.shape[1] == self.n_classes_ else top
+            )
         if chosen != by_rule:
             return (
                 f"{cls(chosen)} instead of the model's {cls(by_rule)}: the experts' "
@@ -295,7 +305,7 @@ class TailDecisionRule:
             )
         if chosen == top:
             return f"most likely {cls(chosen)}"
-        cum = cumulative_from_top(row)[0]
+        cum = _from_top(row)[0]
         recall = f"recall target {number(self.recall_target, None)}"
         if chosen in self.thresholds_:
             test = compared(

@@ -551,11 +551,13 @@ class Predictor:
                 decided[f"{t}_cost"].tolist(),
                 decided[f"{t}_from_request"].tolist(),
                 proba[t].tolist(),
+                parts.model_chosen[t].tolist(),
             )
             for t in targets
         }
         decisions = decided["decision"].tolist()
         classes = {t: self._classes(t) for t in targets}
+        labels = {t: [c[0] for c in classes[t]] for t in targets}
         out = []
         for i, task_id in enumerate(task_ids):
             row = {}
@@ -566,11 +568,12 @@ class Predictor:
                 cost_l,
                 req_l,
                 p_l,
+                model_l,
             ) in columns.items():
                 cls = int(cls_l[i])
                 label, low, high, _, unit = classes[t][cls]
                 why = self.bundle.tail_rules[t].explain(
-                    p_l[i], cls, [c[0] for c in classes[t]]
+                    p_l[i], cls, labels[t], by_rule=int(model_l[i])
                 )
                 row[t] = TargetPrediction(
                     target=t,
