@@ -457,3 +457,10 @@ def test_matrix_columns_name_the_records_matrix_columns(
     for j, name in enumerate(fitted.feature_names_out_):
         np.testing.assert_array_equal(columns[name], M[:, j])
     assert "no_such_feature" not in columns and columns.get("no_such_feature") is None
+    names = [fitted.feature_names_out_[-1], "no_such_feature", "corecount"]
+    taken = columns.take(names)
+    assert taken.dtype == np.float64 and taken.shape == (3, 3)
+    np.testing.assert_array_equal(taken[:, 0], M[:, -1])
+    assert np.isnan(taken[:, 1]).all()
+    np.testing.assert_array_equal(taken[:, 2], columns["corecount"])
+    np.testing.assert_array_equal(columns.take(names[::2]), taken[:, ::2])

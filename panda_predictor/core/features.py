@@ -82,6 +82,19 @@ class MatrixColumns(Mapping[str, np.ndarray]):
     def __len__(self) -> int:
         return len(self._positions)
 
+    def take(self, names: Sequence[str]) -> np.ndarray:
+        """Return the named columns as an (n, len(names)) float64 array, NaN for a
+        name the matrix does not have."""
+        positions = self._positions
+        found = [j for j, name in enumerate(names) if name in positions]
+        if len(found) == len(names):
+            return self.matrix[:, [positions[name] for name in names]].astype(
+                np.float64
+            )
+        out = np.full((len(self.matrix), len(names)), np.nan)
+        out[:, found] = self.matrix[:, [positions[names[j]] for j in found]]
+        return out
+
 
 class FeaturePipeline:
     """Learn categorical vocabularies and a fixed schema; turn tasks into features.
