@@ -79,6 +79,8 @@ def _check_labels(y: Any, n: int, n_classes: int) -> np.ndarray:
 def _normalised(arr: np.ndarray) -> np.ndarray:
     """Return rows scaled to sum to 1 (a zero row becomes uniform)."""
     total = arr.sum(axis=1, keepdims=True)
+    if (total > 0).all():  # the usual case, in three operations instead of six
+        return arr / total
     uniform = np.full_like(arr, 1.0 / arr.shape[1])
     return np.where(total > 0, arr / np.where(total > 0, total, 1.0), uniform)
 
@@ -105,6 +107,8 @@ def served_mixture(
     if followed is None or accuracy is None or len(followed) == 0:
         return p.copy()
     rule = np.asarray(followed) > 0
+    if not rule.any():  # every row follows the model: w = 0 leaves p as it is
+        return p.copy()
     w = np.where(rule, np.clip(np.asarray(accuracy, dtype=np.float64), 0.0, 1.0), 0.0)
     out = (1.0 - w)[:, None] * p
     rows = np.flatnonzero(rule)
@@ -356,14 +360,16 @@ class TopLabelCalibrator(Calibrator):
         old = p[rows, top]
         new = np.interp(old, *_knot_arrays(self, per_class=False))
         rest = 1.0 - old
-        scale = np.where(rest > 0, (1.0 - new) / np.where(rest > 0, rest, 1.0), 0.0)
+        shared = rest > 0
+        scale = np.where(shared, (1.0 - new) / np.where(shared, rest, 1.0), 0.0)
         out = p * scale[:, None]
         out[rows, top] = new
-        # A top row with nothing else to share the rest spreads it evenly.
-        short = 1.0 - out.sum(axis=1)
-        lone = (rest <= 0) & (short > 0)
-        out[lone] += (short[lone] / (p.shape[1] - 1))[:, None]
-        out[lone, top[lone]] = new[lone]
+        if not shared.all():
+            # A top row with nothing else to share the rest spreads it evenly.
+            short = 1.0 - out.sum(axis=1)
+            lone = ~shared & (short > 0)
+            out[lone] += (short[lone] / (p.shape[1] - 1))[:, None]
+            out[lone, top[lone]] = new[lone]
         return _normalised(out)
 
     def _state(self) -> dict[str, Any]:

@@ -407,9 +407,11 @@ class CostChooser:
         expected = (p @ self.cost) / per_scale[:, None]
         if self.settings.failure_cost:
             expected = expected + self.settings.failure_cost * (p @ self.failures)
-        # The request caps the value: candidates above it are not allowed.
-        allowed = ~has_req[:, None] | (self.candidates[None, :] <= req[:, None])
-        expected = np.where(allowed, expected, np.inf)
+        any_request = bool(has_req.any())
+        if any_request:
+            # The request caps the value: candidates above it are not allowed.
+            allowed = ~has_req[:, None] | (self.candidates[None, :] <= req[:, None])
+            expected = np.where(allowed, expected, np.inf)
         rows = np.arange(n)
         # Without a request the scouts ask for the top class's value.
         scouts = expected[rows, self._top].copy()
@@ -418,7 +420,7 @@ class CostChooser:
         cost = expected[rows, best]
         p_short = (p @ self.short)[rows, best]
         from_request = np.zeros(n, dtype=bool)
-        if has_req.any():
+        if any_request:
             r_cost = self._request_cost(p[has_req], req[has_req], per_scale[has_req])
             scouts[has_req] = r_cost
             better = r_cost < cost[has_req]

@@ -144,14 +144,15 @@ class CostPolicy:
                 # An unfamiliar task's distribution says nothing: it asks for its
                 # request, as its scouts would (never short: use <= request).
                 own = ~dom & given
-                sized.value = np.where(
-                    own, req if req is not None else 0.0, sized.value
-                )
-                sized.expected_cost = np.where(
-                    own, sized.scouts_cost, sized.expected_cost
-                )
-                sized.p_short = np.where(own, 0.0, sized.p_short)
-                sized.from_request = sized.from_request | own
+                if own.any():
+                    sized.value = np.where(
+                        own, req if req is not None else 0.0, sized.value
+                    )
+                    sized.expected_cost = np.where(
+                        own, sized.scouts_cost, sized.expected_cost
+                    )
+                    sized.p_short = np.where(own, 0.0, sized.p_short)
+                    sized.from_request = sized.from_request | own
             out[f"{t}_value"] = sized.value
             out[f"{t}_cost"] = sized.expected_cost
             out[f"{t}_confidence"] = 1.0 - sized.p_short

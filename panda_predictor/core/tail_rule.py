@@ -63,7 +63,7 @@ def _check_labels(y: Any, n_samples: int, n_classes: int) -> np.ndarray:
             f"Got shape {arr.shape} instead."
         )
     if arr.size and (
-        not np.all(np.equal(np.mod(arr, 1), 0))
+        (arr.dtype.kind not in "iu" and not np.all(np.equal(np.mod(arr, 1), 0)))
         or arr.min() < 0
         or arr.max() >= n_classes
     ):
