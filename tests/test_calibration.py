@@ -13,6 +13,7 @@ from panda_predictor.core.calibration import (
     METHODS,
     IdentityCalibrator,
     TemperatureCalibrator,
+    calibrated_mixture,
     calibrator_from_dict,
     cumulative_calibration_error,
     expected_calibration_error,
@@ -185,6 +186,40 @@ def test_served_mixture_mixes_a_followed_rule_with_the_model():
     np.testing.assert_allclose(out[1], 0.6 * np.eye(3)[2] + 0.4 * proba[1])
     np.testing.assert_allclose(out[2], proba[2])
     np.testing.assert_allclose(served_mixture(proba, classes), proba)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(
+    "combined", ["rules", "model-only", "none"], ids=["rules", "model", "none"]
+)
+def test_calibrated_mixture_is_the_mixture_calibrated(calibrated, method, combined):
+    """The one served distribution: the mixture, then its calibrator, exactly."""
+    truth, y = calibrated
+    rng = np.random.default_rng(3)
+    n = 300
+    followed = {
+        "rules": rng.integers(-1, 4, n),
+        "model-only": np.zeros(n, dtype=int),
+        "none": None,
+    }[combined]
+    fitted = fit_calibrator(
+        truth[:3000] ** 2, y[:3000], method, rng.integers(0, 3, 3000)
+    )
+    proba, classes = truth[3000 : 3000 + n], rng.integers(0, 4, n)
+    accuracy = rng.random(n)
+    expected = fitted.transform(
+        served_mixture(proba, classes, followed, accuracy), followed
+    )
+    got = calibrated_mixture(fitted, proba, classes, followed, accuracy)
+    np.testing.assert_array_equal(got, expected)
+    with pytest.raises(ValueError, match="must have 4 columns"):
+        calibrated_mixture(fitted, proba[:, :3], classes, followed, accuracy)
+    with pytest.raises(NotFittedError, match="not fitted"):
+        calibrated_mixture(
+            make_calibrator(method if method != "none" else "temperature"),
+            proba,
+            classes,
+        )
 
 
 @pytest.fixture(scope="module")

@@ -104,16 +104,41 @@ def served_mixture(
     :param accuracy: (n,) the followed expert's recent weighted accuracy in [0, 1].
     """
     p = _check_proba(proba)
-    if followed is None or accuracy is None or len(followed) == 0:
+    if followed is None or len(followed) == 0:
         return p.copy()
-    rule = np.asarray(followed) > 0
-    if not rule.any():  # every row follows the model: w = 0 leaves p as it is
+    return _mixture(p, classes, np.asarray(followed) > 0, accuracy)
+
+
+def _mixture(
+    p: np.ndarray, classes: Any, rule: np.ndarray, accuracy: Any
+) -> np.ndarray:
+    """Return :func:`served_mixture` of checked probabilities; ``rule`` marks the
+    rows that follow a rule."""
+    if accuracy is None or not rule.any():  # w = 0 leaves every row as it is
         return p.copy()
     w = np.where(rule, np.clip(np.asarray(accuracy, dtype=np.float64), 0.0, 1.0), 0.0)
     out = (1.0 - w)[:, None] * p
     rows = np.flatnonzero(rule)
     out[rows, np.asarray(classes, dtype=np.int64)[rows]] += w[rows]
     return out
+
+
+def calibrated_mixture(
+    calibrator: Calibrator,
+    proba: Any,
+    classes: Any,
+    followed: Any = None,
+    accuracy: Any = None,
+) -> np.ndarray:
+    """Return the calibrated served distribution of the model's probabilities.
+
+    ``calibrator.transform(served_mixture(proba, classes, followed, accuracy),
+    followed)``, with its input checked once: what the decision prices, for
+    every route.
+    """
+    p = _check_proba(proba, calibrator._classes_in())
+    rule = _rule_rows(followed, p.shape[0])
+    return calibrator._calibrate(_mixture(p, classes, rule, accuracy), rule)
 
 
 class Calibrator:
@@ -145,13 +170,22 @@ class Calibrator:
 
         ``followed`` as in :meth:`fit`.
         """
+        p = _check_proba(proba, self._classes_in())
+        return self._calibrate(p, _rule_rows(followed, p.shape[0]))
+
+    def _classes_in(self) -> int | None:
+        """Return the classes :meth:`transform` takes; raise if not fitted."""
         if not hasattr(self, "n_classes_"):
             raise NotFittedError(
                 f"This {type(self).__name__} is not fitted yet. Call 'fit' with "
                 "validation probabilities and labels first."
             )
-        p = _check_proba(proba, self.n_classes_)
-        return self._transform(p, _rule_rows(followed, p.shape[0]))
+        return int(self.n_classes_)
+
+    def _calibrate(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
+        """Return :meth:`transform` of checked probabilities (``rule``: the rows
+        that follow a rule)."""
+        return self._transform(proba, rule)
 
     def _transform(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
         return _normalised(proba)
@@ -176,9 +210,9 @@ class IdentityCalibrator(Calibrator):
         if n_classes is not None:
             self.n_classes_ = int(n_classes)
 
-    def transform(self, proba: Any, followed: Any = None) -> np.ndarray:
-        """Return ``proba`` with rows summing to 1 (any number of classes if unset)."""
-        return _normalised(_check_proba(proba, getattr(self, "n_classes_", None)))
+    def _classes_in(self) -> int | None:
+        """Return the classes :meth:`transform` takes (any number if unset)."""
+        return getattr(self, "n_classes_", None)
 
 
 def _nll(logp: np.ndarray, y: np.ndarray, temperature: float) -> float:
@@ -355,13 +389,16 @@ class TopLabelCalibrator(Calibrator):
 
     def _transform(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
         p = _normalised(proba)
-        top = np.argmax(p, axis=1)
+        top = p.argmax(axis=1)
         rows = np.arange(p.shape[0])
         old = p[rows, top]
         new = np.interp(old, *_knot_arrays(self, per_class=False))
         rest = 1.0 - old
         shared = rest > 0
-        scale = np.where(shared, (1.0 - new) / np.where(shared, rest, 1.0), 0.0)
+        if shared.all():
+            scale = (1.0 - new) / rest
+        else:
+            scale = np.where(shared, (1.0 - new) / np.where(shared, rest, 1.0), 0.0)
         out = p * scale[:, None]
         out[rows, top] = new
         if not shared.all():

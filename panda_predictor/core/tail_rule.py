@@ -287,13 +287,15 @@ class TailDecisionRule:
         """
         self._check_fitted()
         row = _check_proba(np.asarray(probabilities, dtype=float)[None, :], None)
-        names = labels or [str(k) for k in range(row.shape[1])]
+        # One row: plain floats from here (numpy costs more per call than the work).
+        values = row[0].tolist()
+        names = labels or [str(k) for k in range(len(values))]
 
         def cls(k: int) -> str:
             label = f" ({names[k]})" if names[k] != str(k) else ""
-            return f"class {k}{label}, p={number(row[0, k], None)}"
+            return f"class {k}{label}, p={number(values[k], None)}"
 
-        top = int(np.argmax(row[0]))
+        top = values.index(max(values))  # the first largest, as np.argmax
         if by_rule is None:
             by_rule = (
                 int(self.predict(row)[0]) if row.shape[1] == self.n_classes_ else top

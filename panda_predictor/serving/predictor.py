@@ -29,7 +29,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import pandas as pd
 
-from panda_predictor.core.calibration import served_mixture
+from panda_predictor.core.calibration import calibrated_mixture
 from panda_predictor.core.cost_choice import CostSettings
 from panda_predictor.core.experts import EXPERTS, FeatureColumns
 from panda_predictor.core.features import TASK_COLUMNS
@@ -270,14 +270,12 @@ class Predictor:
         # float32 digits (Keras), which a steep isotonic step or the cost choice
         # must not turn into different answers.
         return {
-            t: self.bundle.calibrator(t).transform(
-                served_mixture(
-                    np.round(np.asarray(p, dtype=float), PROBA_DECIMALS),
-                    chosen[t],
-                    followed.get(t),
-                    record_accuracy.get(t),
-                ),
+            t: calibrated_mixture(
+                self.bundle.calibrator(t),
+                np.asarray(p, dtype=float).round(PROBA_DECIMALS),
+                chosen[t],
                 followed.get(t),
+                record_accuracy.get(t),
             )
             for t, p in proba.items()
         }
