@@ -384,38 +384,40 @@ class CostChooser:
         """
         p = np.asarray(distribution, dtype=float)
         n = p.shape[0]
-        req = (
-            np.full(n, np.nan)
-            if request is None
-            else np.asarray(request, dtype=float).reshape(n)
-        )
-        has_req = np.isfinite(req) & (req > 0)
+        if request is None:
+            req, has_req = np.full(n, np.nan), np.zeros(n, dtype=bool)
+        else:
+            req = np.asarray(request, dtype=float).reshape(n)
+            has_req = np.isfinite(req) & (req > 0)
+        # Without a request (the usual task) the request steps are skipped: they
+        # would leave every value as it is.
+        any_request = bool(has_req.any())
+        rows = np.arange(n)
         if self.kind is None:
             cls = (
-                np.argmax(p, axis=1)
+                p.argmax(axis=1)
                 if fallback_class is None
                 else np.asarray(fallback_class, dtype=int)
             )
             value = self.ladder[cls]
-            value = np.where(
-                has_req, np.minimum(value, np.where(has_req, req, 0)), value
-            )
-            short = 1.0 - np.take_along_axis(np.cumsum(p, axis=1), cls[:, None], 1)
+            if any_request:
+                value = np.where(
+                    has_req, np.minimum(value, np.where(has_req, req, 0)), value
+                )
+            short = 1.0 - np.cumsum(p, axis=1)[rows, cls]
             zero = np.zeros(n)
-            return Sizing(value, zero, short[:, 0], np.zeros(n, dtype=bool), zero)
+            return Sizing(value, zero, short, np.zeros(n, dtype=bool), zero)
         per_scale = self._scale(p)
         expected = (p @ self.cost) / per_scale[:, None]
         if self.settings.failure_cost:
             expected = expected + self.settings.failure_cost * (p @ self.failures)
-        any_request = bool(has_req.any())
         if any_request:
             # The request caps the value: candidates above it are not allowed.
             allowed = ~has_req[:, None] | (self.candidates[None, :] <= req[:, None])
             expected = np.where(allowed, expected, np.inf)
-        rows = np.arange(n)
         # Without a request the scouts ask for the top class's value.
-        scouts = expected[rows, self._top].copy()
-        best = np.argmin(expected, axis=1)
+        scouts = expected[:, self._top].copy()
+        best = expected.argmin(axis=1)
         value = self.candidates[best]
         cost = expected[rows, best]
         p_short = (p @ self.short)[rows, best]

@@ -130,9 +130,12 @@ class CostPolicy:
         costs = []
         scouts = np.full(n, self.settings.delay_price)
         requested = ~dom
+        # Every task in domain (the usual case): the unfamiliar tasks' steps below
+        # would change nothing, so they are skipped.
+        all_in = bool(dom.all())
         for t in names:
             sized = self.choosers[t].choose(probs[t], request.get(t), fallback_class[t])
-            if self.choosers[t].kind is not None:
+            if self.choosers[t].kind is not None and not all_in:
                 req = request.get(t)
                 given = (
                     np.zeros(n, bool)
@@ -162,20 +165,22 @@ class CostPolicy:
         matrix = np.column_stack(costs)
         total = matrix.sum(axis=1)
         cheaper = total <= scouts
-        kind = np.where(
-            ~dom,
-            np.where(requested, OUTSIDE_DOMAIN_REQUEST, OUTSIDE_DOMAIN),
-            np.where(cheaper, CHEAPER, COSTS_MORE),
-        ).astype(object)
-        applied = (kind == CHEAPER) | (kind == OUTSIDE_DOMAIN_REQUEST)
+        if all_in:
+            kind = np.where(cheaper, CHEAPER, COSTS_MORE).astype(object)
+            applied = cheaper
+        else:
+            kind = np.where(
+                ~dom,
+                np.where(requested, OUTSIDE_DOMAIN_REQUEST, OUTSIDE_DOMAIN),
+                np.where(cheaper, CHEAPER, COSTS_MORE),
+            ).astype(object)
+            applied = (kind == CHEAPER) | (kind == OUTSIDE_DOMAIN_REQUEST)
         return {
             "decision": np.where(applied, APPLIED, KEPT_SCOUTS).astype(object),
             "reason_kind": kind,
             "total_cost": total,
             "scouts_cost": scouts,
-            "costliest_target": np.asarray(names, dtype=object)[
-                np.argmax(matrix, axis=1)
-            ],
+            "costliest_target": np.asarray(names, dtype=object)[matrix.argmax(axis=1)],
             **out,
         }
 
