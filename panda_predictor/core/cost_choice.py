@@ -368,6 +368,8 @@ class CostChooser:
             self.cost = cost.mean(axis=1)
             self.failures = failures.mean(axis=1)
             self.short = (self.points[:, :, None] > self.candidates).mean(axis=1)
+            # The three per-candidate tables side by side: one weighting per call.
+            self._tables = np.concatenate([self.cost, self.failures, self.short], 1)
 
     def choose(
         self,
@@ -408,9 +410,12 @@ class CostChooser:
             zero = np.zeros(n)
             return Sizing(value, zero, short, np.zeros(n, dtype=bool), zero)
         per_scale = self._scale(p)
-        expected = (p @ self.cost) / per_scale[:, None]
+        width = self.candidates.size
+        weighted = _weighted(p, self._tables)
+        expected = weighted[:, :width] / per_scale[:, None]
         if self.settings.failure_cost:
-            expected = expected + self.settings.failure_cost * (p @ self.failures)
+            failures = weighted[:, width : 2 * width]
+            expected = expected + self.settings.failure_cost * failures
         if any_request:
             # The request caps the value: candidates above it are not allowed.
             allowed = ~has_req[:, None] | (self.candidates[None, :] <= req[:, None])
@@ -420,7 +425,7 @@ class CostChooser:
         best = expected.argmin(axis=1)
         value = self.candidates[best]
         cost = expected[rows, best]
-        p_short = (p @ self.short)[rows, best]
+        p_short = weighted[:, 2 * width :][rows, best]
         from_request = np.zeros(n, dtype=bool)
         if any_request:
             r_cost = self._request_cost(p[has_req], req[has_req], per_scale[has_req])
@@ -437,7 +442,7 @@ class CostChooser:
         """Return one job run in the target's unit per task (1 for memory)."""
         if self.kind == MEMORY:
             return np.ones(p.shape[0])
-        return np.maximum(p @ self.class_mean, 1e-12)
+        return np.maximum(_weighted(p, self.class_mean), 1e-12)
 
     def _request_cost(
         self, p: np.ndarray, request: np.ndarray, scale: np.ndarray
@@ -449,6 +454,32 @@ class CostChooser:
             per_unit = 1.0 / (self.settings.gb_per_core * 1024.0)
             return (p * per_class).sum(axis=1) * per_unit
         return (p * per_class).sum(axis=1) / scale
+
+
+#: Rows per block of :func:`_weighted` (bounds its rows x classes x candidates
+#: intermediate to a few MB).
+_BLOCK_ROWS = 2048
+
+
+def _weighted(p: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """Return ``p @ table``, summed over the classes in one fixed order.
+
+    A BLAS product picks its kernel (and so its rounding) by the matrix sizes:
+    one task alone and the same task in a batch got expected costs that differed
+    in the last bits, which at a near tie could change the value written. A
+    product summed class by class gives every row the same bits however many
+    rows come with it.
+    """
+    if table.ndim == 1:
+        return (p * table).sum(axis=1)
+    if len(p) <= _BLOCK_ROWS:
+        return (p[:, :, None] * table).sum(axis=1)
+    return np.concatenate(
+        [
+            (p[start : start + _BLOCK_ROWS, :, None] * table).sum(axis=1)
+            for start in range(0, len(p), _BLOCK_ROWS)
+        ]
+    )
 
 
 def choose_delay_price(short_at: Mapping[float, Mapping[str, float]]) -> float:
