@@ -171,7 +171,7 @@ def test_a_task_alone_gets_the_same_bits_as_in_a_batch(seed, target):
         table.array[:, -1],
         CostSettings(delay_price=1.0, requeue_runs=1.0),
     )
-    n = 2048 + 300  # past one block of rows
+    n = 1024 + 300  # past one block of rows
     p = rng.dirichlet(np.ones(4) * 0.7, n)
     request = rng.choice([np.nan, 0.0, 700.0, 2500.0, 1e5], n)
     fallback = p.argmax(axis=1)

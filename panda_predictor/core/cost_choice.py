@@ -456,30 +456,30 @@ class CostChooser:
         return (p * per_class).sum(axis=1) / scale
 
 
-#: Rows per block of :func:`_weighted` (bounds its rows x classes x candidates
-#: intermediate to a few MB).
-_BLOCK_ROWS = 2048
+#: Rows per block of :func:`_weighted`: the block's partial sums stay in the
+#: cache (measured on 100k tasks: as fast as the BLAS product it replaces).
+_BLOCK_ROWS = 1024
 
 
 def _weighted(p: np.ndarray, table: np.ndarray) -> np.ndarray:
-    """Return ``p @ table``, summed over the classes in one fixed order.
+    """Return ``p @ table``, summed over the classes one after another.
 
     A BLAS product picks its kernel (and so its rounding) by the matrix sizes:
     one task alone and the same task in a batch got expected costs that differed
-    in the last bits, which at a near tie could change the value written. A
-    product summed class by class gives every row the same bits however many
-    rows come with it.
+    in the last bits, which at a near tie could change the value written. Here
+    every row is ``((p0 * t0 + p1 * t1) + p2 * t2) + ...`` in this order, the
+    same bits however many rows come with it.
     """
-    if table.ndim == 1:
-        return (p * table).sum(axis=1)
-    if len(p) <= _BLOCK_ROWS:
-        return (p[:, :, None] * table).sum(axis=1)
-    return np.concatenate(
-        [
-            (p[start : start + _BLOCK_ROWS, :, None] * table).sum(axis=1)
-            for start in range(0, len(p), _BLOCK_ROWS)
-        ]
-    )
+    flat = table.ndim == 1
+    columns = table[:, None] if flat else table
+    out = np.empty((len(p), columns.shape[1]))
+    for start in range(0, len(p), _BLOCK_ROWS):
+        rows = p[start : start + _BLOCK_ROWS]
+        block = out[start : start + _BLOCK_ROWS]
+        np.multiply(rows[:, :1], columns[0], out=block)
+        for k in range(1, columns.shape[0]):
+            block += rows[:, k : k + 1] * columns[k]
+    return out[:, 0] if flat else out
 
 
 def choose_delay_price(short_at: Mapping[float, Mapping[str, float]]) -> float:
