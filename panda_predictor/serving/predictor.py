@@ -106,17 +106,41 @@ class Classified:
     followed expert's recent weighted accuracy; both empty without combination),
     ``distribution`` (the calibrated served distribution, n x K, see
     :meth:`Predictor.distribution_of`) and ``confidence`` (P(true class <=
-    chosen) under it).
+    chosen) under it; :class:`ClassConfidence`, computed when read: the decision
+    prices its own values' confidence, so serving never reads this one).
     """
 
     features: FeatureColumns | None
     proba: dict[str, np.ndarray]
     model_chosen: dict[str, np.ndarray]
     chosen: dict[str, np.ndarray]
-    confidence: dict[str, np.ndarray]
+    confidence: Mapping[str, np.ndarray]
     followed: dict[str, np.ndarray]
     record_accuracy: dict[str, np.ndarray] = field(default_factory=dict)
     distribution: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+class ClassConfidence(Mapping[str, np.ndarray]):
+    """Per target, P(true class <= chosen class) under the served distribution
+    (:func:`~panda_predictor.core.tail_rule.confidence`), computed on first read."""
+
+    def __init__(self, parts: Classified) -> None:
+        self._parts = parts
+        self._done: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, target: str) -> np.ndarray:
+        if target not in self._done:
+            parts = self._parts
+            self._done[target] = confidence(
+                served_distribution(parts)[target], parts.chosen[target]
+            )
+        return self._done[target]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._parts.proba)
+
+    def __len__(self) -> int:
+        return len(self._parts.proba)
 
 
 def _bound(value: float) -> float | None:
@@ -200,7 +224,7 @@ class Predictor:
         accuracy for the task's key (see :meth:`classified`).
         """
         parts = self.classified(tasks, history)
-        return parts.proba, parts.chosen, parts.confidence
+        return parts.proba, parts.chosen, dict(parts.confidence)
 
     def history(self, history: History) -> ServingHistory | None:
         """Return ``history`` as a :class:`ServingHistory` (see :func:`as_history`).
@@ -244,9 +268,7 @@ class Predictor:
         parts.distribution = self.distribution_of(
             proba, parts.chosen, parts.followed, parts.record_accuracy
         )
-        parts.confidence = {
-            t: confidence(parts.distribution[t], parts.chosen[t]) for t in proba
-        }
+        parts.confidence = ClassConfidence(parts)
         return parts
 
     def distribution_of(
@@ -480,9 +502,7 @@ class Predictor:
         parts.distribution = self.distribution_of(
             proba, chosen, parts.followed, parts.record_accuracy
         )
-        parts.confidence = {
-            t: confidence(parts.distribution[t], chosen[t]) for t in proba
-        }
+        parts.confidence = ClassConfidence(parts)
         return parts
 
     def _record_in_domain(self, record: Mapping[str, Any]) -> bool:
