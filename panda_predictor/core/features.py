@@ -293,11 +293,10 @@ class FeaturePipeline:
                 else:
                     value = text_value(record[name])
                 out[i, j] = codes[name].get(value, 0)  # type: ignore[arg-type]
-        numeric = record_numeric_features(records)
         start = len(self.categorical_features_)
-        for j, name in enumerate(TASK_NUMERIC_FEATURES):
-            out[:, start + j] = numeric[name]
-        start += len(TASK_NUMERIC_FEATURES)
+        stop = start + len(TASK_NUMERIC_FEATURES)
+        out[:, start:stop] = record_numeric_features(records)
+        start = stop
         if start < out.shape[1]:
             out[:, start:] = self._history_rows(records, history)
         return out
