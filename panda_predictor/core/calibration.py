@@ -395,13 +395,14 @@ class TopLabelCalibrator(Calibrator):
         new = np.interp(old, *_knot_arrays(self, per_class=False))
         rest = 1.0 - old
         shared = rest > 0
-        if shared.all():
+        every_row_shares = bool(shared.all())
+        if every_row_shares:
             scale = (1.0 - new) / rest
         else:
             scale = np.where(shared, (1.0 - new) / np.where(shared, rest, 1.0), 0.0)
         out = p * scale[:, None]
         out[rows, top] = new
-        if not shared.all():
+        if not every_row_shares:
             # A top row with nothing else to share the rest spreads it evenly.
             short = 1.0 - out.sum(axis=1)
             lone = ~shared & (short > 0)

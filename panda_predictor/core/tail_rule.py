@@ -45,8 +45,12 @@ def _check_proba(proba: Any, n_classes: int | None = None) -> np.ndarray:
             f"The 'proba' field must have {n_classes} columns, as at fit time. "
             f"Got {arr.shape[1]} instead."
         )
-    # min >= 0 fails on NaN and -inf, max < inf on inf: two reductions, not four.
-    if arr.size and not (arr.min() >= 0.0 and arr.max() < math.inf):
+    # min >= 0 fails on NaN and -inf, max < inf on inf: two reductions, not four
+    # (called as ufunc reductions: one task's probabilities are checked often).
+    if arr.size and not (
+        np.minimum.reduce(arr, axis=None) >= 0.0
+        and np.maximum.reduce(arr, axis=None) < math.inf
+    ):
         raise ValueError(
             "The 'proba' field must hold finite, non-negative probabilities. "
             "Got NaN, infinite or negative values instead."
