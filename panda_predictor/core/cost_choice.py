@@ -368,8 +368,11 @@ class CostChooser:
             self.cost = cost.mean(axis=1)
             self.failures = failures.mean(axis=1)
             self.short = (self.points[:, :, None] > self.candidates).mean(axis=1)
-            # The three per-candidate tables side by side: one weighting per call.
-            self._tables = np.concatenate([self.cost, self.failures, self.short], 1)
+            # The per-candidate tables and the class means side by side: one
+            # weighting per call.
+            self._tables = np.concatenate(
+                [self.cost, self.failures, self.short, self.class_mean[:, None]], 1
+            )
 
     def choose(
         self,
@@ -409,9 +412,9 @@ class CostChooser:
             short = 1.0 - np.cumsum(p, axis=1)[rows, cls]
             zero = np.zeros(n)
             return Sizing(value, zero, short, np.zeros(n, dtype=bool), zero)
-        per_scale = self._scale(p)
         width = self.candidates.size
         weighted = _weighted(p, self._tables)
+        per_scale = self._scale(weighted[:, -1])
         expected = weighted[:, :width] / per_scale[:, None]
         if self.settings.failure_cost:
             failures = weighted[:, width : 2 * width]
@@ -425,7 +428,7 @@ class CostChooser:
         best = expected.argmin(axis=1)
         value = self.candidates[best]
         cost = expected[rows, best]
-        p_short = weighted[:, 2 * width :][rows, best]
+        p_short = weighted[:, 2 * width : 3 * width][rows, best]
         from_request = np.zeros(n, dtype=bool)
         if any_request:
             r_cost = self._request_cost(p[has_req], req[has_req], per_scale[has_req])
@@ -438,11 +441,12 @@ class CostChooser:
             from_request[idx] = True
         return Sizing(value, cost, p_short, from_request, scouts)
 
-    def _scale(self, p: np.ndarray) -> np.ndarray:
-        """Return one job run in the target's unit per task (1 for memory)."""
+    def _scale(self, expected_use: np.ndarray) -> np.ndarray:
+        """Return one job run in the target's unit per task (1 for memory), from
+        the tasks' expected use (their distribution weighing the class means)."""
         if self.kind == MEMORY:
-            return np.ones(p.shape[0])
-        return np.maximum(_weighted(p, self.class_mean), 1e-12)
+            return np.ones(expected_use.shape[0])
+        return np.maximum(expected_use, 1e-12)
 
     def _request_cost(
         self, p: np.ndarray, request: np.ndarray, scale: np.ndarray
