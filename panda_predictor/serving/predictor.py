@@ -122,25 +122,31 @@ class Classified:
 
 class ClassConfidence(Mapping[str, np.ndarray]):
     """Per target, P(true class <= chosen class) under the served distribution
-    (:func:`~panda_predictor.core.tail_rule.confidence`), computed on first read."""
+    (:func:`~panda_predictor.core.tail_rule.confidence`), computed on first read.
 
-    def __init__(self, parts: Classified) -> None:
-        self._parts = parts
+    It holds the distribution and the classes, not the :class:`Classified` that
+    holds it: no reference cycle, so a served task's arrays are freed at once.
+    """
+
+    def __init__(
+        self, distribution: Mapping[str, np.ndarray], chosen: Mapping[str, np.ndarray]
+    ) -> None:
+        self._distribution = distribution
+        self._chosen = chosen
         self._done: dict[str, np.ndarray] = {}
 
     def __getitem__(self, target: str) -> np.ndarray:
         if target not in self._done:
-            parts = self._parts
             self._done[target] = confidence(
-                served_distribution(parts)[target], parts.chosen[target]
+                self._distribution[target], self._chosen[target]
             )
         return self._done[target]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._parts.proba)
+        return iter(self._distribution)
 
     def __len__(self) -> int:
-        return len(self._parts.proba)
+        return len(self._distribution)
 
 
 def _bound(value: float) -> float | None:
@@ -268,7 +274,7 @@ class Predictor:
         parts.distribution = self.distribution_of(
             proba, parts.chosen, parts.followed, parts.record_accuracy
         )
-        parts.confidence = ClassConfidence(parts)
+        parts.confidence = ClassConfidence(served_distribution(parts), parts.chosen)
         return parts
 
     def distribution_of(
@@ -502,7 +508,7 @@ class Predictor:
         parts.distribution = self.distribution_of(
             proba, chosen, parts.followed, parts.record_accuracy
         )
-        parts.confidence = ClassConfidence(parts)
+        parts.confidence = ClassConfidence(served_distribution(parts), parts.chosen)
         return parts
 
     def _record_in_domain(self, record: Mapping[str, Any]) -> bool:
