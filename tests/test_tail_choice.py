@@ -73,6 +73,22 @@ def test_the_rules_class_given_explains_the_same(proba, chosen):
     assert r.explain(proba, chosen, by_rule=by_rule) == r.explain(proba, chosen)
 
 
+@pytest.mark.parametrize(
+    ("proba", "match"),
+    [
+        ([0.5, float("nan")], "finite, non-negative"),
+        ([1.2, -0.2], "finite, non-negative"),
+        ([0.5, float("inf")], "finite, non-negative"),
+        ([1.0], "at least 2 classes"),
+        ([[0.5, 0.5]], "must be a 2-D array"),
+    ],
+    ids=["nan", "negative", "infinite", "one-class", "not-one-row"],
+)
+def test_explain_refuses_what_is_not_one_row_of_probabilities(proba, match):
+    with pytest.raises(ValueError, match=match):
+        rule().explain(proba, 0)
+
+
 @pytest.fixture(scope="module")
 def predictor(trained_bundle_dir):
     from panda_predictor.serving.bundle import load_bundle

@@ -78,8 +78,8 @@ def _check_labels(y: Any, n: int, n_classes: int) -> np.ndarray:
 
 def _normalised(arr: np.ndarray) -> np.ndarray:
     """Return rows scaled to sum to 1 (a zero row becomes uniform)."""
-    total = arr.sum(axis=1, keepdims=True)
-    if (total > 0).all():  # the usual case, in three operations instead of six
+    total = np.add.reduce(arr, axis=1, keepdims=True)
+    if np.logical_and.reduce(total > 0, axis=None):  # the usual case, 3 steps not 6
         return arr / total
     uniform = np.full_like(arr, 1.0 / arr.shape[1])
     return np.where(total > 0, arr / np.where(total > 0, total, 1.0), uniform)

@@ -290,9 +290,12 @@ class TailDecisionRule:
             has it already (:meth:`predict`); None: computed here.
         """
         self._check_fitted()
-        row = _check_proba(np.asarray(probabilities, dtype=float)[None, :], None)
-        # One row: plain floats from here (numpy costs more per call than the work).
-        values = row[0].tolist()
+        # One row: plain floats (numpy costs more per call than the work), checked
+        # as _check_proba checks, which words the error where one is found.
+        row = np.asarray(probabilities, dtype=float)
+        values = row.tolist() if row.ndim == 1 else []
+        if len(values) < 2 or not all(0.0 <= v < math.inf for v in values):
+            _check_proba(row[None, :], None)
         names = labels or [str(k) for k in range(len(values))]
 
         def cls(k: int) -> str:
@@ -302,7 +305,9 @@ class TailDecisionRule:
         top = values.index(max(values))  # the first largest, as np.argmax
         if by_rule is None:
             by_rule = (
-                int(self.predict(row)[0]) if row.shape[1] == self.n_classes_ else top
+                int(self.predict(row[None, :])[0])
+                if len(values) == self.n_classes_
+                else top
             )
         if chosen != by_rule:
             return (
@@ -311,7 +316,7 @@ class TailDecisionRule:
             )
         if chosen == top:
             return f"most likely {cls(chosen)}"
-        cum = _from_top(row)[0]
+        cum = _from_top(row[None, :])[0]
         recall = f"recall target {number(self.recall_target, None)}"
         if chosen in self.thresholds_:
             test = compared(
