@@ -5,13 +5,16 @@ trained on a simulated history (NOT real data) in a temporary SQLite database, t
 measures with that history as the hook and the service serve it (a
 ``ServingHistory`` indexed as of its last label):
 
-* single-task latency, p50/p99 over ``--calls`` calls of the one decision,
-  ``serving.decision.decide_records([record], history)``: task checks, features,
-  all four targets, tail rules, the expert combination, the calibrated
-  distribution, the cost choice and the decision (each call a different task);
-  in the same run, for XGBoost, the four bare ``Booster.inplace_predict`` calls on
-  the same tasks' code rows (the floor any decision pays), and the DataFrame route
-  of one task, for comparison;
+* single-task latency, p50/p99 over ``--calls`` calls of exactly what the HTTP
+  service serves for one task: ``serving.decision.decide_records([record],
+  history, rollout=served_rollout(settings))`` with the predictor built as the
+  service builds it (the bundle's combination, calibration and cost choice, at
+  the service's prices) and a ``ServingHistory`` (task checks, features, all four
+  targets, tail rules, the expert combination, the calibrated distribution, the
+  cost choice, the far-from-preset rule and the rollout; each call a different
+  task); interleaved with it, call by call, for XGBoost, the four bare
+  ``Booster.inplace_predict`` calls on the same task's code row (the floor any
+  decision pays); and the DataFrame route of one task, for comparison;
 * batch throughput (tasks/s) of ``Predictor.predict`` (one record per task) and of
   ``Predictor.predict_table`` (columns) on a ``--batch`` task frame.
 
@@ -24,12 +27,12 @@ Prints the figures and replaces the "Serving" section of docs/performance.md.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import sys
 import tempfile
 import time
-from datetime import date
 from pathlib import Path
 
 import numpy as np
@@ -38,18 +41,24 @@ ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("xgboost", "keras")
 
 
-def build_history(n_tasks: int, workdir: Path, seed: int):
+def bench_settings(workdir: Path):
+    """Return the settings of a service whose home is ``workdir`` (the
+    environment's PANDA_PREDICTOR_* settings apply, as they would there)."""
+    from panda_predictor.settings import load_settings
+
+    return load_settings(
+        home=workdir, mlflow_tracking_uri=f"sqlite:///{workdir / 'mlflow.db'}"
+    )
+
+
+def build_history(n_tasks: int, settings, seed: int):
     """Simulate ``n_tasks`` tasks into SQLite; return their labelled history."""
     from panda_predictor.db.engine import make_engine
     from panda_predictor.db.migrations import init_database
-    from panda_predictor.settings import load_settings
     from pipelines.dataset import read_labelled_history
     from pipelines.load_history import load_history
     from pipelines.simulation import SimulationConfig, simulate_history
 
-    settings = load_settings(
-        home=workdir, mlflow_tracking_uri=f"sqlite:///{workdir / 'mlflow.db'}"
-    )
     engine = make_engine(settings)
     try:
         init_database(engine, settings, with_panda_tables=True)
@@ -84,44 +93,55 @@ def percentiles(seconds: list[float]) -> tuple[float, float]:
     return float(p50), float(p99)
 
 
-def time_single(predictor, records: list[dict], history, calls: int) -> list[float]:
-    """Return the seconds of ``calls`` one-task decisions (after a warm-up)."""
+def served_predictor(bundle_dir: Path, settings):
+    """Return the predictor as the service builds it (its prices included)."""
+    from panda_predictor.serving.bundle import load_bundle
+    from panda_predictor.serving.loader import served_cost
+    from panda_predictor.serving.predictor import Predictor
+
+    bundle = load_bundle(bundle_dir)
+    return Predictor(
+        bundle, settings.model_name, "bench", served_cost(bundle, settings.delay_price)
+    )
+
+
+def time_single(
+    predictor, records: list[dict], history, calls: int, rollout
+) -> tuple[list[float], list[float] | None]:
+    """Return the seconds of ``calls`` one-task decisions, and of the four bare
+    boosters on the same task's code row right after each (None for a bundle
+    that is not all XGBoost), after a warm-up.
+
+    Interleaved call by call, so that a change of load on the shared machine
+    weighs on both alike.
+    """
+    from panda_predictor.core.features import TASK_COLUMNS
     from panda_predictor.serving.decision import decide_records
 
-    for record in records[:50]:
-        decide_records(predictor, [record], history)
-    out = []
-    for i in range(calls):
-        one = [records[i % len(records)]]
-        start = time.perf_counter()
-        decide_records(predictor, one, history)
-        out.append(time.perf_counter() - start)
-    return out
-
-
-def time_bare_boosters(
-    predictor, records: list[dict], history, calls: int
-) -> list[float] | None:
-    """Return the seconds of the four boosters' ``inplace_predict`` on one task's
-    code row each call (None for a bundle that is not all XGBoost)."""
+    # What is timed must be the one-record route the service takes.
+    assert predictor.serves_records(history)
+    assert all(set(TASK_COLUMNS) <= set(r) for r in records)
     models = predictor.bundle.models
-    if not all(getattr(m, "kind", "") == "xgboost" for m in models.values()):
-        return None
-    features = predictor.bundle.features
-    rows = features.transform_records(
-        records[: min(len(records), calls)], history.index
-    )
-    boosters = [m._single_thread() for m in models.values()]
-    for booster in boosters:
-        booster.inplace_predict(rows[:1], validate_features=False)
-    out = []
+    bare = all(getattr(m, "kind", "") == "xgboost" for m in models.values())
+    pool = records[: min(len(records), calls)]
+    rows = predictor.bundle.features.transform_records(pool, history.index)
+    boosters = [m._single_thread() for m in models.values()] if bare else []
+    for i, record in enumerate(pool[:50]):
+        decide_records(predictor, [record], history, rollout=rollout)
+        for booster in boosters:
+            booster.inplace_predict(rows[i : i + 1], validate_features=False)
+    decided, floor = [], []
     for i in range(calls):
-        row = rows[i % len(rows)][None, :]
+        one = [pool[i % len(pool)]]
+        row = rows[i % len(pool)][None, :]
         start = time.perf_counter()
+        decide_records(predictor, one, history, rollout=rollout)
+        middle = time.perf_counter()
         for booster in boosters:
             booster.inplace_predict(row, validate_features=False)
-        out.append(time.perf_counter() - start)
-    return out
+        decided.append(middle - start)
+        floor.append(time.perf_counter() - middle)
+    return decided, floor if bare else None
 
 
 def time_frame_single(predictor, tasks, history, calls: int) -> list[float]:
@@ -175,19 +195,21 @@ def time_batch(predictor, frame, history) -> dict[str, float]:
     }
 
 
-def measure(kind: str, bundle_dir: Path, history_frame, tasks, args) -> dict:
+def measure(kind: str, bundle_dir: Path, history_frame, tasks, settings, args) -> dict:
     """Run the three measurements for one bundle; return the figures."""
-    from panda_predictor.serving.bundle import load_bundle
     from panda_predictor.serving.combination import ServingHistory
-    from panda_predictor.serving.predictor import Predictor
+    from panda_predictor.serving.decision import served_rollout
 
-    predictor = Predictor(load_bundle(bundle_dir), "panda-predictor", "bench")
+    predictor = served_predictor(bundle_dir, settings)
     history = ServingHistory(history_frame, history_frame["labels_known_at"].max())
     pool = tasks.iloc[-min(len(tasks), 5000) :]
     records = pool.to_dict("records")
     load_before = os.getloadavg()[0]
-    single = percentiles(time_single(predictor, records, history, args.calls))
-    bare_seconds = time_bare_boosters(predictor, records, history, args.calls)
+    rollout = served_rollout(settings)
+    seconds, bare_seconds = time_single(
+        predictor, records, history, args.calls, rollout
+    )
+    single = percentiles(seconds)
     bare = percentiles(bare_seconds) if bare_seconds else (float("nan"),) * 2
     frame_single = percentiles(
         time_frame_single(predictor, pool, history, args.frame_calls)
@@ -209,35 +231,94 @@ def measure(kind: str, bundle_dir: Path, history_frame, tasks, args) -> dict:
         "table_tasks_per_s": args.batch / batch["table_seconds"],
         "table_tasks_per_cpu_s": args.batch / batch["table_cpu_seconds"],
         "load": (load_before, os.getloadavg()[0]),
+        "prices": predictor.policy.settings.to_dict(),
+        "rollout": rollout,
     }
+
+
+def cpu_model() -> str:
+    """Return the CPU's model name (Linux), else the machine type."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
+def versions() -> str:
+    """Return the versions of the libraries the single-task figure depends on."""
+    import numpy
+    import pandas
+    import xgboost
+
+    return (
+        f"Python {platform.python_version()}, numpy {numpy.__version__}, "
+        f"pandas {pandas.__version__}, xgboost {xgboost.__version__}"
+    )
+
+
+#: Issue 20's goals for one task's full decision.
+P99_GOAL_MS = 2.0
+RATIO_GOAL = 3.0
+
+
+def verdicts(r: dict) -> str:
+    """Return the goals' verdicts for one model kind's figures."""
+    ratio = r["p50_ms"] / r["bare_p50_ms"]
+    p99 = "met" if r["p99_ms"] <= P99_GOAL_MS else "**not met**"
+    if math.isnan(ratio):
+        within = "not measured (not an XGBoost bundle)"
+    else:
+        within = "met" if ratio <= RATIO_GOAL else "**not met**"
+        within += (
+            f" ({ratio:.1f}x at p50, {r['p99_ms'] / r['bare_p99_ms']:.1f}x at p99)"
+        )
+    return (
+        f"{r['kind']}: p99 <= {P99_GOAL_MS:g} ms {p99} ({r['p99_ms']:.2f} ms); "
+        f"within {RATIO_GOAL:g}x of the four bare boosters {within}."
+    )
 
 
 def report(results: list[dict], args: argparse.Namespace, command: str) -> str:
     """Return the markdown section for docs/performance.md."""
+    served = results[0] if results else {"prices": {}, "rollout": None}
+    prices = ", ".join(f"{k} {v:g}" for k, v in served["prices"].items())
+    rollout = served["rollout"]
+    routed = (
+        f"rollout `{rollout[0]}` at share {rollout[1]:g}"
+        if rollout
+        else "no rollout (mode legacy)"
+    )
     lines = [
         "## Serving (benchmarks/bench_predict.py)",
         "",
-        f"Measured {date.today().isoformat()} on {platform.machine()}, "
-        f"{os.cpu_count()} cores, Python {platform.python_version()}; bundles trained "
-        f"on {args.tasks:,} simulated tasks (XGBoost {args.xgb_estimators} rounds "
-        f"with early stopping, Keras {args.keras_epochs} epochs); history features "
-        "served from that history as of its last label (`ServingHistory`). Command: "
+        f"Measured {time.strftime('%Y-%m-%d %H:%M %Z')} on {cpu_model()} "
+        f"({platform.machine()}, {os.cpu_count()} cores), {versions()}; bundles "
+        f"trained on {args.tasks:,} simulated tasks (XGBoost {args.xgb_estimators} "
+        f"rounds with early stopping, Keras {args.keras_epochs} epochs); history "
+        "features and the experts' records served from that history as of its last "
+        "label (`ServingHistory`). Command: "
         f"`{command}`.",
         "",
-        f"Single task: the one decision, `decide_records([record], history)`, "
-        f"{args.calls:,} calls, each a different task: task checks, features, all "
-        "four targets, tail rules, the expert combination, calibration, the cost "
-        "choice and the decision. 'Bare boosters' are the four XGBoost "
-        "`inplace_predict` calls alone on the same tasks' code rows, in the same "
-        "run (goal: the decision within 3x of them). 'DataFrame route' is the same "
+        "Single task: what the HTTP service serves for one task, "
+        "`decide_records([record], history, rollout)`, with the predictor built as "
+        f"the service builds it (prices: {prices}; {routed}), {args.calls:,} calls, "
+        "each a different task: task checks, features, all four targets, tail "
+        "rules, the expert combination, calibration, the cost choice, the "
+        "far-from-preset rule and the rollout. 'Bare boosters' are the four "
+        "XGBoost `inplace_predict` calls alone on the same task's code row, timed "
+        "right after each decision in the same run. 'DataFrame route' is one task "
         "through `FeaturePipeline.transform` on a one-row frame (the route before "
         f"the fast path; {args.frame_calls} calls). Batch: `Predictor.predict` (one "
         "TaskPrediction per task) and `Predictor.predict_table` (the same "
         f"predictions as columns) on a {args.batch:,}-task frame. Goals: "
-        "p99 <= 2 ms, within 3x of the bare boosters, > 50,000 tasks/s.",
+        f"p99 <= {P99_GOAL_MS:g} ms, within {RATIO_GOAL:g}x of the bare boosters, "
+        "> 50,000 tasks/s.",
         "",
         "| model kind | p50 (ms) | p99 (ms) | bare boosters p50 / p99 (ms) "
-        "| ratio p50 | DataFrame route p50 / p99 (ms) "
+        "| ratio p50 / p99 | DataFrame route p50 / p99 (ms) "
         "| batch tasks/s (per CPU-second) | table route tasks/s (per CPU-second) "
         "| features share of batch | load avg (1 min) before / after |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -246,13 +327,15 @@ def report(results: list[dict], args: argparse.Namespace, command: str) -> str:
         lines.append(
             f"| {r['kind']} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} "
             f"| {r['bare_p50_ms']:.2f} / {r['bare_p99_ms']:.2f} "
-            f"| {r['p50_ms'] / r['bare_p50_ms']:.1f}x "
+            f"| {r['p50_ms'] / r['bare_p50_ms']:.1f}x / "
+            f"{r['p99_ms'] / r['bare_p99_ms']:.1f}x "
             f"| {r['frame_p50_ms']:.1f} / {r['frame_p99_ms']:.1f} "
             f"| {r['tasks_per_s']:,.0f} ({r['tasks_per_cpu_s']:,.0f}) "
             f"| {r['table_tasks_per_s']:,.0f} ({r['table_tasks_per_cpu_s']:,.0f}) "
             f"| {r['features_share']:.0%} "
             f"| {r['load'][0]:.1f} / {r['load'][1]:.1f} |"
         )
+    lines += ["", *(verdicts(r) for r in results)]
     lines += [
         "",
         "The machine is shared: a load average above its 2 cores means other "
@@ -288,21 +371,26 @@ def main(argv: list[str] | None = None) -> None:
     sys.path.insert(0, str(ROOT))
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
+        settings = bench_settings(workdir)
         print(f"simulating {args.tasks:,} tasks ...", flush=True)
-        labelled = build_history(args.tasks, workdir, args.seed)
+        labelled = build_history(args.tasks, settings, args.seed)
         results = []
         for kind in args.kinds:
             given = getattr(args, f"bundle_{kind}")
             folder = args.keep or workdir
             bundle_dir = given or train_bundle(labelled, kind, args, folder)
             results.append(
-                measure(kind, bundle_dir, labelled.history, labelled.tasks, args)
+                measure(
+                    kind, bundle_dir, labelled.history, labelled.tasks, settings, args
+                )
             )
             r = results[-1]
             print(
                 f"{kind}: single task p50 {r['p50_ms']:.2f} ms, p99 "
                 f"{r['p99_ms']:.2f} ms (bare boosters {r['bare_p50_ms']:.2f} / "
-                f"{r['bare_p99_ms']:.2f} ms; DataFrame route {r['frame_p50_ms']:.1f} / "
+                f"{r['bare_p99_ms']:.2f} ms, ratio "
+                f"{r['p50_ms'] / r['bare_p50_ms']:.1f}x; DataFrame route "
+                f"{r['frame_p50_ms']:.1f} / "
                 f"{r['frame_p99_ms']:.1f} ms); batch {r['tasks_per_s']:,.0f} tasks/s "
                 f"({r['batch_seconds']:.2f} s for {r['batch']:,}), table route "
                 f"{r['table_tasks_per_s']:,.0f} tasks/s; load "

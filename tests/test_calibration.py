@@ -13,6 +13,7 @@ from panda_predictor.core.calibration import (
     METHODS,
     IdentityCalibrator,
     TemperatureCalibrator,
+    calibrated_mixture,
     calibrator_from_dict,
     cumulative_calibration_error,
     expected_calibration_error,
@@ -96,6 +97,43 @@ def test_to_dict_from_dict_round_trip(calibrated, method):
     np.testing.assert_allclose(again.transform(truth), fitted.transform(truth))
 
 
+@pytest.mark.parametrize("method", METHODS)
+def test_each_row_is_mapped_alone(calibrated, method):
+    """A batch maps each row as that row alone (one task pays for its own map),
+    and a row that follows a rule takes the rule rows' map."""
+    truth, y = calibrated
+    rng = np.random.default_rng(7)
+    followed = rng.integers(0, 3, len(y))
+    fitted = fit_calibrator(truth[:4000] ** 2, y[:4000], method, followed[:4000])
+    proba, rules = truth[4000:4400] ** 2, followed[4000:4400]
+    batch = fitted.transform(proba, rules)
+    for i in range(0, len(proba), 7):
+        np.testing.assert_array_equal(
+            fitted.transform(proba[i : i + 1], rules[i : i + 1])[0], batch[i]
+        )
+    parts = getattr(fitted, "parts_", None)
+    if parts is not None:
+        rule = rules > 0
+        np.testing.assert_array_equal(batch[rule], parts["rule"].transform(proba[rule]))
+        np.testing.assert_array_equal(
+            batch[~rule], parts["model"].transform(proba[~rule])
+        )
+
+
+@pytest.mark.parametrize("method", ["isotonic", "top_isotonic"])
+def test_new_knots_are_used_at_once(calibrated, method):
+    """The knots' arrays are converted once, and again when the knots change."""
+    truth, y = calibrated
+    fitted = make_calibrator(method).fit(truth[:3000] ** 2, y[:3000])
+    before = fitted.transform(truth[:50])
+    other = make_calibrator(method).fit(truth[3000:3200], y[3000:3200])
+    fitted.knots_x_, fitted.knots_y_ = other.knots_x_, other.knots_y_
+    np.testing.assert_array_equal(
+        fitted.transform(truth[:50]), other.transform(truth[:50])
+    )
+    assert not np.array_equal(fitted.transform(truth[:50]), before)
+
+
 @pytest.mark.parametrize(
     ("data", "match"),
     [
@@ -148,6 +186,40 @@ def test_served_mixture_mixes_a_followed_rule_with_the_model():
     np.testing.assert_allclose(out[1], 0.6 * np.eye(3)[2] + 0.4 * proba[1])
     np.testing.assert_allclose(out[2], proba[2])
     np.testing.assert_allclose(served_mixture(proba, classes), proba)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(
+    "combined", ["rules", "model-only", "none"], ids=["rules", "model", "none"]
+)
+def test_calibrated_mixture_is_the_mixture_calibrated(calibrated, method, combined):
+    """The one served distribution: the mixture, then its calibrator, exactly."""
+    truth, y = calibrated
+    rng = np.random.default_rng(3)
+    n = 300
+    followed = {
+        "rules": rng.integers(-1, 4, n),
+        "model-only": np.zeros(n, dtype=int),
+        "none": None,
+    }[combined]
+    fitted = fit_calibrator(
+        truth[:3000] ** 2, y[:3000], method, rng.integers(0, 3, 3000)
+    )
+    proba, classes = truth[3000 : 3000 + n], rng.integers(0, 4, n)
+    accuracy = rng.random(n)
+    expected = fitted.transform(
+        served_mixture(proba, classes, followed, accuracy), followed
+    )
+    got = calibrated_mixture(fitted, proba, classes, followed, accuracy)
+    np.testing.assert_array_equal(got, expected)
+    with pytest.raises(ValueError, match="must have 4 columns"):
+        calibrated_mixture(fitted, proba[:, :3], classes, followed, accuracy)
+    with pytest.raises(NotFittedError, match="not fitted"):
+        calibrated_mixture(
+            make_calibrator(method if method != "none" else "temperature"),
+            proba,
+            classes,
+        )
 
 
 @pytest.fixture(scope="module")

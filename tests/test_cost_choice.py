@@ -140,3 +140,29 @@ def test_use_tables_fit_round_trip_and_fall_back_to_the_bins():
 def test_bad_input_names_the_field(make, field):
     with pytest.raises(ValueError, match=field.replace("[", r"\[").replace("]", r"\]")):
         make()
+
+
+@pytest.mark.parametrize("target", ["walltime", "ramcount", "iointensity"])
+def test_a_task_alone_gets_the_same_bits_as_in_a_batch(seed, target):
+    """The serving route sizes one task at a time, the bulk route thousands: the
+    same task must get the same value, cost and confidence, to the last bit
+    (a BLAS product did not: its rounding depends on the batch size)."""
+    rng = np.random.default_rng(seed)
+    table = UseTable(
+        tuple(tuple(np.sort(rng.uniform(lo, lo * 3, 6))) for lo in (50, 400, 900, 3000))
+    )
+    sizer = CostChooser(
+        target,
+        table,
+        table.array[:, -1],
+        CostSettings(delay_price=1.0, requeue_runs=1.0),
+    )
+    n = 1024 + 300  # past one block of rows
+    p = rng.dirichlet(np.ones(4) * 0.7, n)
+    request = rng.choice([np.nan, 0.0, 700.0, 2500.0, 1e5], n)
+    fallback = p.argmax(axis=1)
+    batch = sizer.choose(p, request, fallback)
+    for i in [*range(0, n, 97), n - 1]:
+        one = sizer.choose(p[i : i + 1], request[i : i + 1], fallback[i : i + 1])
+        for field in ("value", "expected_cost", "p_short", "from_request"):
+            assert getattr(one, field).tolist() == [getattr(batch, field)[i]], field

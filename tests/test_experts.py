@@ -12,7 +12,9 @@ from panda_predictor.core.experts import (
     TrackRecord,
     combine,
     combine_at_snapshot,
+    combine_at_snapshots,
     expert_classes,
+    rule_table,
     rule_values,
     snapshot,
 )
@@ -120,6 +122,55 @@ def test_snapshot_gives_the_combination_at_its_time(seed, balanced):
     np.testing.assert_array_equal(served.classes, direct.classes)
     np.testing.assert_allclose(served.confidence, direct.confidence)
     assert len(set(direct.leader.tolist())) > 1  # the check can fail
+
+
+def test_snapshots_of_several_targets_at_once_answer_each_alone(seed):
+    """The served route judges all targets of its tasks in one pass."""
+    rng = np.random.default_rng(seed)
+    params = CombinationParams(decay=0.7, min_record=2)
+    keys = rng.choice(np.array(["a", "b", "c", None], dtype=object), size=200)
+    at = pd.Timestamp(hours(60)[0])
+    snaps = []
+    for _ in range(3):
+        record = TrackRecord(
+            rng.integers(-1, 4, size=(200, len(EXPERTS))),
+            rng.integers(-1, 4, size=200),
+            keys,
+            hours(*np.sort(rng.uniform(0, 100, size=200))),
+        )
+        snaps.append(snapshot(record, params, at))
+    queries = rng.integers(-1, 4, size=(40, 3, len(EXPERTS)))
+    queries[:, :, 0] = rng.integers(0, 4, size=(40, 3))  # the model never abstains
+    q_keys = rng.choice(np.array(["a", "b", "c", "d", None], dtype=object), size=40)
+    together = combine_at_snapshots(queries, q_keys, snaps, params)
+    for s, snap in enumerate(snaps):
+        alone = combine_at_snapshot(queries[:, s], q_keys, snap, params)
+        for field in ("classes", "leader", "confidence"):
+            np.testing.assert_array_equal(
+                getattr(together[s], field), getattr(alone, field)
+            )
+
+
+def test_rule_table_of_several_targets_is_each_targets_rules(seed):
+    rng = np.random.default_rng(seed)
+    targets = ["ramcount", "walltime", "iointensity"]
+    names = [
+        f"hist_{g}_{t}_{stat}"
+        for g in ("user", "user_transformation")
+        for t in targets
+        for stat in ("mean2", "p75", "p95", "max_ratio5")
+    ] + ["requested_ramcount", "requested_walltime"]
+    values = rng.lognormal(3, 1, size=(30, len(names)))
+    values[rng.random(values.shape) < 0.3] = np.nan
+    values[:3, -2:] = -1.0  # a request <= 0 is no request
+    X = pd.DataFrame(values, columns=names)
+    table = rule_table(X, targets, margin=0.1)
+    assert table.shape == (30, 3, len(EXPERTS) - 1)
+    for i, target in enumerate(targets):
+        one = rule_values(X, target, margin=0.1)
+        for j, name in enumerate(EXPERTS[1:]):
+            np.testing.assert_array_equal(table[:, i, j], one[name])
+    assert np.isnan(table[:, 2, 3]).all()  # iointensity has no request: no ratio
 
 
 def test_rule_values_use_the_key_then_the_user_and_the_request():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import date, datetime, timedelta, timezone
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,11 @@ from panda_predictor.core.features import (
 )
 from panda_predictor.core.history import RecentHistoryIndex, history_feature_names
 from panda_predictor.core.targets import TARGET_NAMES
+from panda_predictor.core.task_features import (
+    creation_fields,
+    creation_times,
+    record_creation_fields,
+)
 
 T0 = pd.Timestamp("2025-03-01 12:00:00")
 
@@ -391,3 +397,70 @@ def test_empty_tasks_and_empty_history_are_fine(
     pd.testing.assert_frame_equal(X, served)
     assert (X["hist_user_ramcount_log1p_count"] == 0).all()
     assert X["hist_user_ramcount_last"].isna().all()
+
+
+_TZ = timezone(timedelta(hours=-5))
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [datetime(2025, 3, 1, 23, 30)],
+        [pd.Timestamp("2025-03-02 01:00:00.123456789")],
+        [datetime(2025, 3, 1, 22, 0, tzinfo=_TZ)],  # 03:00 UTC, the next day
+        [pd.Timestamp("2025-03-01 22:00", tz="Europe/Zurich")],
+        [None],
+        [None, datetime(2025, 3, 3, 4)],
+        [datetime(1500, 1, 1, 5), datetime(2300, 6, 1, 7)],
+        [datetime(2025, 3, 1, 4), datetime(2025, 3, 1, 4, tzinfo=_TZ)],
+        [pd.NaT],
+        [float("nan")],
+        ["2025-03-01 07:00"],
+        ["not a date"],
+        [np.datetime64("2025-03-01T09:00")],
+        [date(2025, 3, 1)],
+        [datetime(2025, 3, 1, 4), "2025-03-01 07:00"],
+    ],
+    ids=[
+        "naive",
+        "timestamp",
+        "aware",
+        "aware-timestamp",
+        "none",
+        "none-and-naive",
+        "outside-nanoseconds",
+        "naive-and-aware",
+        "nat",
+        "nan",
+        "text",
+        "bad-text",
+        "numpy",
+        "date",
+        "naive-and-text",
+    ],
+)
+def test_records_read_creation_times_as_the_frame_does(values: list) -> None:
+    """The records route reads datetimes without pandas, to the same hour and day."""
+    got = record_creation_fields(values)
+    expected = creation_fields(creation_times(list(values)))
+    for a, b in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(a, b)
+        assert a.dtype == np.float64
+
+
+def test_matrix_columns_name_the_records_matrix_columns(
+    fitted: FeaturePipeline, tasks: pd.DataFrame
+) -> None:
+    M = fitted.transform_records(tasks.head(3).to_dict("records"))
+    columns = fitted.matrix_columns(M)
+    assert list(columns) == fitted.feature_names_out_ and len(columns) == M.shape[1]
+    for j, name in enumerate(fitted.feature_names_out_):
+        np.testing.assert_array_equal(columns[name], M[:, j])
+    assert "no_such_feature" not in columns and columns.get("no_such_feature") is None
+    names = [fitted.feature_names_out_[-1], "no_such_feature", "corecount"]
+    taken = columns.take(names)
+    assert taken.dtype == np.float64 and taken.shape == (3, 3)
+    np.testing.assert_array_equal(taken[:, 0], M[:, -1])
+    assert np.isnan(taken[:, 1]).all()
+    np.testing.assert_array_equal(taken[:, 2], columns["corecount"])
+    np.testing.assert_array_equal(columns.take(names[::2]), taken[:, ::2])

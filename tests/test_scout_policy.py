@@ -148,3 +148,47 @@ def test_an_unfamiliar_task_with_requests_starts_at_once_with_them():
     assert table["walltime_value"].tolist() == [700.0, 1000.0]
     assert table["walltime_from_request"].tolist() == [True, False]
     assert table["walltime_confidence"].tolist() == [1.0, 1.0]
+
+
+def test_one_task_at_a_time_decides_what_the_batch_decides(seed):
+    """Each task alone (the serving route's n = 1) gets its row of the batch,
+    whether the batch is all in domain or not, with and without requests."""
+    rng = np.random.default_rng(seed)
+    tables = {
+        "ramcount": UseTable(
+            tuple(
+                tuple(np.sort(rng.uniform(lo, lo * 2, 5))) for lo in (500, 1500, 3000)
+            )
+        ),
+        "walltime": UseTable(
+            tuple(tuple(np.sort(rng.uniform(lo, lo * 3, 5))) for lo in (60, 600, 6000))
+        ),
+        "iointensity": UseTable(((10.0,) * 3, (800.0,) * 3)),
+    }
+    settings = CostSettings(delay_price=1.0, requeue_runs=1.0)
+    cost_policy = CostPolicy(
+        {
+            t: CostChooser(t, table, table.array[:, -1], settings)
+            for t, table in tables.items()
+        },
+        settings,
+    )
+    n = 60
+    dists = {t: rng.dirichlet(np.ones(len(tables[t].points)), n) for t in tables}
+    fallback = {t: d.argmax(axis=1) for t, d in dists.items()}
+    requests = {
+        "ramcount": rng.choice([np.nan, 0.0, -1.0, np.inf, 2500.0, 800.0], n),
+        "walltime": rng.choice([np.nan, 900.0, 30000.0], n),
+    }
+    for domain in (rng.random(n) < 0.7, np.ones(n, bool)):
+        batch = cost_policy.decide_table(dists, fallback, requests, domain)
+        assert set(batch["reason_kind"]) >= {CHEAPER}
+        for i in range(n):
+            one = cost_policy.decide_table(
+                {t: d[i : i + 1] for t, d in dists.items()},
+                {t: c[i : i + 1] for t, c in fallback.items()},
+                {t: r[i : i + 1] for t, r in requests.items()},
+                domain[i : i + 1],
+            )
+            for key, column in batch.items():
+                assert one[key].tolist() == column[i : i + 1].tolist(), (key, i)

@@ -56,6 +56,39 @@ def test_a_class_the_rule_did_not_pick_is_the_experts():
     )
 
 
+@pytest.mark.parametrize(
+    ("proba", "chosen"),
+    [
+        ([0.02, 0.02, 0.04, 0.67, 0.25], 4),
+        ([0.1, 0.1, 0.1, 0.2, 0.5], 3),
+        ([0.02, 0.02, 0.04, 0.87, 0.05], 3),
+        ([0.02, 0.02, 0.04, 0.87, 0.05], 1),
+    ],
+    ids=["tail-pick", "below-threshold", "most-likely", "experts"],
+)
+def test_the_rules_class_given_explains_the_same(proba, chosen):
+    """A caller that has the rule's class (the predictor) saves predicting it again."""
+    r = rule(threshold=0.6 if proba[-1] == 0.5 else 0.2)
+    by_rule = int(r.predict([proba])[0])
+    assert r.explain(proba, chosen, by_rule=by_rule) == r.explain(proba, chosen)
+
+
+@pytest.mark.parametrize(
+    ("proba", "match"),
+    [
+        ([0.5, float("nan")], "finite, non-negative"),
+        ([1.2, -0.2], "finite, non-negative"),
+        ([0.5, float("inf")], "finite, non-negative"),
+        ([1.0], "at least 2 classes"),
+        ([[0.5, 0.5]], "must be a 2-D array"),
+    ],
+    ids=["nan", "negative", "infinite", "one-class", "not-one-row"],
+)
+def test_explain_refuses_what_is_not_one_row_of_probabilities(proba, match):
+    with pytest.raises(ValueError, match=match):
+        rule().explain(proba, 0)
+
+
 @pytest.fixture(scope="module")
 def predictor(trained_bundle_dir):
     from panda_predictor.serving.bundle import load_bundle

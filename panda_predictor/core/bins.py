@@ -65,6 +65,8 @@ class TargetBins:
     values: tuple[float, ...]
     unit: str = ""
     labels: tuple[str, ...] = ()
+    #: The edges as an array, made once for :meth:`assign` (not compared).
+    _edge_array: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         get_target(self.target)
@@ -99,6 +101,7 @@ class TargetBins:
         object.__setattr__(self, "values", values)
         object.__setattr__(self, "labels", labels)
         object.__setattr__(self, "unit", self.unit or TARGETS[self.target].unit)
+        object.__setattr__(self, "_edge_array", np.asarray(edges, dtype=float))
 
     @property
     def n_classes(self) -> int:
@@ -111,7 +114,7 @@ class TargetBins:
         A value equal to an edge belongs to the class above it.
         """
         array = np.asarray(values, dtype=float)
-        classes = np.searchsorted(np.asarray(self.edges), array, side="right")
+        classes = np.searchsorted(self._edge_array, array, side="right")
         return np.where(np.isnan(array), UNKNOWN_CLASS, classes).astype(np.int64)
 
     def _check(self, cls: int) -> int:

@@ -78,7 +78,9 @@ def _check_labels(y: Any, n: int, n_classes: int) -> np.ndarray:
 
 def _normalised(arr: np.ndarray) -> np.ndarray:
     """Return rows scaled to sum to 1 (a zero row becomes uniform)."""
-    total = arr.sum(axis=1, keepdims=True)
+    total = np.add.reduce(arr, axis=1, keepdims=True)
+    if np.logical_and.reduce(total > 0, axis=None):  # the usual case, 3 steps not 6
+        return arr / total
     uniform = np.full_like(arr, 1.0 / arr.shape[1])
     return np.where(total > 0, arr / np.where(total > 0, total, 1.0), uniform)
 
@@ -102,14 +104,41 @@ def served_mixture(
     :param accuracy: (n,) the followed expert's recent weighted accuracy in [0, 1].
     """
     p = _check_proba(proba)
-    if followed is None or accuracy is None or len(followed) == 0:
+    if followed is None or len(followed) == 0:
         return p.copy()
-    rule = np.asarray(followed) > 0
+    return _mixture(p, classes, np.asarray(followed) > 0, accuracy)
+
+
+def _mixture(
+    p: np.ndarray, classes: Any, rule: np.ndarray, accuracy: Any
+) -> np.ndarray:
+    """Return :func:`served_mixture` of checked probabilities; ``rule`` marks the
+    rows that follow a rule."""
+    if accuracy is None or not rule.any():  # w = 0 leaves every row as it is
+        return p.copy()
     w = np.where(rule, np.clip(np.asarray(accuracy, dtype=np.float64), 0.0, 1.0), 0.0)
     out = (1.0 - w)[:, None] * p
     rows = np.flatnonzero(rule)
     out[rows, np.asarray(classes, dtype=np.int64)[rows]] += w[rows]
     return out
+
+
+def calibrated_mixture(
+    calibrator: Calibrator,
+    proba: Any,
+    classes: Any,
+    followed: Any = None,
+    accuracy: Any = None,
+) -> np.ndarray:
+    """Return the calibrated served distribution of the model's probabilities.
+
+    ``calibrator.transform(served_mixture(proba, classes, followed, accuracy),
+    followed)``, with its input checked once: what the decision prices, for
+    every route.
+    """
+    p = _check_proba(proba, calibrator._classes_in())
+    rule = _rule_rows(followed, p.shape[0])
+    return calibrator._calibrate(_mixture(p, classes, rule, accuracy), rule)
 
 
 class Calibrator:
@@ -141,13 +170,22 @@ class Calibrator:
 
         ``followed`` as in :meth:`fit`.
         """
+        p = _check_proba(proba, self._classes_in())
+        return self._calibrate(p, _rule_rows(followed, p.shape[0]))
+
+    def _classes_in(self) -> int | None:
+        """Return the classes :meth:`transform` takes; raise if not fitted."""
         if not hasattr(self, "n_classes_"):
             raise NotFittedError(
                 f"This {type(self).__name__} is not fitted yet. Call 'fit' with "
                 "validation probabilities and labels first."
             )
-        p = _check_proba(proba, self.n_classes_)
-        return self._transform(p, _rule_rows(followed, p.shape[0]))
+        return int(self.n_classes_)
+
+    def _calibrate(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
+        """Return :meth:`transform` of checked probabilities (``rule``: the rows
+        that follow a rule)."""
+        return self._transform(proba, rule)
 
     def _transform(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
         return _normalised(proba)
@@ -172,9 +210,9 @@ class IdentityCalibrator(Calibrator):
         if n_classes is not None:
             self.n_classes_ = int(n_classes)
 
-    def transform(self, proba: Any, followed: Any = None) -> np.ndarray:
-        """Return ``proba`` with rows summing to 1 (any number of classes if unset)."""
-        return _normalised(_check_proba(proba, getattr(self, "n_classes_", None)))
+    def _classes_in(self) -> int | None:
+        """Return the classes :meth:`transform` takes (any number if unset)."""
+        return getattr(self, "n_classes_", None)
 
 
 def _nll(logp: np.ndarray, y: np.ndarray, temperature: float) -> float:
@@ -247,6 +285,27 @@ class TemperatureCalibrator(Calibrator):
         return {"temperature_": self.temperature_}
 
 
+def _knot_arrays(calibrator: Any, per_class: bool) -> Any:
+    """Return a calibrator's knots as float arrays, converted once.
+
+    The knots are kept as lists (what ``to_dict`` stores); converting thousands
+    of knots on every call would cost more than the interpolation. ``per_class``:
+    one (x, y) pair per class (isotonic), else one pair (top-label).
+    """
+    knots_x, knots_y = calibrator.knots_x_, calibrator.knots_y_
+    cached = calibrator.__dict__.get("_knot_cache")
+    if cached is None or cached[0] is not knots_x or cached[1] is not knots_y:
+        pairs = (
+            zip(knots_x, knots_y, strict=True) if per_class else [(knots_x, knots_y)]
+        )
+        arrays = [
+            (np.asarray(x, dtype=float), np.asarray(y, dtype=float)) for x, y in pairs
+        ]
+        cached = (knots_x, knots_y, arrays if per_class else arrays[0])
+        calibrator._knot_cache = cached
+    return cached[2]
+
+
 def _isotonic(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Return the knots (x, fitted y) of the increasing isotonic fit of y on x.
 
@@ -298,11 +357,9 @@ class IsotonicCalibrator(Calibrator):
             self.knots_y_.append(ky.tolist())
 
     def _transform(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
+        knots = _knot_arrays(self, per_class=True)
         out = np.column_stack(
-            [
-                np.interp(proba[:, k], self.knots_x_[k], self.knots_y_[k])
-                for k in range(proba.shape[1])
-            ]
+            [np.interp(proba[:, k], *knots[k]) for k in range(proba.shape[1])]
         )
         empty = out.sum(axis=1) <= 0
         out[empty] = proba[empty]
@@ -332,19 +389,25 @@ class TopLabelCalibrator(Calibrator):
 
     def _transform(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
         p = _normalised(proba)
-        top = np.argmax(p, axis=1)
+        top = p.argmax(axis=1)
         rows = np.arange(p.shape[0])
         old = p[rows, top]
-        new = np.interp(old, self.knots_x_, self.knots_y_)
+        new = np.interp(old, *_knot_arrays(self, per_class=False))
         rest = 1.0 - old
-        scale = np.where(rest > 0, (1.0 - new) / np.where(rest > 0, rest, 1.0), 0.0)
+        shared = rest > 0
+        every_row_shares = bool(shared.all())
+        if every_row_shares:
+            scale = (1.0 - new) / rest
+        else:
+            scale = np.where(shared, (1.0 - new) / np.where(shared, rest, 1.0), 0.0)
         out = p * scale[:, None]
         out[rows, top] = new
-        # A top row with nothing else to share the rest spreads it evenly.
-        short = 1.0 - out.sum(axis=1)
-        lone = (rest <= 0) & (short > 0)
-        out[lone] += (short[lone] / (p.shape[1] - 1))[:, None]
-        out[lone, top[lone]] = new[lone]
+        if not every_row_shares:
+            # A top row with nothing else to share the rest spreads it evenly.
+            short = 1.0 - out.sum(axis=1)
+            lone = ~shared & (short > 0)
+            out[lone] += (short[lone] / (p.shape[1] - 1))[:, None]
+            out[lone, top[lone]] = new[lone]
         return _normalised(out)
 
     def _state(self) -> dict[str, Any]:
@@ -384,9 +447,16 @@ class ByExpertCalibrator(Calibrator):
             )
 
     def _transform(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
-        out = self.parts_["model"].transform(proba)
-        if rule.any():
-            out[rule] = self.parts_["rule"].transform(proba[rule])
+        # Each row's map is its own (every base map is row by row): run each part
+        # on its rows only, so one task pays for one map.
+        model, by_rule = self.parts_["model"], self.parts_["rule"]
+        if not rule.any():
+            return model._transform(proba, rule)
+        if rule.all():
+            return by_rule._transform(proba, ~rule)
+        out = np.empty_like(proba)
+        out[~rule] = model._transform(proba[~rule], rule[~rule])
+        out[rule] = by_rule._transform(proba[rule], ~rule[rule])
         return out
 
     def _state(self) -> dict[str, Any]:

@@ -406,6 +406,11 @@ class CostChooser:
             self.cost = cost.mean(axis=1)
             self.failures = failures.mean(axis=1)
             self.short = (self.points[:, :, None] > self.candidates).mean(axis=1)
+            # The per-candidate tables and the class means side by side: one
+            # weighting per call.
+            self._tables = np.concatenate(
+                [self.cost, self.failures, self.short, self.class_mean[:, None]], 1
+            )
 
     def choose(
         self,
@@ -422,46 +427,53 @@ class CostChooser:
         """
         p = np.asarray(distribution, dtype=float)
         n = p.shape[0]
-        req = (
-            np.full(n, np.nan)
-            if request is None
-            else np.asarray(request, dtype=float).reshape(n)
-        )
-        has_req = np.isfinite(req) & (req > 0)
+        if request is None:
+            req, has_req = np.full(n, np.nan), np.zeros(n, dtype=bool)
+        else:
+            req = np.asarray(request, dtype=float).reshape(n)
+            has_req = np.isfinite(req) & (req > 0)
+        # Without a request (the usual task) the request steps are skipped: they
+        # would leave every value as it is.
+        any_request = bool(has_req.any())
+        rows = np.arange(n)
         if self.kind is None:
             cls = (
-                np.argmax(p, axis=1)
+                p.argmax(axis=1)
                 if fallback_class is None
                 else np.asarray(fallback_class, dtype=int)
             )
             value = self.ladder[cls]
-            value = np.where(
-                has_req, np.minimum(value, np.where(has_req, req, 0)), value
-            )
-            short = 1.0 - np.take_along_axis(np.cumsum(p, axis=1), cls[:, None], 1)
+            if any_request:
+                value = np.where(
+                    has_req, np.minimum(value, np.where(has_req, req, 0)), value
+                )
+            short = 1.0 - np.cumsum(p, axis=1)[rows, cls]
             zero = np.zeros(n)
             return Sizing(
-                value, zero, short[:, 0], np.zeros(n, dtype=bool), zero, value, zero
+                value, zero, short, np.zeros(n, dtype=bool), zero, value, zero
             )
-        per_scale = self._scale(p)
-        expected = (p @ self.cost) / per_scale[:, None]
+        width = self.candidates.size
+        weighted = _weighted(p, self._tables)
+        per_scale = self._scale(weighted[:, -1])
+        expected = weighted[:, :width] / per_scale[:, None]
         if self.settings.failure_cost:
-            expected = expected + self.settings.failure_cost * (p @ self.failures)
-        # The request caps the value: candidates above it are not allowed.
-        allowed = ~has_req[:, None] | (self.candidates[None, :] <= req[:, None])
-        expected = np.where(allowed, expected, np.inf)
-        rows = np.arange(n)
+            failures = weighted[:, width : 2 * width]
+            expected = expected + self.settings.failure_cost * failures
+        if any_request:
+            # The request caps the value: candidates above it are not allowed.
+            allowed = ~has_req[:, None] | (self.candidates[None, :] <= req[:, None])
+            expected = np.where(allowed, expected, np.inf)
         # Without a request the scouts ask for the top class's value.
-        scouts = expected[rows, self._top].copy()
-        best = np.argmin(expected, axis=1)
+        scouts = expected[:, self._top].copy()
+        best = expected.argmin(axis=1)
         value = self.candidates[best]
         cost = expected[rows, best]
-        short = p @ self.short
+        short = weighted[:, 2 * width : 3 * width]
         p_short = short[rows, best]
         default = np.where(has_req, req, self.candidates[self._top])
         default_p_short = np.where(has_req, 0.0, short[:, self._top])
         from_request = np.zeros(n, dtype=bool)
-        if has_req.any():
+        if any_request:
             r_cost = self._request_cost(p[has_req], req[has_req], per_scale[has_req])
             scouts[has_req] = r_cost
             better = r_cost < cost[has_req]
@@ -474,11 +486,12 @@ class CostChooser:
             value, cost, p_short, from_request, scouts, default, default_p_short
         )
 
-    def _scale(self, p: np.ndarray) -> np.ndarray:
-        """Return one job run in the target's unit per task (1 for memory)."""
+    def _scale(self, expected_use: np.ndarray) -> np.ndarray:
+        """Return one job run in the target's unit per task (1 for memory), from
+        the tasks' expected use (their distribution weighing the class means)."""
         if self.kind == MEMORY:
-            return np.ones(p.shape[0])
-        return np.maximum(p @ self.class_mean, 1e-12)
+            return np.ones(expected_use.shape[0])
+        return np.maximum(expected_use, 1e-12)
 
     def _request_cost(
         self, p: np.ndarray, request: np.ndarray, scale: np.ndarray
@@ -490,3 +503,29 @@ class CostChooser:
             per_unit = 1.0 / (self.settings.gb_per_core * 1024.0)
             return (p * per_class).sum(axis=1) * per_unit
         return (p * per_class).sum(axis=1) / scale
+
+
+#: Rows per block of :func:`_weighted`: the block's partial sums stay in the
+#: cache (measured on 100k tasks: as fast as the BLAS product it replaces).
+_BLOCK_ROWS = 1024
+
+
+def _weighted(p: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """Return ``p @ table``, summed over the classes one after another.
+
+    A BLAS product picks its kernel (and so its rounding) by the matrix sizes:
+    one task alone and the same task in a batch got expected costs that differed
+    in the last bits, which at a near tie could change the value written. Here
+    every row is ``((p0 * t0 + p1 * t1) + p2 * t2) + ...`` in this order, the
+    same bits however many rows come with it.
+    """
+    flat = table.ndim == 1
+    columns = table[:, None] if flat else table
+    out = np.empty((len(p), columns.shape[1]))
+    for start in range(0, len(p), _BLOCK_ROWS):
+        rows = p[start : start + _BLOCK_ROWS]
+        block = out[start : start + _BLOCK_ROWS]
+        np.multiply(rows[:, :1], columns[0], out=block)
+        for k in range(1, columns.shape[0]):
+            block += rows[:, k : k + 1] * columns[k]
+    return out[:, 0] if flat else out

@@ -27,13 +27,14 @@ the benchmark).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
 
+from panda_predictor.core.features import MatrixColumns
 from panda_predictor.core.history import REQUEST_PREFIX, latest_before
 
 #: The experts, in tie-break order (the model wins a tie).
@@ -116,40 +117,84 @@ def _column(frame: FeatureColumns, name: str) -> np.ndarray:
     return np.asarray(column, dtype=np.float64)
 
 
+def _columns(frame: FeatureColumns, names: Sequence[str]) -> np.ndarray:
+    """Return the named columns as an (n, len(names)) float array (NaN: absent)."""
+    if isinstance(frame, MatrixColumns):
+        return frame.take(names)
+    return np.column_stack([_column(frame, name) for name in names])
+
+
+def _rule_inputs(target: str) -> tuple[str, ...]:
+    """Return the feature columns the rules of ``target`` read, in
+    :func:`rule_table`'s order."""
+    user = f"hist_user_{target}_"
+    key = f"hist_user_transformation_{target}_"
+    return (
+        user + "mean2",
+        key + "p75",
+        user + "p75",
+        key + "p95",
+        user + "p95",
+        user + "max_ratio5",
+        REQUEST_PREFIX + target,
+    )
+
+
+def rule_table(
+    features: FeatureColumns, targets: Sequence[str], margin: float
+) -> np.ndarray:
+    """Return the recency rules' values of several targets at once.
+
+    An (n, len(targets), 4) array, the rules in :data:`EXPERTS` order after the
+    model; every value is computed as :func:`rule_values` says, each target's
+    from its own columns (one pass for all targets: one task's serving pays the
+    array operations once, not once per target).
+    """
+    names = [name for target in targets for name in _rule_inputs(target)]
+    V = _columns(features, names).reshape(-1, len(targets), 7)
+    scale = 1.0 + margin
+    key_p75 = np.where(np.isnan(V[..., 1]), V[..., 2], V[..., 1]) * scale
+    key_p95 = np.where(np.isnan(V[..., 3]), V[..., 4], V[..., 3]) * scale
+    request = V[..., 6]
+    ratio = V[..., 5] * np.where(request > 0, request, np.nan)
+    return np.stack([V[..., 0], key_p75, key_p95, ratio], axis=-1)
+
+
 def rule_values(
     features: FeatureColumns, target: str, margin: float
 ) -> dict[str, np.ndarray]:
     """Return each recency rule's value for ``target`` from the feature columns.
 
     ``features`` holds the history features (``hist_<group>_<target>_<stat>``) and
-    the request columns of the tasks; NaN where a rule has nothing to say.
+    the request columns of the tasks; NaN where a rule has nothing to say:
+
+    * ``last2``: the user's ``mean2``;
+    * ``key_p75`` / ``key_p95``: the user's same transformation's percentile, else
+      the user's, times ``1 + margin``;
+    * ``ratio``: the user's ``max_ratio5`` times the task's request (> 0).
     """
-    user = f"hist_user_{target}_"
-    key = f"hist_user_transformation_{target}_"
-    out = {"last2": _column(features, user + "mean2")}
-    for name, stat in (("key_p75", "p75"), ("key_p95", "p95")):
-        own = _column(features, key + stat)
-        out[name] = np.where(np.isnan(own), _column(features, user + stat), own) * (
-            1.0 + margin
-        )
-    request = _column(features, REQUEST_PREFIX + target)
-    out["ratio"] = _column(features, user + "max_ratio5") * np.where(
-        request > 0, request, np.nan
-    )
-    return out
+    table = rule_table(features, [target], margin)[:, 0]
+    return {name: table[:, j] for j, name in enumerate(EXPERTS[1:])}
 
 
 def expert_classes(
-    model_class: np.ndarray, rules: Mapping[str, np.ndarray], assign: Any
+    model_class: np.ndarray, rules: Mapping[str, np.ndarray] | np.ndarray, assign: Any
 ) -> np.ndarray:
     """Return an (n, len(EXPERTS)) class matrix; -1 where an expert abstains.
 
-    ``assign`` maps values to classes (the target's ``TargetBins.assign``; NaN
-    gives -1).
+    ``rules`` are :func:`rule_values` (or one target's (n, 4) slice of
+    :func:`rule_table`); ``assign`` maps values to classes, element by element
+    (the target's ``TargetBins.assign``; NaN gives -1).
     """
-    columns = [np.asarray(model_class, dtype=np.int64)]
-    columns += [np.asarray(assign(rules[name]), dtype=np.int64) for name in EXPERTS[1:]]
-    return np.column_stack(columns)
+    values = (
+        rules
+        if isinstance(rules, np.ndarray)
+        else np.column_stack([rules[name] for name in EXPERTS[1:]])
+    )
+    out = np.empty((len(values), len(EXPERTS)), dtype=np.int64)
+    out[:, 0] = model_class
+    out[:, 1:] = assign(values)
+    return out
 
 
 def _ew_means(codes: np.ndarray, values: np.ndarray, decay: float) -> np.ndarray:
@@ -423,14 +468,48 @@ def combine_at_snapshot(
     params: CombinationParams,
 ) -> Combined:
     """Return :func:`combine`'s answer for tasks created at the snapshot's time."""
-    n = len(query_keys)
-    key_scores = np.full((n, len(EXPERTS)), np.nan)
-    key_counts = np.zeros(n)
+    (answer,) = combine_at_snapshots(
+        query_classes[:, None, :], query_keys, [snap], params
+    )
+    return answer
+
+
+def combine_at_snapshots(
+    query_classes: np.ndarray,
+    query_keys: np.ndarray,
+    snaps: Sequence[ExpertSnapshot],
+    params: CombinationParams,
+) -> list[Combined]:
+    """Return :func:`combine_at_snapshot` for several targets' snapshots at once.
+
+    ``query_classes`` is (n, len(snaps), E), one target's :func:`expert_classes`
+    per snapshot. :func:`follow` judges each (task, target) row alone, so all of
+    them go through it in one call.
+    """
+    n, width = len(query_keys), len(EXPERTS)
+    key_scores = np.full((n, len(snaps), width), np.nan)
+    key_counts = np.zeros((n, len(snaps)))
     for i, key in enumerate(query_keys):
-        row = snap.keys.get(key) if isinstance(key, str) else None
-        if row is not None:
-            key_scores[i] = snap.scores[row]
-            key_counts[i] = snap.counts[row]
-    all_scores = np.tile(snap.overall, (n, 1))
-    records = RecordScores(key_scores, key_counts, all_scores)
-    return follow(query_classes, records, params)
+        if not isinstance(key, str):
+            continue
+        for s, snap in enumerate(snaps):
+            row = snap.keys.get(key)
+            if row is not None:
+                key_scores[i, s] = snap.scores[row]
+                key_counts[i, s] = snap.counts[row]
+    all_scores = np.empty_like(key_scores)
+    all_scores[:] = np.array([snap.overall for snap in snaps])
+    records = RecordScores(
+        key_scores.reshape(-1, width),
+        key_counts.reshape(-1),
+        all_scores.reshape(-1, width),
+    )
+    answer = follow(query_classes.reshape(-1, width), records, params)
+    shape = (n, len(snaps))
+    classes, leader, confidence = (
+        a.reshape(shape) for a in (answer.classes, answer.leader, answer.confidence)
+    )
+    return [
+        Combined(classes[:, s], leader[:, s], confidence[:, s])
+        for s in range(len(snaps))
+    ]

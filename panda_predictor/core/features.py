@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -47,6 +47,7 @@ __all__ = [
     "UNKNOWN",
     "FeaturePipeline",
     "FeatureSchemaError",
+    "MatrixColumns",
     "NotFittedError",
     "check_frame",
 ]
@@ -57,6 +58,42 @@ __all__ = [
 FEATURE_PIPELINE_VERSION = "2"
 #: The explicit bucket for NULL, rare and unseen categorical values (category 0).
 UNKNOWN = "__unknown__"
+
+
+class MatrixColumns(Mapping[str, np.ndarray]):
+    """The columns of a feature matrix by name (:meth:`FeaturePipeline.matrix_columns`).
+
+    ``columns[name]`` is the matrix's column (a view; categorical ones hold codes).
+    """
+
+    def __init__(self, matrix: np.ndarray, positions: Mapping[str, int]) -> None:
+        self.matrix = matrix
+        self._positions = positions
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.matrix[:, self._positions[name]]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._positions
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._positions)
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    def take(self, names: Sequence[str]) -> np.ndarray:
+        """Return the named columns as an (n, len(names)) float64 array, NaN for a
+        name the matrix does not have."""
+        positions = self._positions
+        found = [j for j, name in enumerate(names) if name in positions]
+        if len(found) == len(names):
+            return self.matrix[:, [positions[name] for name in names]].astype(
+                np.float64
+            )
+        out = np.full((len(self.matrix), len(names)), np.nan)
+        out[:, found] = self.matrix[:, [positions[names[j]] for j in found]]
+        return out
 
 
 class FeaturePipeline:
@@ -256,36 +293,51 @@ class FeaturePipeline:
                 else:
                     value = text_value(record[name])
                 out[i, j] = codes[name].get(value, 0)  # type: ignore[arg-type]
-        numeric = record_numeric_features(records)
         start = len(self.categorical_features_)
-        for j, name in enumerate(TASK_NUMERIC_FEATURES):
-            out[:, start + j] = numeric[name]
-        hist_names = history_feature_names(self.history_groups, self.targets)
-        if hist_names:
-            start += len(TASK_NUMERIC_FEATURES)
-            out[:, start:] = self._history_rows(records, history, hist_names)
+        stop = start + len(TASK_NUMERIC_FEATURES)
+        out[:, start:stop] = record_numeric_features(records)
+        start = stop
+        if start < out.shape[1]:
+            out[:, start:] = self._history_rows(records, history)
         return out
 
     def _history_rows(
-        self, records: list[Mapping[str, Any]], history: Any, names: list[str]
+        self, records: list[Mapping[str, Any]], history: Any
     ) -> np.ndarray:
+        """Return the history features of ``records`` in the pipeline's order."""
         if history is None:
-            return np.full((len(records), len(names)), np.nan)
+            width = len(self.numeric_features_) - len(TASK_NUMERIC_FEATURES)
+            return np.full((len(records), width), np.nan)
         if isinstance(history, RecentHistoryIndex):
-            position = {n: i for i, n in enumerate(history.feature_names)}
-            missing = [n for n in names if n not in position]
-            if missing:
-                raise FeatureSchemaError(
-                    "The history index must cover the pipeline's history features. "
-                    f"Got one without {missing} instead.",
-                    missing=missing,
-                )
             rows = history.lookup_rows(records)
-            return rows[:, [position[n] for n in names]]
+            columns = self._history_columns(history)
+            return rows if columns is None else rows[:, columns]
         raise TypeError(
             "The 'history' field must be None, a DataFrame or a RecentHistoryIndex. "
             f"Got {type(history).__name__} instead."
         )
+
+    def _history_columns(self, history: RecentHistoryIndex) -> list[int] | None:
+        """Return where the history features lie in ``history``'s rows (None: in
+        order), kept for the last index seen (the service asks one index per task).
+        """
+        schema = self.numeric_features_
+        cached = getattr(self, "_history_columns_cache", None)
+        if cached is not None and cached[0] is history and cached[1] is schema:
+            return cached[2]
+        names = schema[len(TASK_NUMERIC_FEATURES) :]
+        position = {n: i for i, n in enumerate(history.feature_names)}
+        missing = [n for n in names if n not in position]
+        if missing:
+            raise FeatureSchemaError(
+                "The history index must cover the pipeline's history features. "
+                f"Got one without {missing} instead.",
+                missing=missing,
+            )
+        columns = [position[n] for n in names]
+        in_order = columns == list(range(len(position)))
+        self._history_columns_cache = (history, schema, None if in_order else columns)
+        return self._history_columns_cache[2]
 
     @staticmethod
     def _check_records(records: Any) -> list[Mapping[str, Any]]:
@@ -337,6 +389,20 @@ class FeaturePipeline:
             else:
                 out[:, j] = column.to_numpy(dtype=np.float32, na_value=np.nan)
         return out
+
+    def matrix_columns(self, M: np.ndarray) -> MatrixColumns:
+        """Return the columns of a :meth:`transform_records` matrix by feature name.
+
+        What a rule reads from a few columns (the experts, the requests) without
+        the cost of a feature frame.
+        """
+        self._check_fitted()
+        cached = getattr(self, "_positions_cache", None)
+        if cached is None or cached[0] is not self.feature_names_out_:
+            names = self.feature_names_out_
+            cached = (names, {n: j for j, n in enumerate(names)})
+            self._positions_cache = cached
+        return MatrixColumns(M, cached[1])
 
     def frame_from_matrix(self, M: np.ndarray, index: Any = None) -> pd.DataFrame:
         """Return the feature frame of a :meth:`transform_records` matrix.

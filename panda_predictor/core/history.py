@@ -72,8 +72,10 @@ def is_null(value: Any) -> bool:
     """Return True for None, NaN, NaT and pd.NA (a NULL cell), False otherwise."""
     if value is None:
         return True
-    if isinstance(value, str):
+    if isinstance(value, str | int):
         return False
+    if isinstance(value, float):  # pd.isna's answer, without its dispatch
+        return value != value
     try:
         return bool(pd.isna(value))
     except (TypeError, ValueError):  # list-likes are values, not NULLs

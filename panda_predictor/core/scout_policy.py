@@ -131,9 +131,12 @@ class CostPolicy:
         out: dict[str, np.ndarray] = {}
         costs = []
         scouts = np.full(n, self.settings.delay_price)
+        # Every task in domain (the usual case): the unfamiliar tasks' steps below
+        # would change nothing, so they are skipped.
+        all_in = bool(dom.all())
         for t in names:
             sized = self.choosers[t].choose(probs[t], request.get(t), fallback_class[t])
-            if self.choosers[t].kind is not None:
+            if self.choosers[t].kind is not None and not all_in:
                 # An unfamiliar task's distribution says little: it asks for what
                 # its scouts would (its request, else the top class's value).
                 own = ~dom
@@ -159,18 +162,19 @@ class CostPolicy:
         matrix = np.column_stack(costs)
         total = matrix.sum(axis=1)
         cheaper = total <= scouts
-        kind = np.where(
-            ~dom, OUTSIDE_DOMAIN, np.where(cheaper, CHEAPER, COSTS_MORE)
-        ).astype(object)
+        if all_in:
+            kind = np.where(cheaper, CHEAPER, COSTS_MORE).astype(object)
+        else:
+            kind = np.where(
+                ~dom, OUTSIDE_DOMAIN, np.where(cheaper, CHEAPER, COSTS_MORE)
+            ).astype(object)
         applied = kind != COSTS_MORE
         return {
             "decision": np.where(applied, APPLIED, KEPT_SCOUTS).astype(object),
             "reason_kind": kind,
             "total_cost": total,
             "scouts_cost": scouts,
-            "costliest_target": np.asarray(names, dtype=object)[
-                np.argmax(matrix, axis=1)
-            ],
+            "costliest_target": np.asarray(names, dtype=object)[matrix.argmax(axis=1)],
             **out,
         }
 

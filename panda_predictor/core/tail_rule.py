@@ -45,7 +45,12 @@ def _check_proba(proba: Any, n_classes: int | None = None) -> np.ndarray:
             f"The 'proba' field must have {n_classes} columns, as at fit time. "
             f"Got {arr.shape[1]} instead."
         )
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+    # min >= 0 fails on NaN and -inf, max < inf on inf: two reductions, not four
+    # (called as ufunc reductions: one task's probabilities are checked often).
+    if arr.size and not (
+        np.minimum.reduce(arr, axis=None) >= 0.0
+        and np.maximum.reduce(arr, axis=None) < math.inf
+    ):
         raise ValueError(
             "The 'proba' field must hold finite, non-negative probabilities. "
             "Got NaN, infinite or negative values instead."
@@ -62,7 +67,7 @@ def _check_labels(y: Any, n_samples: int, n_classes: int) -> np.ndarray:
             f"Got shape {arr.shape} instead."
         )
     if arr.size and (
-        not np.all(np.equal(np.mod(arr, 1), 0))
+        (arr.dtype.kind not in "iu" and not np.all(np.equal(np.mod(arr, 1), 0)))
         or arr.min() < 0
         or arr.max() >= n_classes
     ):
@@ -75,7 +80,10 @@ def _check_labels(y: Any, n_samples: int, n_classes: int) -> np.ndarray:
 
 def cumulative_from_top(proba: Any) -> np.ndarray:
     """Return P(class >= k) for every k: column k sums columns k..K-1 of ``proba``."""
-    arr = _check_proba(proba)
+    return _from_top(_check_proba(proba))
+
+
+def _from_top(arr: np.ndarray) -> np.ndarray:
     return np.cumsum(arr[:, ::-1], axis=1)[:, ::-1]
 
 
@@ -254,7 +262,7 @@ class TailDecisionRule:
         """Return each row's class: a tail class past its threshold, or argmax."""
         self._check_fitted()
         arr = _check_proba(proba, self.n_classes_)
-        cum = cumulative_from_top(arr)
+        cum = _from_top(arr)
         n_low = self.n_classes_ - len(self.thresholds_)
         pred = np.argmax(arr[:, :n_low], axis=1)
         # Lowest tail class first so that larger classes overwrite it when they pass.
@@ -267,6 +275,7 @@ class TailDecisionRule:
         probabilities: Any,
         chosen: int,
         labels: list[str] | None = None,
+        by_rule: int | None = None,
     ) -> str:
         """Return why one task's target got class ``chosen``, in one sentence.
 
@@ -277,17 +286,29 @@ class TailDecisionRule:
 
         :param probabilities: the task's (K,) class probabilities.
         :param chosen: the class served.
+        :param by_rule: this rule's class for ``probabilities`` when the caller
+            has it already (:meth:`predict`); None: computed here.
         """
         self._check_fitted()
-        row = _check_proba(np.asarray(probabilities, dtype=float)[None, :], None)
-        names = labels or [str(k) for k in range(row.shape[1])]
+        # One row: plain floats (numpy costs more per call than the work), checked
+        # as _check_proba checks, which words the error where one is found.
+        row = np.asarray(probabilities, dtype=float)
+        values = row.tolist() if row.ndim == 1 else []
+        if len(values) < 2 or not all(0.0 <= v < math.inf for v in values):
+            _check_proba(row[None, :], None)
+        names = labels or [str(k) for k in range(len(values))]
 
         def cls(k: int) -> str:
             label = f" ({names[k]})" if names[k] != str(k) else ""
-            return f"class {k}{label}, p={number(row[0, k], None)}"
+            return f"class {k}{label}, p={number(values[k], None)}"
 
-        top = int(np.argmax(row[0]))
-        by_rule = int(self.predict(row)[0]) if row.shape[1] == self.n_classes_ else top
+        top = values.index(max(values))  # the first largest, as np.argmax
+        if by_rule is None:
+            by_rule = (
+                int(self.predict(row[None, :])[0])
+                if len(values) == self.n_classes_
+                else top
+            )
         if chosen != by_rule:
             return (
                 f"{cls(chosen)} instead of the model's {cls(by_rule)}: the experts' "
@@ -295,7 +316,7 @@ class TailDecisionRule:
             )
         if chosen == top:
             return f"most likely {cls(chosen)}"
-        cum = cumulative_from_top(row)[0]
+        cum = _from_top(row[None, :])[0]
         recall = f"recall target {number(self.recall_target, None)}"
         if chosen in self.thresholds_:
             test = compared(

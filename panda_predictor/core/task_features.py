@@ -11,7 +11,8 @@ as a column -> value map (the low-latency serving route); both call
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -91,40 +92,39 @@ TASK_NUMERIC_FEATURES: tuple[str, ...] = (
 
 
 def numeric_features(
-    corecount: np.ndarray,
-    n_datasets: np.ndarray,
-    nfiles: np.ndarray,
-    nevents: np.ndarray,
-    *requests: np.ndarray,
-    created: pd.Series | None = None,
-) -> dict[str, np.ndarray]:
-    """Return the task's numeric features (float64) from its float64 input columns.
+    inputs: np.ndarray, created: tuple[np.ndarray, np.ndarray] | None = None
+) -> np.ndarray:
+    """Return the task's numeric features (n x :data:`TASK_NUMERIC_FEATURES`).
 
-    ``requests`` follow :data:`REQUEST_COLUMNS`; ``created`` is the creation time
-    (naive datetimes; None: unknown). Shared by the frame and the records route,
-    so both compute the same values.
+    ``inputs`` is an (n, 7) float64 array of the :data:`NUMERIC_INPUTS` columns;
+    ``created`` the creation hour and weekday (:func:`creation_fields`; None:
+    unknown). Shared by the frame and the records route, so both compute the
+    same values.
     """
-    n = corecount.size
-    corecount = np.where(corecount > 0, corecount, np.nan)
-    nfiles = np.where(nfiles > 0, nfiles, np.nan)
-    nevents = np.where(nevents > 0, nevents, np.nan)
-    numeric = {
-        "corecount": corecount,
-        "multicore": np.where(np.isnan(corecount), np.nan, corecount > 1),
-        "n_input_datasets": np.where(n_datasets >= 0, n_datasets, np.nan),
-        "log1p_nfiles": np.log1p(nfiles),
-        "log1p_nevents": np.log1p(nevents),
-        "counts_known": (~np.isnan(nfiles) | ~np.isnan(nevents)).astype(np.float64),
-        "log1p_events_per_file": np.log1p(nevents / nfiles),
-    }
-    for name, values in zip(REQUEST_COLUMNS, requests, strict=True):
-        numeric[name] = np.where(values > 0, values, np.nan)
-    hour = weekday = np.full(n, np.nan)
-    if created is not None:
-        hour = created.dt.hour.to_numpy(dtype=np.float64, na_value=np.nan)
-        weekday = created.dt.day_of_week.to_numpy(dtype=np.float64, na_value=np.nan)
-    numeric["creation_hour"], numeric["creation_weekday"] = hour, weekday
-    return {k: np.asarray(v, dtype=np.float64) for k, v in numeric.items()}
+    n = inputs.shape[0]
+    # A count, a core count or a request of 0 or less is unknown; 0 datasets are
+    # a count.
+    known = inputs > 0
+    known[:, 1] = inputs[:, 1] >= 0
+    clean = np.where(known, inputs, np.nan)
+    # Contiguous columns for log1p: numpy may compute strided input another way.
+    nfiles = np.ascontiguousarray(clean[:, 2])
+    nevents = np.ascontiguousarray(clean[:, 3])
+    corecount = clean[:, 0]
+    out = np.empty((n, len(TASK_NUMERIC_FEATURES)))
+    out[:, 0] = corecount
+    out[:, 1] = np.where(np.isnan(corecount), np.nan, corecount > 1)  # multicore
+    out[:, 2] = clean[:, 1]  # n_input_datasets
+    out[:, 3] = np.log1p(nfiles)
+    out[:, 4] = np.log1p(nevents)
+    out[:, 5] = ~(np.isnan(nfiles) & np.isnan(nevents))  # counts_known
+    out[:, 6] = np.log1p(nevents / nfiles)  # log1p_events_per_file
+    out[:, 7 : 7 + len(REQUEST_COLUMNS)] = clean[:, 4:]
+    if created is None:
+        out[:, -2:] = np.nan
+    else:
+        out[:, -2], out[:, -1] = created
+    return out
 
 
 def creation_times(values: Any) -> pd.Series:
@@ -135,6 +135,39 @@ def creation_times(values: Any) -> pd.Series:
     if isinstance(series.dtype, pd.DatetimeTZDtype):
         series = series.dt.tz_convert("UTC").dt.tz_localize(None)
     return series
+
+
+def creation_fields(created: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Return the hour and weekday (Monday 0) of naive creation times, NaN if NaT."""
+    return (
+        created.dt.hour.to_numpy(dtype=np.float64, na_value=np.nan),
+        created.dt.day_of_week.to_numpy(dtype=np.float64, na_value=np.nan),
+    )
+
+
+def record_creation_fields(values: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Return :func:`creation_fields` of :func:`creation_times` of ``values``.
+
+    Datetime objects (the HTTP service's and the benchmark's records) and None
+    are read directly: a one-task pandas round trip costs more than the models.
+    Anything else (text, numpy datetimes, NaT) takes the pandas route.
+    """
+    hours, weekdays = [], []
+    for value in values:
+        if value is None:
+            hours.append(np.nan)
+            weekdays.append(np.nan)
+            continue
+        if not isinstance(value, datetime) or value is pd.NaT:
+            return creation_fields(creation_times(list(values)))
+        if value.tzinfo is not None:
+            try:
+                value = value.astimezone(UTC)
+            except (OverflowError, ValueError):
+                return creation_fields(creation_times(list(values)))
+        hours.append(float(value.hour))
+        weekdays.append(float(value.weekday()))
+    return np.array(hours, dtype=np.float64), np.array(weekdays, dtype=np.float64)
 
 
 def task_features(tasks: pd.DataFrame) -> pd.DataFrame:
@@ -148,18 +181,19 @@ def task_features(tasks: pd.DataFrame) -> pd.DataFrame:
     out = {c: text(tasks[c]) for c in own}
     out["framework"], out["release"] = framework, release
     raw = pd.DataFrame(out, index=tasks.index)[list(CATEGORICAL_FEATURES)]
-    inputs = [
-        pd.to_numeric(tasks[c], errors="coerce").to_numpy(
-            dtype=np.float64, na_value=np.nan
+    inputs = np.empty((len(tasks), len(NUMERIC_INPUTS)))
+    for j, c in enumerate(NUMERIC_INPUTS):
+        inputs[:, j] = (
+            pd.to_numeric(tasks[c], errors="coerce").to_numpy(
+                dtype=np.float64, na_value=np.nan
+            )
+            if c in tasks.columns
+            else np.nan
         )
-        if c in tasks.columns
-        else np.full(len(tasks), np.nan)
-        for c in NUMERIC_INPUTS
-    ]
     created = creation_times(tasks["creationdate"].reset_index(drop=True))
-    numeric = numeric_features(*inputs, created=created)
-    for name in TASK_NUMERIC_FEATURES:
-        raw[name] = numeric[name]
+    numeric = numeric_features(inputs, created=creation_fields(created))
+    for j, name in enumerate(TASK_NUMERIC_FEATURES):
+        raw[name] = numeric[:, j]
     return raw
 
 
@@ -174,13 +208,11 @@ def number_value(value: Any) -> float:
     return float(out.iloc[0]) if out.notna().iloc[0] else np.nan
 
 
-def record_numeric_features(
-    records: list[Mapping[str, Any]],
-) -> dict[str, np.ndarray]:
+def record_numeric_features(records: list[Mapping[str, Any]]) -> np.ndarray:
     """Return :func:`numeric_features` of task records (a missing request is NaN)."""
-    inputs = [
-        np.array([number_value(r.get(c)) for r in records], dtype=np.float64)
-        for c in NUMERIC_INPUTS
-    ]
-    created = creation_times([r.get("creationdate") for r in records])
-    return numeric_features(*inputs, created=created)
+    inputs = np.array(
+        [[number_value(r.get(c)) for c in NUMERIC_INPUTS] for r in records],
+        dtype=np.float64,
+    ).reshape(len(records), len(NUMERIC_INPUTS))
+    created = record_creation_fields([r.get("creationdate") for r in records])
+    return numeric_features(inputs, created=created)

@@ -18,6 +18,7 @@ from panda_predictor.http_api.metrics import DECISIONS
 from panda_predictor.http_api.results import predict_tasks, reason_kind
 from panda_predictor.http_api.schemas import PredictionsOut, parse_prediction_request
 from panda_predictor.http_api.state import ModelUnavailable, ServiceState
+from panda_predictor.serving.decision import served_rollout
 from panda_predictor.taskdef import task_records
 
 bp = Blueprint("predictions", __name__)
@@ -75,14 +76,14 @@ def create_predictions() -> ResponseReturnValue:
     except ModelUnavailable as exc:
         raise model_unavailable(exc, "Keep the scouts.") from None
     history = service.history.index if service.history is not None else None
-    settings = service.settings
     # The kill switch only stops the hooks (they predict nothing); the service
     # still answers, in shadow mode and the rollout share like the hooks.
-    rollout = (
-        (settings.mode, settings.rollout_share) if settings.mode != "legacy" else None
-    )
     results = predict_tasks(
-        predictor, task_records(definitions), history, explain, rollout
+        predictor,
+        task_records(definitions),
+        history,
+        explain,
+        served_rollout(service.settings),
     )
     for r in results:
         DECISIONS.labels(r["decision"], reason_kind(r["reason"])).inc()

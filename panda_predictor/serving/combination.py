@@ -29,8 +29,9 @@ from panda_predictor.core.experts import (
     ExpertSnapshot,
     FeatureColumns,
     TrackRecord,
-    combine_at_snapshot,
+    combine_at_snapshots,
     expert_classes,
+    rule_table,
     rule_values,
     snapshot,
 )
@@ -226,14 +227,15 @@ def combine_served(
     params = bundle.combination
     assert params is not None
     snaps = history.snapshots(bundle)
-    out = {}
-    for target, model_class in chosen.items():
-        bins = bundle.bins[target]
-        rules = rule_values(X, target, params.margin)
-        out[target] = combine_at_snapshot(
-            expert_classes(model_class, rules, bins.assign),
-            keys,
-            snaps[target],
-            params,
-        )
-    return out
+    targets = list(chosen)
+    # All targets at once: one task's serving pays each array operation once.
+    rules = rule_table(X, targets, params.margin)
+    classes = np.stack(
+        [
+            expert_classes(chosen[t], rules[:, i], bundle.bins[t].assign)
+            for i, t in enumerate(targets)
+        ],
+        axis=1,
+    )
+    answers = combine_at_snapshots(classes, keys, [snaps[t] for t in targets], params)
+    return dict(zip(targets, answers, strict=True))

@@ -46,6 +46,7 @@ from panda_predictor.core.task_checks import CHECKED_FIELDS, input_problem
 from panda_predictor.core.task_features import REQUEST_COLUMNS, TASK_COLUMNS
 from panda_predictor.core.task_prediction import TaskPrediction
 from panda_predictor.serving.predictor import Classified, History, Predictor
+from panda_predictor.settings import Settings
 
 #: ``reason_kind`` of a row the task checks refused, and of one kept for being far
 #: from its preset values (besides the policy's kinds).
@@ -87,6 +88,15 @@ def _unless_far(
     if far is None:
         return prediction
     return dataclasses.replace(prediction, decision="kept_scouts", reason=far)
+
+
+def served_rollout(settings: Settings) -> tuple[str, float] | None:
+    """Return the ``rollout`` the HTTP service decides with: ``(mode,
+    rollout_share)``, or None in mode ``legacy`` (the kill switch stops the hooks;
+    the service still answers with the model's own decisions)."""
+    if settings.mode == "legacy":
+        return None
+    return settings.mode, settings.rollout_share
 
 
 def decide(

@@ -29,9 +29,9 @@ from typing import Any, TypeAlias
 import numpy as np
 import pandas as pd
 
-from panda_predictor.core.calibration import served_mixture
+from panda_predictor.core.calibration import calibrated_mixture
 from panda_predictor.core.cost_choice import CostSettings
-from panda_predictor.core.experts import EXPERTS
+from panda_predictor.core.experts import EXPERTS, FeatureColumns
 from panda_predictor.core.features import TASK_COLUMNS
 from panda_predictor.core.history import (
     HISTORY_GROUPS,
@@ -97,25 +97,56 @@ def _no_cyclic_gc() -> Iterator[None]:
 class Classified:
     """What :meth:`Predictor.classified` computed for a batch of tasks.
 
-    ``features`` the model inputs (None on the records route unless the
-    combination needed them); per target ``proba``, ``model_chosen`` (the
+    ``features`` the model inputs (a frame; on the records route the code
+    matrix's columns by name, :class:`~panda_predictor.core.features.MatrixColumns`);
+    per target ``proba``, ``model_chosen`` (the
     model with its tail rule), ``chosen`` (after the expert combination, when the
     bundle has one), ``followed`` (index into
     :data:`~panda_predictor.core.experts.EXPERTS`) and ``record_accuracy`` (the
     followed expert's recent weighted accuracy; both empty without combination),
     ``distribution`` (the calibrated served distribution, n x K, see
     :meth:`Predictor.distribution_of`) and ``confidence`` (P(true class <=
-    chosen) under it).
+    chosen) under it; :class:`ClassConfidence`, computed when read: the decision
+    prices its own values' confidence, so serving never reads this one).
     """
 
-    features: pd.DataFrame | None
+    features: FeatureColumns | None
     proba: dict[str, np.ndarray]
     model_chosen: dict[str, np.ndarray]
     chosen: dict[str, np.ndarray]
-    confidence: dict[str, np.ndarray]
+    confidence: Mapping[str, np.ndarray]
     followed: dict[str, np.ndarray]
     record_accuracy: dict[str, np.ndarray] = field(default_factory=dict)
     distribution: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+class ClassConfidence(Mapping[str, np.ndarray]):
+    """Per target, P(true class <= chosen class) under the served distribution
+    (:func:`~panda_predictor.core.tail_rule.confidence`), computed on first read.
+
+    It holds the distribution and the classes, not the :class:`Classified` that
+    holds it: no reference cycle, so a served task's arrays are freed at once.
+    """
+
+    def __init__(
+        self, distribution: Mapping[str, np.ndarray], chosen: Mapping[str, np.ndarray]
+    ) -> None:
+        self._distribution = distribution
+        self._chosen = chosen
+        self._done: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, target: str) -> np.ndarray:
+        if target not in self._done:
+            self._done[target] = confidence(
+                self._distribution[target], self._chosen[target]
+            )
+        return self._done[target]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._distribution)
+
+    def __len__(self) -> int:
+        return len(self._distribution)
 
 
 def _bound(value: float) -> float | None:
@@ -199,7 +230,7 @@ class Predictor:
         accuracy for the task's key (see :meth:`classified`).
         """
         parts = self.classified(tasks, history)
-        return parts.proba, parts.chosen, parts.confidence
+        return parts.proba, parts.chosen, dict(parts.confidence)
 
     def history(self, history: History) -> ServingHistory | None:
         """Return ``history`` as a :class:`ServingHistory` (see :func:`as_history`).
@@ -243,9 +274,7 @@ class Predictor:
         parts.distribution = self.distribution_of(
             proba, parts.chosen, parts.followed, parts.record_accuracy
         )
-        parts.confidence = {
-            t: confidence(parts.distribution[t], parts.chosen[t]) for t in proba
-        }
+        parts.confidence = ClassConfidence(served_distribution(parts), parts.chosen)
         return parts
 
     def distribution_of(
@@ -269,14 +298,12 @@ class Predictor:
         # float32 digits (Keras), which a steep isotonic step or the cost choice
         # must not turn into different answers.
         return {
-            t: self.bundle.calibrator(t).transform(
-                served_mixture(
-                    np.round(np.asarray(p, dtype=float), PROBA_DECIMALS),
-                    chosen[t],
-                    followed.get(t),
-                    record_accuracy.get(t),
-                ),
+            t: calibrated_mixture(
+                self.bundle.calibrator(t),
+                np.asarray(p, dtype=float).round(PROBA_DECIMALS),
+                chosen[t],
                 followed.get(t),
+                record_accuracy.get(t),
             )
             for t, p in proba.items()
         }
@@ -327,12 +354,14 @@ class Predictor:
         In the target's unit (NaN: none); a target without a request column is
         left out. Shared with the replays, which price the scouts at the request.
         """
-        requests = {}
-        features = parts.features if parts.features is not None else pd.DataFrame()
+        requests: dict[str, np.ndarray] = {}
+        features = parts.features
+        if features is None:
+            return requests
         for target in parts.chosen:
             column = REQUEST_PREFIX + target
             if column in features:
-                requests[target] = features[column].to_numpy(dtype=float)
+                requests[target] = np.asarray(features[column], dtype=float)
         return requests
 
     def predict_table(
@@ -464,15 +493,14 @@ class Predictor:
             return None
         proba = self._matrix_fn(M)
         chosen = {t: self.bundle.tail_rules[t].predict(p) for t, p in proba.items()}
-        X = pd.DataFrame(M, columns=features.feature_names_out_)
+        X = features.matrix_columns(M)
         parts = Classified(X, proba, dict(chosen), chosen, {}, {})
         params = self.bundle.combination
         if served is not None and params is not None:
             columns = HISTORY_GROUPS[params.key]
             keys = np.array([record_key(r, columns) for r in records], dtype=object)
-            by_name = dict(zip(features.feature_names_out_, M.T, strict=True))
             for target, answer in combine_served(
-                self.bundle, keys, by_name, chosen, served
+                self.bundle, keys, X, chosen, served
             ).items():
                 chosen[target] = answer.classes
                 parts.followed[target] = answer.leader
@@ -480,9 +508,7 @@ class Predictor:
         parts.distribution = self.distribution_of(
             proba, chosen, parts.followed, parts.record_accuracy
         )
-        parts.confidence = {
-            t: confidence(parts.distribution[t], chosen[t]) for t in proba
-        }
+        parts.confidence = ClassConfidence(served_distribution(parts), parts.chosen)
         return parts
 
     def _record_in_domain(self, record: Mapping[str, Any]) -> bool:
@@ -549,11 +575,13 @@ class Predictor:
                 decided[f"{t}_cost"].tolist(),
                 decided[f"{t}_from_request"].tolist(),
                 proba[t].tolist(),
+                parts.model_chosen[t].tolist(),
             )
             for t in targets
         }
         decisions = decided["decision"].tolist()
         classes = {t: self._classes(t) for t in targets}
+        labels = {t: [c[0] for c in classes[t]] for t in targets}
         out = []
         for i, task_id in enumerate(task_ids):
             row = {}
@@ -564,11 +592,12 @@ class Predictor:
                 cost_l,
                 req_l,
                 p_l,
+                model_l,
             ) in columns.items():
                 cls = int(cls_l[i])
                 label, low, high, _, unit = classes[t][cls]
                 why = self.bundle.tail_rules[t].explain(
-                    p_l[i], cls, [c[0] for c in classes[t]]
+                    p_l[i], cls, labels[t], by_rule=int(model_l[i])
                 )
                 row[t] = TargetPrediction(
                     target=t,

@@ -281,7 +281,7 @@ def _predict_period(
     classified = predictor.classified(period_tasks, history)
     table = decide_table(predictor, period_tasks, history, classified)
     X = classified.features
-    assert X is not None  # the frame route always keeps the features
+    assert isinstance(X, pd.DataFrame)  # the frame route keeps the feature frame
     applied_all = (table["decision"] == "applied").to_numpy()
     for target in targets:
         run = runs[target]
