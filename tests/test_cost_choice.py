@@ -166,3 +166,21 @@ def test_a_task_alone_gets_the_same_bits_as_in_a_batch(seed, target):
         one = sizer.choose(p[i : i + 1], request[i : i + 1], fallback[i : i + 1])
         for field in ("value", "expected_cost", "p_short", "from_request"):
             assert getattr(one, field).tolist() == [getattr(batch, field)[i]], field
+
+
+def test_priced_shows_every_candidate_and_choose_takes_the_cheapest():
+    c = chooser(TWO_TIMES)
+    p = np.array([[0.5, 0.5], [0.1, 0.9]])
+    expected, p_short, scale = c.priced(p)
+    assert expected.shape == p_short.shape == (2, c.candidates.size)
+    sized = c.choose(p)
+    best = expected.argmin(axis=1)
+    assert sized.value.tolist() == c.candidates[best].tolist()
+    assert sized.expected_cost.tolist() == expected[[0, 1], best].tolist()
+    # Half the tasks use 1000 s: 100 s is too little half the time, 1000 never.
+    assert p_short[0, c.candidates.tolist().index(100.0)] == pytest.approx(0.5)
+    assert p_short[0, c.candidates.tolist().index(1000.0)] == 0.0
+    assert scale.tolist() == pytest.approx([550.0, 910.0])
+    unpriced = CostChooser("iointensity", TWO_TIMES, [10.0, 800.0], CostSettings())
+    with pytest.raises(ValueError, match="'iointensity' is not priced"):
+        unpriced.priced(p)

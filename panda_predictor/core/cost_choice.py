@@ -452,13 +452,7 @@ class CostChooser:
             return Sizing(
                 value, zero, short, np.zeros(n, dtype=bool), zero, value, zero
             )
-        width = self.candidates.size
-        weighted = _weighted(p, self._tables)
-        per_scale = self._scale(weighted[:, -1])
-        expected = weighted[:, :width] / per_scale[:, None]
-        if self.settings.failure_cost:
-            failures = weighted[:, width : 2 * width]
-            expected = expected + self.settings.failure_cost * failures
+        expected, short, per_scale = self.priced(p)
         if any_request:
             # The request caps the value: candidates above it are not allowed.
             allowed = ~has_req[:, None] | (self.candidates[None, :] <= req[:, None])
@@ -468,7 +462,6 @@ class CostChooser:
         best = expected.argmin(axis=1)
         value = self.candidates[best]
         cost = expected[rows, best]
-        short = weighted[:, 2 * width : 3 * width]
         p_short = short[rows, best]
         default = np.where(has_req, req, self.candidates[self._top])
         default_p_short = np.where(has_req, 0.0, short[:, self._top])
@@ -485,6 +478,28 @@ class CostChooser:
         return Sizing(
             value, cost, p_short, from_request, scouts, default, default_p_short
         )
+
+    def priced(self, distribution: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Return what every candidate is expected to cost, before any request.
+
+        Returns ``(expected, p_short, scale)``: (n, C) expected costs in job runs
+        of the :attr:`candidates` (failure costs included), (n, C) the probability
+        that each is too little, and (n,) one job run in the target's unit. Only
+        for a priced target. :meth:`choose` takes the cheapest allowed column.
+        """
+        if self.kind is None:
+            raise ValueError(
+                f"The target {self.target!r} is not priced: it has no candidate costs."
+            )
+        p = np.asarray(distribution, dtype=float)
+        width = self.candidates.size
+        weighted = _weighted(p, self._tables)
+        per_scale = self._scale(weighted[:, -1])
+        expected = weighted[:, :width] / per_scale[:, None]
+        if self.settings.failure_cost:
+            failures = weighted[:, width : 2 * width]
+            expected = expected + self.settings.failure_cost * failures
+        return expected, weighted[:, 2 * width : 3 * width], per_scale
 
     def _scale(self, expected_use: np.ndarray) -> np.ndarray:
         """Return one job run in the target's unit per task (1 for memory), from
