@@ -79,15 +79,30 @@ def test_a_dearer_delay_writes_safer_memory(inputs):
     assert dear["scouts"] == cheap["scouts"]  # the price never touches the scouts
 
 
-def test_kept_scouts_tasks_run_exactly_as_scouts(inputs):
+def test_unfamiliar_tasks_start_at_once_with_the_top_class(inputs):
     # Every task outside the training domain (no transformation or framework
-    # known, no request in the simulated tasks): every task keeps its scouts.
+    # known, no request in the simulated tasks): every task skips its scouts and
+    # asks for what its scouts would without a request, the top class's value.
     bundle = dataclasses.replace(
         inputs.bundle, known_transformations=[], known_frameworks=[], combination=None
     )
-    sure_only = dataclasses.replace(inputs, bundle=bundle)
-    scouts, predictor, *_ = replay_inputs(sure_only)
-    assert dataclasses.replace(predictor, strategy="scouts") == scouts
+    unfamiliar = dataclasses.replace(inputs, bundle=bundle)
+    _, predictor, *_ = replay_inputs(unfamiliar)
+    jobs = inputs.jobs
+    top = inputs.bins["ramcount"].values[-1]
+    expected = replay(
+        "predictor",
+        "memory",
+        task=jobs["jeditaskid"].to_numpy(),
+        used=jobs["used_mb"].to_numpy(),
+        run_s=jobs["run_s"].to_numpy(),
+        cores=jobs["cores"].to_numpy(),
+        requested=np.full(len(jobs), float(top)),
+        ladder=np.asarray(inputs.bins["ramcount"].values, dtype=float),
+        remeasure=True,
+    )
+    assert predictor == expected
+    assert predictor.mean_bulk_delay_hours == 0.0
 
 
 def test_job_table_uses_memory_per_core_above_base_and_orders_scouts_first():
