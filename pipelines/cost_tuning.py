@@ -120,7 +120,11 @@ def choose_price(
     known = {t: np.isfinite(tasks[t].to_numpy(dtype=float)) for t in priced}
     jobs = {
         t: replay_jobs(
-            tasks[known[t]], t, _rows(requests.get(t), known[t]), bundle.bins[t]
+            tasks[known[t]],
+            t,
+            _rows(requests.get(t), known[t]),
+            bundle.bins[t],
+            no_request=predictor.policy.choosers[t].default_value,
         )
         for t in priced
     }

@@ -37,6 +37,7 @@ import pandas as pd
 
 from panda_predictor.bins_file import load_bins
 from panda_predictor.core.bins import BinSet
+from panda_predictor.core.cost_choice import DEFAULT_RAM_MB_PER_CORE
 from panda_predictor.core.replay import ReplayOutcome, replay, scout_delay
 from panda_predictor.errors import UserInputError
 from panda_predictor.serving.bundle import Bundle
@@ -48,8 +49,8 @@ from pipelines.train import TrainingConfig, train
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
-#: PanDA-like default memory request of a scout job, in MBPerCore.
-DEFAULT_SCOUT_RAM_MB = 2000.0
+#: PanDA's default memory request of a scout job, in MBPerCore (the queue's).
+DEFAULT_SCOUT_RAM_MB = DEFAULT_RAM_MB_PER_CORE
 #: Trees of the small XGBoost model trained for the replay.
 N_ESTIMATORS = 60
 TARGET = "ramcount"

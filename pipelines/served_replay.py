@@ -8,7 +8,7 @@ is taken as the task's use, and the written value costs what
 spare part, or its failed attempts and their retries, plus
 :attr:`~panda_predictor.core.cost_choice.CostSettings.failure_cost` per failed
 attempt). A task that keeps its scouts pays what its scouts realize: their first
-jobs ask for the default (the request, else the top class's value), and the bulk
+jobs ask for the default (the request, else the cost choice's default), and the bulk
 waits one job run for them (``delay_price``): :func:`replay_decision`.
 
 The replay goals are judged job by job instead (:func:`replay_bursts`): the tasks
@@ -73,6 +73,7 @@ def replay_jobs(
     request: np.ndarray | None,
     bins: TargetBins,
     rules: ReplayRules | None = None,
+    no_request: float | None = None,
 ) -> ReplayJobs:
     """Return labelled ``tasks`` as the jobs of a replay of ``target``.
 
@@ -82,7 +83,10 @@ def replay_jobs(
     order under PanDA's rules. A job uses its label value; its run time is the
     ``walltime`` label where known (:data:`DEFAULT_RUN_S` otherwise), its cores
     ``actualcorecount`` where a job log recorded them, else ``corecount`` (1 where
-    neither is known). Pass only tasks whose ``target`` label is known.
+    neither is known). Pass only tasks whose ``target`` label is known. A task
+    without a request asks for ``no_request`` (the cost choice's
+    :attr:`~panda_predictor.core.cost_choice.CostChooser.default_value`; None: the
+    top class's value).
     """
     n = len(tasks)
     created = pd.to_datetime(tasks["creationdate"]).to_numpy(dtype="datetime64[ns]")
@@ -111,6 +115,7 @@ def replay_jobs(
         ladder=np.maximum(np.asarray(bins.values, dtype=float), 1.0),
         request=np.full(n, np.nan) if request is None else np.asarray(request, float),
         rules=ReplayRules() if rules is None else rules,
+        no_request=no_request,
     )
 
 
@@ -178,7 +183,7 @@ def replay_decision(
         use = np.where(known, truth, 0.0)
         request = requests.get(t, np.full(n, np.nan))
         has_request = np.isfinite(request) & (request > 0)
-        default = np.where(has_request, request, chooser.ladder[-1])
+        default = np.where(has_request, request, chooser.default_value)
         written = np.asarray(decided[f"{t}_value"], dtype=float)
         edges = predictor.bundle.bins[t].edges
         least = float(edges[0]) if edges else 0.0
@@ -223,6 +228,7 @@ def replay_bursts(
             t,
             None if request is None else request[rows],
             predictor.bundle.bins[t],
+            no_request=predictor.policy.choosers[t].default_value,
         )
         value = np.asarray(decided[f"{t}_value"], dtype=float)[rows]
         known[t] = rows

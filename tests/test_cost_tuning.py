@@ -113,6 +113,9 @@ def test_tasks_replay_as_bursts_of_one_user_and_transformation():
     assert jobs.run_s.tolist() == [7200.0, 3600.0, 60.0, 60.0]  # unknown: an hour
     top = BINS["ramcount"].values[-1]
     assert jobs.default.tolist() == [2000.0, top, 4000.0, 1000.0]
+    # Without a request memory asks for the queue's default where one is given.
+    queue = replay_jobs(tasks, "ramcount", request, BINS["ramcount"], no_request=2e3)
+    assert queue.default.tolist() == [2000.0, 2000.0, 4000.0, 1000.0]
     time_jobs = replay_jobs(tasks, "walltime", None, BINS["walltime"])
     assert time_jobs.resource == "time" and np.isinf(time_jobs.cap).all()
 

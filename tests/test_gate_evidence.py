@@ -28,7 +28,7 @@ from model_registry.gate import (
 from model_registry.registry import register_bundle, set_alias
 from panda_predictor.bins_file import load_bins
 from panda_predictor.core.bins import BinSet
-from panda_predictor.core.cost_choice import MEMORY_STEPS_MB
+from panda_predictor.core.cost_choice import DEFAULT_RAM_MB_PER_CORE, MEMORY_STEPS_MB
 from panda_predictor.core.day_bootstrap import DayBootstrap
 from panda_predictor.core.scout_policy import APPLIED, KEPT_SCOUTS
 from panda_predictor.serving.bundle import save_bundle
@@ -198,12 +198,16 @@ def test_replay_prices_written_values_and_scouts_by_the_true_use(small_run):
     ram, time = own["ramcount"], own["walltime"]
     memory_retry = (1 + ram.delay_price) * 1.0 + (2000 - 1500) / gb + ram.failure_cost
     wall_retry = (1 + time.delay_price) * 10 / 20 + wall + time.failure_cost
-    # Scouts ask for the request, else the top class's value; the bulk waits.
+    # Scouts ask for the request, else (time) the top class's value and (memory)
+    # the queue's default, 2000 MB per core; the bulk waits. Task 1 uses 2500:
+    # its scout fails at 2000, as above, and fits at PanDA's next step, 3000.
     top = {t: BINS[t].values[-1] for t in PRICED}
+    assert DEFAULT_RAM_MB_PER_CORE == 2000.0
     scout_time = (top["cputime"] - 50) / 50 + (top["walltime"] - 20) / 20
+    scout_memory_retry = (1 + ram.delay_price) * 1.0 + (3000 - 2500) / gb
     scouts = [
-        delay + (top["ramcount"] - 2500) / gb + scout_time,
-        delay + (top["ramcount"] - 1500) / gb + scout_time,
+        delay + scout_memory_retry + ram.failure_cost + scout_time,
+        delay + (2000 - 1500) / gb + scout_time,
         delay + (4000 - 3000) / gb + scout_time,
     ]
     assert got.scouts_cost == pytest.approx(scouts)
@@ -255,7 +259,10 @@ def test_evidence_replays_the_served_decision_on_the_test_tasks(
         written = {t: float(decided[f"{t}_value"][i]) for t in PRICED}
         request = {t: float(parts.features[f"requested_{t}"].iloc[i]) for t in PRICED}
         default = {
-            t: request[t] if request[t] > 0 else BINS[t].values[-1] for t in PRICED
+            t: request[t]
+            if request[t] > 0
+            else (DEFAULT_RAM_MB_PER_CORE if t == "ramcount" else BINS[t].values[-1])
+            for t in PRICED
         }
         if any(written[t] < use[t] or default[t] < use[t] for t in PRICED):
             continue

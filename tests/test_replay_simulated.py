@@ -79,17 +79,17 @@ def test_a_dearer_delay_writes_safer_memory(inputs):
     assert dear["scouts"] == cheap["scouts"]  # the price never touches the scouts
 
 
-def test_unfamiliar_tasks_start_at_once_with_the_top_class(inputs):
+def test_unfamiliar_tasks_start_at_once_with_the_queue_default(inputs):
     # Every task outside the training domain (no transformation or framework
     # known, no request in the simulated tasks): every task skips its scouts and
-    # asks for what its scouts would without a request, the top class's value.
+    # asks for what its scouts would without a request, the queue's default.
     bundle = dataclasses.replace(
         inputs.bundle, known_transformations=[], known_frameworks=[], combination=None
     )
     unfamiliar = dataclasses.replace(inputs, bundle=bundle)
     _, predictor, *_ = replay_inputs(unfamiliar)
     jobs = inputs.jobs
-    top = inputs.bins["ramcount"].values[-1]
+    top = DEFAULT_SCOUT_RAM_MB
     expected = replay(
         "predictor",
         "memory",

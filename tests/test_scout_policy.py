@@ -80,8 +80,8 @@ def test_the_reasons_say_the_cost_and_the_scouts_cost():
     )
     assert reason_of(table, 1, targets, 0.5) == (
         "outside training domain (unknown transformation and framework): starts at "
-        "once with what its scouts would ask for (its requests, else the top "
-        "class); PanDA measures it after 5 jobs"
+        "once with what its scouts would ask for (its requests, else the "
+        "defaults); PanDA measures it after 5 jobs"
     )
     kept = {
         "reason_kind": np.array([COSTS_MORE], dtype=object),

@@ -156,10 +156,12 @@ def test_unknown_transformation_and_framework_start_with_the_scouts_values(
     (prediction,) = predictor.predict(task)
     assert prediction.decision == "applied"
     assert prediction.reason.startswith("outside training domain")
-    # Every priced target asks for its request, else its top class's value.
+    # Every priced target asks for its request, else its default: for memory the
+    # queue's, for time the top class's value.
+    policy = predictor.policy
     for t in ("ramcount", "cputime", "walltime"):
         request = float(task.get(f"requested_{t}", pd.Series([np.nan])).iloc[0])
-        default = request if request > 0 else bundle.bins[t].values[-1]
+        default = request if request > 0 else policy.choosers[t].default_value
         assert prediction.targets[t].value == pytest.approx(default), t
 
 

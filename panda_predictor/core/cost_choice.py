@@ -26,14 +26,16 @@ the wait of its retry in the queue again, taken as
 requeue_runs``).
 
 The value written is the candidate with the lowest expected cost. Candidates are
-the class values, the quantiles of every class, and the task's request where it
-has one. The written value never exceeds the request: a job cannot use more than it
-asked for (its batch system kills it there), so use above the request is counted
-as use *of* the request when the request itself is priced.
+the class values, the quantiles of every class, the default, and the task's
+request where it has one. The written value never exceeds the request: a job
+cannot use more than it asked for (its batch system kills it there), so use above
+the request is counted as use *of* the request when the request itself is priced.
 
 The scouts are kept where skipping them is expected to cost more than running
 them. Running them costs their own first jobs, which ask for the default (the
-task's request, else the top class's value), and the bulk's wait for them, one
+task's request; without one, for memory the queue's default of
+:data:`DEFAULT_RAM_MB_PER_CORE`, for time the top class's value, since no limit is
+set), and the bulk's wait for them, one
 job run: ``delay_price`` units per job. Skipping costs the first jobs at the
 written value. After either, PanDA re-measures the task from its finished jobs
 (after 5 and after 100), so the rest of the task costs the same both ways. A task
@@ -72,6 +74,9 @@ KIND_OF: dict[str, str | None] = {
     "ramcount": MEMORY,
     "iointensity": None,
 }
+#: What a job asks for without a memory request: a PanDA task without ramCount
+#: gets its queue's default, 2000 MB per core on WLCG sites (the scouts' too).
+DEFAULT_RAM_MB_PER_CORE = 2000.0
 #: PanDA's ``increase_memory`` steps, MB per core (see core.replay_panda).
 MEMORY_STEPS_MB: tuple[float, ...] = (1000.0, 2000.0, 3000.0, 4000.0, 6000.0, 8000.0)
 #: Attempts priced per job: retries go on until the job fits (one class up, then
@@ -281,7 +286,7 @@ class Sizing:
     expected cost in job runs, ``p_short`` the probability that it is too little
     (the job fails at least once), ``from_request`` whether the request was chosen,
     ``scouts_cost`` the expected cost of a scout job asking for the default (the
-    request, else the top class's value), ``default`` that value and
+    request, else :attr:`CostChooser.default_value`), ``default`` that value and
     ``default_p_short`` the probability that it is too little (0 for a request).
     """
 
@@ -389,9 +394,16 @@ class CostChooser:
                 f"({self.ladder.size}). Got {self.points.shape[0]} instead."
             )
         self.class_mean = self.points.mean(axis=1)
-        grid = np.unique(np.concatenate([self.points.ravel(), self.ladder]))
+        #: What a task without a request (and its scouts) asks for: for memory
+        #: the queue's default, for time the top class's value (no limit set).
+        self.default_value = (
+            DEFAULT_RAM_MB_PER_CORE if self.kind == MEMORY else float(self.ladder[-1])
+        )
+        grid = np.unique(
+            np.concatenate([self.points.ravel(), self.ladder, [self.default_value]])
+        )
         self.candidates = grid[grid > 0] if np.any(grid > 0) else grid
-        self._top = int(np.searchsorted(self.candidates, self.ladder[-1]))
+        self._default = int(np.searchsorted(self.candidates, self.default_value))
         if self.kind is not None:
             # cost[k, j]: mean cost of candidate j over class k's points, for time in
             # the target's own unit (divided by the task's scale in choose).
@@ -457,14 +469,14 @@ class CostChooser:
             # The request caps the value: candidates above it are not allowed.
             allowed = ~has_req[:, None] | (self.candidates[None, :] <= req[:, None])
             expected = np.where(allowed, expected, np.inf)
-        # Without a request the scouts ask for the top class's value.
-        scouts = expected[:, self._top].copy()
+        # Without a request the scouts ask for the default value.
+        scouts = expected[:, self._default].copy()
         best = expected.argmin(axis=1)
         value = self.candidates[best]
         cost = expected[rows, best]
         p_short = short[rows, best]
-        default = np.where(has_req, req, self.candidates[self._top])
-        default_p_short = np.where(has_req, 0.0, short[:, self._top])
+        default = np.where(has_req, req, self.default_value)
+        default_p_short = np.where(has_req, 0.0, short[:, self._default])
         from_request = np.zeros(n, dtype=bool)
         if any_request:
             r_cost = self._request_cost(p[has_req], req[has_req], per_scale[has_req])

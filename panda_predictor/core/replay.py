@@ -394,7 +394,9 @@ class ReplayJobs:
     benchmark's table and the delay price's tuning replay exactly the same system.
     Every first request is capped at the user's request where there is one (the
     jobs never ran past it), and so is every measurement; where there is none the
-    scouts, and every task that keeps them, ask for the top class's value.
+    scouts, and every task that keeps them, ask for ``no_request`` (for memory the
+    queue's default; None: the top class's value, as for time, where no limit is
+    set).
 
     :param resource: "time" or "memory".
     :param task: (n,) task code per job (:func:`tasks_from_bursts`), rows in job order.
@@ -404,6 +406,8 @@ class ReplayJobs:
     :param ladder: ascending class values (time retries go one class up).
     :param request: (n,) the user's request (NaN or <= 0: none).
     :param rules: PanDA's retry, maxAttempt and re-measurement rules.
+    :param no_request: what a job without a request asks for (None: the top
+        class's value).
     """
 
     resource: str
@@ -414,6 +418,7 @@ class ReplayJobs:
     ladder: np.ndarray
     request: np.ndarray
     rules: ReplayRules = ReplayRules()
+    no_request: float | None = None
 
     @property
     def cap(self) -> np.ndarray:
@@ -423,9 +428,11 @@ class ReplayJobs:
 
     @property
     def default(self) -> np.ndarray:
-        """Return per job what its scouts ask for: the request, else the top class."""
+        """Return per job what its scouts ask for: the request, else ``no_request``
+        (the top class's value where that is None)."""
         cap = self.cap
-        return np.where(np.isfinite(cap), cap, self.ladder[-1])
+        fallback = self.ladder[-1] if self.no_request is None else self.no_request
+        return np.where(np.isfinite(cap), cap, fallback)
 
     def _common(self) -> dict[str, Any]:
         return {

@@ -6,8 +6,8 @@ skipping them is expected to cost more than running them. An uncertain target ge
 a safer value; it sends the task back to scouts only when the safer value's waste
 costs more than the scouts' delay. A task outside what the models were trained on
 (both its transformation and its framework unseen) is not sized by them: it starts
-at once with what its scouts would have asked for (its requests, else the top
-class's value), and PanDA measures it after 5 jobs as it would have measured its
+at once with what its scouts would have asked for (its requests, else the defaults),
+and PanDA measures it after 5 jobs as it would have measured its
 scouts, without the wait.
 
 One rule, two outputs: :meth:`CostPolicy.decide_table` returns whole columns (the
@@ -34,7 +34,7 @@ KEPT_SCOUTS = "kept_scouts"
 COSTS_MORE = "costs_more"
 CHEAPER = "cheaper"
 #: An unfamiliar task: it starts at once with what its scouts would have asked
-#: for (its requests, else the top class's value).
+#: for (its requests, else the defaults: the queue's memory, the top time class).
 OUTSIDE_DOMAIN = "outside_domain"
 
 
@@ -91,7 +91,7 @@ class CostPolicy:
 
         An unfamiliar task (outside the training domain) starts at once with the
         values its scouts would have run with (OUTSIDE_DOMAIN): its requests, else
-        the top class's value.
+        each target's ``CostChooser.default_value``.
 
         Returns ``decision``, ``reason_kind`` (OUTSIDE_DOMAIN, COSTS_MORE or
         CHEAPER), ``total_cost`` (job
@@ -138,7 +138,7 @@ class CostPolicy:
             sized = self.choosers[t].choose(probs[t], request.get(t), fallback_class[t])
             if self.choosers[t].kind is not None and not all_in:
                 # An unfamiliar task's distribution says little: it asks for what
-                # its scouts would (its request, else the top class's value).
+                # its scouts would (its request, else the default).
                 own = ~dom
                 sized.value = np.where(own, sized.default, sized.value)
                 sized.expected_cost = np.where(
@@ -192,7 +192,7 @@ def reason_of(
         return (
             "outside training domain (unknown transformation and framework): "
             "starts at once with what its scouts would ask for (its requests, else "
-            "the top class); PanDA measures it after 5 jobs"
+            "the defaults); PanDA measures it after 5 jobs"
         )
     total, scouts = float(table["total_cost"][i]), float(table["scouts_cost"][i])
     parts = ", ".join(

@@ -28,7 +28,9 @@ Strategies, one table row each:
 
 Every first request is capped at the user's request when there is one, and so is
 every measurement: the trace's jobs never ran past it (the system kills them), and
-it is known at submission.
+it is known at submission. Where there is none, memory asks for the queue's default
+(:data:`~panda_predictor.core.cost_choice.DEFAULT_RAM_MB_PER_CORE`, what a PanDA
+job without a ramCount gets) and time for the top class's value (no limit set).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from panda_predictor.core.cost_choice import DEFAULT_RAM_MB_PER_CORE
 from panda_predictor.core.replay import (
     ReplayJobs,
     ReplayOutcome,
@@ -47,6 +50,9 @@ from pipelines.trace.walk_forward import REQUEST_OF, TargetRun
 
 #: Which replay resource each trace target is.
 RESOURCE = {"walltime": "time", "ramcount": "memory"}
+#: What a job without a request asks for, per resource (the cost choice's
+#: default): memory the queue's default; time the top class's value (absent).
+NO_REQUEST = {"memory": DEFAULT_RAM_MB_PER_CORE}
 #: Baseline rows that are not recency rules (the request rows replay the first).
 _NOT_RULES = ("baseline:request",)
 #: The request rows: every task starts at once with the user's request.
@@ -142,6 +148,7 @@ def replay_target(
         ladder=np.maximum(np.asarray(run.bins.values, dtype=float), 1.0),
         request=frame[REQUEST_OF[run.target]].to_numpy(dtype=float)[rows],
         rules=ReplayRules() if rules is None else rules,
+        no_request=NO_REQUEST.get(RESOURCE[run.target]),
     )
     outcomes = [jobs.scouts()]
     for model in models:
