@@ -112,6 +112,11 @@ class GateThresholds:
         The lead over each floor must exceed this many noise half-widths: 1 (a
         lead chance does not explain), 0 (any lead), down to -1 (only "not clearly
         below": for test sets too small to tell a model from the rules).
+    max_waste_rise:
+        Each ``served.<target>.wasted_hours`` may exceed the scouts' by at most
+        this fraction of theirs (plus the noise): 0 (no more waste than scouts),
+        0.5 (half again). For a site that would rather pay spare hours than failed
+        jobs: scouts started at a low default fail jobs but waste little.
     """
 
     max_accuracy_drop: float = 0.005
@@ -119,6 +124,7 @@ class GateThresholds:
     max_under_allocation_rise: float = 0.005
     max_delay_share: float = MAX_DELAY_SHARE
     floor_noise_factor: float = 1.0
+    max_waste_rise: float = 0.0
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
@@ -154,6 +160,7 @@ class GateThresholds:
             "max_under_allocation_rise": settings.gate_max_under_allocation_rise,
             "max_delay_share": settings.gate_max_delay_share,
             "floor_noise_factor": settings.gate_floor_noise_factor,
+            "max_waste_rise": settings.gate_max_waste_rise,
         }
         return cls(**{**fields, **parse_tolerances(overrides)})
 
@@ -359,7 +366,8 @@ def _goal_check(
     """Return the floor or replay goal of ``metric``: value, name, noise, passed.
 
     ``served.cost`` and each target's failed jobs and wasted hours may not exceed
-    the scouts' by more than the noise of the paired difference; the delay share
+    the scouts' by more than the noise of the paired difference (wasted hours: the
+    scouts' times ``1 + max_waste_rise``); the delay share
     may not exceed its threshold by more than its own noise. Other metrics go to
     :func:`_floor_check`.
     """
@@ -367,7 +375,12 @@ def _goal_check(
         scouts = _finite(evidence.floors.get(SCOUTS, {}).get(metric))
         if scouts is None:
             return None, "none measured", 0.0, False
-        return _at_most(challenger, scouts, SCOUTS, evidence.noise_of(SCOUTS, metric))
+        noise = evidence.noise_of(SCOUTS, metric)
+        if fnmatchcase(metric, wasted_hours_metric("*")) and limits.max_waste_rise:
+            limit = scouts * (1.0 + limits.max_waste_rise)
+            name = f"scouts x {1.0 + limits.max_waste_rise:g}"
+            return _at_most(challenger, limit, name, noise)
+        return _at_most(challenger, scouts, SCOUTS, noise)
     if metric == SERVED_DELAY:
         limit = limits.max_delay_share
         return _at_most(

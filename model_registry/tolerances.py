@@ -20,6 +20,7 @@ TOLERANCE_NAMES = {
     "under_allocation": "max_under_allocation_rise",
     "delay_share": "max_delay_share",
     "floor_noise_factor": "floor_noise_factor",
+    "waste": "max_waste_rise",
 }
 
 
@@ -31,7 +32,7 @@ def parse_tolerances(items: Iterable[str]) -> dict[str, float]:
     """Return :class:`GateThresholds` fields from ``NAME=VALUE`` texts.
 
     ``NAME`` is a key of :data:`TOLERANCE_NAMES` (``accuracy``, ``tail_recall``,
-    ``under_allocation``, ``delay_share``, ``floor_noise_factor``)
+    ``under_allocation``, ``delay_share``, ``floor_noise_factor``, ``waste``)
     or the field name itself; ``VALUE`` a finite number (>= 0; >= -1 for the noise
     factor).
     """

@@ -150,6 +150,13 @@ class Settings(BaseSettings):
         "model needs, in noise half-widths: 1 a lead chance does not explain, 0 any "
         "lead, -1 only not clearly below (test sets too small to tell).",
     )
+    gate_max_waste_rise: float = Field(
+        0.0,
+        ge=0.0,
+        description="How much more waste per job than the scouts' (as a fraction of "
+        "theirs: 0.5 is half again) a new model's replay may show per target, beyond "
+        "the noise; 0 is no more than the scouts.",
+    )
     bins_file: Path | None = Field(
         None,
         description="YAML file with the class edges per target; default: the "

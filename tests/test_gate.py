@@ -247,6 +247,25 @@ def test_the_goals_follow_the_thresholds():
     assert verdict_of(loose, DELAY).passed
 
 
+def test_the_waste_tolerance_allows_a_share_more_than_the_scouts():
+    challenger = {**GOOD, RAM_WASTE: 2.4}  # scouts 1.5: 1.6 times theirs
+    strict = verdict_of(judge(evidence(challenger, None), GateThresholds()), RAM_WASTE)
+    assert not strict.passed
+    by_name = GateThresholds(**parse_tolerances(["waste=0.5"]))
+    assert by_name == GateThresholds.from_settings(
+        load_settings(gate_max_waste_rise=0.5)
+    )
+    loose = verdict_of(judge(evidence(challenger, None), by_name), RAM_WASTE)
+    assert not loose.passed  # 2.4 > 1.5 x 1.5 = 2.25
+    wide = GateThresholds(max_waste_rise=0.7)
+    got = verdict_of(judge(evidence(challenger, None), wide), RAM_WASTE)
+    assert got.passed and (got.floor_name, got.floor) == ("scouts x 1.7", 1.5 * 1.7)
+    # The tolerance is for waste only: failed jobs stay at most the scouts'.
+    failing = {**GOOD, RAM_FAILED: 0.03}
+    got = verdict_of(judge(evidence(failing, None), wide), RAM_FAILED)
+    assert not got.passed
+
+
 def test_a_target_without_the_scouts_figure_fails():
     floors = {**FLOORS, "scouts": {COST: 1.42, RAM_FAILED: 0.02}}
     verdicts = judge(evidence(champion=None, floors=floors), GateThresholds())

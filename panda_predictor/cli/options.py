@@ -29,7 +29,7 @@ gate_tolerance_option = click.option(
     multiple=True,
     metavar="NAME=VALUE",
     help="How much worse than the champion (beyond the noise) the new model may "
-    "be; NAME is accuracy, tail_recall, under_allocation, delay_share or "
-    "floor_noise_factor. Repeatable; overrides the gate_* settings. Example: "
+    "be; NAME is accuracy, tail_recall, under_allocation, delay_share, "
+    "floor_noise_factor or waste. Repeatable; overrides the gate_* settings. Example: "
     "--gate-tolerance accuracy=0.02.",
 )
