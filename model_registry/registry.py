@@ -75,7 +75,14 @@ class StoreNotFoundError(NoChampionError):
 
 
 class BundleError(ValueError):
-    """A bundle folder or its manifest is not what the registry needs."""
+    """A bundle folder is missing a part, or its parts or its manifest disagree.
+
+    The one bundle error: the registry raises it on a manifest it cannot register,
+    :mod:`panda_predictor.serving.bundle` on a folder it cannot save into or load.
+    It lives here, in the registry layer below serving, so both may raise it and a
+    caller catches one type. A ``ValueError``, not a user error: where a folder comes
+    from the user (``--bundle``) the command wraps it in ``UserInputError``.
+    """
 
 
 def local_store_path(uri: str) -> Path | None:
