@@ -30,6 +30,7 @@ from urllib.parse import unquote, urlparse
 
 from model_registry.checksum import DIGEST_TAG, folder_checksums, tree_digest
 from model_registry.tracking import ensure_experiment, mlflow_client
+from panda_predictor.errors import UserFixableError
 
 if TYPE_CHECKING:
     from mlflow.entities.model_registry import ModelVersion
@@ -58,8 +59,12 @@ BINS_VERSION_TAG = "bins_version"
 REGISTER_EXPERIMENT = "panda-predictor-training"
 
 
-class RegistryError(RuntimeError):
-    """The model registry refused a request or holds something unexpected."""
+class RegistryError(UserFixableError, RuntimeError):
+    """The model registry refused a request or holds something unexpected.
+
+    A :class:`~panda_predictor.errors.UserFixableError` (the command line shows it as
+    one line), a ``RuntimeError`` like before, not a ``ValueError``.
+    """
 
 
 class NoChampionError(RegistryError):
