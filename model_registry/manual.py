@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import getpass
 import logging
-import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -164,9 +163,9 @@ def _checked_reason(reason: str | None) -> str:
     return text
 
 
-def operator() -> str:
-    """Return who is acting: the login name (``PANDA_PREDICTOR_OPERATOR`` wins)."""
-    named = os.environ.get("PANDA_PREDICTOR_OPERATOR")
+def operator(settings: Settings) -> str:
+    """Return who is acting: the login name (the ``operator`` setting wins)."""
+    named = (settings.operator or "").strip()
     if named:
         return named
     try:
@@ -235,7 +234,7 @@ def promote(
         info.version,
         current.version if current else None,
         current.version if current else None,
-        by or operator(),
+        by or operator(settings),
         datetime.now(UTC),
         text,
     )
@@ -269,7 +268,7 @@ def rollback(settings: Settings, reason: str, by: str | None = None) -> AliasMov
         target.version,
         current.version if current else None,
         further,
-        by or operator(),
+        by or operator(settings),
         datetime.now(UTC),
         text,
     )

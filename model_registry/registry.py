@@ -30,6 +30,7 @@ from urllib.parse import unquote, urlparse
 
 from model_registry.checksum import DIGEST_TAG, folder_checksums, tree_digest
 from model_registry.tracking import ensure_experiment, mlflow_client
+from panda_predictor.errors import UserFixableError
 
 if TYPE_CHECKING:
     from mlflow.entities.model_registry import ModelVersion
@@ -58,8 +59,12 @@ BINS_VERSION_TAG = "bins_version"
 REGISTER_EXPERIMENT = "panda-predictor-training"
 
 
-class RegistryError(RuntimeError):
-    """The model registry refused a request or holds something unexpected."""
+class RegistryError(UserFixableError, RuntimeError):
+    """The model registry refused a request or holds something unexpected.
+
+    A :class:`~panda_predictor.errors.UserFixableError` (the command line shows it as
+    one line), a ``RuntimeError`` like before, not a ``ValueError``.
+    """
 
 
 class NoChampionError(RegistryError):
@@ -75,7 +80,14 @@ class StoreNotFoundError(NoChampionError):
 
 
 class BundleError(ValueError):
-    """A bundle folder or its manifest is not what the registry needs."""
+    """A bundle folder is missing a part, or its parts or its manifest disagree.
+
+    The one bundle error: the registry raises it on a manifest it cannot register,
+    :mod:`panda_predictor.serving.bundle` on a folder it cannot save into or load.
+    It lives here, in the registry layer below serving, so both may raise it and a
+    caller catches one type. A ``ValueError``, not a user error: where a folder comes
+    from the user (``--bundle``) the command wraps it in ``UserInputError``.
+    """
 
 
 def local_store_path(uri: str) -> Path | None:

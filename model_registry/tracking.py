@@ -59,13 +59,26 @@ def registry_http_environment(settings: Settings) -> dict[str, str]:
     }
 
 
+def disable_mlflow_telemetry() -> None:
+    """Turn MLflow's usage telemetry off, unless the environment already says.
+
+    The one place that sets ``MLFLOW_DISABLE_TELEMETRY``. MLflow decides at the
+    first ``import mlflow`` of a process whether to start its telemetry client, so
+    this must run before that import: the entry points (the command line, the HTTP
+    app) call it first thing, and so does every function here before it imports
+    MLflow. Called, never run at import time, so importing a module of ours does not
+    change the environment. ``setdefault``: an operator's explicit value wins.
+    """
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
+
 def _prepare_mlflow_environment(settings: Settings) -> None:
     """Set the registry call bounds; turn off telemetry and progress bars.
 
     MLflow reads these variables on every request, so setting them before each
     client is built is enough (and a changed setting takes effect at once).
     """
-    os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
+    disable_mlflow_telemetry()
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     os.environ.update(registry_http_environment(settings))
 
@@ -124,7 +137,8 @@ def ensure_experiment(settings: Settings, experiment: str = TRAINING_EXPERIMENT)
 def configure_mlflow(settings: Settings, experiment: str = TRAINING_EXPERIMENT) -> str:
     """Point MLflow's process-wide state at the configured store and experiment.
 
-    Sets ``MLFLOW_DISABLE_TELEMETRY=true``, the tracking and registry URI, and makes
+    Turns telemetry off (:func:`disable_mlflow_telemetry`), sets the tracking and
+    registry URI, and makes
     ``experiment`` the active one (created under ``settings.artifact_root()`` for a
     local store). Returns the experiment id.
 
@@ -169,9 +183,9 @@ def start_training_run(
         Extra run tags (string values). The code's git commit, when known, is
         added as ``mlflow.source.git.commit``.
     """
+    experiment_id = configure_mlflow(settings, experiment)  # MLflow's env first
     import mlflow
 
-    experiment_id = configure_mlflow(settings, experiment)
     all_tags = {"panda_predictor.model_name": settings.model_name}
     commit = git_commit()
     if commit is not None:

@@ -19,6 +19,8 @@ from typing import Any
 from prometheus_client import REGISTRY, Counter, Gauge, start_http_server
 from prometheus_client import write_to_textfile as _write_to_textfile
 
+from panda_predictor.errors import OptionError
+
 TASKS = Counter(
     "panda_predictor_tasks_total",
     "Tasks handled by a hook, by decision.",
@@ -165,7 +167,7 @@ def publish_drift_run(run: Mapping[str, Any]) -> None:
         DRIFT_UNDER_ALLOCATION.labels(target).set(float(rate))
 
 
-class MetricsOptionError(ValueError):
+class MetricsOptionError(OptionError):
     """A metrics option (port, textfile path) the operator must fix."""
 
 

@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import AliasChoices, Field, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -294,6 +300,31 @@ class Settings(BaseSettings):
         description="HTTP service: on SIGTERM, how long requests already received "
         "may take to finish before the server stops anyway.",
     )
+    # The JEDI refiner runs inside JEDI, which builds it with no arguments of ours: it
+    # reads these (like every setting) through load_settings, so the environment
+    # variables PANDA_PREDICTOR_REFINER_* configure it without a config file.
+    refiner_url: str | None = Field(
+        None,
+        description="JEDI refiner: base URL of a panda-predictor HTTP service to ask "
+        "(HTTP mode); unset or empty: the refiner loads the champion in-process.",
+    )
+    refiner_timeout: float = Field(
+        2.0,
+        gt=0,
+        description="JEDI refiner, HTTP mode: total seconds one prediction may take "
+        "before the task keeps its scouts.",
+    )
+    refiner_reload_seconds: float = Field(
+        600.0,
+        gt=0,
+        description="JEDI refiner, in-process mode: seconds between looks for a newly "
+        "promoted champion.",
+    )
+    operator: str | None = Field(
+        None,
+        description="Who acts, recorded on a manual 'model promote' or 'model "
+        "rollback' (tag manual.by); unset or empty: the login name.",
+    )
     # The drift bounds are DriftThresholds' own, so a bad value fails here, in the
     # settings' one-line error, not later inside a drift check.
     drift_psi_threshold: float = Field(
@@ -371,6 +402,17 @@ class Settings(BaseSettings):
         if name not in LOG_LEVELS:
             raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
         return name
+
+    @field_validator("refiner_timeout", "refiner_reload_seconds", mode="before")
+    @classmethod
+    def _blank_refiner_seconds(cls, value: Any, info: ValidationInfo) -> Any:
+        """Read an empty variable as the default, as the refiner did before these
+        were settings, so a unit file with ``PANDA_PREDICTOR_REFINER_TIMEOUT=`` keeps
+        working."""
+        if isinstance(value, str) and not value.strip():
+            assert info.field_name is not None
+            return cls.model_fields[info.field_name].default
+        return value
 
     @field_validator("confidence_threshold")
     @classmethod

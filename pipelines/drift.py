@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -154,10 +153,14 @@ def _record_in_database(settings: Settings, run: DriftRun) -> str:
 
 
 def _log_mlflow(settings: Settings, run: DriftRun) -> str:
-    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    import mlflow
+    from model_registry.tracking import (
+        disable_mlflow_telemetry,
+        log_metrics,
+        start_training_run,
+    )
 
-    from model_registry.tracking import log_metrics, start_training_run
+    disable_mlflow_telemetry()  # before the first import of MLflow
+    import mlflow
 
     result = run.result
     metrics: dict[str, float] = {

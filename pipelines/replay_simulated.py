@@ -29,7 +29,6 @@ Run: ``python -m pipelines.replay_simulated --tasks 20000 --seed 1``.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -46,8 +45,6 @@ from pipelines.dataset import LabelledHistory, frames_to_history
 from pipelines.simulation import SimulationConfig, simulate_frames
 from pipelines.trace.replay_run import REMEASURED, format_goals
 from pipelines.train import TrainingConfig, train
-
-os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
 #: PanDA's default memory request of a scout job, in MBPerCore (the queue's).
 DEFAULT_SCOUT_RAM_MB = DEFAULT_RAM_MB_PER_CORE

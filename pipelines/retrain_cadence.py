@@ -114,9 +114,10 @@ def due_from_versions(
 def registered_versions(settings: Settings) -> list[Any]:
     """Return every registered version of the model (MLflow objects with ``version``
     and ``tags``); none when the model was never registered."""
-    from mlflow.exceptions import MlflowException
+    from model_registry.tracking import disable_mlflow_telemetry, mlflow_client
 
-    from model_registry.tracking import mlflow_client
+    disable_mlflow_telemetry()  # before the first import of MLflow
+    from mlflow.exceptions import MlflowException
 
     try:
         found = mlflow_client(settings).search_model_versions(

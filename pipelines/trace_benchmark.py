@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -410,10 +409,15 @@ def _metric_name(strategy: str) -> str:
 
 def log_to_mlflow(settings: Any, result: BenchmarkResult, files: list[Path]) -> str:
     """Log one MLflow run with the split as parameters and every figure as a metric."""
-    os.environ["MLFLOW_DISABLE_TELEMETRY"] = "true"
-    import mlflow
+    from model_registry.tracking import (
+        disable_mlflow_telemetry,
+        log_metrics,
+        log_params,
+        start_training_run,
+    )
 
-    from model_registry.tracking import log_metrics, log_params, start_training_run
+    disable_mlflow_telemetry()  # before the first import of MLflow
+    import mlflow
 
     with start_training_run(
         settings,

@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import mlflow
 import pandas as pd
 
 from model_registry.gate import (
@@ -27,6 +26,7 @@ from model_registry.gate import (
 )
 from model_registry.registry import ModelVersionInfo, register_bundle
 from model_registry.tracking import (
+    disable_mlflow_telemetry,
     log_feature_schema,
     log_metrics,
     log_params,
@@ -39,11 +39,6 @@ from panda_predictor.bins_file import bins_from_settings
 from panda_predictor.core.bins import BinSet
 from panda_predictor.db.engine import make_engine
 from panda_predictor.serving.bundle import save_bundle
-from panda_predictor.serving.pyfunc import (
-    BUNDLE_SUBDIR,
-    input_example,
-    save_pyfunc_model,
-)
 from panda_predictor.settings import Settings
 from pipelines.dataset import LabelledHistory, read_labelled_history
 from pipelines.drift import REFERENCE_FILE, build_reference
@@ -156,6 +151,17 @@ def train_and_register(
         incomparable champion is replaced only if
         ``settings.gate_promote_incomparable``.
     """
+    # MLflow (and the pyfunc module, which imports it) only now, after its
+    # telemetry is off: importing this module must not start MLflow's.
+    disable_mlflow_telemetry()
+    import mlflow
+
+    from panda_predictor.serving.pyfunc import (
+        BUNDLE_SUBDIR,
+        input_example,
+        save_pyfunc_model,
+    )
+
     bins = bins or bins_from_settings(settings)
     config = config or TrainingConfig()
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")

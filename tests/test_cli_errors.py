@@ -19,9 +19,11 @@ from panda_predictor.bins_file import BinsFileError
 from panda_predictor.cli import main
 from panda_predictor.cli.errors import user_errors
 from panda_predictor.db.engine import DatabaseError
-from panda_predictor.errors import UserInputError
+from panda_predictor.errors import OptionError, UserFixableError, UserInputError
+from panda_predictor.metrics import MetricsOptionError
 from panda_predictor.settings import SettingsError
 from panda_predictor.taskdef import TaskDefinitionError
+from pipelines.export import ExportMismatch
 
 
 @pytest.fixture
@@ -44,12 +46,28 @@ def env(tmp_path):
         pytest.param(FileNotFoundError("no file"), id="missing-file"),
         pytest.param(DatabaseError("no database"), id="database"),
         pytest.param(NoChampionError("no champion"), id="registry"),
+        pytest.param(ExportMismatch("run the export again"), id="export-mismatch"),
     ],
 )
 def test_user_errors_become_one_click_line(error):
     with pytest.raises(click.ClickException, match=str(error)) as info, user_errors():
         raise error
     assert info.value.__suppress_context__
+    assert not isinstance(info.value, click.UsageError)
+    assert info.value.exit_code == 1
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        pytest.param(OptionError("bad option"), id="option"),
+        pytest.param(MetricsOptionError("bad metrics port"), id="metrics-option"),
+    ],
+)
+def test_option_errors_exit_2_like_clicks_own(error):
+    with pytest.raises(click.UsageError, match=str(error)) as info, user_errors():
+        raise error
+    assert info.value.exit_code == 2
 
 
 @pytest.mark.parametrize(
@@ -68,9 +86,22 @@ def test_other_errors_pass_through_unchanged(error):
 
 def test_user_input_errors_are_value_errors():
     """``pytest.raises(ValueError)`` and callers catching ValueError keep working."""
-    for cls in (UserInputError, SettingsError, BinsFileError, TaskDefinitionError):
+    for cls in (
+        UserInputError,
+        SettingsError,
+        BinsFileError,
+        TaskDefinitionError,
+        MetricsOptionError,
+    ):
         assert issubclass(cls, UserInputError) and issubclass(cls, ValueError)
     assert issubclass(NoChampionError, RegistryError)
+
+
+def test_service_errors_are_user_fixable_but_no_value_errors():
+    """The CLI finds them by their base; code catching bad values must not."""
+    for cls in (DatabaseError, RegistryError, ExportMismatch):
+        assert issubclass(cls, UserFixableError) and issubclass(cls, RuntimeError)
+        assert not issubclass(cls, ValueError)
 
 
 def _one_error_line(result) -> str:

@@ -18,7 +18,7 @@ from model_registry.gate import (
     promote_if_not_worse,
     verdict_table,
 )
-from model_registry.manual import ManualModelError, promote, rollback
+from model_registry.manual import ManualModelError, operator, promote, rollback
 from model_registry.registry import (
     champion_version,
     get_version,
@@ -201,6 +201,15 @@ def test_promote_api_names_the_operator(three_versions):
     move = promote(settings, 3, "test", by="bob")
     assert move.by == "bob" and move.replaced == 2
     assert get_version(settings, 3).tags["manual.by"] == "bob"
+
+
+def test_operator_setting_wins_over_the_login_name(monkeypatch, tmp_path):
+    """PANDA_PREDICTOR_OPERATOR is the ``operator`` setting; blank means the login."""
+    monkeypatch.setenv("PANDA_PREDICTOR_OPERATOR", "carol")
+    assert operator(load_settings(home=tmp_path)) == "carol"
+    login = operator(load_settings(home=tmp_path, operator=None))
+    assert login not in ("", "carol")
+    assert operator(load_settings(home=tmp_path, operator="  ")) == login
 
 
 def test_help_has_examples():

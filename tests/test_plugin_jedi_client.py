@@ -20,7 +20,7 @@ from panda_predictor.plugins.prediction_client import (
     prediction_from_json,
     walltime_of,
 )
-from panda_predictor.settings import load_settings
+from panda_predictor.settings import SettingsError, load_settings
 
 PANDA_MAP = {
     "taskName": "mc23.recon.1",
@@ -220,16 +220,30 @@ def test_http_client_rejects_bad_options(url, timeout, match):
 
 
 def test_client_from_environment(monkeypatch, tmp_path):
-    settings = load_settings(home=tmp_path)
+    """The PANDA_PREDICTOR_REFINER_* variables reach the client through the settings."""
     monkeypatch.delenv("PANDA_PREDICTOR_REFINER_URL", raising=False)
-    assert isinstance(client_from_environment(settings), InProcessClient)
+    monkeypatch.setenv("PANDA_PREDICTOR_REFINER_RELOAD_SECONDS", "30")
+    local = client_from_environment(load_settings(home=tmp_path))
+    assert isinstance(local, InProcessClient) and local.reload_seconds == 30
     monkeypatch.setenv("PANDA_PREDICTOR_REFINER_URL", "http://h:8080/")
     monkeypatch.setenv("PANDA_PREDICTOR_REFINER_TIMEOUT", "0.3")
-    client = client_from_environment(settings)
+    client = client_from_environment(load_settings(home=tmp_path))
     assert (client.url, client.timeout) == ("http://h:8080/v1/predictions", 0.3)
-    monkeypatch.setenv("PANDA_PREDICTOR_REFINER_TIMEOUT", "soon")
-    with pytest.raises(ValueError, match="'PANDA_PREDICTOR_REFINER_TIMEOUT' variable"):
-        client_from_environment(settings)
+    for bad in ("soon", "0"):
+        monkeypatch.setenv("PANDA_PREDICTOR_REFINER_TIMEOUT", bad)
+        with pytest.raises(SettingsError, match="refiner_timeout"):
+            load_settings(home=tmp_path)
+    monkeypatch.setenv("PANDA_PREDICTOR_REFINER_TIMEOUT", " ")  # blank: the default
+    assert load_settings(home=tmp_path).refiner_timeout == 2.0
+
+
+def test_refiner_settings_come_from_the_config_file_too(monkeypatch, tmp_path):
+    for name in ("URL", "TIMEOUT", "RELOAD_SECONDS"):
+        monkeypatch.delenv(f"PANDA_PREDICTOR_REFINER_{name}", raising=False)
+    config = tmp_path / "pp.yaml"
+    config.write_text("refiner_url: http://h:8080\nrefiner_timeout: 1.5\n")
+    client = client_from_environment(load_settings(config, home=tmp_path))
+    assert (client.url, client.timeout) == ("http://h:8080/v1/predictions", 1.5)
 
 
 def test_in_process_client_loads_once_and_keeps_a_model(

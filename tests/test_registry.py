@@ -148,6 +148,15 @@ def test_manifest_errors(tmp_path, manifest, match):
         read_manifest(tmp_path)
 
 
+def test_serving_raises_the_registry_bundle_error(tmp_path):
+    """One BundleError: loading a bundle raises the registry's class, not a twin."""
+    from panda_predictor.serving import bundle
+
+    assert bundle.BundleError is BundleError
+    with pytest.raises(BundleError, match="missing 'bundle.json'"):
+        bundle.load_bundle(tmp_path)
+
+
 def test_register_stores_tags_and_download_returns_same_files(reg_settings, tmp_path):
     assert champion_version(reg_settings) is None
     bundle = make_bundle(tmp_path / "b1", "one", schema_hash="abc123")

@@ -7,7 +7,6 @@ only when it runs, so ``panda-predictor --help`` stays fast (no TensorFlow impor
 from __future__ import annotations
 
 import importlib
-import os
 from typing import Any
 
 import click
@@ -88,7 +87,10 @@ def main(
       panda-predictor --config /etc/panda-predictor.yaml hook --once
       panda-predictor hook --help
     """
-    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    # Before any sub-command imports MLflow (it starts telemetry on import).
+    from model_registry.tracking import disable_mlflow_telemetry
+
+    disable_mlflow_telemetry()
     overrides: dict[str, Any] = {}
     if verbose:
         overrides["log_level"] = "DEBUG"

@@ -12,19 +12,16 @@ from panda_predictor.settings import Settings
 
 def _run(ctx: click.Context, action: Callable[[Any, Settings], Any]) -> Any:
     """Run ``action(engine, settings)``; turn database errors into one clear line."""
-    from panda_predictor.db.engine import DatabaseError, make_engine
+    from panda_predictor.cli.errors import user_errors
+    from panda_predictor.db.engine import make_engine
 
     settings: Settings = ctx.obj
-    try:
+    with user_errors():  # a DatabaseError is user-fixable: one line, exit 1
         engine = make_engine(settings)
-    except DatabaseError as exc:
-        raise click.ClickException(str(exc)) from None
-    try:
-        return action(engine, settings)
-    except DatabaseError as exc:
-        raise click.ClickException(str(exc)) from None
-    finally:
-        engine.dispose()
+        try:
+            return action(engine, settings)
+        finally:
+            engine.dispose()
 
 
 def _where(settings: Settings) -> str:

@@ -7,30 +7,24 @@ from contextlib import contextmanager
 
 import click
 
-from panda_predictor.errors import UserInputError
+from panda_predictor.errors import OptionError, UserFixableError
 
 
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Re-raise what the user can fix as ``click.ClickException`` (one line, exit 1).
+    """Re-raise what the user can fix as a ``click.ClickException`` (one line).
 
-    Converted: :class:`~panda_predictor.errors.UserInputError` (a file, option,
-    setting or task definition is wrong: bins files, settings and task definitions
-    raise subclasses of it), a missing file, and the database's and the registry's
-    own errors, whose messages name the cause and the fix. Anything else, a plain
-    ``ValueError`` included, is a bug and keeps its traceback (STYLE.md point 6).
+    Converted by class, not by a list of adapters' errors: every
+    :class:`~panda_predictor.errors.UserFixableError` (bad input, i.e.
+    ``UserInputError`` and its settings, bins, task definition subclasses, and the
+    database's and the registry's errors, whose messages name the cause and the fix)
+    exits 1; an :class:`~panda_predictor.errors.OptionError` exits 2 with the usage
+    hint, as click's own option errors do; a missing file exits 1. Anything else, a
+    plain ``ValueError`` included, is a bug and keeps its traceback (STYLE.md point 6).
     """
-    from model_registry.registry import RegistryError
-    from panda_predictor.db.engine import DatabaseError
-    from panda_predictor.settings import SettingsError
-
     try:
         yield
-    except (
-        UserInputError,
-        FileNotFoundError,
-        DatabaseError,
-        SettingsError,
-        RegistryError,
-    ) as exc:
+    except OptionError as exc:
+        raise click.UsageError(str(exc)) from None
+    except (UserFixableError, FileNotFoundError) as exc:
         raise click.ClickException(str(exc)) from None

@@ -45,15 +45,12 @@ def export(
           panda-predictor export --to parquet /data/panda-export
     """
     from panda_predictor.cli.errors import user_errors
-    from pipelines.export import ExportMismatch, export_history
+    from pipelines.export import export_history
 
-    with user_errors():
-        try:
-            summary = export_history(
-                settings, out_dir, batch_rows=batch_rows, progress=not no_progress
-            )
-        except ExportMismatch as exc:
-            raise click.ClickException(str(exc)) from None
+    with user_errors():  # an ExportMismatch too: its message says to run it again
+        summary = export_history(
+            settings, out_dir, batch_rows=batch_rows, progress=not no_progress
+        )
     for name, written in summary.written.items():
         click.echo(
             f"{name}: {_months(written)} written ({summary.rows[name]} rows), "

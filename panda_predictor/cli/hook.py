@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from panda_predictor.cli.errors import user_errors
 from panda_predictor.settings import Settings
 
 
@@ -119,12 +120,10 @@ def hook(
             "--metrics-port is for --watch; with --once use --metrics-textfile."
         )
     if metrics_textfile:
-        from panda_predictor.metrics import MetricsOptionError, check_textfile_path
+        from panda_predictor.metrics import check_textfile_path
 
-        try:
+        with user_errors():  # a bad path is an OptionError: exit 2 like click's
             check_textfile_path(metrics_textfile)
-        except MetricsOptionError as exc:
-            raise click.UsageError(str(exc)) from exc
         # On close, so the pass's counts are written also when it exits 3.
         click.get_current_context().call_on_close(
             lambda: _write_textfile(metrics_textfile)
@@ -153,12 +152,10 @@ def _serve_metrics(port: int | None, host: str):
     """Start the /metrics endpoint of a watching hook (None: no endpoint)."""
     if port is None:
         return None
-    from panda_predictor.metrics import MetricsOptionError, serve_metrics
+    from panda_predictor.metrics import serve_metrics
 
-    try:
+    with user_errors():  # a port in use is an OptionError: exit 2 like click's
         server = serve_metrics(port, host)
-    except MetricsOptionError as exc:
-        raise click.UsageError(str(exc)) from exc
     click.echo(f"Metrics on http://{host}:{port}/metrics")
     return server
 

@@ -40,8 +40,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from panda_predictor.core.errors import NotFittedError
-from panda_predictor.core.tail_rule import _check_proba
+from panda_predictor.core.fitted import check_is_fitted
+from panda_predictor.core.tail_rule import FIT_ON_VALIDATION, _check_proba
 
 #: The methods :func:`make_calibrator` knows, in the order they are compared.
 METHODS: tuple[str, ...] = (
@@ -175,11 +175,7 @@ class Calibrator:
 
     def _classes_in(self) -> int | None:
         """Return the classes :meth:`transform` takes; raise if not fitted."""
-        if not hasattr(self, "n_classes_"):
-            raise NotFittedError(
-                f"This {type(self).__name__} is not fitted yet. Call 'fit' with "
-                "validation probabilities and labels first."
-            )
+        check_is_fitted(self, "n_classes_", FIT_ON_VALIDATION)
         return int(self.n_classes_)
 
     def _calibrate(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
@@ -195,8 +191,7 @@ class Calibrator:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the method and its learned state as JSON-ready values."""
-        if not hasattr(self, "n_classes_"):
-            raise NotFittedError(f"This {type(self).__name__} is not fitted yet.")
+        check_is_fitted(self, "n_classes_", FIT_ON_VALIDATION)
         return {"method": self.method, "n_classes_": self.n_classes_, **self._state()}
 
 

@@ -1,8 +1,9 @@
 """The errors of the estimators (features, models, decision rules) and the schema check.
 
-One :class:`NotFittedError` for every estimator, so a caller catches one type whatever
-it used too early, and one :func:`check_frame` that every estimator runs on a feature
-frame against its learned schema, so a schema mismatch reads the same everywhere.
+One :func:`check_frame` that every estimator runs on a feature frame against its
+learned schema, so a schema mismatch reads the same everywhere. The "used before
+``fit``" contract lives in :mod:`panda_predictor.core.fitted`; its
+:class:`NotFittedError` is re-exported here, where callers have long imported it.
 Pure: pandas only.
 """
 
@@ -13,9 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-
-class NotFittedError(ValueError, AttributeError):
-    """Raised when an estimator is used before ``fit`` (scikit-learn's bases)."""
+from panda_predictor.core.fitted import NotFittedError as NotFittedError
 
 
 class FeatureSchemaError(ValueError):

@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from panda_predictor.core.errors import FeatureSchemaError, NotFittedError, check_frame
+from panda_predictor.core.errors import FeatureSchemaError, check_frame
+from panda_predictor.core.fitted import NotFittedError, check_is_fitted
 from panda_predictor.core.history import (
     HISTORY_GROUPS,
     RecentHistoryIndex,
@@ -232,11 +233,13 @@ class FeaturePipeline:
         return hashlib.sha256(blob).hexdigest()[:16]
 
     def _check_fitted(self) -> None:
-        if not hasattr(self, "schema_hash_"):
-            raise NotFittedError(
-                "This FeaturePipeline is not fitted yet. Call 'fit' with training "
-                "tasks (or load a fitted one with 'from_dict') before using it."
-            )
+        """Raise :class:`NotFittedError` before ``fit`` or ``from_dict`` has run."""
+        check_is_fitted(
+            self,
+            "schema_hash_",
+            "Call 'fit' with training tasks (or load a fitted one with 'from_dict') "
+            "before using it.",
+        )
 
     def transform(self, tasks: pd.DataFrame, history: Any = None) -> pd.DataFrame:
         """Return the features of ``tasks`` (index aligned) in the learned schema.

@@ -23,13 +23,17 @@ from typing import Any
 import numpy as np
 
 # The one error of every unfitted estimator; re-exported for the rule's callers.
-from panda_predictor.core.errors import NotFittedError as NotFittedError
+from panda_predictor.core.fitted import NotFittedError as NotFittedError
+from panda_predictor.core.fitted import check_is_fitted
 from panda_predictor.core.reason_text import compared, number
 
 #: Threshold used for a tail class that has no sample in the validation data. It is
 #: deliberately low (conservative): the tail class is chosen as soon as the model
 #: gives it one chance in five, which over-allocates rather than under-allocates.
 DEFAULT_FALLBACK_THRESHOLD = 0.2
+#: What to call before using a tail rule or a calibrator: both learn on the validation
+#: split's probabilities, so their "not fitted" messages say the same.
+FIT_ON_VALIDATION = "Call 'fit' with validation probabilities and labels first."
 
 
 def _check_proba(proba: Any, n_classes: int | None = None) -> np.ndarray:
@@ -252,11 +256,8 @@ class TailDecisionRule:
         return float(ranked_scores[ok[-1]])
 
     def _check_fitted(self) -> None:
-        if not hasattr(self, "thresholds_"):
-            raise NotFittedError(
-                "This TailDecisionRule is not fitted yet. Call 'fit' with validation "
-                "probabilities and labels first."
-            )
+        """Raise :class:`NotFittedError` before ``fit`` or ``from_dict`` has run."""
+        check_is_fitted(self, "thresholds_", FIT_ON_VALIDATION)
 
     def predict(self, proba: Any) -> np.ndarray:
         """Return each row's class: a tail class past its threshold, or argmax."""

@@ -24,6 +24,7 @@ from panda_predictor.db.tables import (
     panda_tables,
     plugin_tables,
 )
+from panda_predictor.errors import UserFixableError
 from panda_predictor.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -35,8 +36,13 @@ URL_EXAMPLES = (
 )
 
 
-class DatabaseError(RuntimeError):
-    """A database problem, described in one line that names the cause and the fix."""
+class DatabaseError(UserFixableError, RuntimeError):
+    """A database problem, described in one line that names the cause and the fix.
+
+    A :class:`~panda_predictor.errors.UserFixableError` (the command line shows it as
+    one line) but not a ``ValueError``: code that catches bad values must not take an
+    unreachable database for one.
+    """
 
 
 def safe_url(url: URL | str) -> str:

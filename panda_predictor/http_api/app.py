@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from flask import Flask
 
+from model_registry.tracking import disable_mlflow_telemetry
 from panda_predictor.http_api import health, metrics, models, predictions, tasks
 from panda_predictor.http_api.admission import LoadShedder
 from panda_predictor.http_api.errors import register_error_handlers
@@ -55,7 +56,7 @@ def create_app(
     The app's ``wsgi_app`` is a :class:`LoadShedder`; a server that can tell how
     many requests wait sets its ``waiting`` probe (``panda-predictor serve`` does).
     """
-    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    disable_mlflow_telemetry()  # before the champion loader imports MLflow
     # MLflow keeps one engine per store URI for the whole process; pooled SQLite
     # connections would keep reading a store file that was since replaced (a store
     # put back after it went missing), so the service would never recover. Without

@@ -18,9 +18,11 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-# NotFittedError is re-exported: ``from panda_predictor.models import NotFittedError``.
-from panda_predictor.core.errors import NotFittedError as NotFittedError
 from panda_predictor.core.errors import check_frame
+
+# NotFittedError is re-exported: ``from panda_predictor.models import NotFittedError``.
+from panda_predictor.core.fitted import NotFittedError as NotFittedError
+from panda_predictor.core.fitted import check_is_fitted
 
 #: Name of the reserved first category that unseen values are mapped to.
 UNKNOWN_CATEGORY = "__unknown__"
@@ -77,11 +79,7 @@ class ResourceClassifier:
 
     def _check_fitted(self, method: str) -> None:
         """Raise :class:`NotFittedError` when ``fit`` has not run yet."""
-        if not hasattr(self, "classes_"):
-            raise NotFittedError(
-                f"This {type(self).__name__} instance is not fitted yet. "
-                f"Call 'fit' before '{method}'."
-            )
+        check_is_fitted(self, "classes_", f"Call 'fit' before '{method}'.")
 
     def _validate_training(
         self, X: Any, y: Any, name_x: str = "X", name_y: str = "y"

@@ -13,16 +13,16 @@ at that point: NaN) and asks one of two clients:
 
 Both raise :class:`PredictionUnavailable` (with a short ``reason`` used as the metric
 label) when no prediction can be made; the refiner turns that into "keep scouts".
-:func:`client_from_environment` picks one from the ``PANDA_PREDICTOR_REFINER_*``
-environment variables, because JEDI builds a refiner from ``modConfig`` with no
-arguments of ours.
+:func:`client_from_environment` picks one from the ``refiner_*`` settings, which
+:func:`~panda_predictor.settings.load_settings` reads from the
+``PANDA_PREDICTOR_REFINER_*`` environment variables (or the config file), because
+JEDI builds a refiner from ``modConfig`` with no arguments of ours.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import time
 import urllib.error
@@ -37,14 +37,10 @@ from panda_predictor.settings import Settings
 
 log = logging.getLogger(__name__)
 
-#: Base URL of the panda-predictor HTTP service; set it to use HTTP mode.
-URL_ENV = "PANDA_PREDICTOR_REFINER_URL"
-#: Total seconds one HTTP prediction may take before the task keeps its scouts.
-TIMEOUT_ENV = "PANDA_PREDICTOR_REFINER_TIMEOUT"
-#: Seconds between champion reloads of the in-process client.
-RELOAD_ENV = "PANDA_PREDICTOR_REFINER_RELOAD_SECONDS"
-DEFAULT_TIMEOUT = 2.0
-DEFAULT_RELOAD_SECONDS = 600.0
+# The clients' defaults are the settings' own, so a client built by hand and one
+# built from the settings agree.
+DEFAULT_TIMEOUT: float = Settings.model_fields["refiner_timeout"].default
+DEFAULT_RELOAD_SECONDS: float = Settings.model_fields["refiner_reload_seconds"].default
 #: Largest HTTP response read (a prediction is about 2 kB).
 MAX_RESPONSE_BYTES = 1 << 20
 
@@ -386,35 +382,18 @@ class HttpClient:
             ) from exc
 
 
-def _float_env(name: str, default: float) -> float:
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise ValueError(
-            f"The '{name}' variable must be a positive number of seconds. "
-            f"Got {text!r} instead."
-        )
-    return value
-
-
 def client_from_environment(settings: Settings) -> PredictionClient:
-    """Return the HTTP client when ``PANDA_PREDICTOR_REFINER_URL`` is set, else local.
+    """Return the HTTP client when the ``refiner_url`` setting is set, else local.
 
-    ``PANDA_PREDICTOR_REFINER_TIMEOUT`` (seconds, default 2) bounds an HTTP call;
-    ``PANDA_PREDICTOR_REFINER_RELOAD_SECONDS`` (default 600) is how often the
-    in-process client looks for a new champion.
+    The settings come from the environment (``PANDA_PREDICTOR_REFINER_URL``,
+    ``..._TIMEOUT``, ``..._RELOAD_SECONDS``) or the config file, checked there:
+    ``refiner_timeout`` (seconds) bounds an HTTP call; ``refiner_reload_seconds`` is
+    how often the in-process client looks for a new champion.
     """
-    url = os.environ.get(URL_ENV, "").strip()
+    url = (settings.refiner_url or "").strip()
     if url:
-        return HttpClient(url, _float_env(TIMEOUT_ENV, DEFAULT_TIMEOUT))
-    return InProcessClient(
-        settings, reload_seconds=_float_env(RELOAD_ENV, DEFAULT_RELOAD_SECONDS)
-    )
+        return HttpClient(url, settings.refiner_timeout)
+    return InProcessClient(settings, reload_seconds=settings.refiner_reload_seconds)
 
 
 __all__ = [

@@ -24,6 +24,8 @@ from typing import Any
 
 import yaml
 
+# The one BundleError, defined in the lower registry layer; re-exported for callers.
+from model_registry.registry import BundleError as BundleError
 from panda_predictor.core.bins import BinSet
 from panda_predictor.core.calibration import (
     Calibrator,
@@ -38,10 +40,6 @@ from panda_predictor.core.tail_rule import TailDecisionRule
 from panda_predictor.models import ResourceClassifier, load_classifier
 
 BUNDLE_FORMAT = 1
-
-
-class BundleError(ValueError):
-    """A bundle folder is missing a part or its parts disagree."""
 
 
 @dataclass

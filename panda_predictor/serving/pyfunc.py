@@ -15,7 +15,6 @@ task the decision and, per target, class, value written and confidence.
 from __future__ import annotations
 
 import logging
-import os
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,8 +37,9 @@ BUNDLE_SUBDIR = f"artifacts/{BUNDLE_ARTIFACT}"
 #: Rows of the training window kept as the model's input example.
 EXAMPLE_ROWS = 3
 
-os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-
+# Importing this module imports MLflow: callers turn its telemetry off first
+# (model_registry.tracking.disable_mlflow_telemetry); MLflow's own loader has already
+# imported MLflow when it imports this module.
 with warnings.catch_warnings():
     # Importing pyfunc builds MLflow's agent schemas, which warn about their own
     # type hints: noise for every user of this module.

@@ -41,6 +41,7 @@ from panda_predictor.db.engine import (
 )
 from panda_predictor.db.job_archive import archive_exists
 from panda_predictor.db.job_inputs import contents_exist
+from panda_predictor.errors import UserFixableError
 from panda_predictor.settings import Settings
 from pipelines.export.layout import Manifest, Month, months_between, part_path
 
@@ -55,8 +56,12 @@ CONTENTS = "jedi_dataset_contents"
 DEFAULT_BATCH_ROWS = 50_000
 
 
-class ExportMismatch(RuntimeError):
-    """The rows written for a month do not match the rows the database holds."""
+class ExportMismatch(UserFixableError, RuntimeError):
+    """The rows written for a month do not match the rows the database holds.
+
+    User-fixable (the command line shows one line): the message names the table and
+    month and says to run the export again.
+    """
 
 
 @dataclass
