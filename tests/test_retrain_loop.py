@@ -69,12 +69,11 @@ FAST = TrainingConfig(
 #: champion wastes 1.12 GB-hours per job against the scouts' 0.52 (noise 0.28) and
 #: fails 0.05 of the jobs against their 0.41, whose first jobs start at the queue's
 #: 2000 MB per core; the model retrained after the change wastes 1.19 against 0.35
-#: and fails 0.06 against 0.60 (measured). The loop accepts up to 4 times the scouts' waste
-#: (max_waste_rise=3); the default (no more waste) is tested in test_gate.py.
+#: and fails 0.06 against 0.60 (measured). The loop accepts up to 4 times the
+#: scouts' waste (max_waste_rise=3); the default (no more waste) is tested in
+#: test_gate.py.
 WASTE_FOR_FAILURES = 3.0
-SMALL_WORLD = GateThresholds(
-    floor_noise_factor=-1.0, max_waste_rise=WASTE_FOR_FAILURES
-)
+SMALL_WORLD = GateThresholds(floor_noise_factor=-1.0, max_waste_rise=WASTE_FOR_FAILURES)
 #: A ~200-task test set moves the other targets' rates by several points between two
 #: fits (its top walltime class has 17 tasks: two misses cost 0.12 of recall); a
 #: gate tolerance at that noise level lets the ramcount fix through.
