@@ -1,4 +1,5 @@
-"""Benchmark the published sizing methods (core/peers.py) on a worst-case history.
+"""Benchmark the published sizing methods (core/replay/peers.py) on a worst-case
+history.
 
 A seeded synthetic log: ``--jobs`` jobs over about 3,000 keys (Zipf sizes), each
 job an hour long on average, so nearly every job sees its own window of the 100
@@ -23,7 +24,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from panda_predictor.core.peers import PEER_METHODS, peer_requests  # noqa: E402
+from panda_predictor.core.replay.peers import PEER_METHODS, peer_requests  # noqa: E402
 
 
 def history(n_jobs: int, seed: int) -> dict[str, np.ndarray]:
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     columns = history(args.jobs, args.seed)
     n_keys = np.unique(columns["key"]).size
     lines = [
-        "## Published sizing methods (core/peers.py)",
+        "## Published sizing methods (core/replay/peers.py)",
         "",
         f"Synthetic history: {args.jobs:,} jobs, {n_keys:,} keys, window 100; best "
         f"of {args.repeat} runs; {platform.machine()}, {time.strftime('%Y-%m-%d')}, "

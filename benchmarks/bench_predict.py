@@ -115,7 +115,7 @@ def time_single(
     Interleaved call by call, so that a change of load on the shared machine
     weighs on both alike.
     """
-    from panda_predictor.core.features import TASK_COLUMNS
+    from panda_predictor.core.features.pipeline import TASK_COLUMNS
     from panda_predictor.serving.decision import decide_records
 
     # What is timed must be the one-record route the service takes.

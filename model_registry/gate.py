@@ -57,7 +57,7 @@ from model_registry.tolerances import (
 )
 from model_registry.tracking import mlflow_client
 from model_registry.verdict_table import verdict_table
-from panda_predictor.core.replay_goals import MAX_DELAY_SHARE
+from panda_predictor.core.replay.goals import MAX_DELAY_SHARE
 
 if TYPE_CHECKING:
     from panda_predictor.settings import Settings

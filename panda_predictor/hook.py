@@ -29,7 +29,8 @@ more is written or audited, the tasks left are counted ``stopped_by_kill_switch`
 and the pass ends (the next pass, in legacy mode, audits them). In
 ``mode: shadow`` every task is predicted and audited ``shadow`` and nothing is
 written to JEDI_TASKS; with ``rollout_share`` below 1 the tasks outside the share
-are audited ``held_back`` and keep their scouts (:mod:`panda_predictor.core.rollout`).
+are audited ``held_back`` and keep their scouts
+(:mod:`panda_predictor.core.decide.rollout`).
 
 With ``output: publish`` (or ``both``) a batch's decided tasks are sent as
 ``scout_prediction`` messages for JEDI's AIParameterAdjuster instead of (or besides)
@@ -61,8 +62,8 @@ from sqlalchemy.exc import (
     ProgrammingError,
 )
 
-from panda_predictor.core.rollout import route_all
-from panda_predictor.core.task_prediction import TaskPrediction
+from panda_predictor.core.decide.rollout import route_all
+from panda_predictor.core.domain.task_prediction import TaskPrediction
 from panda_predictor.db.claims import TaskClaims
 from panda_predictor.db.engine import make_engine, translate_errors
 from panda_predictor.db.reader import find_eligible_tasks, read_task_features
@@ -441,7 +442,8 @@ class SubmitHook:
                         None if legacy else read_task_features(conn, self.settings, ids)
                     )
                 predictions, failures = serving.predict(ids, tasks)
-                if not legacy:  # shadow mode and the rollout share (core.rollout)
+                # shadow mode and the rollout share (core.decide.rollout)
+                if not legacy:
                     predictions = route_all(
                         predictions, self.settings.mode, self.settings.rollout_share
                     )

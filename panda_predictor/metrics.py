@@ -108,7 +108,7 @@ HOOK_DECISIONS = (
     "stopped_by_kill_switch",
     "error",
 )
-#: Verdicts of a drift run (see :class:`panda_predictor.core.drift.DriftResult`).
+#: Verdicts of a drift run (see :class:`panda_predictor.core.assess.drift.DriftResult`).
 DRIFT_VERDICTS = ("drift", "no_drift", "too_few_outcomes")
 
 

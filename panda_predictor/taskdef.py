@@ -6,7 +6,7 @@ camelCase names of a PanDA task parameter map (``processingType``, ``coreCount``
 ``transPath``, ...). :func:`parse_task_definitions` validates one definition or a list
 with pydantic and raises :class:`TaskDefinitionError`, whose message names the field,
 what was expected and what came; :func:`tasks_frame` then builds the one-row-per-task
-frame (columns :data:`~panda_predictor.core.features.TASK_COLUMNS`) that
+frame (columns :data:`~panda_predictor.core.features.pipeline.TASK_COLUMNS`) that
 :class:`~panda_predictor.serving.predictor.Predictor` expects. PanDA's names stop here.
 
 A real parameter map carries many keys that do not describe resources (``taskName``,
@@ -36,7 +36,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from panda_predictor.core.features import TASK_COLUMNS
+from panda_predictor.core.features.pipeline import TASK_COLUMNS
 from panda_predictor.errors import UserInputError
 
 #: Most tasks one request or file may hold (keeps a single call bounded).

@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from panda_predictor.bins_file import save_bins
 from panda_predictor.core.bins import BinSet, fit_bins
+from panda_predictor.core.domain.targets import TARGET_NAMES
 from panda_predictor.core.labels import (
     DEFAULT_LABEL_PARAMS,
     JOB_COLUMNS,
@@ -29,7 +30,6 @@ from panda_predictor.core.labels import (
     LabelParams,
     labels_frame,
 )
-from panda_predictor.core.targets import TARGET_NAMES
 from panda_predictor.db.engine import make_engine
 from panda_predictor.db.reader import iter_history
 from panda_predictor.errors import UserInputError

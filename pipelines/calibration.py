@@ -2,7 +2,7 @@
 
 What is calibrated is what is served: per task the combination's output (the
 model's probabilities, or their mix with the followed rule's class, see
-:func:`~panda_predictor.core.calibration.served_mixture`). The validation tasks
+:func:`~panda_predictor.core.decide.calibration.served_mixture`). The validation tasks
 are replayed in time order, each judged on the records known before it, as
 serving judges a new task (:func:`pipelines.combination.replay`); without a
 combination the model's probabilities are calibrated. The test part is replayed
@@ -19,14 +19,14 @@ import numpy as np
 import pandas as pd
 
 from panda_predictor.core.bins import BinSet
-from panda_predictor.core.calibration import (
+from panda_predictor.core.decide.calibration import (
     Calibrator,
     cumulative_calibration_error,
     expected_calibration_error,
     fit_calibrator,
     served_mixture,
 )
-from panda_predictor.core.experts import CombinationParams
+from panda_predictor.core.decide.experts import CombinationParams
 from pipelines.combination import replay
 
 

@@ -1,6 +1,6 @@
 """Choose how the model and the recency rules are combined, on the deployment's past.
 
-The combination (:mod:`panda_predictor.core.experts`) has a few knobs: how fast a
+The combination (:mod:`panda_predictor.core.decide.experts`) has a few knobs: how fast a
 key forgets (``decay``), which key keeps a record (the user, or the user's
 transformation) and how many finished tasks a key needs before its own record
 decides. Instead of constants tuned on our development logs, each training run
@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from panda_predictor.core.assess.evaluation import evaluate_target
 from panda_predictor.core.bins import BinSet
-from panda_predictor.core.evaluation import evaluate_target
-from panda_predictor.core.experts import (
+from panda_predictor.core.decide.experts import (
     RECORD_KEYS,
     CombinationParams,
     Combined,
@@ -34,7 +34,7 @@ from panda_predictor.core.experts import (
     record_scores,
     rule_values,
 )
-from panda_predictor.core.history import HISTORY_GROUPS, group_key, to_naive_ns
+from panda_predictor.core.features.history import HISTORY_GROUPS, group_key, to_naive_ns
 
 #: The candidates every training run tries (all combinations of these values).
 DECAYS: tuple[float, ...] = (0.5, 0.8, 0.95)

@@ -3,8 +3,9 @@
 Two parts of the decision (docs/decisions.md) come from the deployment's own past,
 like the half-life and the combination's settings:
 
-- **the use spread per class** (:class:`~panda_predictor.core.cost_choice.UseTable`):
-  quantiles of the training part's label values inside each class;
+- **the use spread per class**
+  (:class:`~panda_predictor.core.decide.cost_choice.UseTable`): quantiles of the
+  training part's label values inside each class;
 - **the delay price of each priced target** (what one core-hour of a job's delay
   is worth, in core-hours; a failed attempt delays its job, so the price sets how
   careful the values are). The served decision runs over the validation part
@@ -15,7 +16,7 @@ like the half-life and the combination's settings:
   Per target the price with the largest *expected worst margin* wins: the
   smaller of the relative savings in failed jobs and in wasted hours against the
   scouts, so neither goal is bought with the other, averaged over resampled
-  validation days (:class:`~panda_predictor.core.day_bootstrap.DayBootstrap`), so
+  validation days (:class:`~panda_predictor.core.assess.day_bootstrap.DayBootstrap`), so
   a price whose lead on one goal is within the days' noise counts for less than
   one that leads on both. Ties go to the larger price (the more careful values).
   An operator's ``delay_price`` setting wins over all of them at run time.
@@ -28,10 +29,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from panda_predictor.core.assess.day_bootstrap import DayBootstrap
 from panda_predictor.core.bins import BinSet
-from panda_predictor.core.cost_choice import DELAY_PRICES, CostSettings, UseTable
-from panda_predictor.core.day_bootstrap import DayBootstrap
-from panda_predictor.core.replay import JobOutcomes
+from panda_predictor.core.decide.cost_choice import DELAY_PRICES, CostSettings, UseTable
+from panda_predictor.core.replay.engine import JobOutcomes
 from panda_predictor.serving.bundle import Bundle
 from panda_predictor.serving.predictor import Predictor
 from pipelines.served_replay import (

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from prometheus_client import Gauge
 
-from panda_predictor.core.drift import (
+from panda_predictor.core.assess.drift import (
     DriftResult,
     DriftThresholds,
     build_profile,
@@ -30,8 +30,8 @@ from panda_predictor.core.drift import (
     feature_drift,
     performance_drift,
 )
-from panda_predictor.core.feedback import target_scores
-from panda_predictor.core.targets import TARGET_NAMES
+from panda_predictor.core.assess.feedback import target_scores
+from panda_predictor.core.domain.targets import TARGET_NAMES
 from panda_predictor.metrics import publish_drift_run
 from panda_predictor.settings import Settings
 

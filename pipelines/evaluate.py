@@ -19,18 +19,18 @@ import numpy as np
 import pandas as pd
 
 from panda_predictor.bins_file import bins_from_settings
-from panda_predictor.core.bins import BinSet
-from panda_predictor.core.evaluation import (
+from panda_predictor.core.assess.evaluation import (
     MultiTargetEvaluation,
     all_correct,
     evaluate_targets,
 )
-from panda_predictor.core.splits import (
+from panda_predictor.core.assess.splits import (
     TimeSplit,
     time_ordered_split,
     walk_forward_months,
 )
-from panda_predictor.core.tail_rule import CoverageCurve, coverage_accuracy_curve
+from panda_predictor.core.bins import BinSet
+from panda_predictor.core.decide.tail_rule import CoverageCurve, coverage_accuracy_curve
 from panda_predictor.db.engine import make_engine
 from panda_predictor.errors import UserInputError
 from panda_predictor.serving.loader import load_champion

@@ -2,7 +2,7 @@
 
 For the audited tasks predicted in a window, reads their task rows and job records,
 computes the truth and job outcomes with
-:func:`panda_predictor.core.feedback.task_outcomes` and replaces their outcome
+:func:`panda_predictor.core.assess.feedback.task_outcomes` and replaces their outcome
 rows, chunk by chunk (one transaction per chunk, so a killed run loses at most a
 chunk and a rerun simply rewrites it).
 """
@@ -16,13 +16,13 @@ from datetime import UTC, datetime
 import pandas as pd
 
 from panda_predictor.bins_file import bins_from_settings
-from panda_predictor.core.bins import BinSet
-from panda_predictor.core.feedback import (
+from panda_predictor.core.assess.feedback import (
     OutcomeParams,
     decision_summary,
     task_outcomes,
     weekly_summary,
 )
+from panda_predictor.core.bins import BinSet
 from panda_predictor.db.engine import make_engine
 from panda_predictor.db.outcomes import (
     read_audit_frame,

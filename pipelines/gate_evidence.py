@@ -12,7 +12,7 @@ does better than the rule a site could run without it. The floors:
   upper bound of any constant-class rule, so a hard floor to beat);
 * ``best_recency``: per target, the best on these tasks of the field's recency
   rules (mean of the user's last two, key percentiles, largest ratio; the experts of
-  :mod:`panda_predictor.core.experts`), the majority class where a rule has no
+  :mod:`panda_predictor.core.decide.experts`), the majority class where a rule has no
   history to read.
 
 The noise of each comparison is a paired bootstrap over test *days* (jobs of one
@@ -42,11 +42,11 @@ from model_registry.gate import (
     failed_jobs_metric,
     wasted_hours_metric,
 )
-from panda_predictor.core.baselines import majority_class
+from panda_predictor.core.assess.baselines import majority_class
+from panda_predictor.core.assess.day_bootstrap import DayBootstrap
+from panda_predictor.core.assess.evaluation import evaluate_targets
 from panda_predictor.core.bins import BinSet
-from panda_predictor.core.day_bootstrap import DayBootstrap
-from panda_predictor.core.evaluation import evaluate_targets
-from panda_predictor.core.experts import CombinationParams, rule_values
+from panda_predictor.core.decide.experts import CombinationParams, rule_values
 from panda_predictor.serving.loader import try_load_champion
 from panda_predictor.serving.predictor import Predictor
 from panda_predictor.settings import Settings

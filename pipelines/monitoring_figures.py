@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from panda_predictor.core.bins import TargetBins  # noqa: E402
-from panda_predictor.core.targets import TARGET_NAMES  # noqa: E402
+from panda_predictor.core.domain.targets import TARGET_NAMES  # noqa: E402
 
 #: Verdict of a drift run -> colour of its marker.
 VERDICT_COLOURS = {"drift": "#b00", "no_drift": "#070", "too_few_outcomes": "#999"}

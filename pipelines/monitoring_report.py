@@ -26,7 +26,7 @@ import pandas as pd  # noqa: E402
 
 from panda_predictor.bins_file import bins_from_settings, load_bins  # noqa: E402
 from panda_predictor.core.bins import BinSet  # noqa: E402
-from panda_predictor.core.targets import TARGET_NAMES  # noqa: E402
+from panda_predictor.core.domain.targets import TARGET_NAMES  # noqa: E402
 from pipelines import monitoring_figures as figures  # noqa: E402
 from pipelines.monitoring_sources import (  # noqa: E402
     GATE_FILE,
@@ -251,7 +251,7 @@ def _gate_section(
     return out
 
 
-#: Headline and CSS class of each drift verdict (core.drift's VERDICTS).
+#: Headline and CSS class of each drift verdict (core.assess.drift's VERDICTS).
 VERDICT_TEXT = {
     "drift": "drift detected",
     "no_drift": "no drift",
@@ -354,9 +354,10 @@ def write_monitoring_report(
     folder:
         Output folder (created); PNGs go next to the page.
     outcomes, weekly:
-        Outcome rows and their :func:`~panda_predictor.core.feedback.weekly_summary`;
-        with ``<target>_confidence`` columns (from the audit) the calibration and
-        coverage curves are drawn.
+        Outcome rows and their
+        :func:`~panda_predictor.core.assess.feedback.weekly_summary`; with
+        ``<target>_confidence`` columns (from the audit) the calibration and coverage
+        curves are drawn.
     drift:
         The last drift check (see :func:`latest_drift`), or None.
     decisions:
@@ -421,7 +422,7 @@ def render_report(
 ) -> Path:
     """Gather feedback, confidences, gate, drift, decisions; write the page."""
     from model_registry.registry import NoChampionError, champion_version
-    from panda_predictor.core.feedback import weekly_summary
+    from panda_predictor.core.assess.feedback import weekly_summary
     from panda_predictor.db.audit_confidence import read_confidences
     from panda_predictor.db.drift_runs import recent_drift_runs
     from panda_predictor.db.engine import make_engine

@@ -4,14 +4,15 @@ The trace replay (:mod:`pipelines.trace.replay_run`) has no PanDA task; the simu
 history has real JEDI tasks, their scout flags and their job records. This pipeline
 simulates a history, trains a small XGBoost bundle on its older part, and replays the
 finished job records (JOBSARCHIVED4) of the newest tasks for ``ramcount``
-(MBPerCore) with :func:`panda_predictor.core.replay.replay`, under the trace
-replay's rules (:class:`~panda_predictor.core.replay.ReplayRules`: PanDA's memory
+(MBPerCore) with :func:`panda_predictor.core.replay.engine.replay`, under the trace
+replay's rules (:class:`~panda_predictor.core.replay.engine.ReplayRules`: PanDA's memory
 steps, maxAttempt, and PanDA's re-measurement after 5 and 100 finished jobs):
 
 - *scouts*: a task's finished scout jobs (SPECIALHANDLING ``sj``, ordered first) ask
   for PanDA's default (2000 MBPerCore); the other jobs wait for the slowest scout and
   ask for PanDA's measurement of the scouts
-  (:func:`~panda_predictor.core.replay.panda_measurement`), then PanDA re-measures;
+  (:func:`~panda_predictor.core.replay.engine.panda_measurement`), then PanDA
+  re-measures;
 - *predictor*: a task whose decision is ``applied`` asks for the predicted ramcount
   at once (no wait) and is re-measured by PanDA; a ``kept_scouts`` task runs exactly
   as under *scouts*;
@@ -36,8 +37,8 @@ import pandas as pd
 
 from panda_predictor.bins_file import load_bins
 from panda_predictor.core.bins import BinSet
-from panda_predictor.core.cost_choice import DEFAULT_RAM_MB_PER_CORE
-from panda_predictor.core.replay import ReplayOutcome, replay, scout_delay
+from panda_predictor.core.decide.cost_choice import DEFAULT_RAM_MB_PER_CORE
+from panda_predictor.core.replay.engine import ReplayOutcome, replay, scout_delay
 from panda_predictor.errors import UserInputError
 from panda_predictor.serving.bundle import Bundle
 from panda_predictor.serving.predictor import Predictor

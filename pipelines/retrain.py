@@ -40,8 +40,8 @@ from model_registry.gate import GateThresholds
 from panda_predictor import __version__
 from panda_predictor.bins_file import bins_from_settings
 from panda_predictor.core.bins import BinSet, fit_bins
-from panda_predictor.core.features import FEATURE_PIPELINE_VERSION
-from panda_predictor.core.targets import TARGET_NAMES
+from panda_predictor.core.domain.targets import TARGET_NAMES
+from panda_predictor.core.features.pipeline import FEATURE_PIPELINE_VERSION
 from panda_predictor.settings import Settings
 from pipelines.dataset import LabelledHistory
 from pipelines.retrain_cadence import check_due, registered_versions

@@ -1,12 +1,12 @@
 """Replay the served decision on labelled tasks: what each task's values realize.
 
 The cost choice prices values by *expected* cost under the served distribution
-(:mod:`panda_predictor.core.cost_choice`). On tasks whose labels are known the same
-decision can be scored by what it *realizes*: the true label value of each target
+(:mod:`panda_predictor.core.decide.cost_choice`). On tasks whose labels are known the
+same decision can be scored by what it *realizes*: the true label value of each target
 is taken as the task's use, and the written value costs what
-:func:`~panda_predictor.core.cost_choice.job_cost` says it costs for that use (its
-spare part, or its failed attempts and their retries, plus
-:attr:`~panda_predictor.core.cost_choice.CostSettings.failure_cost` per failed
+:func:`~panda_predictor.core.decide.cost_choice.job_cost` says it costs for that use
+(its spare part, or its failed attempts and their retries, plus
+:attr:`~panda_predictor.core.decide.cost_choice.CostSettings.failure_cost` per failed
 attempt). A task that keeps its scouts pays what its scouts realize: their first
 jobs ask for the default (the request, else the cost choice's default), and the bulk
 waits one job run for them (``delay_price``): :func:`replay_decision`.
@@ -14,8 +14,8 @@ waits one job run for them (``delay_price``): :func:`replay_decision`.
 The replay goals are judged job by job instead (:func:`replay_bursts`): the tasks
 are replayed as the jobs of bursts (one user and transformation, created less than
 an hour apart) under PanDA's rules, retries, maxAttempt and re-measurement after 5
-and 100 finished jobs (:class:`~panda_predictor.core.replay.ReplayJobs`), the same
-engine the benchmark's headline table runs on job logs. In a job log each task is
+and 100 finished jobs (:class:`~panda_predictor.core.replay.engine.ReplayJobs`), the
+same engine the benchmark's headline table runs on job logs. In a job log each task is
 one job; on PanDA's own history a task stands for one job of its burst, which
 leaves out the spread of use between a task's own jobs (its label is already
 PanDA's measurement of them).
@@ -33,15 +33,20 @@ import numpy as np
 import pandas as pd
 
 from panda_predictor.core.bins import TargetBins
-from panda_predictor.core.cost_choice import KIND_OF, MEMORY, CostChooser, job_cost
-from panda_predictor.core.replay import (
+from panda_predictor.core.decide.cost_choice import (
+    KIND_OF,
+    MEMORY,
+    CostChooser,
+    job_cost,
+)
+from panda_predictor.core.decide.scout_policy import APPLIED
+from panda_predictor.core.features.task_features import HOOK_COLUMNS
+from panda_predictor.core.replay.engine import (
     JobOutcomes,
     ReplayJobs,
     ReplayRules,
     tasks_from_bursts,
 )
-from panda_predictor.core.scout_policy import APPLIED
-from panda_predictor.core.task_features import HOOK_COLUMNS
 from panda_predictor.serving.bundle import Bundle
 from panda_predictor.serving.predictor import Classified, Predictor
 
@@ -79,14 +84,14 @@ def replay_jobs(
 
     Each task is one job, as a job log's are; its PanDA "task" is its burst: the
     tasks of one user and transformation created less than an hour apart
-    (:func:`~panda_predictor.core.replay.tasks_from_bursts`), replayed in creation
-    order under PanDA's rules. A job uses its label value; its run time is the
+    (:func:`~panda_predictor.core.replay.engine.tasks_from_bursts`), replayed in
+    creation order under PanDA's rules. A job uses its label value; its run time is the
     ``walltime`` label where known (:data:`DEFAULT_RUN_S` otherwise), its cores
     ``actualcorecount`` where a job log recorded them, else ``corecount`` (1 where
     neither is known). Pass only tasks whose ``target`` label is known. A task
     without a request asks for ``no_request`` (the cost choice's
-    :attr:`~panda_predictor.core.cost_choice.CostChooser.default_value`; None: the
-    top class's value).
+    :attr:`~panda_predictor.core.decide.cost_choice.CostChooser.default_value`; None:
+    the top class's value).
     """
     n = len(tasks)
     created = pd.to_datetime(tasks["creationdate"]).to_numpy(dtype="datetime64[ns]")

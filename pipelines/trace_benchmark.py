@@ -20,8 +20,8 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from panda_predictor.core.experts import EXPERTS
-from panda_predictor.core.peers import PEER_METHODS, peer_requests
+from panda_predictor.core.decide.experts import EXPERTS
+from panda_predictor.core.replay.peers import PEER_METHODS, peer_requests
 from panda_predictor.errors import UserInputError
 from panda_predictor.ingest import available_targets, read_job_log, trace_name
 from panda_predictor.ingest.swf import MIN_RECORDED, TRACE_TARGETS
@@ -195,7 +195,7 @@ def peer_rows(
     Sized from every job of the log (its key's history known strictly before the
     job's submission: a past job counts from its finish), then read at the test
     rows; the user's request caps them and is the regression's input where the
-    log has one (else the processors). See :mod:`panda_predictor.core.peers`.
+    log has one (else the processors). See :mod:`panda_predictor.core.replay.peers`.
     """
     run = wf.runs[target]
     used = wf.tasks[target].to_numpy(dtype=float)

@@ -19,26 +19,30 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from panda_predictor.core.bins import BinSet
-from panda_predictor.core.calibration import DEFAULT_METHOD
-from panda_predictor.core.cost_choice import CostSettings
-from panda_predictor.core.evaluation import (
+from panda_predictor.core.assess.evaluation import (
     MultiTargetEvaluation,
     all_correct,
     evaluate_target,
     evaluate_targets,
 )
-from panda_predictor.core.features import FeaturePipeline
-from panda_predictor.core.history import split_transhome
-from panda_predictor.core.scout_policy import NO_TRANSFORMATION
-from panda_predictor.core.splits import TimeSplit, stratified_split, time_ordered_split
-from panda_predictor.core.tail_rule import (
+from panda_predictor.core.assess.splits import (
+    TimeSplit,
+    stratified_split,
+    time_ordered_split,
+)
+from panda_predictor.core.bins import BinSet
+from panda_predictor.core.decide.calibration import DEFAULT_METHOD
+from panda_predictor.core.decide.cost_choice import CostSettings
+from panda_predictor.core.decide.scout_policy import NO_TRANSFORMATION
+from panda_predictor.core.decide.tail_rule import (
     CoverageCurve,
     TailDecisionRule,
     confidence,
     coverage_accuracy_curve,
 )
-from panda_predictor.core.targets import TARGET_NAMES
+from panda_predictor.core.domain.targets import TARGET_NAMES
+from panda_predictor.core.features.history import split_transhome
+from panda_predictor.core.features.pipeline import FeaturePipeline
 from panda_predictor.models import ResourceClassifier, model_class
 from panda_predictor.models.xgb import QuantisedParts, XGBoostResourceClassifier
 from panda_predictor.serving.bundle import Bundle
@@ -96,7 +100,7 @@ class TrainingConfig:
     quantise_min_rows: int = 200_000
     combine_rules: bool = True
     #: How the served distribution is calibrated, one method for every target
-    #: (see :mod:`panda_predictor.core.calibration`, docs/models.md).
+    #: (see :mod:`panda_predictor.core.decide.calibration`, docs/models.md).
     calibration_method: str = DEFAULT_METHOD
     xgboost: Mapping[str, Any] = field(default_factory=dict)
     keras: Mapping[str, Any] = field(default_factory=dict)

@@ -3,8 +3,8 @@
 The training pipeline calls it once per run, with every model scored on the same
 test set::
 
-    from panda_predictor.core.tail_rule import coverage_accuracy_curve
-    from panda_predictor.core.evaluation import all_correct, evaluate_targets
+    from panda_predictor.core.decide.tail_rule import coverage_accuracy_curve
+    from panda_predictor.core.assess.evaluation import all_correct, evaluate_targets
     from pipelines.training_report import write_report
 
     evaluations = {
@@ -33,15 +33,18 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from panda_predictor.core.calibration import (
+from panda_predictor.core.assess.evaluation import (
+    MultiTargetEvaluation,
+    TargetEvaluation,
+)
+from panda_predictor.core.decide.calibration import (
     Calibrator,
     cumulative_calibration_error,
     expected_calibration_error,
     reliability_table,
 )
-from panda_predictor.core.evaluation import MultiTargetEvaluation, TargetEvaluation
+from panda_predictor.core.decide.tail_rule import CoverageCurve
 from panda_predictor.core.reason_text import number
-from panda_predictor.core.tail_rule import CoverageCurve
 
 IMG_DIR = "img"
 

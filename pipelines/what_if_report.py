@@ -3,7 +3,7 @@
 Reads the outcome rows that ``feedback`` filled (``pp_task_outcome``), the audit
 rows of the same tasks (what the model predicted and whether it would have
 applied) and their job records (the scouts' run times, the core-hours), and hands
-them to :mod:`panda_predictor.core.what_if`. Run ``feedback`` first: a task
+them to :mod:`panda_predictor.core.assess.what_if`. Run ``feedback`` first: a task
 without outcome rows is not in the report.
 """
 
@@ -14,7 +14,7 @@ from datetime import datetime
 
 import pandas as pd
 
-from panda_predictor.core.what_if import (
+from panda_predictor.core.assess.what_if import (
     WHAT_IF_DECISIONS,
     job_figures,
     what_if_rows,

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from panda_predictor.core.domain.targets import TARGET_NAMES
 from panda_predictor.core.labels import (
     BYTES_PER_INPUT_MB,
     DEFAULT_LABEL_PARAMS,
@@ -28,7 +29,6 @@ from panda_predictor.core.labels import (
     LabelParams,
     finalize_labels,
 )
-from panda_predictor.core.targets import TARGET_NAMES
 
 
 @dataclass(frozen=True)

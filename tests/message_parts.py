@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from panda_predictor.core.resource_type import ResourceType, resource_type_of
-from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.domain.resource_type import ResourceType, resource_type_of
+from panda_predictor.core.domain.task_prediction import TargetPrediction, TaskPrediction
 from panda_predictor.db.engine import make_engine
 from panda_predictor.db.migrations import init_database
 from panda_predictor.plugins.task_writers import COLUMNS

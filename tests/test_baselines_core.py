@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from panda_predictor.core import baselines as bl
+from panda_predictor.core.assess import baselines as bl
 
 
 def test_request_majority_and_fallback():

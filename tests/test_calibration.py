@@ -8,7 +8,7 @@ from datetime import datetime
 import numpy as np
 import pytest
 
-from panda_predictor.core.calibration import (
+from panda_predictor.core.decide.calibration import (
     DEFAULT_METHOD,
     METHODS,
     IdentityCalibrator,
@@ -22,8 +22,8 @@ from panda_predictor.core.calibration import (
     reliability_table,
     served_mixture,
 )
+from panda_predictor.core.decide.tail_rule import confidence
 from panda_predictor.core.errors import NotFittedError
-from panda_predictor.core.tail_rule import confidence
 from panda_predictor.serving.bundle import load_bundle, save_bundle
 from panda_predictor.serving.combination import ServingHistory
 from panda_predictor.serving.predictor import Predictor

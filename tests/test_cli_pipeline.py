@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from panda_predictor.cli import main
-from panda_predictor.core.splitrule import has_scout_rule
+from panda_predictor.core.domain.splitrule import has_scout_rule
 from panda_predictor.db.engine import make_engine
 from panda_predictor.serving import recent
 from pipelines.simulation.config import DEFAULT_END_DATE

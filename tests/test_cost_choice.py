@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from panda_predictor.core.bins import TargetBins
-from panda_predictor.core.cost_choice import (
+from panda_predictor.core.decide.cost_choice import (
     CostChooser,
     CostSettings,
     UseTable,

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from panda_predictor.bins_file import load_bins
-from panda_predictor.core.cost_choice import CostSettings
-from panda_predictor.core.day_bootstrap import DayBootstrap
-from panda_predictor.core.replay import JobOutcomes
+from panda_predictor.core.assess.day_bootstrap import DayBootstrap
+from panda_predictor.core.decide.cost_choice import CostSettings
+from panda_predictor.core.replay.engine import JobOutcomes
 from panda_predictor.serving.loader import served_cost
 from panda_predictor.serving.predictor import Predictor
 from pipelines.cost_tuning import (

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
-from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.domain.task_prediction import TargetPrediction, TaskPrediction
 from panda_predictor.db.engine import get_panda_tables, get_plugin_tables
 
 

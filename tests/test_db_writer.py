@@ -14,8 +14,8 @@ from test_db_support import (
     task_row,
 )
 
-from panda_predictor.core.task_prediction import TargetPrediction
-from panda_predictor.core.units import database_value
+from panda_predictor.core.domain.task_prediction import TargetPrediction
+from panda_predictor.core.domain.units import database_value
 from panda_predictor.db.engine import get_panda_tables
 from panda_predictor.db.task_effects import (
     CPUTIME_NOT_FIXED,

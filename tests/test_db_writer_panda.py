@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from message_parts import RESOURCE_TYPES, insert_tasks, prediction, task
 
 from panda_predictor.cli.simulate import simulate
-from panda_predictor.core.resource_type import ResourceType, resource_type_of
+from panda_predictor.core.domain.resource_type import ResourceType, resource_type_of
 from panda_predictor.db.task_effects import SCOUT_CAP_LIFTED
 from panda_predictor.db.writer import write_predictions
 from pipelines.simulate import SimulationConfig, simulate_frames

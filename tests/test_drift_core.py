@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from panda_predictor.core.drift import (
+from panda_predictor.core.assess.drift import (
     DriftResult,
     DriftThresholds,
     build_profile,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from panda_predictor.cli.drift import drift_lines
-from panda_predictor.core.drift import (
+from panda_predictor.core.assess.drift import (
     DRIFT,
     NO_DRIFT,
     TOO_FEW_OUTCOMES,

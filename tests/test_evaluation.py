@@ -7,7 +7,7 @@ import pytest
 from sklearn.metrics import confusion_matrix as sk_confusion
 from sklearn.metrics import f1_score, precision_recall_fscore_support
 
-from panda_predictor.core.evaluation import (
+from panda_predictor.core.assess.evaluation import (
     all_correct,
     all_sufficient,
     confusion_matrix,

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from panda_predictor.core.experts import (
+from panda_predictor.core.decide.experts import (
     EXPERTS,
     CombinationParams,
     TrackRecord,
@@ -243,7 +243,7 @@ def test_balanced_record_follows_the_expert_right_on_the_rare_class():
 @pytest.mark.parametrize("decay", [0.5, 0.8, 1.0], ids=["0.5", "0.8", "1"])
 def test_decayed_means_equal_pandas_ewm(seed, decay):
     """The per-group linear filter gives pandas' ewm(adjust=True) (or the mean)."""
-    from panda_predictor.core.experts import _ew_means
+    from panda_predictor.core.decide.experts import _ew_means
 
     rng = np.random.default_rng(seed)
     codes = rng.integers(0, 7, size=200)

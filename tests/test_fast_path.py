@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from panda_predictor.core.features import TASK_COLUMNS
-from panda_predictor.core.history import RecentHistoryIndex
+from panda_predictor.core.features.history import RecentHistoryIndex
+from panda_predictor.core.features.pipeline import TASK_COLUMNS
 from panda_predictor.serving.bundle import load_bundle
 from panda_predictor.serving.combination import ServingHistory
 from panda_predictor.serving.predictor import FAST_PATH_MAX_ROWS, Predictor
@@ -332,7 +332,7 @@ def test_one_record_decision_equals_the_frame_decision(
     The awkward records include refused ones (the task checks) and the presets
     of a few tasks, far from the prediction and near it, for the far rule.
     """
-    from panda_predictor.core.rollout import route_all
+    from panda_predictor.core.decide.rollout import route_all
     from panda_predictor.serving.decision import decide, decide_records
 
     with_presets = [

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from panda_predictor.core.history import (
+from panda_predictor.core.domain.targets import TARGET_NAMES
+from panda_predictor.core.features.history import (
     HISTORY_GROUPS,
     HISTORY_STATS,
     RecentHistoryIndex,
@@ -14,7 +15,6 @@ from panda_predictor.core.history import (
     history_features_at_creation,
     split_transhome,
 )
-from panda_predictor.core.targets import TARGET_NAMES
 
 T0 = pd.Timestamp("2025-03-01 12:00:00")
 

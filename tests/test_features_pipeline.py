@@ -9,7 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from panda_predictor.core.features import (
+from panda_predictor.core.domain.targets import TARGET_NAMES
+from panda_predictor.core.features.history import (
+    RecentHistoryIndex,
+    history_feature_names,
+)
+from panda_predictor.core.features.pipeline import (
     CATEGORICAL_FEATURES,
     FEATURE_PIPELINE_VERSION,
     TASK_COLUMNS,
@@ -20,9 +25,7 @@ from panda_predictor.core.features import (
     NotFittedError,
     check_frame,
 )
-from panda_predictor.core.history import RecentHistoryIndex, history_feature_names
-from panda_predictor.core.targets import TARGET_NAMES
-from panda_predictor.core.task_features import (
+from panda_predictor.core.features.task_features import (
     creation_fields,
     creation_times,
     record_creation_fields,

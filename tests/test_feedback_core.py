@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from panda_predictor.bins_file import load_bins
-from panda_predictor.core.feedback import (
+from panda_predictor.core.assess.feedback import (
     OutcomeParams,
     first_finished_as_scouts,
     iso_week,

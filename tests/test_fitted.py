@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from panda_predictor.core import errors
-from panda_predictor.core.calibration import TemperatureCalibrator
-from panda_predictor.core.features import FeaturePipeline
+from panda_predictor.core.decide.calibration import TemperatureCalibrator
+from panda_predictor.core.decide.tail_rule import TailDecisionRule
+from panda_predictor.core.features.pipeline import FeaturePipeline
 from panda_predictor.core.fitted import NotFittedError, check_is_fitted
-from panda_predictor.core.tail_rule import TailDecisionRule
 from panda_predictor.models import XGBoostResourceClassifier
 
 

@@ -8,7 +8,7 @@ import time
 import pytest
 import sqlalchemy as sa
 
-from panda_predictor.core.splitrule import has_scout_rule
+from panda_predictor.core.domain.splitrule import has_scout_rule
 from panda_predictor.db.engine import get_panda_tables, make_engine
 from panda_predictor.db.migrations import init_database
 from panda_predictor.db.reader import read_task_features

@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 import sqlalchemy as sa
 
-from panda_predictor.core.splitrule import has_scout_rule
+from panda_predictor.core.domain.splitrule import has_scout_rule
 from panda_predictor.db.engine import get_panda_tables
 from panda_predictor.hook import SubmitHook, isolate
 from panda_predictor.metrics import FALLBACKS, TASKS

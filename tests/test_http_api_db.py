@@ -114,7 +114,7 @@ def test_posting_every_waiting_task_applies_at_least_one(many_new_tasks_db, pred
     """The write path really writes: over 30+ tasks waiting for scouts the model is
     confident on at least one, whose scouts are then skipped in JEDI_TASKS; the
     others keep their scout rule untouched."""
-    from panda_predictor.core.splitrule import has_scout_rule
+    from panda_predictor.core.domain.splitrule import has_scout_rule
     from tests.test_db_support import task_row
 
     loaded_db = many_new_tasks_db

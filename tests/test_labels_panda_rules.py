@@ -15,12 +15,12 @@ import pytest
 from conftest import POSTGRES_URL
 from test_labels_core import TASK, _job, load_history
 
+from panda_predictor.core.domain.targets import TARGET_NAMES
 from panda_predictor.core.labels import (
     DEFAULT_LABEL_PARAMS,
     LabelParams,
     labels_frame,
 )
-from panda_predictor.core.targets import TARGET_NAMES
 from tests.labels_reference import task_labels
 
 pytestmark = [

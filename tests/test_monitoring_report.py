@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from model_registry.gate import GateDecision, MetricVerdict
 from panda_predictor.bins_file import load_bins
-from panda_predictor.core.feedback import weekly_summary
+from panda_predictor.core.assess.feedback import weekly_summary
 from pipelines.monitoring_figures import (
     calibration_table,
     class_names,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from panda_predictor.core.peers import PEER_METHODS, peer_requests
+from panda_predictor.core.replay.peers import PEER_METHODS, peer_requests
 
 INF = np.inf
 

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from panda_predictor.cli.htcondor import htcondor as htcondor_command
-from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.domain.task_prediction import TargetPrediction, TaskPrediction
 from panda_predictor.plugins.htcondor import (
     JobShape,
     TaskTransform,

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from panda_predictor.core.task_prediction import TaskPrediction
+from panda_predictor.core.domain.task_prediction import TaskPrediction
 from panda_predictor.plugins.prediction_client import (
     HttpClient,
     InProcessClient,

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 from panda_classes import ensure_panda_classes
 
-from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.domain.task_prediction import TargetPrediction, TaskPrediction
 from panda_predictor.metrics import (
     FALLBACKS,
     KILL_SWITCH_ON,

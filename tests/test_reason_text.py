@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pytest
 
+from panda_predictor.core.decide.scout_policy import reason_of
 from panda_predictor.core.reason_text import compared, number
-from panda_predictor.core.scout_policy import reason_of
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import dataclasses
 from test_db_support import make_prediction
 
 from panda_predictor.cli.render import predictions_frame, predictions_table
-from panda_predictor.core.units import database_value
+from panda_predictor.core.domain.units import database_value
 
 
 def _with(prediction, target, value):

@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from panda_predictor.core.replay import (
+from panda_predictor.core.replay.engine import (
     ReplayJobs,
     ReplayRules,
     next_class_up,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from panda_predictor.core.replay import ReplayRules, replay
-from panda_predictor.core.replay_panda import (
+from panda_predictor.core.replay.engine import ReplayRules, replay
+from panda_predictor.core.replay.panda_rules import (
     PANDA_RAM_STEPS_MB,
     panda_measurement,
     panda_memory_retry,

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from panda_predictor.core.replay import replay
+from panda_predictor.core.replay.engine import replay
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from panda_predictor.core.bins import TargetBins
-from panda_predictor.core.replay import ReplayOutcome, ReplayRules
-from panda_predictor.core.replay_goals import dominates, replay_goals
+from panda_predictor.core.replay.engine import ReplayOutcome, ReplayRules
+from panda_predictor.core.replay.goals import dominates, replay_goals
 from pipelines.trace.replay_run import format_goals, format_replay, replay_target
 from pipelines.trace.walk_forward import TargetRun
 

@@ -21,7 +21,7 @@ from test_plugin_jedi_refiner import (  # noqa: F401  (panda_classes is a fixtur
     refine,
 )
 
-from panda_predictor.core.requested_values import (
+from panda_predictor.core.domain.requested_values import (
     FAR_FROM_REQUEST,
     NEVER_BELOW_PRESET,
     RAM_EXHAUSTED_MB,

@@ -1,4 +1,4 @@
-"""Shadow mode and the rollout share as pure decisions (core.rollout)."""
+"""Shadow mode and the rollout share as pure decisions (core.decide.rollout)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from datetime import datetime
 
 import pytest
 
-from panda_predictor.core.rollout import (
+from panda_predictor.core.decide.rollout import (
     HELD_BACK,
     SHADOW,
     in_rollout,
@@ -18,7 +18,7 @@ from panda_predictor.core.rollout import (
     route,
     would_apply,
 )
-from panda_predictor.core.task_prediction import (
+from panda_predictor.core.domain.task_prediction import (
     DECISIONS,
     TargetPrediction,
     TaskPrediction,
@@ -53,7 +53,7 @@ def test_bucket_is_the_sha256_of_the_decimal_id_as_a_fraction():
 
 def test_bucket_is_the_same_in_another_process_with_another_hash_seed():
     code = (
-        "from panda_predictor.core.rollout import rollout_bucket;"
+        "from panda_predictor.core.decide.rollout import rollout_bucket;"
         "print([rollout_bucket(i) for i in range(4000000, 4000020)])"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}

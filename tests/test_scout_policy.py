@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from panda_predictor.core.cost_choice import CostChooser, CostSettings, UseTable
-from panda_predictor.core.scout_policy import (
+from panda_predictor.core.decide.cost_choice import CostChooser, CostSettings, UseTable
+from panda_predictor.core.decide.scout_policy import (
     APPLIED,
     CHEAPER,
     COSTS_MORE,

@@ -10,7 +10,12 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from panda_predictor.core.rollout import HELD_BACK, SHADOW, in_rollout, would_apply
+from panda_predictor.core.decide.rollout import (
+    HELD_BACK,
+    SHADOW,
+    in_rollout,
+    would_apply,
+)
 from panda_predictor.db.engine import get_panda_tables, make_engine
 from panda_predictor.db.migrations import init_database
 from panda_predictor.hook import LEGACY_REASON, SubmitHook

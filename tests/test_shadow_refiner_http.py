@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from panda_predictor.core.rollout import HELD_BACK, SHADOW, in_rollout
+from panda_predictor.core.decide.rollout import HELD_BACK, SHADOW, in_rollout
 from panda_predictor.http_api import create_app
 from panda_predictor.metrics import TASKS
 from panda_predictor.serving.bundle import load_bundle

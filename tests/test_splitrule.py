@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from panda_predictor.core.splitrule import (
+from panda_predictor.core.domain.splitrule import (
     SCOUT_KEY,
     SplitRuleEditError,
     format_split_rule,
@@ -13,7 +13,7 @@ from panda_predictor.core.splitrule import (
     remove_scout_rule,
     rule_value,
 )
-from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.domain.task_prediction import TargetPrediction, TaskPrediction
 
 
 @pytest.mark.parametrize(

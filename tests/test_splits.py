@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from panda_predictor.core.splits import (
+from panda_predictor.core.assess.splits import (
     stratified_split,
     time_ordered_split,
     walk_forward_months,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from panda_predictor.core.tail_rule import TailDecisionRule
+from panda_predictor.core.decide.tail_rule import TailDecisionRule
 
 
 def rule(threshold: float = 0.2) -> TailDecisionRule:
@@ -98,7 +98,7 @@ def predictor(trained_bundle_dir):
 
 
 def test_every_served_target_carries_its_choice(predictor, labelled_history):
-    from panda_predictor.core.features import TASK_COLUMNS
+    from panda_predictor.core.features.pipeline import TASK_COLUMNS
     from panda_predictor.http_api.results import predict_tasks
 
     frame = labelled_history.frame[list(TASK_COLUMNS)]

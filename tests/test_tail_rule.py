@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from panda_predictor.core.tail_rule import (
+from panda_predictor.core.decide.tail_rule import (
     DEFAULT_FALLBACK_THRESHOLD,
     NotFittedError,
     TailDecisionRule,
@@ -164,7 +164,7 @@ def test_unfitted_rule_and_wrong_width_raise():
 def test_one_not_fitted_error_for_every_estimator():
     """A caller catches one type whether a rule or a model was used too early."""
     from panda_predictor.core import errors
-    from panda_predictor.core import features as feature_pipeline
+    from panda_predictor.core.features import pipeline as feature_pipeline
     from panda_predictor.models import NotFittedError as ModelsNotFittedError
     from panda_predictor.models.base import NotFittedError as BaseNotFittedError
 

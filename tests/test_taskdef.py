@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from panda_predictor.core.features import TASK_COLUMNS
+from panda_predictor.core.features.pipeline import TASK_COLUMNS
 from panda_predictor.taskdef import (
     MAX_TASKS,
     TaskDefinitionError,

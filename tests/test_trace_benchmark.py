@@ -52,7 +52,7 @@ def trace(tmp_path, seed):
 
 def _features_of(frame):
     """Return the production features of every job, as of its submission."""
-    from panda_predictor.core.features import FeaturePipeline
+    from panda_predictor.core.features.pipeline import FeaturePipeline
     from panda_predictor.ingest.to_panda import jobs_to_tasks
 
     tasks = jobs_to_tasks(frame)
@@ -181,7 +181,7 @@ def test_ingest_command_writes_parquet(tmp_path, trace):
     )
     frame = pd.read_parquet(tmp_path / "home" / "traces" / "synthetic.parquet")
     assert len(frame) == 480
-    from panda_predictor.core.features import TASK_COLUMNS
+    from panda_predictor.core.features.pipeline import TASK_COLUMNS
 
     # The hook's task and history schema: task columns, labels, when known.
     assert set(TASK_COLUMNS) <= set(frame.columns)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from panda_predictor.core.evaluation import evaluate_target
+from panda_predictor.core.assess.evaluation import evaluate_target
 from pipelines.trace.bootstrap import _daily_matrices, _macro_f1, margin_interval
 
 

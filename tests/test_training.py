@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from panda_predictor.bins_file import load_bins
-from panda_predictor.core.evaluation import evaluate_target
+from panda_predictor.core.assess.evaluation import evaluate_target
 from panda_predictor.serving.bundle import BundleError, load_bundle, save_bundle
 from panda_predictor.serving.predictor import Predictor
 from pipelines.dataset import LabelledHistory

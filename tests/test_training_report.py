@@ -8,9 +8,12 @@ import sys
 import numpy as np
 import pytest
 
-from panda_predictor.core.evaluation import all_correct, evaluate_targets
-from panda_predictor.core.tail_rule import TailDecisionRule, coverage_accuracy_curve
-from panda_predictor.core.targets import TARGET_NAMES
+from panda_predictor.core.assess.evaluation import all_correct, evaluate_targets
+from panda_predictor.core.decide.tail_rule import (
+    TailDecisionRule,
+    coverage_accuracy_curve,
+)
+from panda_predictor.core.domain.targets import TARGET_NAMES
 from pipelines.training_report import write_report
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -153,7 +156,7 @@ def test_report_of_one_kind_says_so(tmp_path, results):
 
 
 def test_report_shows_the_calibration_of_each_target(tmp_path, results, seed):
-    from panda_predictor.core.calibration import fit_calibrator
+    from panda_predictor.core.decide.calibration import fit_calibrator
     from pipelines.calibration import ServedParts
 
     evaluations, tails, curves = results

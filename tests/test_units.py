@@ -10,15 +10,15 @@ import pytest
 from test_db_support import add_task, make_prediction, task_row
 
 from panda_predictor.core.bins import BinSet, TargetBins
-from panda_predictor.core.cost_choice import UseTable
-from panda_predictor.core.features import TASK_COLUMNS
-from panda_predictor.core.units import (
+from panda_predictor.core.decide.cost_choice import UseTable
+from panda_predictor.core.domain.units import (
     cputime_to_panda,
     from_panda,
     is_fixed,
     prediction_to_panda,
     to_panda,
 )
+from panda_predictor.core.features.pipeline import TASK_COLUMNS
 from panda_predictor.db.writer import panda_value, write_predictions
 from panda_predictor.plugins.prediction_client import param_map_fields
 from panda_predictor.serving.bundle import load_bundle

@@ -8,8 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from panda_predictor.core.feedback import decision_summary
-from panda_predictor.core.what_if import job_figures, what_if_rows, what_if_summary
+from panda_predictor.core.assess.feedback import decision_summary
+from panda_predictor.core.assess.what_if import (
+    job_figures,
+    what_if_rows,
+    what_if_summary,
+)
 
 
 def _outcome(task_id, decision, ram, cpu, **jobs):

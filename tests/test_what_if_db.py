@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
-from panda_predictor.core.rollout import route
+from panda_predictor.core.decide.rollout import route
 from panda_predictor.db.engine import get_panda_tables
 from panda_predictor.db.outcomes import upsert_outcomes
 from panda_predictor.db.writer import write_audit

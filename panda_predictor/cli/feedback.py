@@ -69,7 +69,7 @@ def feedback(
       panda-predictor feedback --what-if
     """
     from panda_predictor.cli.errors import user_errors
-    from panda_predictor.core.feedback import OutcomeParams
+    from panda_predictor.core.assess.feedback import OutcomeParams
     from pipelines.feedback import run_feedback
 
     with user_errors():

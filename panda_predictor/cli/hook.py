@@ -94,7 +94,7 @@ def hook(
       panda-predictor hook --once --metrics-textfile /var/lib/node_exporter/pp.prom
     """
     from panda_predictor.cli.render import predictions_table
-    from panda_predictor.core.units import database_value
+    from panda_predictor.core.domain.units import database_value
     from panda_predictor.hook import SubmitHook, pass_summary, run_hook_once
 
     if mode == "watch":

@@ -16,7 +16,7 @@ import click
 
 from panda_predictor.cli.errors import user_errors
 from panda_predictor.cli.inputs import predictor_for, read_definitions_file
-from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.domain.task_prediction import TargetPrediction, TaskPrediction
 from panda_predictor.errors import UserInputError
 from panda_predictor.settings import Settings
 
@@ -75,7 +75,7 @@ def _job_of_task(
 ) -> tuple[TaskPrediction, dict[str, Any]]:
     import sqlalchemy as sa
 
-    from panda_predictor.core.splitrule import parse_split_rule
+    from panda_predictor.core.domain.splitrule import parse_split_rule
     from panda_predictor.db.audit import read_audit
     from panda_predictor.db.engine import get_panda_tables, make_engine
 

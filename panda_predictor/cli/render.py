@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterable, Mapping
 
 import pandas as pd
 
-from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
-from panda_predictor.core.units import prediction_to_panda
+from panda_predictor.core.domain.task_prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.domain.units import prediction_to_panda
 
 SHORT = {"ramcount": "RAM", "cputime": "CPU", "iointensity": "IO", "walltime": "WALL"}
 #: ``target prediction -> (integer, unit)``: PanDA's stored form on a writer's path.
@@ -18,9 +18,10 @@ def written(target: TargetPrediction, convert: Convert = prediction_to_panda) ->
     """Return the value as PanDA stores it (``2300 mHS06sPerEvent``), not the float.
 
     The cost choice works in floats (``19361.999999999996``); what reaches JEDI is
-    the one rounding of :func:`~panda_predictor.core.units.prediction_to_panda`
+    the one rounding of :func:`~panda_predictor.core.domain.units.prediction_to_panda`
     (shown without the ``...Fixed`` suffix the ``fixed_units`` setting adds), or
-    ``convert``'s (the hook's :func:`~panda_predictor.core.units.database_value`).
+    ``convert``'s (the hook's
+    :func:`~panda_predictor.core.domain.units.database_value`).
     """
     try:
         number, unit = convert(target)

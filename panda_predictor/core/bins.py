@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from panda_predictor.core.targets import TARGETS, get_target
-from panda_predictor.core.units import to_panda
+from panda_predictor.core.domain.targets import TARGETS, get_target
+from panda_predictor.core.domain.units import to_panda
 
 #: Class index given to a missing (NaN) value by :meth:`TargetBins.assign`.
 UNKNOWN_CLASS = -1
@@ -136,8 +136,8 @@ class TargetBins:
     def panda_value_of(self, cls: int, fixed: bool = False) -> tuple[int, str]:
         """Return class ``cls``'s value as PanDA stores it: ``(int value, unit)``.
 
-        The one conversion of :func:`panda_predictor.core.units.to_panda`: rounded
-        up, a cputime below 10 HS06sPerEvent written x1000 in mHS06sPerEvent.
+        The one conversion of :func:`panda_predictor.core.domain.units.to_panda`:
+        rounded up, a cputime below 10 HS06sPerEvent written x1000 in mHS06sPerEvent.
         """
         return to_panda(self.value_of(cls), self.unit, fixed)
 

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from panda_predictor.core.targets import TARGET_NAMES, TARGETS
-from panda_predictor.core.units import MILLI_CPUTIME_UNIT, cputime_to_panda
+from panda_predictor.core.domain.targets import TARGET_NAMES, TARGETS
+from panda_predictor.core.domain.units import MILLI_CPUTIME_UNIT, cputime_to_panda
 
 #: Unit written with each label (cputime switches to MILLI_CPUTIME_UNIT below 10).
 LABEL_UNITS = {name: target.unit for name, target in TARGETS.items()}

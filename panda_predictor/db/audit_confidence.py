@@ -13,7 +13,7 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from panda_predictor.core.targets import TARGET_NAMES
+from panda_predictor.core.domain.targets import TARGET_NAMES
 from panda_predictor.db.engine import get_plugin_tables, translate_errors
 from panda_predictor.settings import Settings
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from panda_predictor.core.splitrule import has_scout_rule
+from panda_predictor.core.domain.splitrule import has_scout_rule
 from panda_predictor.db.engine import get_panda_tables, get_plugin_tables
 from panda_predictor.db.reader import ELIGIBLE_STATUSES
 from panda_predictor.settings import Settings

@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from panda_predictor.core.task_prediction import TaskPrediction
+from panda_predictor.core.domain.task_prediction import TaskPrediction
 from panda_predictor.db.engine import dialect_of, get_plugin_tables, translate_errors
 from panda_predictor.db.pg_arrays import any_of, insert_unnest
 from panda_predictor.db.writer import _audit_row, _tag

@@ -29,7 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection, Engine
 
-from panda_predictor.core.targets import TARGET_NAMES
+from panda_predictor.core.domain.targets import TARGET_NAMES
 from panda_predictor.db.engine import (
     dialect_of,
     get_panda_tables,

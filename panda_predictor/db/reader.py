@@ -188,7 +188,7 @@ def find_eligible_tasks(
     dialect = dialect_of(conn)
     conditions: list[Any] = [
         t.c.status.in_(ELIGIBLE_STATUSES),
-        # Necessary for PanDA's reading (first US=<digits> is 2, core.splitrule);
+        # Necessary for PanDA's reading (first US=<digits> is 2, core.domain.splitrule);
         # the writer checks the exact rule on the locked row.
         t.c.splitrule.like("%US=2%"),
         t.c.lockedby.is_(None),

@@ -3,7 +3,7 @@
 PanDA resets a task's resource type after a ramCount change
 (``reset_resource_type_task``), so both writers (the database hook's
 :mod:`panda_predictor.db.writer` and the message route's ``SqlTaskWriter``) set it
-in the same UPDATE, by PanDA's rule (:mod:`panda_predictor.core.resource_type`).
+in the same UPDATE, by PanDA's rule (:mod:`panda_predictor.core.domain.resource_type`).
 A database without the table, or with an empty one, gives None: the writer then
 leaves the column as it is and says so in the audit (PanDA itself would match
 nothing and store ``Undefined``, which no queue serves).
@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from panda_predictor.core.resource_type import ResourceType
+from panda_predictor.core.domain.resource_type import ResourceType
 from panda_predictor.db.engine import dialect_of
 from panda_predictor.settings import Settings
 

@@ -25,7 +25,7 @@ from sqlalchemy import (
     Text,
 )
 
-from panda_predictor.core.targets import TARGET_NAMES
+from panda_predictor.core.domain.targets import TARGET_NAMES
 
 
 @dataclass(frozen=True)

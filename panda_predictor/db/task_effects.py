@@ -11,7 +11,7 @@ A task that skips its scouts must be left as JEDI leaves a task after them
   ``reset_resource_type_task`` (:func:`reset_resource_type`);
 - **the cputime unit**: PanDA's re-measurement reads the previous cpuTimeUnit from
   the task *parameters*, so JEDI_TASKS gets plain ``HS06sPerEvent``
-  (:func:`~panda_predictor.core.units.database_value`, which the message route
+  (:func:`~panda_predictor.core.domain.units.database_value`, which the message route
   publishes too);
 - OUTDISKCOUNT and WORKDISKCOUNT are not predicted and stay for PanDA's first
   re-measurement (:data:`DISK_COUNTS_LEFT`).
@@ -28,7 +28,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from panda_predictor.core.resource_type import ResourceType, resource_type_of
+from panda_predictor.core.domain.resource_type import ResourceType, resource_type_of
 from panda_predictor.db.reader import INPUT_TYPES
 
 #: The status at which JEDI has capped the master dataset at the scout chunks.

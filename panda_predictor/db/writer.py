@@ -45,22 +45,22 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from panda_predictor.core.requested_values import (
+from panda_predictor.core.decide.rollout import HELD_BACK, SHADOW
+from panda_predictor.core.domain.requested_values import (
     COLUMN_KEYS,
     plan_write,
     preset_note,
     requested_values,
 )
-from panda_predictor.core.resource_type import ResourceType
-from panda_predictor.core.rollout import HELD_BACK, SHADOW
-from panda_predictor.core.splitrule import (
+from panda_predictor.core.domain.resource_type import ResourceType
+from panda_predictor.core.domain.splitrule import (
     SplitRuleEditError,
     has_scout_rule,
     remove_scout_rule,
 )
-from panda_predictor.core.targets import TARGETS
-from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
-from panda_predictor.core.units import database_value, prediction_to_panda
+from panda_predictor.core.domain.targets import TARGETS
+from panda_predictor.core.domain.task_prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.domain.units import database_value, prediction_to_panda
 from panda_predictor.db.engine import (
     DatabaseError,
     describe_error,
@@ -146,7 +146,7 @@ def panda_value(
 ) -> tuple[int, str]:
     """Return the value and unit PanDA stores for a target prediction.
 
-    The one conversion of :func:`panda_predictor.core.units.prediction_to_panda`
+    The one conversion of :func:`panda_predictor.core.domain.units.prediction_to_panda`
     (the float class value rounded up once; cputime below 10 HS06sPerEvent x1000
     in mHS06sPerEvent); ``fixed_units`` writes the ``...Fixed`` units so later job
     measurements do not overwrite the prediction.
@@ -383,7 +383,7 @@ def write_predictions(
     fixed_units:
         Write ``MBPerCoreFixed`` so JEDI never re-measures the ramcount; cputime
         stays plain ``HS06sPerEvent`` (see
-        :func:`~panda_predictor.core.units.database_value`).
+        :func:`~panda_predictor.core.domain.units.database_value`).
     """
     panda = get_panda_tables(settings, engine)
     tables = (panda.jedi_tasks, panda.jedi_datasets, panda.jedi_dataset_contents)

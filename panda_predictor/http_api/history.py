@@ -26,7 +26,8 @@ class HistoryRefresher:
     Parameters
     ----------
     loader:
-        Returns a fresh :class:`~panda_predictor.core.history.RecentHistoryIndex`.
+        Returns a fresh
+        :class:`~panda_predictor.core.features.history.RecentHistoryIndex`.
     interval:
         Seconds between refreshes.
     """

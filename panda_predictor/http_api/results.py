@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from panda_predictor.core.task_prediction import TaskPrediction
+from panda_predictor.core.domain.task_prediction import TaskPrediction
 from panda_predictor.http_api.explain import FeatureContribution, explain
 from panda_predictor.serving.combination import ServingHistory
 from panda_predictor.serving.decision import decide_records
@@ -98,7 +98,7 @@ def predict_tasks(
     the records' code matrix; they cost more than the prediction itself, so the
     HTTP service computes them only on request (``?explain=true``).
     ``rollout`` is ``(mode, rollout_share)``: the decisions then go through
-    :func:`panda_predictor.core.rollout.route` (``shadow``, ``held_back``) as the
+    :func:`panda_predictor.core.decide.rollout.route` (``shadow``, ``held_back``) as the
     hooks' do; None answers the model's own decision.
     """
     if not explain_features:

@@ -2,11 +2,12 @@
 
 A job log (SWF or HTCondor history, read by :mod:`panda_predictor.ingest`) has one
 row per job. Here each job becomes one task in the production schema: the columns of
-JEDI_TASKS the features read (:data:`~panda_predictor.core.features.TASK_COLUMNS`),
-the requester's values (:data:`~panda_predictor.core.task_features.REQUEST_COLUMNS`),
-the labels under our target names and ``labels_known_at``, the moment the job
-finished (its labels could not be known before). So the production feature
-pipeline, training, predictor and policy run on a real log unchanged.
+JEDI_TASKS the features read
+(:data:`~panda_predictor.core.features.pipeline.TASK_COLUMNS`), the requester's values
+(:data:`~panda_predictor.core.features.task_features.REQUEST_COLUMNS`), the labels under
+our target names and ``labels_known_at``, the moment the job finished (its labels could
+not be known before). So the production feature pipeline, training, predictor and policy
+run on a real log unchanged.
 
 How the fields map (a log field that a file does not record stays NULL):
 
@@ -36,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from panda_predictor.core.features import TASK_COLUMNS
+from panda_predictor.core.features.pipeline import TASK_COLUMNS
 
 #: Our target name -> the job-log column holding its label (trace units).
 LABEL_COLUMNS: dict[str, str] = {

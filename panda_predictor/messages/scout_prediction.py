@@ -7,8 +7,9 @@ both. Field names of the values are JediTaskSpec's attributes (``ramCount``/
 ``ramUnit``, ``cpuTime``/``cpuTimeUnit``, ``ioIntensity``/``ioIntensityUnit``,
 ``walltime``/``walltimeUnit``), so JEDI can set them on a task spec as they come.
 
-A message is built from a :class:`~panda_predictor.core.task_prediction.TaskPrediction`
-by :func:`from_prediction` and read back by :func:`parse_message`, which raises
+A message is built from a
+:class:`~panda_predictor.core.domain.task_prediction.TaskPrediction` by
+:func:`from_prediction` and read back by :func:`parse_message`, which raises
 :class:`MessageError` naming the task id when the body holds one.
 """
 
@@ -28,8 +29,8 @@ from pydantic import (
     model_validator,
 )
 
-from panda_predictor.core.task_prediction import TaskPrediction
-from panda_predictor.core.units import database_value
+from panda_predictor.core.domain.task_prediction import TaskPrediction
+from panda_predictor.core.domain.units import database_value
 
 #: The ``msg_type`` JEDI's AIParameterAdjuster dispatches on.
 MSG_TYPE: Literal["scout_prediction"] = "scout_prediction"

@@ -25,8 +25,8 @@ import re
 from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 
-from panda_predictor.core.task_prediction import TaskPrediction
-from panda_predictor.core.units import (
+from panda_predictor.core.domain.task_prediction import TaskPrediction
+from panda_predictor.core.domain.units import (
     CPUTIME_UNIT,
     FIXED_SUFFIX,
     MILLI_CPUTIME_UNIT,

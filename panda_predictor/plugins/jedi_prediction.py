@@ -11,8 +11,8 @@ and, when the decision is ``applied``, puts ``ramCount``/``ramUnit``,
 into the map, so the wrapped refiner builds the task spec from them (no ``US=``
 split rule, resource type and work queue from the predicted values). The
 requester's own values are treated as PanDA's scouts treat them
-(:mod:`panda_predictor.core.requested_values`, the same rule as the database hook):
-a ``...Fixed`` unit is never overwritten, a larger walltime stays, other preset
+(:mod:`panda_predictor.core.domain.requested_values`, the same rule as the database
+hook): a ``...Fixed`` unit is never overwritten, a larger walltime stays, other preset
 values are replaced, and a prediction far from them keeps the scouts.
 
 It fails open: on ``kept_scouts``, the kill switch, or any error the map is left
@@ -39,14 +39,14 @@ import threading
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
-from panda_predictor.core.requested_values import (
+from panda_predictor.core.decide.rollout import route
+from panda_predictor.core.domain.requested_values import (
     WritePlan,
     plan_write,
     preset_note,
     requested_values,
 )
-from panda_predictor.core.rollout import route
-from panda_predictor.core.task_prediction import TaskPrediction
+from panda_predictor.core.domain.task_prediction import TaskPrediction
 from panda_predictor.db.engine import make_engine
 from panda_predictor.db.writer import TaskFailure, write_audit, write_error_audits
 from panda_predictor.hook import LEGACY_REASON, kill_switch_on

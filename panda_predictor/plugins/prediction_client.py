@@ -30,8 +30,8 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
-from panda_predictor.core.units import prediction_to_panda
+from panda_predictor.core.domain.task_prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.domain.units import prediction_to_panda
 from panda_predictor.db.writer import panda_value
 from panda_predictor.settings import Settings
 

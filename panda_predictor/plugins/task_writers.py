@@ -28,13 +28,13 @@ from typing import Any, Protocol
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from panda_predictor.core.resource_type import ResourceType, resource_type_of
-from panda_predictor.core.splitrule import (
+from panda_predictor.core.domain.resource_type import ResourceType, resource_type_of
+from panda_predictor.core.domain.splitrule import (
     SplitRuleEditError,
     has_scout_rule,
     remove_scout_rule,
 )
-from panda_predictor.core.units import is_fixed
+from panda_predictor.core.domain.units import is_fixed
 from panda_predictor.db.engine import dialect_of, get_panda_tables
 from panda_predictor.db.pg_arrays import any_of, array_type, table_name
 from panda_predictor.db.resource_types import read_resource_types

@@ -27,16 +27,16 @@ import yaml
 # The one BundleError, defined in the lower registry layer; re-exported for callers.
 from model_registry.registry import BundleError as BundleError
 from panda_predictor.core.bins import BinSet
-from panda_predictor.core.calibration import (
+from panda_predictor.core.decide.calibration import (
     Calibrator,
     IdentityCalibrator,
     calibrator_from_dict,
 )
-from panda_predictor.core.cost_choice import CostChooser, CostSettings, UseTable
-from panda_predictor.core.experts import CombinationParams
-from panda_predictor.core.features import FeaturePipeline
-from panda_predictor.core.scout_policy import CostPolicy
-from panda_predictor.core.tail_rule import TailDecisionRule
+from panda_predictor.core.decide.cost_choice import CostChooser, CostSettings, UseTable
+from panda_predictor.core.decide.experts import CombinationParams
+from panda_predictor.core.decide.scout_policy import CostPolicy
+from panda_predictor.core.decide.tail_rule import TailDecisionRule
+from panda_predictor.core.features.pipeline import FeaturePipeline
 from panda_predictor.models import ResourceClassifier, load_classifier
 
 BUNDLE_FORMAT = 1
@@ -64,7 +64,7 @@ class Bundle:
         Flat test metrics of this bundle (for the registry and ``GET /v1/models``).
     combination:
         How the model is combined with the recency rules per key (see
-        :mod:`panda_predictor.core.experts`); None: the model alone.
+        :mod:`panda_predictor.core.decide.experts`); None: the model alone.
     record_start:
         Tasks created from then on were not fitted on: the model's track record
         for the combination starts there (ISO time; None: no record).

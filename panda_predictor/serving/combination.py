@@ -5,7 +5,7 @@ every task of the history created since the bundle's ``record_start`` (tasks the
 model did not fit on) the bundle predicts its class as of the task's creation, and
 the recency rules' classes come from the same history features. So the hook, the
 service and the benchmark, given the same history, follow the same experts (see
-:mod:`panda_predictor.core.experts`).
+:mod:`panda_predictor.core.decide.experts`).
 
 Two forms of the same history:
 
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from panda_predictor.core.experts import (
+from panda_predictor.core.decide.experts import (
     EXPERTS,
     Combined,
     ExpertSnapshot,
@@ -35,17 +35,17 @@ from panda_predictor.core.experts import (
     rule_values,
     snapshot,
 )
-from panda_predictor.core.experts import (
+from panda_predictor.core.decide.experts import (
     combine as combine_experts,
 )
-from panda_predictor.core.features import TASK_COLUMNS
-from panda_predictor.core.history import (
+from panda_predictor.core.features.history import (
     HISTORY_GROUPS,
     RecentHistoryIndex,
     group_key,
     to_naive_ns,
 )
-from panda_predictor.core.task_features import REQUEST_COLUMNS
+from panda_predictor.core.features.pipeline import TASK_COLUMNS
+from panda_predictor.core.features.task_features import REQUEST_COLUMNS
 
 if TYPE_CHECKING:
     from panda_predictor.serving.bundle import Bundle
@@ -71,7 +71,7 @@ def track_records(bundle: Bundle, history: pd.DataFrame) -> dict[str, TrackRecor
     """Return each target's record over the history tasks since ``record_start``.
 
     ``history`` is a labelled history frame that also holds the task columns
-    (:data:`~panda_predictor.core.features.TASK_COLUMNS`).
+    (:data:`~panda_predictor.core.features.pipeline.TASK_COLUMNS`).
     """
     params = bundle.combination
     assert params is not None
@@ -201,9 +201,9 @@ class ServingHistory:
 def as_history(history: object) -> ServingHistory | None:
     """Return ``history`` as the one history type (a frame is judged per task).
 
-    A bare :class:`~panda_predictor.core.history.RecentHistoryIndex` is refused:
-    it has no labels, so the expert combination could not run on it, and whether
-    it runs must not depend on what a caller happened to pass.
+    A bare :class:`~panda_predictor.core.features.history.RecentHistoryIndex` is
+    refused: it has no labels, so the expert combination could not run on it, and
+    whether it runs must not depend on what a caller happened to pass.
     """
     if history is None or isinstance(history, ServingHistory):
         return history

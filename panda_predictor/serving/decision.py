@@ -5,7 +5,7 @@ refiner's local client, ``panda-predictor htcondor`` and the benchmark. The rule
 in order:
 
 1. **task checks**: a row whose numbers no real task has (``corecount`` <= 0,
-   negative counts; :mod:`panda_predictor.core.task_checks`) is not predicted and
+   negative counts; :mod:`panda_predictor.core.domain.task_checks`) is not predicted and
    keeps its scouts, with the reason naming the field, what was expected and what
    came;
 2. **the prediction and the cost decision**: :class:`Predictor` (features,
@@ -14,9 +14,9 @@ in order:
    :meth:`Predictor.decide`);
 3. **PanDA's exhausted checks**: an ``applied`` prediction far from the task's
    preset values keeps the scouts
-   (:func:`panda_predictor.core.requested_values.far_from_request`);
+   (:func:`panda_predictor.core.domain.requested_values.far_from_request`);
 4. **the rollout stage**, where the caller deploys (``mode`` shadow, the rollout
-   share; :mod:`panda_predictor.core.rollout`).
+   share; :mod:`panda_predictor.core.decide.rollout`).
 
 :func:`decide` returns one :class:`TaskPrediction` per task (the hook, HTTP, the
 refiner, HTCondor); :func:`decide_table` is the same rules as columns for bulk
@@ -35,16 +35,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from panda_predictor.core.requested_values import (
+from panda_predictor.core.decide.rollout import route_all
+from panda_predictor.core.decide.scout_policy import KEPT_SCOUTS
+from panda_predictor.core.domain.requested_values import (
     COLUMN_KEYS,
     far_from_request,
     requested_values,
 )
-from panda_predictor.core.rollout import route_all
-from panda_predictor.core.scout_policy import KEPT_SCOUTS
-from panda_predictor.core.task_checks import CHECKED_FIELDS, input_problem
-from panda_predictor.core.task_features import REQUEST_COLUMNS, TASK_COLUMNS
-from panda_predictor.core.task_prediction import TaskPrediction
+from panda_predictor.core.domain.task_checks import CHECKED_FIELDS, input_problem
+from panda_predictor.core.domain.task_prediction import TaskPrediction
+from panda_predictor.core.features.task_features import REQUEST_COLUMNS, TASK_COLUMNS
 from panda_predictor.serving.predictor import Classified, History, Predictor
 from panda_predictor.settings import Settings
 

@@ -12,7 +12,7 @@ import threading
 
 from model_registry.cache import load_champion_bundle_dir, recently_confirmed
 from model_registry.registry import NoChampionError
-from panda_predictor.core.cost_choice import CostSettings
+from panda_predictor.core.decide.cost_choice import CostSettings
 from panda_predictor.serving.bundle import Bundle, load_bundle
 from panda_predictor.serving.predictor import Predictor
 from panda_predictor.settings import Settings

@@ -4,8 +4,9 @@ The same code serves the database hook, the HTTP service, the JEDI refiner plugi
 ``panda-predictor predict`` and the benchmark: features -> per-target probabilities
 (the models' fast paths) -> tail decision rule and expert combination -> the
 served distribution -> the value of lowest expected cost per target and the
-applied / kept_scouts decision (:class:`~panda_predictor.core.scout_policy.CostPolicy`,
-one columnar rule, :meth:`Predictor.decide`, that every route ends in).
+applied / kept_scouts decision
+(:class:`~panda_predictor.core.decide.scout_policy.CostPolicy`, one columnar rule,
+:meth:`Predictor.decide`, that every route ends in).
 
 Three routes give the same predictions: the DataFrame route (vectorised pandas, best
 for large batches), :meth:`Predictor.predict_table` (the same, returned as columns
@@ -29,11 +30,17 @@ from typing import Any, TypeAlias
 import numpy as np
 import pandas as pd
 
-from panda_predictor.core.calibration import calibrated_mixture
-from panda_predictor.core.cost_choice import CostSettings
-from panda_predictor.core.experts import EXPERTS, FeatureColumns
-from panda_predictor.core.features import TASK_COLUMNS
-from panda_predictor.core.history import (
+from panda_predictor.core.decide.calibration import calibrated_mixture
+from panda_predictor.core.decide.cost_choice import CostSettings
+from panda_predictor.core.decide.experts import EXPERTS, FeatureColumns
+from panda_predictor.core.decide.scout_policy import (
+    NO_TRANSFORMATION,
+    in_training_domain,
+    reason_of,
+)
+from panda_predictor.core.decide.tail_rule import confidence
+from panda_predictor.core.domain.task_prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.features.history import (
     HISTORY_GROUPS,
     RecentHistoryIndex,
     group_key,
@@ -42,14 +49,8 @@ from panda_predictor.core.history import (
     split_transhome_value,
     text_value,
 )
-from panda_predictor.core.scout_policy import (
-    NO_TRANSFORMATION,
-    in_training_domain,
-    reason_of,
-)
-from panda_predictor.core.tail_rule import confidence
-from panda_predictor.core.task_features import REQUEST_COLUMNS, REQUEST_PREFIX
-from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.features.pipeline import TASK_COLUMNS
+from panda_predictor.core.features.task_features import REQUEST_COLUMNS, REQUEST_PREFIX
 from panda_predictor.serving.bundle import Bundle
 from panda_predictor.serving.combination import (
     ServingHistory,
@@ -98,11 +99,11 @@ class Classified:
     """What :meth:`Predictor.classified` computed for a batch of tasks.
 
     ``features`` the model inputs (a frame; on the records route the code
-    matrix's columns by name, :class:`~panda_predictor.core.features.MatrixColumns`);
-    per target ``proba``, ``model_chosen`` (the
-    model with its tail rule), ``chosen`` (after the expert combination, when the
-    bundle has one), ``followed`` (index into
-    :data:`~panda_predictor.core.experts.EXPERTS`) and ``record_accuracy`` (the
+    matrix's columns by name,
+    :class:`~panda_predictor.core.features.pipeline.MatrixColumns`); per target
+    ``proba``, ``model_chosen`` (the model with its tail rule), ``chosen`` (after the
+    expert combination, when the bundle has one), ``followed`` (index into
+    :data:`~panda_predictor.core.decide.experts.EXPERTS`) and ``record_accuracy`` (the
     followed expert's recent weighted accuracy; both empty without combination),
     ``distribution`` (the calibrated served distribution, n x K, see
     :meth:`Predictor.distribution_of`) and ``confidence`` (P(true class <=
@@ -122,7 +123,7 @@ class Classified:
 
 class ClassConfidence(Mapping[str, np.ndarray]):
     """Per target, P(true class <= chosen class) under the served distribution
-    (:func:`~panda_predictor.core.tail_rule.confidence`), computed on first read.
+    (:func:`~panda_predictor.core.decide.tail_rule.confidence`), computed on first read.
 
     It holds the distribution and the classes, not the :class:`Classified` that
     holds it: no reference cycle, so a served task's arrays are freed at once.
@@ -207,7 +208,7 @@ class Predictor:
         """Return, per task, whether its transformation or framework was seen.
 
         The vectorised form of
-        :func:`~panda_predictor.core.scout_policy.in_training_domain`
+        :func:`~panda_predictor.core.decide.scout_policy.in_training_domain`
         (a NULL transformation or framework is never known).
         """
         frameworks, _ = split_transhome(tasks["transhome"])
@@ -289,7 +290,7 @@ class Predictor:
         The served distribution is the model's probabilities where the task follows
         the model (or nothing is combined), else ``w * onehot(chosen) + (1 - w) *
         proba`` for the followed rule's class and recent weighted accuracy ``w``
-        (:func:`~panda_predictor.core.calibration.served_mixture`); the bundle's
+        (:func:`~panda_predictor.core.decide.calibration.served_mixture`); the bundle's
         calibrator of the target then maps it to calibrated probabilities (a
         calibrator may treat rows that follow a rule apart). Both
         routes call this, so they cannot drift apart.
@@ -342,7 +343,7 @@ class Predictor:
         Every route ends here: the value of lowest expected cost per target (never
         above the task's request), its expected cost and the probability that it is
         enough, and applied / kept_scouts per task (see
-        :meth:`~panda_predictor.core.scout_policy.CostPolicy.decide_table`).
+        :meth:`~panda_predictor.core.decide.scout_policy.CostPolicy.decide_table`).
         """
         return self.policy.decide_table(
             served_distribution(parts), parts.chosen, self.requests(parts), in_domain
@@ -449,8 +450,8 @@ class Predictor:
         """Return one prediction per task record (the low-latency route).
 
         Parameters: ``records`` are maps with the keys of
-        :data:`~panda_predictor.core.features.TASK_COLUMNS` (one task as the HTTP
-        service or the JEDI plugin sees it; NULL is None or NaN); ``history`` a
+        :data:`~panda_predictor.core.features.pipeline.TASK_COLUMNS` (one task as the
+        HTTP service or the JEDI plugin sees it; NULL is None or NaN); ``history`` a
         :class:`ServingHistory` indexed as of one time (history features and
         the experts' records as of then), or None (history unknown); ``now``
         the time
@@ -632,7 +633,7 @@ class Predictor:
         """Return (label, lower, upper, value, unit) of each class (computed once).
 
         The value is the bin's float value: it is rounded once, by the writer's
-        conversion to PanDA's stored form (:mod:`panda_predictor.core.units`), so
+        conversion to PanDA's stored form (:mod:`panda_predictor.core.domain.units`), so
         2.3 HS06sPerEvent is written as 2300 mHS06sPerEvent, never as 3000.
         """
         cache = self._class_cache

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from panda_predictor.core.task_features import REQUEST_COLUMNS, TASK_COLUMNS
+from panda_predictor.core.features.task_features import REQUEST_COLUMNS, TASK_COLUMNS
 from panda_predictor.serving.bundle import load_bundle
 from panda_predictor.serving.predictor import Predictor
 

@@ -14,14 +14,14 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 from sqlalchemy.engine import Connection, Engine
 
-from panda_predictor.core.features import TASK_COLUMNS
-from panda_predictor.core.history import (
+from panda_predictor.core.domain.targets import TARGET_NAMES
+from panda_predictor.core.features.history import (
     HISTORY_GROUPS,
     RecentHistoryIndex,
     required_columns,
 )
+from panda_predictor.core.features.pipeline import TASK_COLUMNS
 from panda_predictor.core.labels import join_labels
-from panda_predictor.core.targets import TARGET_NAMES
 from panda_predictor.db.reader import (
     find_changed_tasks,
     iter_history,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from panda_predictor.core.units import (
+from panda_predictor.core.domain.units import (
     CPUTIME_UNIT,
     MILLI_CPUTIME_UNIT,
     cputime_to_panda,

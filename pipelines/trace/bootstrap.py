@@ -48,7 +48,7 @@ def _macro_f1(cm: np.ndarray) -> np.ndarray:
     """Return macro-F1 of a stack of confusion matrices (..., K, K), rows = truth.
 
     Classes absent from both truth and prediction are left out of the mean, as in
-    :func:`panda_predictor.core.evaluation.evaluate_target`.
+    :func:`panda_predictor.core.assess.evaluation.evaluate_target`.
     """
     tp = np.diagonal(cm, axis1=-2, axis2=-1)
     denom = cm.sum(axis=-1) + cm.sum(axis=-2)

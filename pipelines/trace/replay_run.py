@@ -1,11 +1,11 @@
 """Replay a trace's test jobs under scouts, our predictor, the sizing peers, the
 recency rules, the user's request and an oracle (see
-:mod:`panda_predictor.core.replay`).
+:mod:`panda_predictor.core.replay.engine`).
 
 PanDA re-measures every running task after ``rules.remeasure_after`` finished jobs
 (5 and 100) with its own formulas, whatever was written at submission
-(:mod:`panda_predictor.core.replay_panda`), so every row below that starts a task at
-once is re-measured that way, except "request (never re-measured)" and "oracle".
+(:mod:`panda_predictor.core.replay.panda_rules`), so every row below that starts a task
+at once is re-measured that way, except "request (never re-measured)" and "oracle".
 Strategies, one table row each:
 
 - ``scouts``: PanDA as it is: the first ``rules.n_scouts`` jobs of a task are scouts
@@ -29,7 +29,7 @@ Strategies, one table row each:
 Every first request is capped at the user's request when there is one, and so is
 every measurement: the trace's jobs never ran past it (the system kills them), and
 it is known at submission. Where there is none, memory asks for the queue's default
-(:data:`~panda_predictor.core.cost_choice.DEFAULT_RAM_MB_PER_CORE`, what a PanDA
+(:data:`~panda_predictor.core.decide.cost_choice.DEFAULT_RAM_MB_PER_CORE`, what a PanDA
 job without a ramCount gets) and time for the top class's value (no limit set).
 """
 
@@ -38,14 +38,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from panda_predictor.core.cost_choice import DEFAULT_RAM_MB_PER_CORE
-from panda_predictor.core.replay import (
+from panda_predictor.core.decide.cost_choice import DEFAULT_RAM_MB_PER_CORE
+from panda_predictor.core.replay.engine import (
     ReplayJobs,
     ReplayOutcome,
     ReplayRules,
     tasks_from_bursts,
 )
-from panda_predictor.core.replay_goals import GOALS, replay_goals
+from panda_predictor.core.replay.goals import GOALS, replay_goals
 from pipelines.trace.walk_forward import REQUEST_OF, TargetRun
 
 #: Which replay resource each trace target is.

@@ -24,8 +24,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from panda_predictor.core.replay import ReplayOutcome
-from panda_predictor.core.replay_goals import GOALS, replay_goals
+from panda_predictor.core.replay.engine import ReplayOutcome
+from panda_predictor.core.replay.goals import GOALS, replay_goals
 
 PRODUCTION = "model:production"
 OURS = f"predictor ({PRODUCTION})"
@@ -48,7 +48,7 @@ def _waste_key(outcome: dict[str, Any]) -> str:
 
 
 def _replay_marks(outcomes: list[dict[str, Any]]) -> str:
-    """Return ✓/✗ per replay goal of production vs scouts (core.replay_goals:
+    """Return ✓/✗ per replay goal of production vs scouts (core.replay.goals:
     failed jobs, waste, bulk delay, not dominated), then the figures."""
     by_name = {o["strategy"]: o for o in outcomes}
     scouts, ours = by_name.get("scouts"), by_name.get(OURS)

@@ -27,12 +27,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from panda_predictor.core import baselines as bl
+from panda_predictor.core.assess import baselines as bl
+from panda_predictor.core.assess.splits import TimeSplit, time_ordered_split
 from panda_predictor.core.bins import BinSet, TargetBins, fit_bins
-from panda_predictor.core.calibration import METHODS, fit_calibrator, served_mixture
-from panda_predictor.core.experts import EXPERTS, rule_values
-from panda_predictor.core.splits import TimeSplit, time_ordered_split
-from panda_predictor.core.task_features import HOOK_COLUMNS
+from panda_predictor.core.decide.calibration import (
+    METHODS,
+    fit_calibrator,
+    served_mixture,
+)
+from panda_predictor.core.decide.experts import EXPERTS, rule_values
+from panda_predictor.core.features.task_features import HOOK_COLUMNS
 from panda_predictor.errors import UserInputError
 from panda_predictor.ingest.swf import TRACE_TARGETS
 from panda_predictor.ingest.to_panda import jobs_to_tasks

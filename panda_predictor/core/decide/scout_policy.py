@@ -1,7 +1,7 @@
 """The applied / kept_scouts policy: skip the scouts where that costs less.
 
 :class:`CostPolicy` sizes every priced target by expected cost
-(:mod:`panda_predictor.core.cost_choice`) and keeps a task's scouts only where
+(:mod:`panda_predictor.core.decide.cost_choice`) and keeps a task's scouts only where
 skipping them is expected to cost more than running them. An uncertain target gets
 a safer value; it sends the task back to scouts only when the safer value's waste
 costs more than the scouts' delay. A task outside what the models were trained on
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from panda_predictor.core.cost_choice import CostChooser, CostSettings
+from panda_predictor.core.decide.cost_choice import CostChooser, CostSettings
 from panda_predictor.core.reason_text import compared, number
 
 APPLIED = "applied"

@@ -1,8 +1,8 @@
 """The field's non-history baselines and the grouping of job-log rows.
 
 The recency rules (mean of the last two, key percentiles, largest ratio) are the
-history statistics of :mod:`panda_predictor.core.history`, read by
-:func:`panda_predictor.core.experts.rule_values`: one implementation serves the
+history statistics of :mod:`panda_predictor.core.features.history`, read by
+:func:`panda_predictor.core.decide.experts.rule_values`: one implementation serves the
 model's features, the expert combination and the benchmark's baselines. What is
 left here needs no history: the user's own request, the training majority class,
 and the integer key of a user+executable burst for the replay.

@@ -6,10 +6,10 @@ job that gets less than it used fails: the failed attempt's core-hours are lost,
 job is delayed by that attempt and retried the way PanDA retries it (memory: panda-
 server's steps and task-wide raise; time: one class up, above the top class double),
 until PanDA's maxAttempt, after which it is lost; see
-:mod:`panda_predictor.core.replay_panda`. A job that gets more than it used wastes
+:mod:`panda_predictor.core.replay.panda_rules`. A job that gets more than it used wastes
 the difference. With scouts, the first jobs of a task run with the request and the
 rest of the task waits for them, then asks for PanDA's measurement of the scouts
-(:func:`~panda_predictor.core.replay_panda.panda_measurement`); that wait is the
+(:func:`~panda_predictor.core.replay.panda_rules.panda_measurement`); that wait is the
 time until the bulk of the task can start. PanDA re-measures every running task
 after 5 and after 100 finished jobs, scouted or not (``remeasure``).
 
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from panda_predictor.core.replay_panda import (
+from panda_predictor.core.replay.panda_rules import (
     DEFAULT_N_SCOUTS,
     ReplayRules,
     next_class_up,
@@ -123,7 +123,7 @@ def replay(
     A failed time attempt runs until its limit (``requested`` seconds); a failed
     memory attempt is assumed to run its whole run time before being killed (an upper
     bound: logs do not say when memory ran out). Jobs of a task are replayed in the
-    given row order (see :func:`~panda_predictor.core.replay_panda.replay_task`).
+    given row order (see :func:`~panda_predictor.core.replay.panda_rules.replay_task`).
     Per-task settings (``scouts``, ``remeasure``) are read from the task's first row.
 
     :param strategy: name reported with the result.
@@ -335,7 +335,7 @@ def _task_index(task: np.ndarray) -> tuple[np.ndarray, ...]:
     """Return (code per job, rows by task, first position and size of each task).
 
     Tasks are numbered in sorted order and keep their rows' given order, as
-    :func:`~panda_predictor.core.replay_panda.task_groups` does.
+    :func:`~panda_predictor.core.replay.panda_rules.task_groups` does.
     """
     code = np.unique(task, return_inverse=True)[1].reshape(-1)
     order = np.argsort(code, kind="stable")

@@ -6,8 +6,9 @@ memory than requested fails, while one that asks for a bit too much only wastes 
 slots. So :class:`TailDecisionRule` lowers the bar for the tail classes until their
 recall reaches a target, tuned on validation data only, and reports the precision that
 costs. :func:`confidence` says how sure a prediction is that the chosen class is
-*enough*; :class:`~panda_predictor.core.scout_policy.DecisionPolicy` then keeps the
-scouts when any target is not sure enough or the task lies outside the training domain.
+*enough*; :class:`~panda_predictor.core.decide.scout_policy.DecisionPolicy` then keeps
+the scouts when any target is not sure enough or the task lies outside the training
+domain.
 
 Everything here is pure numpy; the core warns (``warnings``) instead of logging.
 """
@@ -431,7 +432,7 @@ def coverage_accuracy_curve(
 
     A task is decided without scouts when its lowest confidence over the targets
     reaches the threshold (as in
-    :class:`~panda_predictor.core.scout_policy.DecisionPolicy`);
+    :class:`~panda_predictor.core.decide.scout_policy.DecisionPolicy`);
     accuracy is the share of those decided tasks whose targets are all right.
 
     :param confidences_min_over_targets: (n,) lowest confidence of each task.

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from panda_predictor.core.task_prediction import TargetPrediction
+from panda_predictor.core.domain.task_prediction import TargetPrediction
 
 #: Base unit of cputime; below :data:`MILLI_CPUTIME_BELOW` it is stored x1000.
 CPUTIME_UNIT = "HS06sPerEvent"

@@ -1,9 +1,9 @@
 """Turn a task (one JEDI_TASKS row plus dataset counts) into the model's features.
 
 Everything used is known when the task is submitted: the task's own fields
-(:mod:`panda_predictor.core.task_features`) and the recent history of similar tasks
-whose labels were known *before* the task was created (see
-:mod:`panda_predictor.core.history`). The full list and the leakage rule are in
+(:mod:`panda_predictor.core.features.task_features`) and the recent history of similar
+tasks whose labels were known *before* the task was created (see
+:mod:`panda_predictor.core.features.history`). The full list and the leakage rule are in
 ``docs/features.md``.
 
 :class:`FeaturePipeline` follows the scikit-learn estimator contract: it learns the
@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from panda_predictor.core.domain.targets import TARGET_NAMES
 from panda_predictor.core.errors import FeatureSchemaError, check_frame
-from panda_predictor.core.fitted import NotFittedError, check_is_fitted
-from panda_predictor.core.history import (
+from panda_predictor.core.features.history import (
     HISTORY_GROUPS,
     RecentHistoryIndex,
     history_feature_names,
@@ -31,14 +31,14 @@ from panda_predictor.core.history import (
     split_transhome_value,
     text_value,
 )
-from panda_predictor.core.targets import TARGET_NAMES
-from panda_predictor.core.task_features import (
+from panda_predictor.core.features.task_features import (
     CATEGORICAL_FEATURES,
     TASK_COLUMNS,
     TASK_NUMERIC_FEATURES,
     record_numeric_features,
     task_features,
 )
+from panda_predictor.core.fitted import NotFittedError, check_is_fitted
 
 __all__ = [
     "CATEGORICAL_FEATURES",

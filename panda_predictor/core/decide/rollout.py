@@ -23,7 +23,7 @@ import dataclasses
 import hashlib
 from typing import Final, Literal
 
-from panda_predictor.core.task_prediction import TaskPrediction
+from panda_predictor.core.domain.task_prediction import TaskPrediction
 
 #: Decision of a task predicted in shadow mode (nothing written, scouts run).
 SHADOW: Final[Literal["shadow"]] = "shadow"

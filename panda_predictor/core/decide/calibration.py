@@ -40,8 +40,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from panda_predictor.core.decide.tail_rule import FIT_ON_VALIDATION, _check_proba
 from panda_predictor.core.fitted import check_is_fitted
-from panda_predictor.core.tail_rule import FIT_ON_VALIDATION, _check_proba
 
 #: The methods :func:`make_calibrator` knows, in the order they are compared.
 METHODS: tuple[str, ...] = (

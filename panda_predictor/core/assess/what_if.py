@@ -13,8 +13,8 @@ module compares the two (pure frames, no database):
 - **failures avoided**: jobs that failed for lack of memory (time) under the scouts'
   values, in a task whose predicted class covered the measured need;
 - **scout hours saved**: the scout cost model of the replay
-  (:func:`panda_predictor.core.replay.scout_delay`): the bulk of a task waits until
-  its slowest scout finished; only a prediction that covered the measured memory
+  (:func:`panda_predictor.core.replay.engine.scout_delay`): the bulk of a task waits
+  until its slowest scout finished; only a prediction that covered the measured memory
   and time saves it;
 - **waste**: memory the predicted ramCount would have reserved but the jobs did not
   use (predicted MB per core x core-hours of the jobs, minus the GB-hours used; the
@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from panda_predictor.core.rollout import HELD_BACK, SHADOW, would_apply
+from panda_predictor.core.decide.rollout import HELD_BACK, SHADOW, would_apply
 
 #: Decisions whose tasks ran with scouts while the model's choice is known.
 WHAT_IF_DECISIONS = (SHADOW, HELD_BACK)

@@ -190,8 +190,8 @@ def all_correct(y_true: Mapping[str, Any], y_pred: Mapping[str, Any]) -> np.ndar
 def all_sufficient(y_true: Mapping[str, Any], y_pred: Mapping[str, Any]) -> np.ndarray:
     """Return, per task, whether no target was under-allocated (predicted >= true).
 
-    This is the event that :func:`panda_predictor.core.tail_rule.confidence` estimates,
-    so it is the natural "right" for a coverage curve about job safety.
+    This is the event that :func:`panda_predictor.core.decide.tail_rule.confidence`
+    estimates, so it is the natural "right" for a coverage curve about job safety.
     """
     _hits_matrix(y_true, y_pred)  # same checks as for exact hits
     enough = [

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from panda_predictor.core.history import (
+from panda_predictor.core.features.history import (
     REQUEST_PREFIX,
     is_null,
     split_transhome,

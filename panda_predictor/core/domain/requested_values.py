@@ -31,15 +31,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from panda_predictor.core.reason_text import number
-from panda_predictor.core.targets import TARGETS
-from panda_predictor.core.task_prediction import TargetPrediction, TaskPrediction
-from panda_predictor.core.units import (
+from panda_predictor.core.domain.targets import TARGETS
+from panda_predictor.core.domain.task_prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.domain.units import (
     CPUTIME_UNIT,
     from_panda,
     is_fixed,
     prediction_to_panda,
 )
+from panda_predictor.core.reason_text import number
 
 #: PanDA's ``SCOUT_WRONG_CPUTIME_THRESHOLD`` default: a measured cpuTime above this
 #: many times the preset one sends the task to ``exhausted``.

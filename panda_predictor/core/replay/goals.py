@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from panda_predictor.core.replay import ReplayOutcome
+from panda_predictor.core.replay.engine import ReplayOutcome
 
 #: The bulk delay a strategy may keep, as a share of the scouts' bulk delay.
 MAX_DELAY_SHARE = 0.2

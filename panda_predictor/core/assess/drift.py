@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from panda_predictor.core.history import split_transhome
+from panda_predictor.core.features.history import split_transhome
 
 #: Categorical task columns profiled (``framework`` is derived from ``transhome``).
 CATEGORICAL = (

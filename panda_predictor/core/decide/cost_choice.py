@@ -40,7 +40,7 @@ job run: ``delay_price`` units per job. Skipping costs the first jobs at the
 written value. After either, PanDA re-measures the task from its finished jobs
 (after 5 and after 100), so the rest of the task costs the same both ways. A task
 skips its scouts when the summed expected cost of its written values is at most
-the scouts' (:class:`~panda_predictor.core.scout_policy.CostPolicy`). Since the
+the scouts' (:class:`~panda_predictor.core.decide.scout_policy.CostPolicy`). Since the
 default is itself a candidate, that holds for every task whose expected costs
 can be priced: an uncertain target gets a safer value (the request, at worst);
 it does not send the task back to scouts.
@@ -77,7 +77,7 @@ KIND_OF: dict[str, str | None] = {
 #: What a job asks for without a memory request: a PanDA task without ramCount
 #: gets its queue's default, 2000 MB per core on WLCG sites (the scouts' too).
 DEFAULT_RAM_MB_PER_CORE = 2000.0
-#: PanDA's ``increase_memory`` steps, MB per core (see core.replay_panda).
+#: PanDA's ``increase_memory`` steps, MB per core (see core.replay.panda_rules).
 MEMORY_STEPS_MB: tuple[float, ...] = (1000.0, 2000.0, 3000.0, 4000.0, 6000.0, 8000.0)
 #: Attempts priced per job: retries go on until the job fits (one class up, then
 #: doubling), which this many attempts always reach for the values priced here.

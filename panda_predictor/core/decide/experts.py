@@ -34,8 +34,8 @@ from typing import Any, TypeAlias
 import numpy as np
 import pandas as pd
 
-from panda_predictor.core.features import MatrixColumns
-from panda_predictor.core.history import REQUEST_PREFIX, latest_before
+from panda_predictor.core.features.history import REQUEST_PREFIX, latest_before
+from panda_predictor.core.features.pipeline import MatrixColumns
 
 #: The experts, in tie-break order (the model wins a tie).
 EXPERTS: tuple[str, ...] = ("model", "last2", "key_p75", "key_p95", "ratio")

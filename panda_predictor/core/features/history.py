@@ -7,7 +7,7 @@ running statistics: the last known value, the mean of the last two, ``log1p`` of
 many values were seen, the 75th and 95th percentile of the last :data:`WINDOW`
 values, and the largest used/requested ratio of the last :data:`RATIO_TASKS` (where
 the requester's value is known). These are also the field's recency rules
-(:mod:`panda_predictor.core.experts` turns them into experts).
+(:mod:`panda_predictor.core.decide.experts` turns them into experts).
 
 Leakage rule: a past task contributes only once its labels are known, i.e. a history
 row counts for a task iff ``labels_known_at < as_of`` (strictly). For training the as-of
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from panda_predictor.core.targets import TARGET_NAMES
+from panda_predictor.core.domain.targets import TARGET_NAMES
 
 #: Key groups: name -> the columns whose values must all match. ``framework`` is the
 #: prefix of TRANSHOME before the first '-' (not JEDI_TASKS.FRAMEWORK, which names the

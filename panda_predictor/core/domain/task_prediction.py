@@ -12,8 +12,9 @@ from datetime import datetime
 from typing import Literal
 
 #: The outcomes of the decision rule for a task (``applied``, ``kept_scouts``) and
-#: of the rollout stage (:mod:`panda_predictor.core.rollout`): ``shadow`` (predicted
-#: and audited, nothing written) and ``held_back`` (outside the rollout share).
+#: of the rollout stage (:mod:`panda_predictor.core.decide.rollout`): ``shadow``
+#: (predicted and audited, nothing written) and ``held_back`` (outside the rollout
+#: share).
 DECISIONS: tuple[str, ...] = ("applied", "kept_scouts", "shadow", "held_back")
 
 Decision = Literal["applied", "kept_scouts", "shadow", "held_back"]
@@ -35,10 +36,10 @@ class TargetPrediction:
         Bin edges of the class in ``unit`` (``None`` for an open end).
     value:
         The value written, in ``unit``: the lowest expected cost given the
-        calibrated distribution (:mod:`panda_predictor.core.cost_choice`), so it
+        calibrated distribution (:mod:`panda_predictor.core.decide.cost_choice`), so it
         may lie above the class where the class is uncertain, or be the task's
         request. A float; it is rounded once, when converted to PanDA's stored
-        form (:mod:`panda_predictor.core.units`).
+        form (:mod:`panda_predictor.core.domain.units`).
     unit:
         PanDA's unit of the target (``MBPerCore``, ``HS06sPerEvent``, ...).
     confidence:

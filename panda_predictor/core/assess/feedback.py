@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from panda_predictor.core.bins import BinSet
+from panda_predictor.core.domain.targets import TARGET_NAMES
 from panda_predictor.core.labels import DEFAULT_LABEL_PARAMS, LabelParams, labels_frame
-from panda_predictor.core.targets import TARGET_NAMES
 
 #: Decision of a task whose prediction was written (no scouts ran).
 APPLIED = "applied"

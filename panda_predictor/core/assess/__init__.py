@@ -1,0 +1,2 @@
+"""Judging models and decisions on seen data: splits, scores, baselines, drift,
+feedback, what-if, day bootstrap. Re-running jobs under a strategy is replay/."""
