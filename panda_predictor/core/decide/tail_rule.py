@@ -6,9 +6,9 @@ memory than requested fails, while one that asks for a bit too much only wastes 
 slots. So :class:`TailDecisionRule` lowers the bar for the tail classes until their
 recall reaches a target, tuned on validation data only, and reports the precision that
 costs. :func:`confidence` says how sure a prediction is that the chosen class is
-*enough*; :class:`~panda_predictor.core.decide.scout_policy.DecisionPolicy` then keeps
-the scouts when any target is not sure enough or the task lies outside the training
-domain.
+*enough*. What is written, and whether the scouts are kept, is the cost choice's
+(:class:`~panda_predictor.core.decide.scout_policy.CostPolicy`), not a confidence
+threshold; the coverage curve below is kept as a report of the model.
 
 Everything here is pure numpy; the core warns (``warnings``) instead of logging.
 """
@@ -430,9 +430,9 @@ def coverage_accuracy_curve(
 ) -> CoverageCurve:
     """Return coverage vs accuracy: tasks whose weakest target is >= each threshold.
 
-    A task is decided without scouts when its lowest confidence over the targets
-    reaches the threshold (as in
-    :class:`~panda_predictor.core.decide.scout_policy.DecisionPolicy`);
+    A task counts as decided when its lowest confidence over the targets reaches
+    the threshold (the confidence-threshold policy the cost choice replaced; a
+    report of how the model's confidence ranks tasks, not what is served);
     accuracy is the share of those decided tasks whose targets are all right.
 
     :param confidences_min_over_targets: (n,) lowest confidence of each task.
