@@ -281,10 +281,19 @@ def verdicts(r: dict) -> str:
     )
 
 
+def _price_text(name: str, value: float | dict[str, float]) -> str:
+    """Return one price for the report: ``delay_price 16`` or, for the prices
+    training chose per target, ``target_prices (ramcount 4, walltime 16)``."""
+    if isinstance(value, dict):
+        per_target = ", ".join(f"{t} {v:g}" for t, v in value.items())
+        return f"{name} ({per_target})"
+    return f"{name} {value:g}"
+
+
 def report(results: list[dict], args: argparse.Namespace, command: str) -> str:
     """Return the markdown section for docs/performance.md."""
     served = results[0] if results else {"prices": {}, "rollout": None}
-    prices = ", ".join(f"{k} {v:g}" for k, v in served["prices"].items())
+    prices = ", ".join(_price_text(k, v) for k, v in served["prices"].items())
     rollout = served["rollout"]
     routed = (
         f"rollout `{rollout[0]}` at share {rollout[1]:g}"

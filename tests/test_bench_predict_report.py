@@ -1,0 +1,47 @@
+"""The serving benchmark's report states the prices the predictor served with."""
+
+from __future__ import annotations
+
+import argparse
+
+from benchmarks.bench_predict import report
+
+
+def _result(prices: dict) -> dict:
+    return {
+        "kind": "xgboost",
+        "p50_ms": 1.2,
+        "p99_ms": 1.8,
+        "bare_p50_ms": 0.6,
+        "bare_p99_ms": 0.9,
+        "frame_p50_ms": 40.0,
+        "frame_p99_ms": 120.0,
+        "tasks_per_s": 10_000.0,
+        "tasks_per_cpu_s": 11_000.0,
+        "table_tasks_per_s": 25_000.0,
+        "table_tasks_per_cpu_s": 26_000.0,
+        "features_share": 0.08,
+        "load": (0.2, 0.4),
+        "prices": prices,
+        "rollout": ("predict", 1.0),
+    }
+
+
+def test_the_report_prints_per_target_prices_and_the_verdicts():
+    args = argparse.Namespace(
+        tasks=20_000,
+        xgb_estimators=400,
+        keras_epochs=10,
+        calls=2_000,
+        frame_calls=200,
+        batch=100_000,
+    )
+    prices = {
+        "delay_price": 16.0,
+        "gb_per_core": 2.0,
+        "target_prices": {"ramcount": 4.0, "walltime": 256.0},
+    }
+    text = report([_result(prices)], args, "python benchmarks/bench_predict.py")
+    assert "delay_price 16, gb_per_core 2" in text
+    assert "target_prices (ramcount 4, walltime 256)" in text
+    assert "p99 <= 2 ms met (1.80 ms)" in text
