@@ -16,7 +16,7 @@ from panda_predictor.core.assess.drift import (
     feature_drift,
     performance_drift,
 )
-from tests.test_drift_core import _tasks
+from tests.core.assess.test_drift import _tasks
 
 #: Near the issue's case: test under-allocation 0.23, feedback 0.40, and accuracy
 #: fallen by 0.30 (more than the 0.15 drop): drift on 50 outcomes, no verdict on 40.

@@ -12,12 +12,12 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 from label_engines import ENGINES, labels_by, sqlite_settings
-from test_labels_core import TASK, _job
 
 from panda_predictor.db.engine import get_panda_tables, make_engine
 from panda_predictor.db.migrations import init_database
 from panda_predictor.settings import load_settings
 from pipelines.build_labels import build_labels
+from tests.core.test_labels import TASK, _job
 
 pytestmark = [
     # py4j leaves its gateway sockets to the garbage collector.

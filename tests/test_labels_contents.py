@@ -14,10 +14,10 @@ from datetime import timedelta
 
 import pytest
 from label_engines import ENGINES, labels_by
-from test_labels_core import MB, T0, TASK, _job
 
 from panda_predictor.db.engine import get_panda_tables, make_engine
 from panda_predictor.db.migrations import init_database
+from tests.core.test_labels import MB, T0, TASK, _job
 
 pytestmark = [
     # py4j leaves its gateway sockets to the garbage collector.

@@ -13,7 +13,6 @@ import math
 import pandas as pd
 import pytest
 from conftest import POSTGRES_URL
-from test_labels_core import TASK, _job, load_history
 
 from panda_predictor.core.domain.targets import TARGET_NAMES
 from panda_predictor.core.labels import (
@@ -21,6 +20,7 @@ from panda_predictor.core.labels import (
     LabelParams,
     labels_frame,
 )
+from tests.core.test_labels import TASK, _job, load_history
 from tests.labels_reference import task_labels
 
 pytestmark = [

@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from test_labels_core import load_history, make_history
 
 from panda_predictor.bins_file import load_bins
 from panda_predictor.cli.labels import labels as labels_command
 from panda_predictor.core.labels import LABEL_COLUMNS, labels_frame
+from tests.core.test_labels import load_history, make_history
 
 
 def test_labels_command_writes_parquet_and_fits_bins(settings, seed, tmp_path):

@@ -7,7 +7,6 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 from conftest import POSTGRES_URL
-from test_labels_core import load_history, make_history
 
 from panda_predictor.core.labels import labels_frame
 from panda_predictor.db.engine import get_panda_tables, make_engine
@@ -20,6 +19,7 @@ from panda_predictor.db.labels_sql import (
 from panda_predictor.db.reader import iter_history
 from panda_predictor.db.tables import panda_tables
 from panda_predictor.settings import load_settings
+from tests.core.test_labels import load_history, make_history
 
 
 @pytest.mark.postgres

@@ -227,7 +227,7 @@ def test_requester_values_follow_pandas_scout_rules(panda_classes, settings):
     """Preset values are replaced as the scouts would; a larger walltime stays.
 
     The full table of cases, shared with the database hook, is in
-    tests/test_requested_values.py.
+    tests/core/domain/test_requested_values.py.
     """
     _, module = panda_classes
     task_map = param_map(ramCount=4000, ramUnit="MBPerCore", walltime=70)

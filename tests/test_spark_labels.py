@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from test_labels_core import make_history
 
 from panda_predictor.core.labels import labels_frame
 from panda_predictor.errors import UserInputError
 from pipelines.spark_labels import spark_labels
+from tests.core.test_labels import make_history
 
 pytestmark = [
     pytest.mark.spark,
