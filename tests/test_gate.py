@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 
@@ -29,6 +28,7 @@ from model_registry.registry import (
     set_alias,
 )
 from panda_predictor.settings import load_settings
+from tests.bundle_parts import make_bundle
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:The ``noload`` loader strategy is deprecated:DeprecationWarning"
@@ -323,14 +323,6 @@ def test_thresholds_refuse_bad_values(kwargs, match):
 
 
 # --- promotions on a real store -------------------------------------------------
-
-
-def make_bundle(folder: Path, marker: str) -> Path:
-    (folder / "models").mkdir(parents=True)
-    manifest = {"schema_hash": "h1", "bins_version": "bins-1", "marker": marker}
-    (folder / "bundle.json").write_text(json.dumps(manifest))
-    (folder / "models" / "ramcount.json").write_text(f'{{"m": "{marker}"}}')
-    return folder
 
 
 def register(settings, tmp_path, marker) -> int:

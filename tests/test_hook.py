@@ -18,6 +18,7 @@ from panda_predictor.serving.bundle import load_bundle
 from panda_predictor.serving.predictor import Predictor
 from pipelines.load_history import load_history
 from pipelines.simulation import SimulationConfig, simulate_history
+from tests.history_parts import load_simulated_panda
 from tests.test_db_support import audit_rows, task_row
 
 N_DEFINED = 12
@@ -26,12 +27,7 @@ N_DEFINED = 12
 @pytest.fixture
 def history_db(settings, seed):
     """Return settings of a database with a small simulated history + new tasks."""
-    engine = make_engine(settings)
-    init_database(engine, settings, with_panda_tables=True)
-    config = SimulationConfig(n_tasks=300, n_defined=N_DEFINED, seed=seed)
-    load_history(engine, settings, simulate_history(config, progress=False))
-    engine.dispose()
-    return settings
+    return load_simulated_panda(settings, seed, n_tasks=300, n_defined=N_DEFINED)
 
 
 @pytest.fixture(scope="module")

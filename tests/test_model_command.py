@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 from click.testing import CliRunner
 
@@ -27,6 +24,7 @@ from model_registry.registry import (
 )
 from panda_predictor.cli import main
 from panda_predictor.settings import load_settings
+from tests.bundle_parts import make_bundle
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:The ``noload`` loader strategy is deprecated:DeprecationWarning"
@@ -45,13 +43,6 @@ REPLAY = {
     "served.ramcount.wasted_hours": 1.0,
     "served.delay_share": 0.1,
 }
-
-
-def make_bundle(folder: Path, marker: str) -> Path:
-    folder.mkdir(parents=True)
-    manifest = {"schema_hash": "h1", "bins_version": "bins-1", "marker": marker}
-    (folder / "bundle.json").write_text(json.dumps(manifest))
-    return folder
 
 
 @pytest.fixture

@@ -11,8 +11,6 @@ import pytest
 from click.testing import CliRunner
 
 from panda_predictor.cli import main
-from panda_predictor.db.engine import make_engine
-from panda_predictor.db.migrations import init_database
 from panda_predictor.hook import SubmitHook
 from panda_predictor.log_format import (
     JsonFormatter,
@@ -23,20 +21,15 @@ from panda_predictor.log_format import (
 )
 from panda_predictor.serving.bundle import load_bundle
 from panda_predictor.serving.predictor import Predictor
-from pipelines.load_history import load_history
-from pipelines.simulation import SimulationConfig, simulate_history
+from tests.history_parts import load_simulated_panda
 
 N_DEFINED = 10
 
 
 @pytest.fixture
 def history_db(settings, seed):
-    engine = make_engine(settings)
-    init_database(engine, settings, with_panda_tables=True)
-    config = SimulationConfig(n_tasks=300, n_defined=N_DEFINED, seed=seed)
-    load_history(engine, settings, simulate_history(config, progress=False))
-    engine.dispose()
-    return settings
+    """Return settings of a database with a small simulated history + new tasks."""
+    return load_simulated_panda(settings, seed, n_tasks=300, n_defined=N_DEFINED)
 
 
 @pytest.fixture(scope="module")

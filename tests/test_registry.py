@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import mlflow.artifacts
@@ -18,6 +17,7 @@ from model_registry.registry import (
     register_bundle,
     set_alias,
 )
+from tests.bundle_parts import make_bundle
 
 # MLflow 3.17's SQL store uses SQLAlchemy's ``noload`` strategy, deprecated in 2.1.
 pytestmark = pytest.mark.filterwarnings(
@@ -30,17 +30,6 @@ GOOD = {
     "ramcount.under_allocation": 0.03,
     "cputime.tail_recall": 0.90,
 }
-
-
-def make_bundle(folder: Path, marker: str, schema_hash: str = "h1") -> Path:
-    """Write a tiny bundle: manifest, one model file per target, metrics."""
-    (folder / "models").mkdir(parents=True)
-    manifest = {"schema_hash": schema_hash, "bins_version": "bins-1", "marker": marker}
-    (folder / "bundle.json").write_text(json.dumps(manifest))
-    for target in ("ramcount", "cputime", "iointensity", "walltime"):
-        (folder / "models" / f"{target}.json").write_text(f'{{"m": "{marker}"}}')
-    (folder / "metrics.json").write_text("{}")
-    return folder
 
 
 def files_of(folder: Path) -> dict[str, bytes]:

@@ -13,6 +13,7 @@ from model_registry import cache
 from model_registry.cache import load_champion_bundle_dir, read_cached, store_version
 from model_registry.registry import NoChampionError, register_bundle, set_alias
 from panda_predictor.settings import load_settings
+from tests.bundle_parts import make_bundle
 
 # MLflow 3.17's SQL store uses SQLAlchemy's ``noload`` strategy, deprecated in 2.1.
 pytestmark = pytest.mark.filterwarnings(
@@ -20,16 +21,6 @@ pytestmark = pytest.mark.filterwarnings(
 )
 
 METRICS = {"mean_accuracy": 0.8, "ramcount.tail_recall": 0.95}
-
-
-def make_bundle(folder: Path, marker: str) -> Path:
-    """Write a tiny bundle whose every file carries ``marker``."""
-    (folder / "models").mkdir(parents=True)
-    manifest = {"schema_hash": "h1", "bins_version": "bins-1", "marker": marker}
-    (folder / "bundle.json").write_text(json.dumps(manifest))
-    for target in ("ramcount", "cputime", "iointensity", "walltime"):
-        (folder / "models" / f"{target}.json").write_text(json.dumps({"m": marker}))
-    return folder
 
 
 def markers_of(folder: Path) -> set[str]:

@@ -29,6 +29,7 @@ from model_registry.registry import (
 )
 from model_registry.tracking import mlflow_client, registry_http_environment
 from panda_predictor.settings import load_settings
+from tests.bundle_parts import make_bundle
 from tests.test_db_support import database_with_one_eligible_task
 
 pytestmark = pytest.mark.filterwarnings(
@@ -49,16 +50,6 @@ def restore_mlflow_http_environment(monkeypatch):
     """Let each test's registry settings reach the environment, restored after."""
     for name in HTTP_VARIABLES:
         monkeypatch.delenv(name, raising=False)
-
-
-def make_bundle(folder: Path, marker: str) -> Path:
-    """Write a tiny bundle whose files carry ``marker``."""
-    (folder / "models").mkdir(parents=True)
-    manifest = {"schema_hash": "h1", "bins_version": "bins-1", "marker": marker}
-    (folder / "bundle.json").write_text(json.dumps(manifest))
-    for target in ("ramcount", "walltime"):
-        (folder / "models" / f"{target}.json").write_text(json.dumps({"m": marker}))
-    return folder
 
 
 def publish(settings, folder: Path, marker: str) -> int:

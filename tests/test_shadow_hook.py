@@ -17,13 +17,11 @@ from panda_predictor.core.decide.rollout import (
     would_apply,
 )
 from panda_predictor.db.engine import get_panda_tables, make_engine
-from panda_predictor.db.migrations import init_database
 from panda_predictor.hook import LEGACY_REASON, SubmitHook
 from panda_predictor.metrics import TASKS
 from panda_predictor.serving.bundle import load_bundle
 from panda_predictor.serving.predictor import Predictor
-from pipelines.load_history import load_history
-from pipelines.simulation import SimulationConfig, simulate_history
+from tests.history_parts import load_simulated_panda
 from tests.test_db_support import audit_rows
 
 N_DEFINED = 30
@@ -37,12 +35,7 @@ def predictor(trained_bundle_dir):
 @pytest.fixture
 def history_db(settings, seed):
     """Return settings of a database with a small simulated history + new tasks."""
-    engine = make_engine(settings)
-    init_database(engine, settings, with_panda_tables=True)
-    config = SimulationConfig(n_tasks=200, n_defined=N_DEFINED, seed=seed)
-    load_history(engine, settings, simulate_history(config, progress=False))
-    engine.dispose()
-    return settings
+    return load_simulated_panda(settings, seed, n_tasks=200, n_defined=N_DEFINED)
 
 
 def jedi_tasks_dump(settings) -> list[tuple[str, ...]]:
