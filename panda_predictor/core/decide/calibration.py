@@ -138,7 +138,7 @@ def calibrated_mixture(
     """
     p = _check_proba(proba, calibrator._classes_in())
     rule = _rule_rows(followed, p.shape[0])
-    return calibrator._calibrate(_mixture(p, classes, rule, accuracy), rule)
+    return calibrator._transform(_mixture(p, classes, rule, accuracy), rule)
 
 
 class Calibrator:
@@ -171,19 +171,16 @@ class Calibrator:
         ``followed`` as in :meth:`fit`.
         """
         p = _check_proba(proba, self._classes_in())
-        return self._calibrate(p, _rule_rows(followed, p.shape[0]))
+        return self._transform(p, _rule_rows(followed, p.shape[0]))
 
     def _classes_in(self) -> int | None:
         """Return the classes :meth:`transform` takes; raise if not fitted."""
         check_is_fitted(self, "n_classes_", FIT_ON_VALIDATION)
         return int(self.n_classes_)
 
-    def _calibrate(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
-        """Return :meth:`transform` of checked probabilities (``rule``: the rows
-        that follow a rule)."""
-        return self._transform(proba, rule)
-
     def _transform(self, proba: np.ndarray, rule: np.ndarray) -> np.ndarray:
+        """Return :meth:`transform` of checked probabilities (``rule``: the rows
+        that follow a rule); subclasses apply their map here."""
         return _normalised(proba)
 
     def _state(self) -> dict[str, Any]:

@@ -546,13 +546,11 @@ def _weighted(p: np.ndarray, table: np.ndarray) -> np.ndarray:
     every row is ``((p0 * t0 + p1 * t1) + p2 * t2) + ...`` in this order, the
     same bits however many rows come with it.
     """
-    flat = table.ndim == 1
-    columns = table[:, None] if flat else table
-    out = np.empty((len(p), columns.shape[1]))
+    out = np.empty((len(p), table.shape[1]))
     for start in range(0, len(p), _BLOCK_ROWS):
         rows = p[start : start + _BLOCK_ROWS]
         block = out[start : start + _BLOCK_ROWS]
-        np.multiply(rows[:, :1], columns[0], out=block)
-        for k in range(1, columns.shape[0]):
-            block += rows[:, k : k + 1] * columns[k]
-    return out[:, 0] if flat else out
+        np.multiply(rows[:, :1], table[0], out=block)
+        for k in range(1, table.shape[0]):
+            block += rows[:, k : k + 1] * table[k]
+    return out
