@@ -96,7 +96,7 @@ def main() -> None:
     from panda_predictor.db.engine import make_engine
     from panda_predictor.db.migrations import init_database
     from panda_predictor.db.reader import find_changed_tasks
-    from panda_predictor.hook import SubmitHook
+    from panda_predictor.hook.submit import SubmitHook
     from panda_predictor.serving.predictor import Predictor
     from panda_predictor.serving.recent import IncrementalHistory, read_history_frame
     from panda_predictor.settings import load_settings

@@ -95,7 +95,8 @@ def hook(
     """
     from panda_predictor.cli.render import predictions_table
     from panda_predictor.core.domain.units import database_value
-    from panda_predictor.hook import SubmitHook, pass_summary, run_hook_once
+    from panda_predictor.hook.report import pass_summary
+    from panda_predictor.hook.submit import SubmitHook, run_hook_once
 
     if mode == "watch":
         if dry_run or task_ids:

@@ -47,9 +47,13 @@ from panda_predictor.core.domain.requested_values import (
     requested_values,
 )
 from panda_predictor.core.domain.task_prediction import TaskPrediction
+from panda_predictor.db.audit_writer import (
+    TaskFailure,
+    write_audit,
+    write_error_audits,
+)
 from panda_predictor.db.engine import make_engine
-from panda_predictor.db.writer import TaskFailure, write_audit, write_error_audits
-from panda_predictor.hook import LEGACY_REASON, kill_switch_on
+from panda_predictor.hook.submit import LEGACY_REASON, kill_switch_on
 from panda_predictor.metrics import (
     FALLBACKS,
     KILL_SWITCH_TASKS,
