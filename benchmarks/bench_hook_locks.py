@@ -52,27 +52,7 @@ from tests.message_parts import drop_database  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--defined", type=int, default=10_000)
-    parser.add_argument("--history", type=int, default=3_000)
-    parser.add_argument("--hooks", type=int, default=4)
-    parser.add_argument("--batch-size", type=int, default=200)
-    parser.add_argument(
-        "--jedi-hold-ms",
-        type=float,
-        default=50.0,
-        help="longest time JEDI works on a task while holding its row (uniform)",
-    )
-    parser.add_argument(
-        "--jedi-long-hold-s",
-        type=float,
-        default=3.0,
-        help="every 50th JEDI transaction holds its row this long",
-    )
-    parser.add_argument("--seed", type=int, default=21)
-    parser.add_argument("--no-write", action="store_true")
-    args = parser.parse_args()
-
+    args = arguments()
     load_before = os.getloadavg()
     home = Path(tempfile.mkdtemp(prefix="bench_hook_locks_"))
     started = time.perf_counter()
@@ -83,61 +63,11 @@ def main() -> None:
     ctx = mp.get_context("spawn")
     try:
         before = database_counts(settings, name)
-        go, stop = ctx.Event(), ctx.Event()
-        ready = ctx.Barrier(args.hooks + 2)
-        results = ctx.Queue()
         config = (settings.db_url, str(home), args.batch_size)
-        hooks = [
-            ctx.Process(
-                target=hook_pass,
-                args=(config, str(bundle_dir), ready, go, results, f"hook-{n}"),
-            )
-            for n in range(args.hooks)
-        ]
-        jedi = ctx.Process(
-            target=jedi_like_writer,
-            args=(
-                settings.db_url,
-                ids,
-                (args.jedi_hold_ms / 1000, args.jedi_long_hold_s, 50),
-                args.hooks * args.batch_size,
-                args.seed,
-                ready,
-                go,
-                stop,
-                results,
-            ),
+        pass_s, passes, jedi_result = hooks_beside_jedi(
+            ctx, config, str(bundle_dir), ids, args
         )
-        for process in (*hooks, jedi):
-            process.start()
-        ready.wait()  # every hook has its model and history: start together
-        go.set()
-        t0 = time.perf_counter()
-        passes = [results.get() for _ in hooks]
-        pass_s = time.perf_counter() - t0
-        stop.set()
-        jedi_result: JediResult = results.get()
-        for process in (*hooks, jedi):
-            process.join(60)
-        # JEDI gone: one more pass writes what the four skipped as locked.
-        later = ctx.Queue()
-        catch_up_ready = ctx.Barrier(1)
-        catch_up_go = ctx.Event()
-        catch_up_go.set()
-        last = ctx.Process(
-            target=hook_pass,
-            args=(
-                config,
-                str(bundle_dir),
-                catch_up_ready,
-                catch_up_go,
-                later,
-                "catch-up",
-            ),
-        )
-        last.start()
-        catch_up = later.get()
-        last.join(60)
+        catch_up = catch_up_pass(ctx, config, str(bundle_dir))
         after = database_counts(settings, name)
     finally:
         drop_database(name)
@@ -158,6 +88,90 @@ def main() -> None:
         from perfdoc import write_section
 
         write_section("bench_hook_locks", text)
+
+
+def arguments() -> argparse.Namespace:
+    """Parse the command line."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--defined", type=int, default=10_000)
+    parser.add_argument("--history", type=int, default=3_000)
+    parser.add_argument("--hooks", type=int, default=4)
+    parser.add_argument("--batch-size", type=int, default=200)
+    parser.add_argument(
+        "--jedi-hold-ms",
+        type=float,
+        default=50.0,
+        help="longest time JEDI works on a task while holding its row (uniform)",
+    )
+    parser.add_argument(
+        "--jedi-long-hold-s",
+        type=float,
+        default=3.0,
+        help="every 50th JEDI transaction holds its row this long",
+    )
+    parser.add_argument("--seed", type=int, default=21)
+    parser.add_argument("--no-write", action="store_true")
+    return parser.parse_args()
+
+
+def hooks_beside_jedi(ctx, config, bundle_dir: str, ids, args) -> tuple:
+    """Run ``--hooks`` hook passes together with the JEDI-like writer.
+
+    Returns the seconds until every pass ended, each pass's result and the
+    writer's.
+    """
+    go, stop = ctx.Event(), ctx.Event()
+    ready = ctx.Barrier(args.hooks + 2)
+    results = ctx.Queue()
+    hooks = [
+        ctx.Process(
+            target=hook_pass,
+            args=(config, bundle_dir, ready, go, results, f"hook-{n}"),
+        )
+        for n in range(args.hooks)
+    ]
+    jedi = ctx.Process(
+        target=jedi_like_writer,
+        args=(
+            config[0],
+            ids,
+            (args.jedi_hold_ms / 1000, args.jedi_long_hold_s, 50),
+            args.hooks * args.batch_size,
+            args.seed,
+            ready,
+            go,
+            stop,
+            results,
+        ),
+    )
+    for process in (*hooks, jedi):
+        process.start()
+    ready.wait()  # every hook has its model and history: start together
+    go.set()
+    t0 = time.perf_counter()
+    passes = [results.get() for _ in hooks]
+    pass_s = time.perf_counter() - t0
+    stop.set()
+    jedi_result: JediResult = results.get()
+    for process in (*hooks, jedi):
+        process.join(60)
+    return pass_s, passes, jedi_result
+
+
+def catch_up_pass(ctx, config, bundle_dir: str):
+    """Run one more pass with JEDI gone: it writes what the others skipped."""
+    later = ctx.Queue()
+    catch_up_ready = ctx.Barrier(1)
+    catch_up_go = ctx.Event()
+    catch_up_go.set()
+    last = ctx.Process(
+        target=hook_pass,
+        args=(config, bundle_dir, catch_up_ready, catch_up_go, later, "catch-up"),
+    )
+    last.start()
+    catch_up = later.get()
+    last.join(60)
+    return catch_up
 
 
 def report(

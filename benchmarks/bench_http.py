@@ -150,7 +150,7 @@ def run_load(
             outcomes[outcome] += 1
 
     def worker() -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn = _connect(port)
         while True:
             with lock:
                 i = next(counter, None)
@@ -160,40 +160,10 @@ def run_load(
             delay = due - time.perf_counter()
             if delay > 0:
                 time.sleep(delay)
-            try:
-                conn.request(
-                    "POST",
-                    "/v1/predictions",
-                    body=bodies[i % len(bodies)],
-                    headers={"Content-Type": "application/json"},
-                )
-                response = conn.getresponse()
-                response.read()
-            except ConnectionRefusedError:
-                count("refused")
-                conn.close()
-                continue
-            except CUT:
-                count("cut")
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-                continue
-            except TimeoutError:
-                count("timeouts")
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-                continue
-            except (OSError, http.client.HTTPException):
-                count("other")
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-                continue
-            if response.status == 200:
-                count("ok")
-                latencies[i] = time.perf_counter() - due
-            elif response.status == 503 and response.getheader("Retry-After"):
-                count("shed")
-            else:
-                count("other")
-            if response.getheader("Connection") == "close":
-                conn.close()
+            conn, outcome, answered = _post(conn, port, bodies[i % len(bodies)])
+            count(outcome)
+            if outcome == "ok":
+                latencies[i] = answered - due
         conn.close()
 
     pool = [threading.Thread(target=worker) for _ in range(threads)]
@@ -206,7 +176,53 @@ def run_load(
         t.join()
     if side:
         side.join()
-    elapsed = time.perf_counter() - start
+    return _load_figures(latencies, outcomes, time.perf_counter() - start)
+
+
+def _connect(port: int) -> http.client.HTTPConnection:
+    return http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+
+
+def _post(
+    conn: http.client.HTTPConnection, port: int, body: bytes
+) -> tuple[http.client.HTTPConnection, str, float]:
+    """Post one task; return the connection to use next, the outcome (see
+    :func:`run_load`) and when the answer was read."""
+    try:
+        conn.request(
+            "POST",
+            "/v1/predictions",
+            body=body,
+            headers={"Content-Type": "application/json"},
+        )
+        response = conn.getresponse()
+        response.read()
+    except ConnectionRefusedError:
+        conn.close()
+        return conn, "refused", time.perf_counter()
+    except CUT:
+        return _connect(port), "cut", time.perf_counter()
+    except TimeoutError:
+        return _connect(port), "timeouts", time.perf_counter()
+    except (OSError, http.client.HTTPException):
+        return _connect(port), "other", time.perf_counter()
+    answered = time.perf_counter()
+    if response.status == 200:
+        outcome = "ok"
+    elif response.status == 503 and response.getheader("Retry-After"):
+        outcome = "shed"
+    else:
+        outcome = "other"
+    if response.getheader("Connection") == "close":
+        conn.close()
+    return conn, outcome, answered
+
+
+def _load_figures(
+    latencies: np.ndarray, outcomes: dict[str, int], elapsed: float
+) -> dict[str, float]:
+    """Return the outcome counts, throughput and latency percentiles of a load."""
+    total = len(latencies)
     done = latencies[~np.isnan(latencies)] * 1000.0
     if not len(done):
         done = np.array([np.nan])
@@ -411,75 +427,8 @@ def write_report(
         else "**not met** in this run"
     )
     capacity = max((r["throughput"] for _, r in results), default=0.0)
-    over = ""
-    if overload:
-        o = overload
-        header = _row(
-            "requests",
-            "200",
-            "503 shed",
-            "timeouts",
-            "other",
-            "served req/s",
-            "p50 / p99 of 200s",
-            "healthz p50 / p99 / max (n)",
-        )
-        row = _row(
-            f"{o['requests']:.0f}",
-            f"{o['ok']:.0f}",
-            f"{o['shed']:.0f}",
-            f"{o['timeouts']:.0f}",
-            f"{o['other'] + o['cut'] + o['refused']:.0f}",
-            f"{o['throughput']:.0f}",
-            f"{o['p50_ms']:.1f} / {o['p99_ms']:.1f} ms",
-            f"{o['healthz_p50_ms']:.1f} / {o['healthz_p99_ms']:.1f} / "
-            f"{o['healthz_max_ms']:.1f} ms ({o['healthz_n']:.0f})",
-        )
-        met = o["shed"] > 0 and o["healthz_max_ms"] < 100
-        over = f"""
-**Overload** ({args.overload_rate:.0f} requests/s offered for
-{args.overload_seconds:.0f} s over {args.overload_clients} connections, about
-{args.overload_rate / max(capacity, 1):.0f}x the rate served above; a separate
-connection times `GET /healthz` every 50 ms):
-
-{header}
-{_row(*["---"] * 8)}
-{row}
-
-Goal (issue 11): 503s at 5x capacity with `/healthz` under 100 ms:
-{"**met**" if met else "**not met** in this run"}.
-"""
-    term = ""
-    if drain:
-        d = drain
-        header = _row(
-            "requests",
-            "answered 200",
-            "refused after the listener closed",
-            "cut (sent, no answer)",
-            "other",
-            "exit code",
-            "exit after SIGTERM",
-        )
-        row = _row(
-            f"{d['requests']:.0f}",
-            f"{d['ok']:.0f}",
-            f"{d['refused']:.0f}",
-            f"{d['cut']:.0f}",
-            f"{d['other'] + d['timeouts'] + d['shed']:.0f}",
-            f"{d.get('exit_code', float('nan')):.0f}",
-            f"{d.get('exit_s', float('nan')):.2f} s",
-        )
-        term = f"""
-**SIGTERM under load** (a fresh server, {args.sigterm_rate:.0f} requests/s for
-{args.sigterm_seconds:.0f} s, SIGTERM after {args.sigterm_seconds / 2:.0f} s):
-
-{header}
-{_row(*["---"] * 7)}
-{row}
-
-Goal (issue 11): 0 cut requests: {"**met**" if d["cut"] == 0 else "**not met**"}.
-"""
+    over = _overload_section(args, overload, capacity) if overload else ""
+    term = _sigterm_section(args, drain) if drain else ""
     section = f"""{HEADING}
 
 `benchmarks/bench_http.py`: `panda-predictor serve` (waitress under the graceful
@@ -514,6 +463,79 @@ shared with the load generator the tail grows with the host's load.
 
         write_section("bench_http", section)
         print(f"written to {PERFORMANCE_MD}")
+
+
+def _overload_section(
+    args: argparse.Namespace, o: dict[str, float], capacity: float
+) -> str:
+    """Return the overload paragraph and table of the report."""
+    header = _row(
+        "requests",
+        "200",
+        "503 shed",
+        "timeouts",
+        "other",
+        "served req/s",
+        "p50 / p99 of 200s",
+        "healthz p50 / p99 / max (n)",
+    )
+    row = _row(
+        f"{o['requests']:.0f}",
+        f"{o['ok']:.0f}",
+        f"{o['shed']:.0f}",
+        f"{o['timeouts']:.0f}",
+        f"{o['other'] + o['cut'] + o['refused']:.0f}",
+        f"{o['throughput']:.0f}",
+        f"{o['p50_ms']:.1f} / {o['p99_ms']:.1f} ms",
+        f"{o['healthz_p50_ms']:.1f} / {o['healthz_p99_ms']:.1f} / "
+        f"{o['healthz_max_ms']:.1f} ms ({o['healthz_n']:.0f})",
+    )
+    met = o["shed"] > 0 and o["healthz_max_ms"] < 100
+    return f"""
+**Overload** ({args.overload_rate:.0f} requests/s offered for
+{args.overload_seconds:.0f} s over {args.overload_clients} connections, about
+{args.overload_rate / max(capacity, 1):.0f}x the rate served above; a separate
+connection times `GET /healthz` every 50 ms):
+
+{header}
+{_row(*["---"] * 8)}
+{row}
+
+Goal (issue 11): 503s at 5x capacity with `/healthz` under 100 ms:
+{"**met**" if met else "**not met** in this run"}.
+"""
+
+
+def _sigterm_section(args: argparse.Namespace, d: dict[str, float]) -> str:
+    """Return the SIGTERM-under-load paragraph and table of the report."""
+    header = _row(
+        "requests",
+        "answered 200",
+        "refused after the listener closed",
+        "cut (sent, no answer)",
+        "other",
+        "exit code",
+        "exit after SIGTERM",
+    )
+    row = _row(
+        f"{d['requests']:.0f}",
+        f"{d['ok']:.0f}",
+        f"{d['refused']:.0f}",
+        f"{d['cut']:.0f}",
+        f"{d['other'] + d['timeouts'] + d['shed']:.0f}",
+        f"{d.get('exit_code', float('nan')):.0f}",
+        f"{d.get('exit_s', float('nan')):.2f} s",
+    )
+    return f"""
+**SIGTERM under load** (a fresh server, {args.sigterm_rate:.0f} requests/s for
+{args.sigterm_seconds:.0f} s, SIGTERM after {args.sigterm_seconds / 2:.0f} s):
+
+{header}
+{_row(*["---"] * 7)}
+{row}
+
+Goal (issue 11): 0 cut requests: {"**met**" if d["cut"] == 0 else "**not met**"}.
+"""
 
 
 if __name__ == "__main__":

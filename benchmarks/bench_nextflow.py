@@ -32,13 +32,30 @@ FORMS = {
 }
 
 
+def time_form(path: Path, tasks: int, repeat: int) -> tuple[float, float, float, float]:
+    """Read and map one trace ``repeat`` times; return its size in MB and the best
+    read, mapping and CPU seconds."""
+    from panda_predictor.ingest import read_job_log
+    from panda_predictor.ingest.to_panda import jobs_to_tasks
+
+    size_mb = path.stat().st_size / 1024**2
+    read_s, map_s, cpu_s = [], [], []
+    for _ in range(repeat):
+        c0, t0 = time.process_time(), time.perf_counter()
+        frame, report = read_job_log(path)
+        t1 = time.perf_counter()
+        jobs_to_tasks(frame)
+        read_s.append(t1 - t0)
+        map_s.append(time.perf_counter() - t1)
+        cpu_s.append(time.process_time() - c0)
+    assert report.n_jobs == tasks
+    return size_mb, min(read_s), min(map_s), min(cpu_s)
+
+
 def main() -> None:
     """Time the reader on each form and write the section of docs/performance.md."""
     from perfdoc import write_section
     from synthetic_nextflow import write_trace
-
-    from panda_predictor.ingest import read_job_log
-    from panda_predictor.ingest.to_panda import jobs_to_tasks
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=100_000)
@@ -53,21 +70,11 @@ def main() -> None:
             path = write_trace(
                 Path(folder) / f"trace-{len(rows)}.txt", args.tasks, 0, raw, sep
             )
-            size_mb = path.stat().st_size / 1024**2
-            read_s, map_s, cpu_s = [], [], []
-            for _ in range(args.repeat):
-                c0, t0 = time.process_time(), time.perf_counter()
-                frame, report = read_job_log(path)
-                t1 = time.perf_counter()
-                jobs_to_tasks(frame)
-                read_s.append(t1 - t0)
-                map_s.append(time.perf_counter() - t1)
-                cpu_s.append(time.process_time() - c0)
-            assert report.n_jobs == args.tasks
-            rows.append((form, size_mb, min(read_s), min(map_s), min(cpu_s)))
+            size_mb, read, mapped, cpu = time_form(path, args.tasks, args.repeat)
+            rows.append((form, size_mb, read, mapped, cpu))
             print(
-                f"{form}: {size_mb:.1f} MB, read {min(read_s):.2f} s, "
-                f"to tasks {min(map_s):.2f} s, CPU {min(cpu_s):.2f} s"
+                f"{form}: {size_mb:.1f} MB, read {read:.2f} s, "
+                f"to tasks {mapped:.2f} s, CPU {cpu:.2f} s"
             )
     worst = max(r[2] + r[3] for r in rows)
     worst_cpu = max(r[4] for r in rows)

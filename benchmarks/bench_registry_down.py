@@ -102,51 +102,7 @@ def main() -> None:
     warm, _ = timed(up, 1)  # downloads into the cache
     defaults = load_settings(home=Path("unused"))
     server, silent_port = silent_server()
-    rows = [("registry up, cached copy current", up, args.repeats)]
-    for name, port in (
-        ("closed port (connection refused)", closed_port()),
-        ("server accepts, never answers", silent_port),
-    ):
-        rows.append(
-            (
-                name,
-                load_settings(
-                    home=up.home, mlflow_tracking_uri=f"http://127.0.0.1:{port}"
-                ),
-                args.repeats,
-            )
-        )
-    if args.mlflow_defaults:
-        rows.append(
-            (
-                "closed port, MLflow's defaults (120 s, 7 retries, factor 2)",
-                load_settings(
-                    home=up.home,
-                    mlflow_tracking_uri=f"http://127.0.0.1:{closed_port()}",
-                    registry_timeout_seconds=120,
-                    registry_max_retries=7,
-                    registry_backoff_factor=2,
-                ),
-                1,
-            )
-        )
-    table = [
-        "| registry | settings (timeout s, retries, back-off) | runs | source "
-        "| median s | max s |",
-        "|---|---|---:|---|---:|---:|",
-    ]
-    for name, settings, repeats in rows:
-        seconds, source = timed(settings, repeats)
-        bounds = (
-            f"{settings.registry_timeout_seconds}, {settings.registry_max_retries}, "
-            f"{settings.registry_backoff_factor}"
-        )
-        line = (
-            f"| {name} | {bounds} | {repeats} | {source} "
-            f"| {statistics.median(seconds):.2f} | {max(seconds):.2f} |"
-        )
-        print(line, flush=True)
-        table.append(line)
+    table = time_cases(cases(up, silent_port, args))
     server.close()
     load = os.getloadavg()[0]
     command = "python benchmarks/bench_registry_down.py " + " ".join(sys.argv[1:])
@@ -175,6 +131,63 @@ def main() -> None:
     from perfdoc import write_section
 
     write_section("bench_registry_down", "\n".join(body))
+
+
+def cases(up, silent_port: int, args: argparse.Namespace) -> list[tuple]:
+    """Return the (name, settings, repeats) of each registry state to time."""
+    from panda_predictor.settings import load_settings
+
+    rows = [("registry up, cached copy current", up, args.repeats)]
+    for name, port in (
+        ("closed port (connection refused)", closed_port()),
+        ("server accepts, never answers", silent_port),
+    ):
+        rows.append(
+            (
+                name,
+                load_settings(
+                    home=up.home, mlflow_tracking_uri=f"http://127.0.0.1:{port}"
+                ),
+                args.repeats,
+            )
+        )
+    if args.mlflow_defaults:
+        rows.append(
+            (
+                "closed port, MLflow's defaults (120 s, 7 retries, factor 2)",
+                load_settings(
+                    home=up.home,
+                    mlflow_tracking_uri=f"http://127.0.0.1:{closed_port()}",
+                    registry_timeout_seconds=120,
+                    registry_max_retries=7,
+                    registry_backoff_factor=2,
+                ),
+                1,
+            )
+        )
+    return rows
+
+
+def time_cases(rows: list[tuple]) -> list[str]:
+    """Time each case, printing its line as it ends; return the Markdown table."""
+    table = [
+        "| registry | settings (timeout s, retries, back-off) | runs | source "
+        "| median s | max s |",
+        "|---|---|---:|---|---:|---:|",
+    ]
+    for name, settings, repeats in rows:
+        seconds, source = timed(settings, repeats)
+        bounds = (
+            f"{settings.registry_timeout_seconds}, {settings.registry_max_retries}, "
+            f"{settings.registry_backoff_factor}"
+        )
+        line = (
+            f"| {name} | {bounds} | {repeats} | {source} "
+            f"| {statistics.median(seconds):.2f} | {max(seconds):.2f} |"
+        )
+        print(line, flush=True)
+        table.append(line)
+    return table
 
 
 if __name__ == "__main__":

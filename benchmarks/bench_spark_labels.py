@@ -102,6 +102,38 @@ def one_run(folder: Path, master: str, driver_memory: str) -> dict:
     }
 
 
+def run_share(folder: Path, args: argparse.Namespace) -> dict:
+    """Label one share of the history in a fresh process; print and return its
+    figures."""
+    out = (
+        subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--one",
+                str(folder),
+                args.master,
+                args.driver_memory,
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    figures = json.loads(out)
+    figures["rows_per_s"] = figures["job_rows"] / figures["labels_s"]
+    print(
+        f"{figures['tasks']:>10,} tasks {figures['job_rows']:>12,} job rows: "
+        f"{figures['labels_s']:7.1f} s ({figures['rows_per_s']:,.0f} rows/s), "
+        f"JVM start {figures['startup_s']:.1f} s, peak RSS "
+        f"{figures['peak_rss_mb']:,.0f} MB",
+        flush=True,
+    )
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
@@ -125,36 +157,9 @@ def main() -> None:
         marker.write_text(str(generate(data, args.tasks, args.seed)))
     n_batches = int(marker.read_text())
     load = os.getloadavg()[0]
-    rows = []
-    for fraction in args.fractions:
-        folder = share(data, n_batches, fraction)
-        out = (
-            subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    "--one",
-                    str(folder),
-                    args.master,
-                    args.driver_memory,
-                ],
-                check=True,
-                capture_output=True,
-                text=True,
-            )
-            .stdout.strip()
-            .splitlines()[-1]
-        )
-        figures = json.loads(out)
-        figures["rows_per_s"] = figures["job_rows"] / figures["labels_s"]
-        rows.append(figures)
-        print(
-            f"{figures['tasks']:>10,} tasks {figures['job_rows']:>12,} job rows: "
-            f"{figures['labels_s']:7.1f} s ({figures['rows_per_s']:,.0f} rows/s), "
-            f"JVM start {figures['startup_s']:.1f} s, peak RSS "
-            f"{figures['peak_rss_mb']:,.0f} MB",
-            flush=True,
-        )
+    rows = [
+        run_share(share(data, n_batches, fraction), args) for fraction in args.fractions
+    ]
     base = rows[0]["labels_s"] / rows[0]["job_rows"]
     table = "\n".join(
         f"| {r['tasks']:,} | {r['job_rows']:,} | {r['labels_s']:.1f} | "

@@ -183,7 +183,7 @@ def _watch(engine: sa.Engine) -> tuple[dict[str, int], list[float]]:
 def hook_pass(config, bundle_dir, ready, go, results, label) -> None:
     """Load the model and the history, wait for the start, run one hook pass."""
     from panda_predictor.db.engine import make_engine
-    from panda_predictor.hook import SubmitHook
+    from panda_predictor.hook.submit import SubmitHook
     from panda_predictor.serving.bundle import load_bundle
     from panda_predictor.serving.predictor import Predictor
     from panda_predictor.serving.recent import read_history_frame

@@ -1,6 +1,6 @@
 """A person overrules the gate: list and inspect versions, promote, roll back.
 
-The gate (:mod:`model_registry.gate`) moves the ``champion`` alias on its own; an
+The gate (:mod:`model_registry.promotion`) moves the ``champion`` alias on its own; an
 operator needs to see what it decided and to move the alias by hand, with a reason
 on record. Every move here writes who, when and why as tags of the version that
 became champion (``manual.*``), and the version it replaced as

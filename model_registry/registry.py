@@ -293,8 +293,9 @@ def register_bundle(
 ) -> ModelVersionInfo:
     """Log a bundle folder into a run and register it as a new model version.
 
-    The version gets no alias; call :func:`model_registry.gate.promote_if_not_worse`
-    (or :func:`set_alias`) to make it ``champion`` or ``challenger``.
+    The version gets no alias; call
+    :func:`model_registry.promotion.promote_if_not_worse` (or :func:`set_alias`) to
+    make it ``champion`` or ``challenger``.
 
     Parameters
     ----------

@@ -2,9 +2,10 @@
 
 Every setting has a default and a one-line description. Values come, from lowest to
 highest priority, from the defaults below, a YAML config file (``--config`` or
-``PANDA_PREDICTOR_CONFIG``) and environment variables prefixed ``PANDA_PREDICTOR_``
-(``PANDA_PREDICTOR_DB_URL``, ...). MLflow's own ``MLFLOW_TRACKING_URI`` is honoured.
-Nothing is read at import time: call :func:`get_settings`.
+``PANDA_PREDICTOR_CONFIG``, read by :mod:`panda_predictor.config_file`) and
+environment variables prefixed ``PANDA_PREDICTOR_`` (``PANDA_PREDICTOR_DB_URL``,
+...). MLflow's own ``MLFLOW_TRACKING_URI`` is honoured. Nothing is read at import
+time: call :func:`get_settings`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import (
     AliasChoices,
     Field,
@@ -28,10 +28,15 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from panda_predictor.config_file import (
+    CONFIG_ENV,
+    ConfigFileError,
+    YamlSource,
+    read_config_file,
+)
 from panda_predictor.errors import UserInputError
 
 ENV_PREFIX = "PANDA_PREDICTOR_"
-CONFIG_ENV = "PANDA_PREDICTOR_CONFIG"
 
 #: Default PanDA schema per SQL dialect, where PanDA installs it.
 DEFAULT_SCHEMAS = {"postgresql": "doma_panda", "oracle": "ATLAS_PANDA", "sqlite": None}
@@ -483,42 +488,6 @@ class Settings(BaseSettings):
         return self.schema_for(dialect)
 
 
-class _YamlSource(PydanticBaseSettingsSource):
-    """Settings from a YAML mapping, below the environment in priority."""
-
-    def __init__(self, settings_cls: type[BaseSettings], values: dict[str, Any]):
-        super().__init__(settings_cls)
-        self._values = values
-
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
-        return self._values.get(field_name), field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        return dict(self._values)
-
-
-def _read_config_file(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise SettingsError(
-            f"The config file {str(path)!r} does not exist. Create it or unset "
-            f"{CONFIG_ENV}."
-        )
-    try:
-        loaded = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise SettingsError(
-            f"The config file {str(path)!r} must hold YAML. Got a parse error "
-            f"instead: {first}"
-        ) from None
-    if not isinstance(loaded, dict):
-        raise SettingsError(
-            f"The config file {str(path)!r} must hold a mapping of setting names to "
-            f"values. Got {type(loaded).__name__} instead."
-        )
-    return loaded
-
-
 def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Settings:
     """Build settings from defaults, a YAML config file, the environment and overrides.
 
@@ -530,7 +499,10 @@ def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Se
         Values that win over everything else (used by the CLI and tests).
     """
     path = config_file or os.environ.get(CONFIG_ENV)
-    file_values = _read_config_file(Path(path)) if path else {}
+    try:
+        file_values = read_config_file(Path(path)) if path else {}
+    except ConfigFileError as exc:
+        raise SettingsError(str(exc)) from None
 
     class _Configured(Settings):
         @classmethod
@@ -542,7 +514,7 @@ def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Se
             dotenv_settings: PydanticBaseSettingsSource,
             file_secret_settings: PydanticBaseSettingsSource,
         ) -> tuple[PydanticBaseSettingsSource, ...]:
-            return (init_settings, env_settings, _YamlSource(settings_cls, file_values))
+            return (init_settings, env_settings, YamlSource(settings_cls, file_values))
 
     try:
         configured = _Configured(**overrides)

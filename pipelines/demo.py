@@ -21,7 +21,8 @@ from model_registry.registry import CHAMPION, set_alias
 from panda_predictor.db.engine import get_panda_tables, make_engine
 from panda_predictor.db.migrations import init_database
 from panda_predictor.errors import UserInputError
-from panda_predictor.hook import HookReport, run_hook_once
+from panda_predictor.hook.report import HookReport
+from panda_predictor.hook.submit import run_hook_once
 from panda_predictor.settings import Settings
 from pipelines.drift import DriftRun, check_drift
 from pipelines.feedback import FeedbackRun, run_feedback

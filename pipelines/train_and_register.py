@@ -19,9 +19,11 @@ from typing import Any
 import pandas as pd
 
 from model_registry.gate import (
-    GateDecision,
     GateEvidence,
     GateThresholds,
+)
+from model_registry.promotion import (
+    GateDecision,
     promote_if_not_worse,
 )
 from model_registry.registry import ModelVersionInfo, register_bundle

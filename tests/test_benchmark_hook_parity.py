@@ -18,7 +18,7 @@ from panda_predictor.bins_file import load_bins
 from panda_predictor.db.engine import make_engine
 from panda_predictor.db.migrations import init_database
 from panda_predictor.db.reader import read_task_features
-from panda_predictor.hook import SubmitHook
+from panda_predictor.hook.submit import SubmitHook
 from panda_predictor.serving.predictor import Predictor
 from panda_predictor.serving.recent import read_history_frame
 from pipelines.dataset import LabelledHistory

@@ -16,6 +16,7 @@ from test_db_support import (
 
 from panda_predictor.core.domain.task_prediction import TargetPrediction
 from panda_predictor.core.domain.units import database_value
+from panda_predictor.db.audit_writer import panda_value
 from panda_predictor.db.engine import get_panda_tables
 from panda_predictor.db.task_effects import (
     CPUTIME_NOT_FIXED,
@@ -23,7 +24,7 @@ from panda_predictor.db.task_effects import (
     RESOURCE_TYPE_KEPT,
     SCOUT_CAP_LIFTED,
 )
-from panda_predictor.db.writer import MOVED_BY_JEDI, panda_value, write_predictions
+from panda_predictor.db.writer import MOVED_BY_JEDI, write_predictions
 
 
 def test_applied_prediction_is_written_and_audited(db, settings):
@@ -289,7 +290,7 @@ def test_task_jedi_holds_is_neither_written_nor_audited(db, settings):
 
 
 def test_error_audits_leave_jedi_untouched_and_keep_an_existing_row(db, settings):
-    from panda_predictor.db.writer import TaskFailure, write_error_audits
+    from panda_predictor.db.audit_writer import TaskFailure, write_error_audits
 
     add_task(db, settings, 1)
     add_task(db, settings, 2)

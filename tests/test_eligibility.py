@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from panda_predictor.cli import main
+from panda_predictor.db.audit_writer import write_audit
 from panda_predictor.db.eligibility import (
     AUDITED,
     LOCKED,
@@ -18,7 +19,6 @@ from panda_predictor.db.eligibility import (
 )
 from panda_predictor.db.engine import make_engine
 from panda_predictor.db.migrations import init_database
-from panda_predictor.db.writer import write_audit
 from panda_predictor.settings import load_settings
 from tests.test_db_support import add_task, make_prediction
 

@@ -18,15 +18,15 @@ from model_registry.gate import (
     GateEvidence,
     GateThresholds,
     judge,
-    parse_tolerances,
-    promote_if_not_worse,
 )
+from model_registry.promotion import promote_if_not_worse
 from model_registry.registry import (
     champion_version,
     get_version,
     register_bundle,
     set_alias,
 )
+from model_registry.tolerances import parse_tolerances
 from panda_predictor.settings import load_settings
 from tests.bundle_parts import make_bundle
 

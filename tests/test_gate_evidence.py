@@ -22,9 +22,9 @@ from model_registry.gate import (
     SERVED_DELAY,
     GateThresholds,
     failed_jobs_metric,
-    promote_if_not_worse,
     wasted_hours_metric,
 )
+from model_registry.promotion import promote_if_not_worse
 from model_registry.registry import register_bundle, set_alias
 from panda_predictor.bins_file import load_bins
 from panda_predictor.core.assess.day_bootstrap import DayBootstrap

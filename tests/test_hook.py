@@ -12,7 +12,7 @@ from panda_predictor.core.domain.splitrule import has_scout_rule
 from panda_predictor.db.engine import get_panda_tables, make_engine
 from panda_predictor.db.migrations import init_database
 from panda_predictor.db.reader import read_task_features
-from panda_predictor.hook import LEGACY_REASON, SubmitHook, run_hook_once
+from panda_predictor.hook.submit import LEGACY_REASON, SubmitHook, run_hook_once
 from panda_predictor.metrics import FALLBACKS
 from panda_predictor.serving.bundle import load_bundle
 from panda_predictor.serving.predictor import Predictor

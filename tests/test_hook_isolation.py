@@ -10,7 +10,8 @@ import sqlalchemy as sa
 
 from panda_predictor.core.domain.splitrule import has_scout_rule
 from panda_predictor.db.engine import get_panda_tables
-from panda_predictor.hook import SubmitHook, isolate
+from panda_predictor.hook.isolation import isolate
+from panda_predictor.hook.submit import SubmitHook
 from panda_predictor.metrics import FALLBACKS, TASKS
 from tests.test_db_support import audit_rows, make_prediction, task_row
 

@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from panda_predictor.db.engine import make_engine
-from panda_predictor.hook import SubmitHook
+from panda_predictor.hook.submit import SubmitHook
 from panda_predictor.messages.consumer import StompConsumer
 from panda_predictor.plugins.ai_parameter_adjuster import AIParameterAdjuster, Delivery
 from tests.message_parts import (

@@ -11,10 +11,11 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 from test_hook_isolation import FakePredictor, add_eligible_tasks, make_hook
 
-from panda_predictor import hook as hook_module
 from panda_predictor.cli import main
 from panda_predictor.db.engine import make_engine
-from panda_predictor.hook import SubmitHook, pass_summary
+from panda_predictor.hook import submit as hook_module
+from panda_predictor.hook.report import pass_summary
+from panda_predictor.hook.submit import SubmitHook
 from panda_predictor.metrics import FALLBACKS
 from tests.test_db_support import audit_rows, task_row
 
@@ -234,7 +235,7 @@ def _wrapped(error_class, message: str) -> Exception:
     ],
 )
 def test_which_faults_belong_to_no_task(error, no_task):
-    from panda_predictor.hook import belongs_to_no_task, isolate
+    from panda_predictor.hook.isolation import belongs_to_no_task, isolate
 
     assert belongs_to_no_task(error) is no_task
     if no_task:  # propagates at once, even for a single task: nobody is blamed

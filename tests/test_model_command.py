@@ -6,22 +6,26 @@ import pytest
 from click.testing import CliRunner
 
 from model_registry.gate import (
-    GateDecision,
     GateEvidence,
     GateThresholds,
-    ToleranceError,
     judge,
-    parse_tolerances,
-    promote_if_not_worse,
-    verdict_table,
 )
 from model_registry.manual import ManualModelError, operator, promote, rollback
+from model_registry.promotion import (
+    GateDecision,
+    promote_if_not_worse,
+)
 from model_registry.registry import (
     champion_version,
     get_version,
     register_bundle,
     version_by_alias,
 )
+from model_registry.tolerances import (
+    ToleranceError,
+    parse_tolerances,
+)
+from model_registry.verdict_table import verdict_table
 from panda_predictor.cli import main
 from panda_predictor.settings import load_settings
 from tests.bundle_parts import make_bundle

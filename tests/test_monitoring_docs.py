@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from panda_predictor.db.drift_runs import record_drift_run
 from panda_predictor.db.engine import make_engine
 from panda_predictor.db.migrations import init_database
-from panda_predictor.hook import run_hook_once
+from panda_predictor.hook.submit import run_hook_once
 from panda_predictor.http_api import create_app
 from panda_predictor.settings import load_settings
 

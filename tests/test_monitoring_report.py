@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from model_registry.gate import GateDecision, MetricVerdict
+from model_registry.gate import MetricVerdict
+from model_registry.promotion import GateDecision
 from panda_predictor.bins_file import load_bins
 from panda_predictor.core.assess.feedback import weekly_summary
 from pipelines.monitoring_figures import (

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from panda_predictor.cli import main
-from panda_predictor.hook import SubmitHook
+from panda_predictor.hook.submit import SubmitHook
 from panda_predictor.log_format import (
     JsonFormatter,
     LogSettingsError,

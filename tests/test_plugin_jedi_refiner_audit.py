@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from panda_predictor.db.engine import make_engine
-from panda_predictor.hook import LEGACY_REASON, SubmitHook
+from panda_predictor.hook.submit import LEGACY_REASON, SubmitHook
 from panda_predictor.metrics import FALLBACKS
 from tests import test_plugin_jedi_refiner as refiner_tests
 from tests.test_db_support import audit_rows

@@ -17,7 +17,7 @@ from panda_predictor.core.decide.rollout import (
     would_apply,
 )
 from panda_predictor.db.engine import get_panda_tables, make_engine
-from panda_predictor.hook import LEGACY_REASON, SubmitHook
+from panda_predictor.hook.submit import LEGACY_REASON, SubmitHook
 from panda_predictor.metrics import TASKS
 from panda_predictor.serving.bundle import load_bundle
 from panda_predictor.serving.predictor import Predictor

@@ -10,9 +10,9 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 
 from panda_predictor.core.decide.rollout import route
+from panda_predictor.db.audit_writer import write_audit
 from panda_predictor.db.engine import get_panda_tables
 from panda_predictor.db.outcomes import upsert_outcomes
-from panda_predictor.db.writer import write_audit
 from pipelines.what_if_report import format_what_if, what_if_report
 from tests.test_db_support import make_prediction
 

@@ -2,6 +2,8 @@
 
 Each sub-command lives in its own module under ``panda_predictor.cli`` and is imported
 only when it runs, so ``panda-predictor --help`` stays fast (no TensorFlow import).
+Here: options, user-input errors as one line, printed results. Not here: what a command
+does; each calls into the package that does it (hook/, pipelines/, db/, ...).
 """
 
 from __future__ import annotations

@@ -93,28 +93,60 @@ def hook(
       panda-predictor hook --watch --metrics-port 9464
       panda-predictor hook --once --metrics-textfile /var/lib/node_exporter/pp.prom
     """
+    if mode == "watch":
+        _watch(
+            settings,
+            task_ids,
+            dry_run,
+            interval,
+            (metrics_port, metrics_host, metrics_textfile),
+        )
+    else:
+        _once(settings, task_ids, dry_run, metrics_port, metrics_textfile)
+
+
+def _watch(
+    settings: Settings,
+    task_ids: tuple[int, ...],
+    dry_run: bool,
+    interval: float | None,
+    metrics: tuple[int | None, str, str | None],
+) -> None:
+    """Run passes until stopped, serving /metrics if a port is given."""
+    from panda_predictor.hook.submit import SubmitHook
+
+    metrics_port, metrics_host, metrics_textfile = metrics
+    if dry_run or task_ids:
+        raise click.UsageError(
+            "--watch cannot be combined with --dry-run or --task-id."
+        )
+    if metrics_textfile:
+        raise click.UsageError(
+            "--metrics-textfile is for --once; with --watch use --metrics-port."
+        )
+    hook_ = SubmitHook(settings)
+    server = _serve_metrics(metrics_port, metrics_host)
+    try:
+        passes = hook_.watch(interval)
+    finally:
+        if server is not None:
+            server.shutdown()
+    click.echo(f"Stopped after {passes} passes.")
+
+
+def _once(
+    settings: Settings,
+    task_ids: tuple[int, ...],
+    dry_run: bool,
+    metrics_port: int | None,
+    metrics_textfile: str | None,
+) -> None:
+    """Run one pass, print what it predicted and did, and exit 3 or 4 as documented."""
     from panda_predictor.cli.render import predictions_table
     from panda_predictor.core.domain.units import database_value
-    from panda_predictor.hook import SubmitHook, pass_summary, run_hook_once
+    from panda_predictor.hook.report import pass_summary
+    from panda_predictor.hook.submit import run_hook_once
 
-    if mode == "watch":
-        if dry_run or task_ids:
-            raise click.UsageError(
-                "--watch cannot be combined with --dry-run or --task-id."
-            )
-        if metrics_textfile:
-            raise click.UsageError(
-                "--metrics-textfile is for --once; with --watch use --metrics-port."
-            )
-        hook_ = SubmitHook(settings)
-        server = _serve_metrics(metrics_port, metrics_host)
-        try:
-            passes = hook_.watch(interval)
-        finally:
-            if server is not None:
-                server.shutdown()
-        click.echo(f"Stopped after {passes} passes.")
-        return
     if metrics_port is not None:
         raise click.UsageError(
             "--metrics-port is for --watch; with --once use --metrics-textfile."

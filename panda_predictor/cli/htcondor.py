@@ -211,25 +211,7 @@ def htcondor(
         raise click.UsageError("Give either TASK_FILE or --task-id.")
     with user_errors():
         if task_file is not None:
-            from panda_predictor.taskdef import read_task_definitions
-
-            data = _read_definition(task_file)
-            from panda_predictor.serving.decision import decide
-
-            frame = read_task_definitions(data)
-            # The one decision, routed through shadow mode and the rollout share as
-            # the hooks route it; a task file is predicted without history.
-            prediction = decide(
-                predictor_for(settings, bundle),
-                frame,
-                None,
-                rollout=(settings.mode, settings.rollout_share),
-            )[0]
-            job = dict(_DEFAULT_JOB)
-            # Passed as given: JobShape rejects what is not a count, in one line.
-            job["core_count"] = data.get("coreCount", data.get("corecount")) or 1
-            job["events_per_job"] = data.get("nEventsPerJob")
-            job["base_ram_mb"] = data.get("baseRamCount") or 0
+            prediction, job = _job_of_file(settings, task_file, bundle)
         else:
             assert task_id is not None
             prediction, job = _job_of_task(settings, task_id)
@@ -256,3 +238,28 @@ def htcondor(
     )
     for key, value in attributes.items():
         click.echo(f"{key} = {value}")
+
+
+def _job_of_file(
+    settings: Settings, task_file: str, bundle: str | None
+) -> tuple[TaskPrediction, dict[str, Any]]:
+    """Predict the task of a definition file; return it and its job's shape."""
+    from panda_predictor.serving.decision import decide
+    from panda_predictor.taskdef import read_task_definitions
+
+    data = _read_definition(task_file)
+    frame = read_task_definitions(data)
+    # The one decision, routed through shadow mode and the rollout share as
+    # the hooks route it; a task file is predicted without history.
+    prediction = decide(
+        predictor_for(settings, bundle),
+        frame,
+        None,
+        rollout=(settings.mode, settings.rollout_share),
+    )[0]
+    job = dict(_DEFAULT_JOB)
+    # Passed as given: JobShape rejects what is not a count, in one line.
+    job["core_count"] = data.get("coreCount", data.get("corecount")) or 1
+    job["events_per_job"] = data.get("nEventsPerJob")
+    job["base_ram_mb"] = data.get("baseRamCount") or 0
+    return prediction, job

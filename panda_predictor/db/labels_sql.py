@@ -13,7 +13,7 @@ the rows of :func:`panda_predictor.db.reader.iter_history` instead.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from datetime import datetime
 
@@ -116,129 +116,13 @@ def label_aggregates_query(
             "panda_predictor.db.reader.iter_history instead."
         )
     t = tables.jedi_tasks
-    window = [
-        *([t.c.creationdate >= since] if since is not None else []),
-        *([t.c.creationdate < until] if until is not None else []),
-    ]
-
-    def chosen(column: sa.ColumnElement) -> sa.ColumnElement:
-        if by_range:
-            return column.between(sa.bindparam("low"), sa.bindparam("high"))
-        return column.in_(sa.bindparam("task_ids", expanding=True))
-
-    # The task ids, the status and the time bound inside each branch of the UNION.
-    j = job_rows(
-        tables,
-        with_archive,
-        lambda table: [
-            chosen(table.c.jeditaskid),
-            table.c.jobstatus == params.finished_status,
-            *([table.c.endtime >= since] if since is not None else []),
-        ],
-        columns=("pandaid", *JOB_COLUMNS),
+    window = _creation_window(t, since, until)
+    chosen = _task_choice(by_range)
+    jobs = _finished_jobs(
+        tables, dialect, params, chosen, since, with_archive, with_contents
     )
-    inputs = (
-        inputs_per_job(tables, dialect, lambda table: [chosen(table.c.jeditaskid)])
-        if with_contents
-        else None
-    )
-    j = with_inputs(j, inputs).subquery("jobs_with_inputs")
-    # JobUtils.getCoreCount: ACTUALCORECOUNT, then the job's CORECOUNT, then 1.
-    cores = _double(
-        sa.case(
-            (j.c.actualcorecount > 0, j.c.actualcorecount),
-            (j.c.corecount > 0, j.c.corecount),
-            else_=1,
-        )
-    )
-    exec_s = _seconds_between(j.c.starttime, j.c.endtime, dialect)
-    base_ram_kb = _double(sa.func.coalesce(t.c.baseramcount, 0)) * 1024.0
-    efficiency = _double(
-        sa.func.coalesce(t.c.cpuefficiency, params.default_cpu_efficiency)
-    )
-    base_wall = _double(
-        sa.func.coalesce(t.c.basewalltime, params.default_base_walltime)
-    )
-    # The master input's files (JEDI_DATASET_CONTENTS) where known, else the job's.
-    events = _double(sa.func.coalesce(j.c.master_nevents, j.c.nevents))
-    job_input = sa.func.coalesce(
-        _double(j.c.master_input_mb) * BYTES_PER_INPUT_MB, _double(j.c.inputfilebytes)
-    )
-    power = sa.case(
-        (sa.and_(j.c.hs06sec > 0, exec_s > 0), _double(j.c.hs06sec) / (exec_s * cores)),
-        else_=sa.literal(params.default_core_power, _DOUBLE),
-    )
-    usable = sa.and_(
-        exec_s > 0,
-        events > 0,
-        sa.or_(
-            sa.func.coalesce(j.c.pseudo_input, 0) > 0,
-            events >= params.cpu_min_events_per_core * cores,
-            exec_s > params.cpu_long_job_s,
-        ),
-    )
-    busy = sa.func.greatest(exec_s - base_wall, sa.literal(0.0, _DOUBLE))
-    in_bytes = sa.func.coalesce(job_input, sa.literal(0.0, _DOUBLE))
-    out_bytes = _double(sa.func.coalesce(j.c.outputfilebytes, 0))
-    handling = (
-        sa.literal(",")
-        .concat(sa.func.replace(j.c.specialhandling, " ", ""))
-        .concat(",")
-    )
-    pss = _double(j.c.maxpss)
-    ram_kb = sa.case(
-        (
-            sa.and_(j.c.maxpss > 0, t.c.ramunit == RAM_PER_CORE_UNIT),
-            _double(sa.func.ceil((pss - base_ram_kb) / cores)),
-        ),
-        (
-            sa.and_(
-                j.c.maxpss > 0,
-                sa.or_(t.c.ramunit.is_(None), t.c.ramunit != RAM_FIXED_UNIT),
-            ),
-            pss,
-        ),
-    )
-    scouts = (
-        sa.select(
-            j.c.jeditaskid,
-            ram_kb.label("ram_kb"),
-            sa.case((usable, busy * power * cores * efficiency / 100.0 / events)).label(
-                "cpu_per_event"
-            ),
-            sa.case(
-                (exec_s > 0, (in_bytes + out_bytes) / 1024.0 / exec_s / cores)
-            ).label("io_kb_per_s"),
-            _double(j.c.cpuconsumptiontime).label("cpu_s"),
-            job_input.label("input_bytes"),
-            j.c.endtime,
-        )
-        .select_from(j.join(t, j.c.jeditaskid == t.c.jeditaskid))
-        .where(
-            chosen(t.c.jeditaskid),
-            handling.like(f"%,{params.scout_flag},%"),
-            *window,
-        )
-        .subquery("scouts")
-    )
-    per_task = (
-        sa.select(
-            scouts.c.jeditaskid,
-            sa.func.percentile_cont(params.ram_quantile)
-            .within_group(scouts.c.ram_kb)
-            .label("ram_kb"),
-            sa.func.percentile_cont(params.cpu_quantile)
-            .within_group(scouts.c.cpu_per_event)
-            .label("cpu_per_event"),
-            sa.func.max(scouts.c.io_kb_per_s).label("io_kb_per_s"),
-            sa.func.max(scouts.c.cpu_s).label("max_cpu_s"),
-            sa.func.max(scouts.c.input_bytes).label("max_input_bytes"),
-            sa.func.count().label("n_scouts"),
-            sa.func.max(scouts.c.endtime).label("labels_known_at"),
-        )
-        .group_by(scouts.c.jeditaskid)
-        .subquery("per_task")
-    )
+    scouts = _scouts(jobs, t, dialect, params, chosen, window)
+    per_task = _per_task(scouts, params)
     return (
         sa.select(
             t.c.jeditaskid,
@@ -256,6 +140,196 @@ def label_aggregates_query(
         .where(chosen(t.c.jeditaskid), *window)
         .order_by(t.c.jeditaskid)
         .prefix_with(_TAG)
+    )
+
+
+def _creation_window(
+    t: sa.Table, since: datetime | None, until: datetime | None
+) -> list[sa.ColumnElement[bool]]:
+    """Return the conditions keeping the tasks created in ``[since, until)``."""
+    return [
+        *([t.c.creationdate >= since] if since is not None else []),
+        *([t.c.creationdate < until] if until is not None else []),
+    ]
+
+
+def _task_choice(by_range: bool) -> Callable[[sa.ColumnElement], sa.ColumnElement]:
+    """Return the condition on a JEDITASKID column that picks the tasks bound later.
+
+    By a range (bind parameters ``low`` and ``high``) or by a list (``task_ids``).
+    """
+
+    def chosen(column: sa.ColumnElement) -> sa.ColumnElement:
+        if by_range:
+            return column.between(sa.bindparam("low"), sa.bindparam("high"))
+        return column.in_(sa.bindparam("task_ids", expanding=True))
+
+    return chosen
+
+
+def _finished_jobs(
+    tables: PandaTables,
+    dialect: str,
+    params: LabelParams,
+    chosen: Callable[[sa.ColumnElement], sa.ColumnElement],
+    since: datetime | None,
+    with_archive: bool,
+    with_contents: bool,
+) -> sa.Subquery:
+    """Return the chosen tasks' finished jobs, with their master input where known.
+
+    The subquery ``jobs_with_inputs``: JOBSARCHIVED4 (and PanDA's archive) joined to
+    the job's files in JEDI_DATASET_CONTENTS when ``with_contents``.
+    """
+    # The task ids, the status and the time bound inside each branch of the UNION.
+    j = job_rows(
+        tables,
+        with_archive,
+        lambda table: [
+            chosen(table.c.jeditaskid),
+            table.c.jobstatus == params.finished_status,
+            *([table.c.endtime >= since] if since is not None else []),
+        ],
+        columns=("pandaid", *JOB_COLUMNS),
+    )
+    inputs = (
+        inputs_per_job(tables, dialect, lambda table: [chosen(table.c.jeditaskid)])
+        if with_contents
+        else None
+    )
+    return with_inputs(j, inputs).subquery("jobs_with_inputs")
+
+
+def _scouts(
+    j: sa.Subquery,
+    t: sa.Table,
+    dialect: str,
+    params: LabelParams,
+    chosen: Callable[[sa.ColumnElement], sa.ColumnElement],
+    window: list[sa.ColumnElement[bool]],
+) -> sa.Subquery:
+    """Return each scout job's figures (the subquery ``scouts``), PanDA's formulas.
+
+    One row per finished scout of a chosen task: its memory, CPU time per event and
+    I/O intensity, its CPU seconds, input bytes and end time.
+    """
+    # JobUtils.getCoreCount: ACTUALCORECOUNT, then the job's CORECOUNT, then 1.
+    cores = _double(
+        sa.case(
+            (j.c.actualcorecount > 0, j.c.actualcorecount),
+            (j.c.corecount > 0, j.c.corecount),
+            else_=1,
+        )
+    )
+    exec_s = _seconds_between(j.c.starttime, j.c.endtime, dialect)
+    # The master input's files (JEDI_DATASET_CONTENTS) where known, else the job's.
+    events = _double(sa.func.coalesce(j.c.master_nevents, j.c.nevents))
+    job_input = sa.func.coalesce(
+        _double(j.c.master_input_mb) * BYTES_PER_INPUT_MB, _double(j.c.inputfilebytes)
+    )
+    in_bytes = sa.func.coalesce(job_input, sa.literal(0.0, _DOUBLE))
+    out_bytes = _double(sa.func.coalesce(j.c.outputfilebytes, 0))
+    handling = (
+        sa.literal(",")
+        .concat(sa.func.replace(j.c.specialhandling, " ", ""))
+        .concat(",")
+    )
+    return (
+        sa.select(
+            j.c.jeditaskid,
+            _ram_kb(j, t, cores).label("ram_kb"),
+            _cpu_per_event(j, t, params, exec_s, cores, events).label("cpu_per_event"),
+            sa.case(
+                (exec_s > 0, (in_bytes + out_bytes) / 1024.0 / exec_s / cores)
+            ).label("io_kb_per_s"),
+            _double(j.c.cpuconsumptiontime).label("cpu_s"),
+            job_input.label("input_bytes"),
+            j.c.endtime,
+        )
+        .select_from(j.join(t, j.c.jeditaskid == t.c.jeditaskid))
+        .where(
+            chosen(t.c.jeditaskid),
+            handling.like(f"%,{params.scout_flag},%"),
+            *window,
+        )
+        .subquery("scouts")
+    )
+
+
+def _ram_kb(j: sa.Subquery, t: sa.Table, cores: sa.ColumnElement) -> sa.ColumnElement:
+    """Return a scout's memory in kB: per core above the base for ``MBPerCore``."""
+    base_ram_kb = _double(sa.func.coalesce(t.c.baseramcount, 0)) * 1024.0
+    pss = _double(j.c.maxpss)
+    return sa.case(
+        (
+            sa.and_(j.c.maxpss > 0, t.c.ramunit == RAM_PER_CORE_UNIT),
+            _double(sa.func.ceil((pss - base_ram_kb) / cores)),
+        ),
+        (
+            sa.and_(
+                j.c.maxpss > 0,
+                sa.or_(t.c.ramunit.is_(None), t.c.ramunit != RAM_FIXED_UNIT),
+            ),
+            pss,
+        ),
+    )
+
+
+def _cpu_per_event(
+    j: sa.Subquery,
+    t: sa.Table,
+    params: LabelParams,
+    exec_s: sa.ColumnElement,
+    cores: sa.ColumnElement,
+    events: sa.ColumnElement,
+) -> sa.ColumnElement:
+    """Return a scout's CPU time per event, NULL where the job cannot tell it.
+
+    The busy seconds (beyond the task's base walltime) times the core power
+    (HS06 seconds per second and core) and the CPU efficiency, per event.
+    """
+    efficiency = _double(
+        sa.func.coalesce(t.c.cpuefficiency, params.default_cpu_efficiency)
+    )
+    base_wall = _double(
+        sa.func.coalesce(t.c.basewalltime, params.default_base_walltime)
+    )
+    power = sa.case(
+        (sa.and_(j.c.hs06sec > 0, exec_s > 0), _double(j.c.hs06sec) / (exec_s * cores)),
+        else_=sa.literal(params.default_core_power, _DOUBLE),
+    )
+    usable = sa.and_(
+        exec_s > 0,
+        events > 0,
+        sa.or_(
+            sa.func.coalesce(j.c.pseudo_input, 0) > 0,
+            events >= params.cpu_min_events_per_core * cores,
+            exec_s > params.cpu_long_job_s,
+        ),
+    )
+    busy = sa.func.greatest(exec_s - base_wall, sa.literal(0.0, _DOUBLE))
+    return sa.case((usable, busy * power * cores * efficiency / 100.0 / events))
+
+
+def _per_task(scouts: sa.Subquery, params: LabelParams) -> sa.Subquery:
+    """Return the scouts' percentiles and maxima per task (subquery ``per_task``)."""
+    return (
+        sa.select(
+            scouts.c.jeditaskid,
+            sa.func.percentile_cont(params.ram_quantile)
+            .within_group(scouts.c.ram_kb)
+            .label("ram_kb"),
+            sa.func.percentile_cont(params.cpu_quantile)
+            .within_group(scouts.c.cpu_per_event)
+            .label("cpu_per_event"),
+            sa.func.max(scouts.c.io_kb_per_s).label("io_kb_per_s"),
+            sa.func.max(scouts.c.cpu_s).label("max_cpu_s"),
+            sa.func.max(scouts.c.input_bytes).label("max_input_bytes"),
+            sa.func.count().label("n_scouts"),
+            sa.func.max(scouts.c.endtime).label("labels_known_at"),
+        )
+        .group_by(scouts.c.jeditaskid)
+        .subquery("per_task")
     )
 
 
@@ -346,10 +420,7 @@ def labels_by_range(
         with_contents=contents_exist(bind, tables),
     )
     t = tables.jedi_tasks
-    period = [
-        *([t.c.creationdate >= since] if since is not None else []),
-        *([t.c.creationdate < until] if until is not None else []),
-    ]
+    period = _creation_window(t, since, until)
     parts = [pd.DataFrame(columns=list(AGGREGATE_COLUMNS))]
     last: int | None = None
     with (

@@ -21,9 +21,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from panda_predictor.core.domain.task_prediction import TaskPrediction
+from panda_predictor.db.audit_writer import audit_row
 from panda_predictor.db.engine import dialect_of, get_plugin_tables, translate_errors
 from panda_predictor.db.pg_arrays import any_of, insert_unnest
-from panda_predictor.db.writer import _audit_row, _tag
 from panda_predictor.settings import Settings
 
 #: Outcomes of a handled message in ``pp_message_applied``.
@@ -150,7 +150,7 @@ def record_published(
                 reason = f"{p.reason}; published {item.idempotency_key}"[:400]
                 # written_at stays NULL: JEDI's plugin writes the task, not us.
                 audit_rows.append(
-                    _audit_row(
+                    audit_row(
                         p,
                         p.decision,
                         reason,
@@ -221,3 +221,7 @@ def count_redelivery(conn: Connection, settings: Settings, keys: list[str]) -> N
     conn.execute(
         _tag(update, "messages.count_redelivery"), [{"b_key": k} for k in keys]
     )
+
+
+def _tag(statement: Any, name: str) -> Any:
+    return statement.prefix_with(f"/* {name} */", dialect="*")

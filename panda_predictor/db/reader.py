@@ -262,53 +262,28 @@ def iter_history(
         period.append(t.c.creationdate >= since)
     if until is not None:
         period.append(t.c.creationdate < until)
-    task_keys = [*t.c.keys(), *AGGREGATE_COLUMNS]
     dialect = dialect_of(engine)
     with translate_errors(engine):
         with_archive = with_jobs and archive_exists(engine, tables)
         with_contents = with_jobs and contents_exist(engine, tables)
     last_id: int | None = None
     while True:
-        page = (
-            sa.select(t.c.jeditaskid)
-            .where(*period)
-            .order_by(t.c.jeditaskid)
-            .limit(chunk_size)
-        )
-        if last_id is not None:
-            page = page.where(t.c.jeditaskid > last_id)
         with translate_errors(engine), _connection(engine) as conn:
-            ids = list(conn.execute(_tag(page, "reader.iter_history")).scalars())
+            ids = _next_task_ids(conn, t, period, chunk_size, last_id)
             if not ids:
                 return
             low, high = int(ids[0]), int(ids[-1])
-
-            def in_range(col: Any, low: int = low, high: int = high) -> Any:
-                return col.between(low, high)
-
-            tasks_query = _task_query(tables, in_range, "reader.iter_history")
-            if period:
-                tasks_query = tasks_query.where(*period)
-            tasks = _frame(conn.execute(tasks_query).all(), task_keys, t)
-            chosen = sa.select(t.c.jeditaskid).where(in_range(t.c.jeditaskid), *period)
-
-            def picked(table: sa.Table, chosen: Any = chosen) -> list[Any]:
-                return [in_range(table.c.jeditaskid), table.c.jeditaskid.in_(chosen)]
-
-            def picked_files(table: sa.Table) -> list[Any]:
-                return [in_range(table.c.jeditaskid)]
-
-            rows = job_rows(tables, with_archive, picked)
-            inputs = (
-                inputs_per_job(tables, dialect, picked_files) if with_contents else None
-            )
-            jobs_query = _tag(
-                with_inputs(rows, inputs).order_by(rows.c.jeditaskid, rows.c.pandaid),
-                "reader.iter_history",
-            )
+            tasks = _history_tasks(conn, tables, period, (low, high))
             if with_jobs:
-                result = conn.execute(jobs_query)
-                jobs = _frame(result.all(), list(result.keys()), j)
+                jobs = _history_jobs(
+                    conn,
+                    tables,
+                    dialect,
+                    period,
+                    (low, high),
+                    with_archive,
+                    with_contents,
+                )
             else:  # labels come from elsewhere: no job query at all
                 jobs = _frame([], [c.name for c in j.columns], j)
         log.debug(
@@ -320,6 +295,76 @@ def iter_history(
         )
         yield tasks, jobs
         last_id = high
+
+
+def _next_task_ids(
+    conn: Connection,
+    t: sa.Table,
+    period: list[Any],
+    chunk_size: int,
+    last_id: int | None,
+) -> list[int]:
+    """Return the next ``chunk_size`` task ids after ``last_id`` (keyset paging)."""
+    page = sa.select(t.c.jeditaskid).where(*period).order_by(t.c.jeditaskid)
+    page = page.limit(chunk_size)
+    if last_id is not None:
+        page = page.where(t.c.jeditaskid > last_id)
+    return list(conn.execute(_tag(page, "reader.iter_history")).scalars())
+
+
+def _history_tasks(
+    conn: Connection,
+    tables: PandaTables,
+    period: list[Any],
+    id_range: tuple[int, int],
+) -> pd.DataFrame:
+    """Return the tasks of one history chunk with their input-dataset aggregates."""
+    low, high = id_range
+    t = tables.jedi_tasks
+    query = _task_query(
+        tables, lambda col: col.between(low, high), "reader.iter_history"
+    )
+    if period:
+        query = query.where(*period)
+    return _frame(conn.execute(query).all(), [*t.c.keys(), *AGGREGATE_COLUMNS], t)
+
+
+def _history_jobs(
+    conn: Connection,
+    tables: PandaTables,
+    dialect: str,
+    period: list[Any],
+    id_range: tuple[int, int],
+    with_archive: bool,
+    with_contents: bool,
+) -> pd.DataFrame:
+    """Return the jobs of one history chunk's tasks, with their master input.
+
+    Every query carries the chunk's JEDITASKID range so the job tables' partitions
+    are pruned.
+    """
+    low, high = id_range
+    t = tables.jedi_tasks
+
+    def in_range(col: Any) -> Any:
+        return col.between(low, high)
+
+    chosen = sa.select(t.c.jeditaskid).where(in_range(t.c.jeditaskid), *period)
+
+    def picked(table: sa.Table) -> list[Any]:
+        return [in_range(table.c.jeditaskid), table.c.jeditaskid.in_(chosen)]
+
+    def picked_files(table: sa.Table) -> list[Any]:
+        return [in_range(table.c.jeditaskid)]
+
+    rows = job_rows(tables, with_archive, picked)
+    inputs = inputs_per_job(tables, dialect, picked_files) if with_contents else None
+    query = _tag(
+        with_inputs(rows, inputs).order_by(rows.c.jeditaskid, rows.c.pandaid),
+        "reader.iter_history",
+    )
+    result = conn.execute(query)
+    return _frame(result.all(), list(result.keys()), tables.jobsarchived4)
 
 
 def find_changed_tasks(

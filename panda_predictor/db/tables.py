@@ -66,7 +66,28 @@ def panda_tables(
     described in ``archive_schema``.
     """
     md = MetaData(schema=schema)
-    jedi_tasks = Table(
+    jedi_tasks, jedi_datasets = _jedi_tasks(md), _jedi_datasets(md)
+    jobsarchived4 = _jobsarchived4(md)
+    archive = MetaData(
+        schema=schema if archive_schema == SAME_SCHEMA else archive_schema
+    )
+    jobsarchived = Table(
+        "jobsarchived",
+        archive,
+        *(column._copy() for column in jobsarchived4.columns),  # MODIFICATIONTIME too
+    )
+    return PandaTables(
+        jedi_tasks,
+        jedi_datasets,
+        jobsarchived4,
+        jobsarchived,
+        _jedi_dataset_contents(md),
+    )
+
+
+def _jedi_tasks(md: MetaData) -> Table:
+    """Describe JEDI_TASKS: a task's definition, state and JEDI's lock."""
+    return Table(
         "jedi_tasks",
         md,
         Column("jeditaskid", BigInteger, primary_key=True, autoincrement=False),
@@ -110,7 +131,11 @@ def panda_tables(
         Column("lockedby", String(40)),
         Column("lockedtime", DateTime),
     )
-    jedi_datasets = Table(
+
+
+def _jedi_datasets(md: MetaData) -> Table:
+    """Describe JEDI_DATASETS: a task's datasets and the scout cap of its master."""
+    return Table(
         "jedi_datasets",
         md,
         Column("jeditaskid", BigInteger, primary_key=True, autoincrement=False),
@@ -128,7 +153,11 @@ def panda_tables(
         Column("creationtime", DateTime),
         Column("modificationtime", DateTime),
     )
-    jobsarchived4 = Table(
+
+
+def _jobsarchived4(md: MetaData) -> Table:
+    """Describe JOBSARCHIVED4: the finished jobs, with what each measured."""
+    return Table(
         "jobsarchived4",
         md,
         Column("pandaid", BigInteger, primary_key=True, autoincrement=False),
@@ -158,15 +187,11 @@ def panda_tables(
         Column("maxwalltime", BigInteger),
         Column("jobmetrics", String(500)),
     )
-    archive = MetaData(
-        schema=schema if archive_schema == SAME_SCHEMA else archive_schema
-    )
-    jobsarchived = Table(
-        "jobsarchived",
-        archive,
-        *(column._copy() for column in jobsarchived4.columns),  # MODIFICATIONTIME too
-    )
-    jedi_dataset_contents = Table(
+
+
+def _jedi_dataset_contents(md: MetaData) -> Table:
+    """Describe JEDI_DATASET_CONTENTS: the files of the datasets and their jobs."""
+    return Table(
         "jedi_dataset_contents",
         md,
         Column("jeditaskid", BigInteger, primary_key=True, autoincrement=False),
@@ -179,9 +204,6 @@ def panda_tables(
         Column("startevent", BigInteger),
         Column("endevent", BigInteger),
         Column("pandaid", BigInteger),
-    )
-    return PandaTables(
-        jedi_tasks, jedi_datasets, jobsarchived4, jobsarchived, jedi_dataset_contents
     )
 
 

@@ -2,6 +2,8 @@
 
 The app is imported on first use of ``create_app``, so importing a submodule (the
 ``predict`` command uses :mod:`.results`) does not pay for Flask and the routes.
+Here: routes, input limits, admission, the waitress server. Not here: the prediction
+(serving/) and the write-back it can trigger (hook/).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """``/v1/tasks/<jediTaskID>/prediction``: run the database hook for one task, or read
 what it wrote.
 
-``POST`` writes (it runs :class:`~panda_predictor.hook.SubmitHook` for the task) and
-needs ``Authorization: Bearer <api_token>``; with no token configured writes are
-disabled (503). ``GET`` reads the task's audit row and needs no token.
+``POST`` writes (it runs :class:`~panda_predictor.hook.submit.SubmitHook` for the
+task) and needs ``Authorization: Bearer <api_token>``; with no token configured
+writes are disabled (503). ``GET`` reads the task's audit row and needs no token.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def predict_task(task_id: str) -> ResponseReturnValue:
     """Run the database hook for one task and answer what it wrote."""
     from panda_predictor.db.engine import DatabaseError
     from panda_predictor.db.reader import read_task_features
-    from panda_predictor.hook import SubmitHook
+    from panda_predictor.hook.submit import SubmitHook
 
     _require_token()
     jeditaskid = parse_task_id(task_id)

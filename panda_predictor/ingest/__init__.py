@@ -6,6 +6,8 @@ SWF text from the Parallel Workloads Archive, HTCondor history as printed by
 them); each plain or gzip. Each reader returns
 the same job frame (:mod:`panda_predictor.ingest.frame`) and a report of what it
 saw (:class:`~panda_predictor.ingest.report.JobLogReport`).
+Not here: PanDA's own job tables (db/) and what is done with the frames (core/replay/,
+pipelines/).
 """
 
 from __future__ import annotations

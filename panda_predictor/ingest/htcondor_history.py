@@ -323,21 +323,9 @@ def _frame(
     run = _first(get.number("RemoteWallClockTime"), completion - start)
     cpu = get.number("RemoteUserCpu") + get.number("RemoteSysCpu")
     used = _first(get.number("MemoryUsage"), get.number("ResidentSetSize") / 1024.0)
-    job_status = get.number("JobStatus")
-    status = np.array(
-        [STATUSES.get(int(s), 0.0) if not np.isnan(s) else np.nan for s in job_status]
-    )
-    entered = get.number("EnteredCurrentStatus", zero_is_missing=True)
-    final = np.isin(job_status, list(FINAL_STATUSES))
-    ended = _first(completion, np.where(final, entered, np.nan))
+    status, ended = _status_and_end(get, completion)
     queue_attr = report.queue_attribute
     convert = _universe if queue_attr.lower() == "jobuniverse" else str
-    ids = get.text("GlobalJobId")
-    cluster, proc = get.number("ClusterId"), get.number("ProcId")
-    local = [
-        f"{c:.0f}.{p:.0f}" if not (np.isnan(c) or np.isnan(p)) else None
-        for c, p in zip(cluster, proc, strict=True)
-    ]
     frame = pd.DataFrame(
         {
             "job_id": position,
@@ -366,7 +354,7 @@ def _frame(
             "used_memory_mb": used / per_proc,
             "used_memory_total_mb": np.nan,
             "wait_assumed": False,
-            "global_job_id": ids.where(ids.notna(), pd.Series(local, dtype=object)),
+            "global_job_id": _global_job_ids(get),
         }
     )
     for column in SOURCES:
@@ -375,18 +363,56 @@ def _frame(
             report.missing[column] = missing
     _set_aside(frame, report)
     frame["used_memory_total_mb"] = frame["used_memory_mb"] * frame["procs"]
+    _set_finish(frame, np.isnan(start), ended, assumed_wait_s)
+    frame = frame.sort_values("submit_s", kind="stable")
+    return frame.reset_index(drop=True)
+
+
+def _status_and_end(
+    get: _Columns, completion: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return each job's status code and when it ended (NaN: not yet).
+
+    The completion date, else when a job entered a final status.
+    """
+    job_status = get.number("JobStatus")
+    status = np.array(
+        [STATUSES.get(int(s), 0.0) if not np.isnan(s) else np.nan for s in job_status]
+    )
+    entered = get.number("EnteredCurrentStatus", zero_is_missing=True)
+    final = np.isin(job_status, list(FINAL_STATUSES))
+    return status, _first(completion, np.where(final, entered, np.nan))
+
+
+def _global_job_ids(get: _Columns) -> pd.Series:
+    """Return each ad's GlobalJobId, else its local ``ClusterId.ProcId``."""
+    ids = get.text("GlobalJobId")
+    cluster, proc = get.number("ClusterId"), get.number("ProcId")
+    local = [
+        f"{c:.0f}.{p:.0f}" if not (np.isnan(c) or np.isnan(p)) else None
+        for c, p in zip(cluster, proc, strict=True)
+    ]
+    return ids.where(ids.notna(), pd.Series(local, dtype=object))
+
+
+def _set_finish(
+    frame: pd.DataFrame,
+    never_started: np.ndarray,
+    ended: np.ndarray,
+    assumed_wait_s: float,
+) -> None:
+    """Fill ``finish_s`` and ``wait_assumed``: when a job ended where known, else
+    submit plus wait (assumed if it never started) plus run."""
     finish, assumed = finish_times(
-        qdate,
+        frame["submit_s"].to_numpy(dtype=float),
         frame["wait_s"].to_numpy(dtype=float),
         frame["run_s"].to_numpy(dtype=float),
-        np.isnan(start),
+        never_started,
         assumed_wait_s,
     )
     known = ~np.isnan(ended)
     frame["finish_s"] = np.where(known, ended, finish)
     frame["wait_assumed"] = assumed & ~known
-    frame = frame.sort_values("submit_s", kind="stable")
-    return frame.reset_index(drop=True)
 
 
 def _check_queue_attribute(name: object) -> str:

@@ -300,21 +300,7 @@ def _jobs(
     raw: pd.DataFrame, report: NextflowReport, history: str, assumed_wait_s: float
 ) -> pd.DataFrame:
     """Map parsed trace rows onto the job frame (see the module doc)."""
-    status = raw["status"]
-    has_status = status.notna().to_numpy()
-    exit_code = raw["exit"].to_numpy()
-    # Without a status the exit code decides; without either, the task completed.
-    done = np.where(
-        has_status, status.isin(DONE), np.isnan(exit_code) | (exit_code == 0)
-    )
-    if raw["hash"].notna().any():
-        ran = set(raw.loc[done & (status != "CACHED").to_numpy(), "hash"].dropna())
-        copy = (status == "CACHED").to_numpy() & raw["hash"].isin(ran).to_numpy()
-        report.n_cached_duplicates += int(copy.sum())
-        raw, done = raw[~copy], done[~copy]
-    never = np.isnan(raw["submit"].to_numpy())
-    report.n_without_submit_time += int(never.sum())
-    raw, done = raw[~never].reset_index(drop=True), done[~never]
+    raw, done = _kept_rows(raw, report)
     status, exit_code = raw["status"], raw["exit"].to_numpy()
     submit, start = raw["submit"].to_numpy(), raw["start"].to_numpy()
     complete = raw["complete"].to_numpy()
@@ -325,35 +311,17 @@ def _jobs(
     finished = done | failed
     report.n_not_finished += int((~finished).sum())
     wait = start - submit
-    by_run, assumed = finish_times(
-        submit, wait, realtime, np.isnan(start), assumed_wait_s
-    )
-    by_duration = submit + raw["duration"].to_numpy()
-    finish = np.where(np.isnan(complete), by_duration, complete)
-    assumed = assumed & np.isnan(finish) & finished
-    finish = np.where(np.isnan(finish), by_run, finish)
-    finish = np.where(finished, finish, np.nan)
+    finish, assumed = _finish_s(raw, wait, realtime, finished, assumed_wait_s)
     req_memory = raw["memory"].to_numpy() / MB / cpus
     req_time = raw["time"].to_numpy()
     memory = raw["peak_rss"].to_numpy() / MB / cpus
     cpu = raw["cpu_percent"].to_numpy() / 100.0 * realtime / cpus
     positive = np.where(realtime > 0, realtime, np.nan)
     io = raw["io_bytes"].to_numpy() / 1024.0 / positive / cpus
-    killed = np.full(len(raw), None, dtype=object)
-    for code, kind in KILLED_FOR.items():
-        killed[failed & (exit_code == code)] = kind
+    killed = _killed_for(exit_code, failed, report)
     by_memory, by_time = killed == "memory", killed == "time"
-    report.n_failed += int(failed.sum())
-    for kind in KILLED_FOR.values():
-        if (killed == kind).any():
-            report.n_killed[kind] = report.n_killed.get(kind, 0) + int(
-                (killed == kind).sum()
-            )
     report.n_retries += int((raw["attempt"].to_numpy() > 1).sum())
-    process = raw["process"].copy()
-    unnamed = process.isna().to_numpy()
-    if unnamed.any():
-        process[unnamed] = _process_of(raw["name"][unnamed])
+    process = _process_names(raw)
     instance = raw["tag"].fillna(raw["name"])
     task_id = pd.to_numeric(raw["task_id"], errors="coerce").to_numpy(dtype=float)
 
@@ -401,6 +369,82 @@ def _jobs(
             "line": raw["line"].to_numpy(),
         }
     )
+
+
+def _kept_rows(
+    raw: pd.DataFrame, report: NextflowReport
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """Return the rows that are jobs, and which of them completed.
+
+    A cached copy of a task that also ran is dropped, and so is a row without a
+    submit time (it never reached an executor); both are counted in ``report``.
+    """
+    status = raw["status"]
+    has_status = status.notna().to_numpy()
+    exit_code = raw["exit"].to_numpy()
+    # Without a status the exit code decides; without either, the task completed.
+    done = np.where(
+        has_status, status.isin(DONE), np.isnan(exit_code) | (exit_code == 0)
+    )
+    if raw["hash"].notna().any():
+        ran = set(raw.loc[done & (status != "CACHED").to_numpy(), "hash"].dropna())
+        copy = (status == "CACHED").to_numpy() & raw["hash"].isin(ran).to_numpy()
+        report.n_cached_duplicates += int(copy.sum())
+        raw, done = raw[~copy], done[~copy]
+    never = np.isnan(raw["submit"].to_numpy())
+    report.n_without_submit_time += int(never.sum())
+    return raw[~never].reset_index(drop=True), done[~never]
+
+
+def _finish_s(
+    raw: pd.DataFrame,
+    wait: np.ndarray,
+    realtime: np.ndarray,
+    finished: np.ndarray,
+    assumed_wait_s: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return each job's finish time (NaN if it did not finish) and whether it
+    rests on an assumed wait.
+
+    The trace's completion time where given, else submit plus duration, else the
+    run after the (assumed) wait.
+    """
+    submit, start = raw["submit"].to_numpy(), raw["start"].to_numpy()
+    complete = raw["complete"].to_numpy()
+    by_run, assumed = finish_times(
+        submit, wait, realtime, np.isnan(start), assumed_wait_s
+    )
+    by_duration = submit + raw["duration"].to_numpy()
+    finish = np.where(np.isnan(complete), by_duration, complete)
+    assumed = assumed & np.isnan(finish) & finished
+    finish = np.where(np.isnan(finish), by_run, finish)
+    return np.where(finished, finish, np.nan), assumed
+
+
+def _killed_for(
+    exit_code: np.ndarray, failed: np.ndarray, report: NextflowReport
+) -> np.ndarray:
+    """Return what each failed job was killed for (``memory``, ``time``) or None,
+    counting the failures in ``report``."""
+    killed = np.full(len(exit_code), None, dtype=object)
+    for code, kind in KILLED_FOR.items():
+        killed[failed & (exit_code == code)] = kind
+    report.n_failed += int(failed.sum())
+    for kind in KILLED_FOR.values():
+        if (killed == kind).any():
+            report.n_killed[kind] = report.n_killed.get(kind, 0) + int(
+                (killed == kind).sum()
+            )
+    return killed
+
+
+def _process_names(raw: pd.DataFrame) -> pd.Series:
+    """Return each job's process, taken from its name where the trace has none."""
+    process = raw["process"].copy()
+    unnamed = process.isna().to_numpy()
+    if unnamed.any():
+        process[unnamed] = _process_of(raw["name"][unnamed])
+    return process
 
 
 def read_nextflow_trace(

@@ -22,8 +22,9 @@ from collections.abc import Callable
 from sqlalchemy.engine import Engine
 
 from panda_predictor.core.domain.task_prediction import TaskPrediction
+from panda_predictor.db.audit_writer import TaskFailure
 from panda_predictor.db.messages import Published, record_published
-from panda_predictor.db.writer import TaskFailure, WriteResult
+from panda_predictor.db.writer import WriteResult
 from panda_predictor.messages.publisher import (
     BrokerUnavailable,
     OutgoingMessage,

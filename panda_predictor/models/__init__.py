@@ -2,7 +2,8 @@
 
 This package is an adapter (it imports XGBoost and TensorFlow and reads and writes
 model files), not part of the pure core. The classes are imported lazily, so code
-that serves XGBoost models never pays TensorFlow's import time.
+that serves XGBoost models never pays TensorFlow's import time. Not here: features,
+bins and decisions (core/), the bundle that serves a model (serving/).
 """
 
 from __future__ import annotations

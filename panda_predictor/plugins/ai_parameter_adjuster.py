@@ -121,80 +121,18 @@ class MessageApplier:
     def handle(self, deliveries: Sequence[Delivery]) -> list[Handled]:
         """Handle a batch; raises only for faults that are not a message's own."""
         now = datetime.now(UTC)
-        results: dict[int, Handled] = {}
-        valid: list[tuple[int, ScoutPrediction, str]] = []
-        for i, delivery in enumerate(deliveries):
-            try:
-                message = parse_message(delivery.body)
-            except MessageError as exc:
-                results[i] = Handled(
-                    body_key(delivery.body), exc.task_id, "rejected", str(exc)
-                )
-                continue
-            valid.append((i, message, delivery.message_id))
+        results, valid = _parse_all(deliveries)
         keys = [h.key for h in results.values()] + [
             m.idempotency_key for _, m, _ in valid
         ]
         with translate_errors(self.engine), self.engine.begin() as conn:
             known = applied_keys(conn, self.settings, keys)
-            fresh: list[tuple[int, ScoutPrediction, str]] = []
-            seen: set[str] = set()
-            duplicates: list[str] = []
-            for i, message, _ in valid:
-                key = message.idempotency_key
-                if key in known or key in seen:
-                    duplicates.append(key)
-                    results[i] = Handled(
-                        key,
-                        message.task_id,
-                        "duplicate",
-                        "already handled: nothing changed",
-                    )
-                    continue
-                seen.add(key)
-                if message.expired(now):
-                    results[i] = Handled(
-                        key,
-                        message.task_id,
-                        "expired",
-                        f"expired at {message.expires_at.isoformat()}",
-                    )
-                elif message.decision == "kept_scouts":
-                    results[i] = Handled(
-                        key,
-                        message.task_id,
-                        "kept_scouts",
-                        f"decision kept_scouts: {message.reason}",
-                    )
-                else:
-                    fresh.append((i, message, key))
-            for i, h in list(results.items()):  # rejected twice in one batch
-                if h.outcome == "rejected" and (h.key in known or h.key in seen):
-                    duplicates.append(h.key)
-                    results[i] = Handled(
-                        h.key, h.task_id, "duplicate", "already rejected"
-                    )
-                elif h.outcome == "rejected":
-                    seen.add(h.key)
+            fresh, duplicates = _sort_out(valid, results, known, now)
             applied = self._apply(conn, [m for _, m, _ in fresh])
             for i, message, key in fresh:
                 outcome, reason = applied[key]
                 results[i] = Handled(key, message.task_id, outcome, reason)
-            ids = {i: d.message_id for i, d in enumerate(deliveries)}
-            rows = [
-                {
-                    "idempotency_key": h.key,
-                    "jeditaskid": h.task_id,
-                    "outcome": h.outcome,
-                    "reason": h.reason[:400],
-                    "message_id": str(ids[i])[:128],
-                    "received_at": now.replace(tzinfo=None),
-                    "deliveries": 1,
-                    "host": self.host,
-                }
-                for i, h in sorted(results.items())
-                if h.outcome != "duplicate"
-            ]
+            rows = self._handled_rows(results, deliveries, now)
             record_handled(conn, self.settings, rows)
             count_redelivery(conn, self.settings, duplicates)
         out = [results[i] for i in range(len(deliveries))]
@@ -202,12 +140,107 @@ class MessageApplier:
             _log(h)
         return out
 
+    def _handled_rows(
+        self,
+        results: dict[int, Handled],
+        deliveries: Sequence[Delivery],
+        now: datetime,
+    ) -> list[dict[str, Any]]:
+        """Return the ``pp_message_applied`` rows of the batch (duplicates have one)."""
+        ids = {i: d.message_id for i, d in enumerate(deliveries)}
+        return [
+            {
+                "idempotency_key": h.key,
+                "jeditaskid": h.task_id,
+                "outcome": h.outcome,
+                "reason": h.reason[:400],
+                "message_id": str(ids[i])[:128],
+                "received_at": now.replace(tzinfo=None),
+                "deliveries": 1,
+                "host": self.host,
+            }
+            for i, h in sorted(results.items())
+            if h.outcome != "duplicate"
+        ]
+
     def _apply(
         self, conn: Any, messages: list[ScoutPrediction]
     ) -> dict[str, tuple[str, str]]:
         if self.tb_writer is None:
             return self.sql_writer.apply_batch(conn, messages)
         return {m.idempotency_key: self.tb_writer.apply(m) for m in messages}
+
+
+def _parse_all(
+    deliveries: Sequence[Delivery],
+) -> tuple[dict[int, Handled], list[tuple[int, ScoutPrediction, str]]]:
+    """Parse each delivery; return the rejected ones' outcomes (by position) and
+    the valid messages with their position and broker message id."""
+    results: dict[int, Handled] = {}
+    valid: list[tuple[int, ScoutPrediction, str]] = []
+    for i, delivery in enumerate(deliveries):
+        try:
+            message = parse_message(delivery.body)
+        except MessageError as exc:
+            results[i] = Handled(
+                body_key(delivery.body), exc.task_id, "rejected", str(exc)
+            )
+            continue
+        valid.append((i, message, delivery.message_id))
+    return results, valid
+
+
+def _sort_out(
+    valid: list[tuple[int, ScoutPrediction, str]],
+    results: dict[int, Handled],
+    known: set[str],
+    now: datetime,
+) -> tuple[list[tuple[int, ScoutPrediction, str]], list[str]]:
+    """Settle every message that needs no write; return those to write and the
+    keys handled before (redeliveries).
+
+    A key already handled (``known``, or earlier in the batch) is a duplicate; an
+    expired message and a ``kept_scouts`` decision are recorded as such. The
+    outcomes go into ``results``; a message rejected twice becomes a duplicate too.
+    """
+    fresh: list[tuple[int, ScoutPrediction, str]] = []
+    seen: set[str] = set()
+    duplicates: list[str] = []
+    for i, message, _ in valid:
+        key = message.idempotency_key
+        if key in known or key in seen:
+            duplicates.append(key)
+            results[i] = Handled(
+                key,
+                message.task_id,
+                "duplicate",
+                "already handled: nothing changed",
+            )
+            continue
+        seen.add(key)
+        if message.expired(now):
+            results[i] = Handled(
+                key,
+                message.task_id,
+                "expired",
+                f"expired at {message.expires_at.isoformat()}",
+            )
+        elif message.decision == "kept_scouts":
+            results[i] = Handled(
+                key,
+                message.task_id,
+                "kept_scouts",
+                f"decision kept_scouts: {message.reason}",
+            )
+        else:
+            fresh.append((i, message, key))
+    for i, h in list(results.items()):  # rejected twice in one batch
+        if h.outcome == "rejected" and (h.key in known or h.key in seen):
+            duplicates.append(h.key)
+            results[i] = Handled(h.key, h.task_id, "duplicate", "already rejected")
+        elif h.outcome == "rejected":
+            seen.add(h.key)
+    return fresh, duplicates
 
 
 def _log(h: Handled) -> None:

@@ -47,9 +47,13 @@ from panda_predictor.core.domain.requested_values import (
     requested_values,
 )
 from panda_predictor.core.domain.task_prediction import TaskPrediction
+from panda_predictor.db.audit_writer import (
+    TaskFailure,
+    write_audit,
+    write_error_audits,
+)
 from panda_predictor.db.engine import make_engine
-from panda_predictor.db.writer import TaskFailure, write_audit, write_error_audits
-from panda_predictor.hook import LEGACY_REASON, kill_switch_on
+from panda_predictor.hook.submit import LEGACY_REASON, kill_switch_on
 from panda_predictor.metrics import (
     FALLBACKS,
     KILL_SWITCH_TASKS,
@@ -151,12 +155,7 @@ def predict_into_map(
             log.info("jediTaskID=%s already skips scouts: not predicted", jedi_task_id)
             return None
         used, client = _configuration(client, settings)
-        legacy = kill_switch_on(used)
-        record_kill_switch(HOOK, legacy)
-        if legacy:
-            KILL_SWITCH_TASKS.labels(HOOK).inc()
-            _audit(used, audit_bind, jedi_task_id, _legacy(jedi_task_id), False)
-            raise PredictionUnavailable("kill switch on (legacy mode)", "legacy")
+        _stop_if_legacy(used, audit_bind, jedi_task_id)
         prediction = client.predict(
             definition_from_param_map(jedi_task_id, task_param_map)
         )
@@ -164,61 +163,13 @@ def predict_into_map(
         plan = plan_write(
             prediction, requested, used.fixed_units, used.never_below_preset
         )
-        if plan.far is not None:
-            # PanDA would exhaust such a task: it keeps its scouts, audited so.
-            prediction = dataclasses.replace(
-                prediction, decision="kept_scouts", reason=plan.far
-            )
-        elif (note := preset_note(plan)) is not None:
-            # Cut to the audit column (400) rather than fail the task open.
-            prediction = dataclasses.replace(
-                prediction, reason=f"{prediction.reason}; {note}"[:400]
-            )
-        # Shadow mode and the rollout share (placed by JEDI's own task id):
-        # audited, the map left as it came.
-        prediction = route(
-            dataclasses.replace(prediction, jeditaskid=int(jedi_task_id)),
-            used.mode,
-            used.rollout_share,
-        )
+        prediction = _decision(prediction, plan, jedi_task_id, used)
         if prediction.decision != "applied":
-            _audit(used, audit_bind, jedi_task_id, prediction, False)
-            TASKS.labels(HOOK, prediction.decision).inc()
-            log.info(
-                "jediTaskID=%s decision=%s reason=%s model=%s/%s",
-                jedi_task_id,
-                prediction.decision,
-                prediction.reason,
-                prediction.model_name,
-                prediction.model_version,
-            )
+            _keep_scouts(used, audit_bind, jedi_task_id, prediction)
             return None
         walltime = fill(task_param_map, plan)
     except Exception as exc:  # noqa: BLE001  the fail-open boundary
-        reason = (
-            exc.reason
-            if isinstance(exc, PredictionUnavailable)
-            else (type(exc).__name__)
-        )
-        if task_param_map != original:
-            task_param_map.clear()
-            task_param_map.update(original)
-        if used is not None and reason != "legacy":
-            _audit(
-                used,
-                audit_bind,
-                jedi_task_id,
-                None,
-                False,
-                f"prediction failed: {type(exc).__name__}: {exc}",
-            )
-        FALLBACKS.labels(HOOK, reason).inc()
-        log.warning(
-            "jediTaskID=%s prediction failed open, scouts run (reason=%s): %s",
-            jedi_task_id,
-            reason,
-            exc,
-        )
+        _fail_open(exc, jedi_task_id, task_param_map, original, used, audit_bind)
         return None
     _audit(used, audit_bind, jedi_task_id, prediction, True)
     TASKS.labels(HOOK, "applied").inc()
@@ -232,6 +183,93 @@ def predict_into_map(
         applied.values,
     )
     return applied
+
+
+def _stop_if_legacy(settings: Settings, audit_bind: Any, jedi_task_id: int) -> None:
+    """Audit the task ``kept_scouts`` and fail open when the kill switch is on."""
+    legacy = kill_switch_on(settings)
+    record_kill_switch(HOOK, legacy)
+    if legacy:
+        KILL_SWITCH_TASKS.labels(HOOK).inc()
+        _audit(settings, audit_bind, jedi_task_id, _legacy(jedi_task_id), False)
+        raise PredictionUnavailable("kill switch on (legacy mode)", "legacy")
+
+
+def _decision(
+    prediction: TaskPrediction, plan: WritePlan, jedi_task_id: int, settings: Settings
+) -> TaskPrediction:
+    """Return the prediction as decided for this task: presets, then the rollout.
+
+    A task PanDA would exhaust keeps its scouts; a kept preset is noted in the
+    reason; shadow mode and the rollout share (placed by JEDI's own task id) may
+    hold the task back.
+    """
+    if plan.far is not None:
+        # PanDA would exhaust such a task: it keeps its scouts, audited so.
+        prediction = dataclasses.replace(
+            prediction, decision="kept_scouts", reason=plan.far
+        )
+    elif (note := preset_note(plan)) is not None:
+        # Cut to the audit column (400) rather than fail the task open.
+        prediction = dataclasses.replace(
+            prediction, reason=f"{prediction.reason}; {note}"[:400]
+        )
+    # Shadow mode and the rollout share (placed by JEDI's own task id):
+    # audited, the map left as it came.
+    return route(
+        dataclasses.replace(prediction, jeditaskid=int(jedi_task_id)),
+        settings.mode,
+        settings.rollout_share,
+    )
+
+
+def _keep_scouts(
+    settings: Settings, audit_bind: Any, jedi_task_id: int, prediction: TaskPrediction
+) -> None:
+    """Audit, count and log a task whose map is left as it came (scouts run)."""
+    _audit(settings, audit_bind, jedi_task_id, prediction, False)
+    TASKS.labels(HOOK, prediction.decision).inc()
+    log.info(
+        "jediTaskID=%s decision=%s reason=%s model=%s/%s",
+        jedi_task_id,
+        prediction.decision,
+        prediction.reason,
+        prediction.model_name,
+        prediction.model_version,
+    )
+
+
+def _fail_open(
+    exc: Exception,
+    jedi_task_id: int,
+    task_param_map: MutableMapping[str, Any],
+    original: dict[str, Any],
+    settings: Settings | None,
+    audit_bind: Any,
+) -> None:
+    """Restore the map as it came, audit the failure, count and log it."""
+    reason = (
+        exc.reason if isinstance(exc, PredictionUnavailable) else (type(exc).__name__)
+    )
+    if task_param_map != original:
+        task_param_map.clear()
+        task_param_map.update(original)
+    if settings is not None and reason != "legacy":
+        _audit(
+            settings,
+            audit_bind,
+            jedi_task_id,
+            None,
+            False,
+            f"prediction failed: {type(exc).__name__}: {exc}",
+        )
+    FALLBACKS.labels(HOOK, reason).inc()
+    log.warning(
+        "jediTaskID=%s prediction failed open, scouts run (reason=%s): %s",
+        jedi_task_id,
+        reason,
+        exc,
+    )
 
 
 def _configuration(

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 from panda_predictor.core.domain.task_prediction import TargetPrediction, TaskPrediction
 from panda_predictor.core.domain.units import prediction_to_panda
-from panda_predictor.db.writer import panda_value
+from panda_predictor.db.audit_writer import panda_value
 from panda_predictor.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -144,7 +144,7 @@ def param_map_fields(
 
     ``ramCount``/``ramUnit``, ``cpuTime``/``cpuTimeUnit`` and
     ``ioIntensity``/``ioIntensityUnit`` in PanDA's stored form (see
-    :func:`panda_predictor.db.writer.panda_value`), plus ``skipScout``.
+    :func:`panda_predictor.db.audit_writer.panda_value`), plus ``skipScout``.
     """
     fields: dict[str, Any] = {}
     for target, (value_key, unit_key) in PARAM_MAP_KEYS.items():

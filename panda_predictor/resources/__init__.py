@@ -1,7 +1,8 @@
 """Data files shipped inside the package (YAML defaults), read via importlib.resources.
 
 Reading them here, outside the pure core, keeps file access at the edge; the core only
-receives the parsed mappings.
+receives the parsed mappings. Not here: code, and the pipelines' parameters
+(pipelines/params/).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from panda_predictor.core.domain.requested_values import (
     preset_note,
     requested_values,
 )
-from panda_predictor.hook import SubmitHook
+from panda_predictor.hook.submit import SubmitHook
 from panda_predictor.plugins.prediction_client import REQUESTED_KEYS
 from panda_predictor.settings import load_settings
 

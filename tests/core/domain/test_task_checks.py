@@ -10,7 +10,7 @@ from test_db_support import add_task, audit_rows, task_row
 from test_requested_values import FakePredictor
 
 from panda_predictor.core.domain.task_checks import input_problem
-from panda_predictor.hook import SubmitHook
+from panda_predictor.hook.submit import SubmitHook
 from panda_predictor.taskdef import TaskDefinitionError, read_task_definitions
 
 #: (row fields, the refiner's parameter-map fields, expected message).

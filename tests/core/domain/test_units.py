@@ -19,7 +19,8 @@ from panda_predictor.core.domain.units import (
     to_panda,
 )
 from panda_predictor.core.features.pipeline import TASK_COLUMNS
-from panda_predictor.db.writer import panda_value, write_predictions
+from panda_predictor.db.audit_writer import panda_value
+from panda_predictor.db.writer import write_predictions
 from panda_predictor.plugins.prediction_client import param_map_fields
 from panda_predictor.serving.bundle import load_bundle
 from panda_predictor.serving.predictor import Predictor

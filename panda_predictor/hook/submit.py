@@ -16,7 +16,8 @@ picked again (operators re-queue it by deleting its audit row, see
 docs/operations.md). When *every* task of a batch of two or more fails, the cause is
 not a task (a broken model, a changed schema): nothing is audited and the pass fails
 open. A database fault that is about no row's data (connection or server gone, a
-missing grant, a lock timeout: :func:`belongs_to_no_task`) is never blamed on a
+missing grant, a lock timeout:
+:func:`~panda_predictor.hook.isolation.belongs_to_no_task`) is never blamed on a
 task either, even in a batch of one: the pass stops at once, nothing is audited.
 
 The hook fails open: a missing model, an unreachable registry or database, or any
@@ -47,34 +48,22 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import (
-    InterfaceError,
-    InternalError,
-    NotSupportedError,
-    OperationalError,
-    ProgrammingError,
-)
 
 from panda_predictor.core.decide.rollout import route_all
 from panda_predictor.core.domain.task_prediction import TaskPrediction
+from panda_predictor.db.audit_writer import ERROR, TaskFailure, write_error_audits
 from panda_predictor.db.claims import TaskClaims
 from panda_predictor.db.engine import make_engine, translate_errors
 from panda_predictor.db.reader import find_eligible_tasks, read_task_features
-from panda_predictor.db.writer import (
-    ERROR,
-    MOVED_BY_JEDI,
-    TaskFailure,
-    WriteResult,
-    write_error_audits,
-    write_predictions,
-)
+from panda_predictor.db.writer import MOVED_BY_JEDI, WriteResult, write_predictions
+from panda_predictor.hook.isolation import isolate
+from panda_predictor.hook.report import COUNTED, HANDLED, HookReport, pass_summary
 from panda_predictor.log_format import log_task
 from panda_predictor.metrics import (
     FALLBACKS,
@@ -88,44 +77,13 @@ from panda_predictor.serving.decision import decide
 from panda_predictor.serving.predictor import Predictor
 from panda_predictor.settings import Settings
 
-log = logging.getLogger(__name__)
+# One logger for every line of the hook, as before it was a package: operators
+# filter on it, and docs/operations.md shows its lines.
+log = logging.getLogger("panda_predictor.hook")
 
 LEGACY_REASON = "legacy mode (kill switch): scouts run"
 #: Label of this hook in the panda_predictor_* metrics.
 HOOK = "db"
-
-
-@dataclass
-class HookReport:
-    """What one pass did: the predictions made and what was written."""
-
-    predictions: list[TaskPrediction] = field(default_factory=list)
-    applied: list[int] = field(default_factory=list)
-    kept_scouts: list[int] = field(default_factory=list)
-    moved_by_jedi: list[int] = field(default_factory=list)
-    errors: list[int] = field(default_factory=list)
-    locked_by_jedi: list[int] = field(default_factory=list)
-    shadow: list[int] = field(default_factory=list)
-    held_back: list[int] = field(default_factory=list)
-    #: Audited ``kept_scouts``: the SPLITRULE cannot be edited safely.
-    malformed_splitrule: list[int] = field(default_factory=list)
-    #: Left untouched and unaudited: the kill switch came on during the pass.
-    stopped_by_kill_switch: list[int] = field(default_factory=list)
-    failure: str | None = None
-    dry_run: bool = False
-
-    @property
-    def written(self) -> int:
-        """Return how many tasks got an audit row in this pass."""
-        return (
-            len(self.applied)
-            + len(self.kept_scouts)
-            + len(self.moved_by_jedi)
-            + len(self.errors)
-            + len(self.shadow)
-            + len(self.held_back)
-            + len(self.malformed_splitrule)
-        )
 
 
 def kill_switch_on(settings: Settings) -> bool:
@@ -141,95 +99,6 @@ def _legacy(task_ids: Iterable[int]) -> list[TaskPrediction]:
         TaskPrediction(int(t), "legacy", "-", "kept_scouts", LEGACY_REASON, {}, now)
         for t in task_ids
     ]
-
-
-def lost_database(exc: BaseException) -> bool:
-    """Return whether ``exc`` means the database went away (not one task's fault).
-
-    A lost connection, a stopped server or a busy SQLite file fail every task alike;
-    blaming the task that happened to be written would audit healthy tasks as
-    ``error`` forever.
-    """
-    cause: BaseException | None = exc
-    while cause is not None:
-        if isinstance(cause, OperationalError | InterfaceError):
-            return True
-        if getattr(cause, "connection_invalidated", False):
-            return True
-        cause = cause.__cause__
-    return False
-
-
-#: Database errors that are about the database, its schema or the account's
-#: rights, never about one row's values (those are DataError and IntegrityError).
-_NO_TASKS_FAULTS = (
-    OperationalError,
-    InterfaceError,
-    ProgrammingError,
-    InternalError,
-    NotSupportedError,
-)
-
-
-def belongs_to_no_task(exc: BaseException) -> bool:
-    """Return whether ``exc`` would fail any task alike, so no task is to blame.
-
-    Besides a lost database (:func:`lost_database`): a missing grant (PostgreSQL
-    ``permission denied``, SQLSTATE 42501; Oracle ORA-01031), a missing table or
-    column, a lock timeout. Halving a batch cannot find a culprit for these, and
-    auditing a healthy task ``error`` would keep it from being predicted forever.
-    """
-    if lost_database(exc):
-        return True
-    cause: BaseException | None = exc
-    while cause is not None:
-        if isinstance(cause, _NO_TASKS_FAULTS):
-            return True
-        cause = cause.__cause__
-    return False
-
-
-class SystemicFailure(RuntimeError):
-    """Every task of a batch failed alike: the cause is not a task (fail open)."""
-
-
-def isolate(
-    items: list[Any],
-    attempt: Callable[[list[Any]], Any],
-    task_id_of: Callable[[Any], int],
-) -> tuple[list[Any], list[tuple[int, BaseException]]]:
-    """Run ``attempt`` on ``items``, halving on failure until the failing items remain.
-
-    Returns the results of the successful parts and ``(task id, error)`` of each item
-    that failed alone. A fault that belongs to no task (:func:`belongs_to_no_task`)
-    propagates at once. If every item of two or
-    more fails, :class:`SystemicFailure` is raised instead: halving cannot blame a
-    task then. Costs at most ``2 log2(n)`` extra attempts per failing item.
-    """
-    results: list[Any] = []
-    failures: list[tuple[int, BaseException]] = []
-
-    def run(part: list[Any]) -> None:
-        try:
-            results.append(attempt(part))
-        except Exception as exc:
-            if belongs_to_no_task(exc):
-                raise
-            if len(part) == 1:
-                failures.append((task_id_of(part[0]), exc))
-                return
-            middle = len(part) // 2
-            run(part[:middle])
-            run(part[middle:])
-
-    run(items)
-    if len(items) > 1 and len(failures) == len(items):
-        first = failures[0][1]
-        raise SystemicFailure(
-            f"all {len(items)} tasks of the batch failed alike, none is blamed: "
-            f"{type(first).__name__}: {first}"
-        ) from first
-    return results, failures
 
 
 def _reason(stage: str, exc: BaseException) -> str:
@@ -333,20 +202,6 @@ def _log_tasks(
                 ERROR,
                 failure.reason + " (left untouched, scouts run)",
             )
-
-
-#: The :class:`WriteResult` lists a committed batch adds to the report and counts.
-_COUNTED = (
-    "applied",
-    "kept_scouts",
-    "moved_by_jedi",
-    "locked_by_jedi",
-    "shadow",
-    "held_back",
-    "malformed_splitrule",
-)
-#: The :class:`WriteResult` lists of tasks a committed transaction dealt with.
-_HANDLED = (*_COUNTED, "already_audited")
 
 
 class SubmitHook:
@@ -490,7 +345,7 @@ class SubmitHook:
         """
         self._record(report, predictions, result, [])
         _log_tasks(predictions, result, [], [])
-        handled = {t for name in _HANDLED for t in getattr(result, name)}
+        handled = {t for name in HANDLED for t in getattr(result, name)}
         batch = {p.jeditaskid for p in predictions} | {f.jeditaskid for f in failures}
         stopped = sorted(batch - handled)
         report.stopped_by_kill_switch.extend(stopped)
@@ -562,7 +417,7 @@ class SubmitHook:
         errors: list[int],
     ) -> None:
         """Add one committed batch to the report, the metrics."""
-        for decision in _COUNTED:
+        for decision in COUNTED:
             ids = getattr(result, decision)
             getattr(report, decision).extend(ids)
             if ids:
@@ -602,39 +457,6 @@ class SubmitHook:
         self._stop.set()
 
 
-#: Outcomes the summary line names even at 0 (the rest only when they happened).
-_ALWAYS_COUNTED = frozenset(
-    {
-        "applied",
-        "kept scouts",
-        "moved by JEDI meanwhile",
-        "errors (audited, scouts run)",
-    }
-)
-
-
-def pass_summary(report: HookReport) -> str:
-    """Return the one line that counts what a pass did, every outcome included.
-
-    The errors and the tasks left for the next pass are counted too: a summary
-    that leaves them out reads as a clean pass when it was not.
-    """
-    counts = [
-        (len(report.applied), "applied"),
-        (len(report.kept_scouts), "kept scouts"),
-        (len(report.malformed_splitrule), "kept scouts for a malformed SPLITRULE"),
-        (len(report.shadow), "shadow (scouts run)"),
-        (len(report.held_back), "held back (scouts run)"),
-        (len(report.moved_by_jedi), "moved by JEDI meanwhile"),
-        (len(report.locked_by_jedi), "locked by JEDI (retried next pass)"),
-        (len(report.errors), "errors (audited, scouts run)"),
-        (len(report.stopped_by_kill_switch), "stopped by the kill switch"),
-    ]
-    return ", ".join(
-        f"{count} {name}" for count, name in counts if count or name in _ALWAYS_COUNTED
-    )
-
-
 def run_hook_once(
     settings: Settings, task_ids: Sequence[int] | None = None, dry_run: bool = False
 ) -> HookReport:
@@ -655,13 +477,4 @@ def run_hook_once(
         hook.engine.dispose()
 
 
-__all__ = [
-    "HookReport",
-    "SubmitHook",
-    "belongs_to_no_task",
-    "isolate",
-    "kill_switch_on",
-    "lost_database",
-    "pass_summary",
-    "run_hook_once",
-]
+__all__ = ["LEGACY_REASON", "SubmitHook", "kill_switch_on", "run_hook_once"]
