@@ -65,6 +65,8 @@ from typing import Any
 
 import numpy as np
 
+from panda_predictor.core.domain.memory_steps import MEMORY_STEPS_MB
+
 #: How a wrong value of each target costs (module doc). ``None``: not priced.
 TIME = "time"
 MEMORY = "memory"
@@ -77,8 +79,6 @@ KIND_OF: dict[str, str | None] = {
 #: What a job asks for without a memory request: a PanDA task without ramCount
 #: gets its queue's default, 2000 MB per core on WLCG sites (the scouts' too).
 DEFAULT_RAM_MB_PER_CORE = 2000.0
-#: PanDA's ``increase_memory`` steps, MB per core (see core.replay.panda_rules).
-MEMORY_STEPS_MB: tuple[float, ...] = (1000.0, 2000.0, 3000.0, 4000.0, 6000.0, 8000.0)
 #: Attempts priced per job: retries go on until the job fits (one class up, then
 #: doubling), which this many attempts always reach for the values priced here.
 MAX_ATTEMPTS = 12

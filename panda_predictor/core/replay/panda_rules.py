@@ -83,10 +83,9 @@ from typing import Any
 
 import numpy as np
 
+from panda_predictor.core.domain.memory_steps import MEMORY_STEPS_MB
 from panda_predictor.core.labels import DEFAULT_LABEL_PARAMS, LabelParams
 
-#: Memory steps of panda-server's ``increase_memory`` retries, MB per core.
-PANDA_RAM_STEPS_MB: tuple[float, ...] = (1000.0, 2000.0, 3000.0, 4000.0, 6000.0, 8000.0)
 #: Share of a task's files above the task's ramCount that makes PanDA raise the task.
 TASK_RAISE_FRACTION = 0.3
 #: Scout jobs per task (PanDA sends about 10; trace "tasks" are smaller).
@@ -120,7 +119,7 @@ class ReplayRules:
     """
 
     memory_retry: str = "panda"
-    memory_steps: tuple[float, ...] = PANDA_RAM_STEPS_MB
+    memory_steps: tuple[float, ...] = MEMORY_STEPS_MB
     task_raise_fraction: float = TASK_RAISE_FRACTION
     fixed_unit: bool = False
     n_scouts: int = DEFAULT_N_SCOUTS

@@ -6,7 +6,6 @@ import pytest
 
 from panda_predictor.core.replay.engine import ReplayRules, replay
 from panda_predictor.core.replay.panda_rules import (
-    PANDA_RAM_STEPS_MB,
     panda_measurement,
     panda_memory_retry,
 )
@@ -41,10 +40,6 @@ def test_a_failed_job_gets_the_next_step_strictly_above_its_request(
     # Ten files, none raised yet: far below the 30 % task-wide threshold.
     file_ram, task_ram = panda_memory_retry(0, request_mb, 500.0, [0.0] * 10, RULES)
     assert (file_ram, task_ram) == (expected, 500.0)
-
-
-def test_the_ladder_is_pandas():
-    assert PANDA_RAM_STEPS_MB == (1000, 2000, 3000, 4000, 6000, 8000)
 
 
 def test_more_than_30_percent_raised_files_raise_the_task():
