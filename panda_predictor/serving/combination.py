@@ -18,6 +18,7 @@ Two forms of the same history:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,7 +33,6 @@ from panda_predictor.core.decide.experts import (
     combine_at_snapshots,
     expert_classes,
     rule_table,
-    rule_values,
     snapshot,
 )
 from panda_predictor.core.decide.experts import (
@@ -56,15 +56,12 @@ def _task_frame(history: pd.DataFrame) -> pd.DataFrame:
     return history[columns]
 
 
-def _classes(
-    bundle: Bundle, features: pd.DataFrame
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Return the model's chosen class and probabilities per target."""
-    chosen, proba = {}, {}
-    for target, model in bundle.models.items():
-        proba[target] = model.predict_proba(features)
-        chosen[target] = bundle.tail_rules[target].predict(proba[target])
-    return chosen, proba
+def _classes(bundle: Bundle, features: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Return the model's chosen class per target (with its tail rule)."""
+    return {
+        target: bundle.tail_rules[target].predict(model.predict_proba(features))
+        for target, model in bundle.models.items()
+    }
 
 
 def track_records(bundle: Bundle, history: pd.DataFrame) -> dict[str, TrackRecord]:
@@ -89,25 +86,44 @@ def track_records(bundle: Bundle, history: pd.DataFrame) -> dict[str, TrackRecor
     tasks = _task_frame(history).iloc[rows]
     if len(rows):
         X = bundle.features.transform(tasks, history)
-        chosen, _ = _classes(bundle, X)
+        classes = task_experts(bundle, X, _classes(bundle, X))
     keys = group_key(history.iloc[rows], HISTORY_GROUPS[params.key]).to_numpy(object)
-    for target in bundle.models:
-        bins = bundle.bins[target]
+    for i, target in enumerate(bundle.models):
         if not len(rows) or target not in history.columns:
             empty = np.empty((0, len(EXPERTS)), dtype=np.int64)
             records[target] = TrackRecord(
                 empty, np.empty(0, np.int64), np.empty(0, object), known_at[:0]
             )
             continue
-        rules = rule_values(X, target, params.margin)
-        truth = bins.assign(history[target].to_numpy(dtype=float)[rows])
-        records[target] = TrackRecord(
-            expert_classes(chosen[target], rules, bins.assign),
-            truth,
-            keys,
-            known_at[rows],
-        )
+        truth = bundle.bins[target].assign(history[target].to_numpy(dtype=float)[rows])
+        records[target] = TrackRecord(classes[:, i], truth, keys, known_at[rows])
     return records
+
+
+def task_experts(
+    bundle: Bundle, X: FeatureColumns, chosen: Mapping[str, np.ndarray]
+) -> np.ndarray:
+    """Return what each expert says for each task and target: an (n, targets, E)
+    class matrix (-1 where an expert abstains), targets in ``chosen``'s order.
+
+    The one place the experts' classes are built: the track record, both forms of
+    the combination and every route read them from here.
+
+    :param X: the tasks' feature columns (history features and requests).
+    :param chosen: per target, the model's class of each task (with its tail rule).
+    """
+    params = bundle.combination
+    assert params is not None
+    targets = list(chosen)
+    # All targets at once: one task's serving pays each array operation once.
+    rules = rule_table(X, targets, params.margin)
+    return np.stack(
+        [
+            expert_classes(chosen[t], rules[:, i], bundle.bins[t].assign)
+            for i, t in enumerate(targets)
+        ],
+        axis=1,
+    )
 
 
 def combine(
@@ -117,24 +133,17 @@ def combine(
     chosen: dict[str, np.ndarray],
     records: dict[str, TrackRecord],
 ) -> dict[str, Combined]:
-    """Return, per target, the class of the expert each task follows and why."""
+    """Return, per target, the class of the expert each task follows and why,
+    each task judged on the records known before its creation."""
     params = bundle.combination
     assert params is not None
     keys = group_key(tasks, HISTORY_GROUPS[params.key]).to_numpy(object)
     times = to_naive_ns(tasks["creationdate"], "creationdate").to_numpy()
-    out = {}
-    for target, model_class in chosen.items():
-        bins = bundle.bins[target]
-        rules = rule_values(X, target, params.margin)
-        record = records[target]
-        out[target] = combine_experts(
-            expert_classes(model_class, rules, bins.assign),
-            keys,
-            times,
-            record,
-            params,
-        )
-    return out
+    classes = task_experts(bundle, X, chosen)
+    return {
+        target: combine_experts(classes[:, i], keys, times, records[target], params)
+        for i, target in enumerate(chosen)
+    }
 
 
 class ServingHistory:
@@ -228,14 +237,6 @@ def combine_served(
     assert params is not None
     snaps = history.snapshots(bundle)
     targets = list(chosen)
-    # All targets at once: one task's serving pays each array operation once.
-    rules = rule_table(X, targets, params.margin)
-    classes = np.stack(
-        [
-            expert_classes(chosen[t], rules[:, i], bundle.bins[t].assign)
-            for i, t in enumerate(targets)
-        ],
-        axis=1,
-    )
+    classes = task_experts(bundle, X, chosen)
     answers = combine_at_snapshots(classes, keys, [snaps[t] for t in targets], params)
     return dict(zip(targets, answers, strict=True))

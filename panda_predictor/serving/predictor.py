@@ -32,22 +32,18 @@ import pandas as pd
 
 from panda_predictor.core.decide.calibration import calibrated_mixture
 from panda_predictor.core.decide.cost_choice import CostSettings
-from panda_predictor.core.decide.experts import EXPERTS, FeatureColumns
-from panda_predictor.core.decide.scout_policy import (
-    NO_TRANSFORMATION,
-    in_training_domain,
-    reason_of,
-)
+from panda_predictor.core.decide.experts import EXPERTS, Combined, FeatureColumns
+from panda_predictor.core.decide.scout_policy import in_training_domain, reason_of
 from panda_predictor.core.decide.tail_rule import confidence
 from panda_predictor.core.domain.task_prediction import TargetPrediction, TaskPrediction
 from panda_predictor.core.features.history import (
     HISTORY_GROUPS,
     RecentHistoryIndex,
     group_key,
+    is_null,
     record_key,
     split_transhome,
     split_transhome_value,
-    text_value,
 )
 from panda_predictor.core.features.pipeline import TASK_COLUMNS
 from panda_predictor.core.features.task_features import REQUEST_COLUMNS, REQUEST_PREFIX
@@ -207,19 +203,25 @@ class Predictor:
     def in_domain(self, tasks: pd.DataFrame) -> np.ndarray:
         """Return, per task, whether its transformation or framework was seen.
 
-        The vectorised form of
-        :func:`~panda_predictor.core.decide.scout_policy.in_training_domain`
-        (a NULL transformation or framework is never known).
+        :func:`~panda_predictor.core.decide.scout_policy.in_training_domain` row by
+        row (:meth:`_known`), the rule the records route applies to one task.
         """
         frameworks, _ = split_transhome(tasks["transhome"])
-        paths = (
-            tasks["transpath"]
-            .astype(object)
-            .where(tasks["transpath"].notna(), NO_TRANSFORMATION)
+        return np.fromiter(
+            map(self._known, tasks["transpath"].tolist(), frameworks.tolist()),
+            dtype=bool,
+            count=len(tasks),
         )
-        known_path = paths.isin(self._known_transformations)
-        known_framework = frameworks.isin(self._known_frameworks)
-        return known_path.to_numpy(bool) | known_framework.to_numpy(bool)
+
+    def _known(self, transformation: Any, framework: Any) -> bool:
+        """Return whether a task of this transformation or framework is in the
+        training domain (NULL, NaN or None: no transformation, no framework)."""
+        return in_training_domain(
+            None if is_null(transformation) else transformation,
+            None if is_null(framework) else framework,
+            self._known_transformations,
+            self._known_frameworks,
+        )
 
     def classify(
         self, tasks: pd.DataFrame, history: History = None
@@ -256,22 +258,41 @@ class Predictor:
         """
         served = self.history(history)
         X = self.features(tasks, served)
-        proba = self.probabilities(X)
+        params = self.bundle.combination
+
+        def combined(chosen: dict[str, np.ndarray]) -> dict[str, Combined]:
+            assert params is not None and served is not None
+            if served.as_of is None:
+                records = served.records(self.bundle)
+                return combine(self.bundle, tasks, X, chosen, records)
+            keys = group_key(tasks, HISTORY_GROUPS[params.key]).to_numpy(object)
+            return combine_served(self.bundle, keys, X, chosen, served)
+
+        combines = params is not None and served is not None
+        return self._classified(
+            X, self.probabilities(X), combined if combines else None
+        )
+
+    def _classified(
+        self,
+        X: FeatureColumns,
+        proba: dict[str, np.ndarray],
+        combined: Callable[[dict[str, np.ndarray]], dict[str, Combined]] | None,
+    ) -> Classified:
+        """Return the parts of classified tasks from their models' probabilities.
+
+        Both routes end here, so the steps after the models are written once: the
+        tail rule's class, the expert combination (``combined``: the followed
+        expert per target for the model's classes; None: no combination) and the
+        calibrated served distribution.
+        """
         chosen = {t: self.bundle.tail_rules[t].predict(p) for t, p in proba.items()}
         parts = Classified(X, proba, dict(chosen), chosen, {}, {})
-        params = self.bundle.combination
-        combined: dict[str, Any] = {}
-        if params is not None and served is not None and served.as_of is not None:
-            keys = group_key(tasks, HISTORY_GROUPS[params.key]).to_numpy(object)
-            combined = combine_served(self.bundle, keys, X, chosen, served)
-        elif params is not None and served is not None:
-            combined = combine(
-                self.bundle, tasks, X, chosen, served.records(self.bundle)
-            )
-        for target, answer in combined.items():
-            parts.chosen[target] = answer.classes
-            parts.record_accuracy[target] = answer.confidence
-            parts.followed[target] = answer.leader
+        if combined is not None:
+            for target, answer in combined(dict(chosen)).items():
+                parts.chosen[target] = answer.classes
+                parts.record_accuracy[target] = answer.confidence
+                parts.followed[target] = answer.leader
         parts.distribution = self.distribution_of(
             proba, parts.chosen, parts.followed, parts.record_accuracy
         )
@@ -492,35 +513,22 @@ class Predictor:
         M = features.transform_records(records, index) if matrix is None else matrix
         if len(M) == 0:
             return None
-        proba = self._matrix_fn(M)
-        chosen = {t: self.bundle.tail_rules[t].predict(p) for t, p in proba.items()}
         X = features.matrix_columns(M)
-        parts = Classified(X, proba, dict(chosen), chosen, {}, {})
         params = self.bundle.combination
-        if served is not None and params is not None:
+
+        def combined(chosen: dict[str, np.ndarray]) -> dict[str, Combined]:
+            assert params is not None and served is not None
             columns = HISTORY_GROUPS[params.key]
             keys = np.array([record_key(r, columns) for r in records], dtype=object)
-            for target, answer in combine_served(
-                self.bundle, keys, X, chosen, served
-            ).items():
-                chosen[target] = answer.classes
-                parts.followed[target] = answer.leader
-                parts.record_accuracy[target] = answer.confidence
-        parts.distribution = self.distribution_of(
-            proba, chosen, parts.followed, parts.record_accuracy
-        )
-        parts.confidence = ClassConfidence(served_distribution(parts), parts.chosen)
-        return parts
+            return combine_served(self.bundle, keys, X, chosen, served)
+
+        combines = params is not None and served is not None
+        return self._classified(X, self._matrix_fn(M), combined if combines else None)
 
     def _record_in_domain(self, record: Mapping[str, Any]) -> bool:
         """Return :meth:`in_domain` for one task record."""
         framework, _ = split_transhome_value(record["transhome"])
-        return in_training_domain(
-            text_value(record["transpath"]),
-            framework,
-            self._known_transformations,
-            self._known_frameworks,
-        )
+        return self._known(record["transpath"], framework)
 
     def _build_matrix_fn(self) -> MatrixFn | None:
         """Return the code-matrix route of every model, or None if one lacks it.

@@ -19,7 +19,7 @@ Pure numpy, like the rest of the core.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,19 +46,18 @@ NO_TRANSFORMATION = "__none__"
 def in_training_domain(
     transformation: str | None,
     framework: str | None,
-    known_transformations: Sequence[str] | set[str],
-    known_frameworks: Sequence[str] | set[str],
+    known_transformations: Collection[str],
+    known_frameworks: Collection[str],
 ) -> bool:
     """Return False only when both the transformation and the framework are unseen.
 
     A task without a transformation counts as known when training had such tasks
-    too (:data:`NO_TRANSFORMATION` is among the known transformations).
+    too (:data:`NO_TRANSFORMATION` is among the known transformations). The one
+    rule: the predictor applies it to a batch row by row (pass sets there).
     """
     if transformation is None:
         transformation = NO_TRANSFORMATION
-    return transformation in set(known_transformations) or framework in set(
-        known_frameworks
-    )
+    return transformation in known_transformations or framework in known_frameworks
 
 
 class CostPolicy:
