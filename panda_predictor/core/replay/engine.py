@@ -29,8 +29,8 @@ from panda_predictor.core.replay.panda_rules import (
     ReplayRules,
     next_class_up,
     panda_measurement,
-    replay_task,
 )
+from panda_predictor.core.replay.task_replay import replay_task
 
 __all__ = [
     "DEFAULT_N_SCOUTS",
@@ -111,7 +111,7 @@ class ReplayCase:
     (``requested`` seconds); a failed memory attempt is assumed to run its whole run
     time before being killed (an upper bound: logs do not say when memory ran out).
     Jobs of a task are replayed in the given row order (see
-    :func:`~panda_predictor.core.replay.panda_rules.replay_task`). Per-task settings
+    :func:`~panda_predictor.core.replay.task_replay.replay_task`). Per-task settings
     (``scouts``, ``remeasure``) are read from the task's first row.
 
     :param resource: "time" (used/requested in s) or "memory" (MB per core).
@@ -204,14 +204,13 @@ class JobOutcomes:
         return int(self.task_bulk_delay_s.size)
 
 
-def replay_by_job(case: ReplayCase) -> JobOutcomes:
-    """Return :func:`replay`'s figures per job instead of summed, for paired
-    comparisons such as a bootstrap over days."""
-    resource, rules = case.resource, case.rules
-    if resource not in ("time", "memory"):
+def _case_arrays(case: ReplayCase) -> dict[str, np.ndarray]:
+    """Return the per-job arrays of ``case``, defaults filled in, or raise what is
+    wrong with them."""
+    if case.resource not in ("time", "memory"):
         raise ValueError(
             f"The 'resource' field must be 'time' or 'memory'. "
-            f"Got {resource!r} instead."
+            f"Got {case.resource!r} instead."
         )
     n = np.asarray(case.used).size
     cap, retry_request = case.cap, case.retry_request
@@ -236,6 +235,16 @@ def replay_by_job(case: ReplayCase) -> JobOutcomes:
             "The 'scouts' field must hold whole numbers of jobs. "
             f"Got {a['scouts'][a['scouts'] % 1 > 0][:3]} instead."
         )
+    return a
+
+
+def replay_by_job(case: ReplayCase) -> JobOutcomes:
+    """Return :func:`replay`'s figures per job instead of summed, for paired
+    comparisons such as a bootstrap over days."""
+    resource, rules = case.resource, case.rules
+    cap, retry_request = case.cap, case.retry_request
+    a = _case_arrays(case)
+    n = a["used"].size
     steps = np.sort(np.asarray(case.ladder, dtype=float))
     code, order, starts, sizes = _task_index(np.asarray(case.task))
     # Every figure below is a sum over jobs: work in task order, where each task's
