@@ -28,15 +28,17 @@ from panda_predictor.core.decide.experts import (
     EXPERTS,
     Combined,
     ExpertSnapshot,
-    FeatureColumns,
     TrackRecord,
     combine_at_snapshots,
-    expert_classes,
-    rule_table,
     snapshot,
 )
 from panda_predictor.core.decide.experts import (
     combine as combine_experts,
+)
+from panda_predictor.core.decide.recency_rules import (
+    FeatureColumns,
+    expert_classes,
+    rule_table,
 )
 from panda_predictor.core.features.history import (
     HISTORY_GROUPS,

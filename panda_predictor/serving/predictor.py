@@ -32,7 +32,8 @@ import pandas as pd
 
 from panda_predictor.core.decide.calibration import calibrated_mixture
 from panda_predictor.core.decide.cost_choice import CostSettings
-from panda_predictor.core.decide.experts import EXPERTS, Combined, FeatureColumns
+from panda_predictor.core.decide.experts import EXPERTS, Combined
+from panda_predictor.core.decide.recency_rules import FeatureColumns
 from panda_predictor.core.decide.scout_policy import in_training_domain, reason_of
 from panda_predictor.core.decide.tail_rule import confidence
 from panda_predictor.core.domain.task_prediction import TargetPrediction, TaskPrediction

@@ -35,7 +35,8 @@ from panda_predictor.core.decide.calibration import (
     fit_calibrator,
     served_mixture,
 )
-from panda_predictor.core.decide.experts import EXPERTS, rule_values
+from panda_predictor.core.decide.experts import EXPERTS
+from panda_predictor.core.decide.recency_rules import rule_values
 from panda_predictor.core.features.task_features import HOOK_COLUMNS
 from panda_predictor.errors import UserInputError
 from panda_predictor.ingest.swf import TRACE_TARGETS
