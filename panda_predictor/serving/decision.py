@@ -45,7 +45,8 @@ from panda_predictor.core.domain.requested_values import (
 from panda_predictor.core.domain.task_checks import CHECKED_FIELDS, input_problem
 from panda_predictor.core.domain.task_prediction import TaskPrediction
 from panda_predictor.core.features.task_features import REQUEST_COLUMNS, TASK_COLUMNS
-from panda_predictor.serving.predictor import Classified, History, Predictor
+from panda_predictor.serving.classified import Classified
+from panda_predictor.serving.predictor import History, Predictor
 from panda_predictor.settings import Settings
 
 #: ``reason_kind`` of a row the task checks refused, and of one kept for being far
@@ -127,13 +128,16 @@ def decide(
         if valid.any()
         else []
     )
-    presets = _presets(tasks)
+    found = _presets(tasks)
+    presets: list[Mapping[str, Any] | None] = (
+        list(found) if found is not None else [None] * len(tasks)
+    )
     return _decided(
         predictor,
         tasks["jeditaskid"].tolist(),
         problems,
         predicted,
-        presets or [None] * len(tasks),
+        presets,
         stamp,
         rollout,
     )
