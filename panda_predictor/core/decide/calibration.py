@@ -40,6 +40,7 @@ import numpy as np
 
 from panda_predictor.core.decide.tail_rule import FIT_ON_VALIDATION, _check_proba
 from panda_predictor.core.fitted import check_is_fitted
+from panda_predictor.core.identity_cache import cached_by_identity
 
 #: The methods :func:`make_calibrator` knows, in the order they are compared.
 METHODS: tuple[str, ...] = (
@@ -285,17 +286,17 @@ def _knot_arrays(calibrator: Any, per_class: bool) -> Any:
     one (x, y) pair per class (isotonic), else one pair (top-label).
     """
     knots_x, knots_y = calibrator.knots_x_, calibrator.knots_y_
-    cached = calibrator.__dict__.get("_knot_cache")
-    if cached is None or cached[0] is not knots_x or cached[1] is not knots_y:
+
+    def arrays() -> Any:
         pairs = (
             zip(knots_x, knots_y, strict=True) if per_class else [(knots_x, knots_y)]
         )
-        arrays = [
+        out = [
             (np.asarray(x, dtype=float), np.asarray(y, dtype=float)) for x, y in pairs
         ]
-        cached = (knots_x, knots_y, arrays if per_class else arrays[0])
-        calibrator._knot_cache = cached
-    return cached[2]
+        return out if per_class else out[0]
+
+    return cached_by_identity(calibrator, "_knot_cache", (knots_x, knots_y), arrays)
 
 
 def _isotonic(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
