@@ -24,7 +24,7 @@ class Classified:
 
     ``features`` the model inputs (a frame; on the records route the code
     matrix's columns by name,
-    :class:`~panda_predictor.core.features.pipeline.MatrixColumns`); per target
+    :class:`~panda_predictor.core.features.matrix_columns.MatrixColumns`); per target
     ``proba``, ``model_chosen`` (the model with its tail rule), ``chosen`` (after the
     expert combination, when the bundle has one), ``followed`` (index into
     :data:`~panda_predictor.core.decide.experts.EXPERTS`) and ``record_accuracy`` (the

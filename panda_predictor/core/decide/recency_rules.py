@@ -16,7 +16,7 @@ import pandas as pd
 
 from panda_predictor.core.decide.experts import EXPERTS
 from panda_predictor.core.features.history import REQUEST_PREFIX
-from panda_predictor.core.features.pipeline import MatrixColumns
+from panda_predictor.core.features.matrix_columns import MatrixColumns
 
 #: Feature columns by name: a frame, or plain arrays (the one-task route, where
 #: reading a pandas column costs more than the rule itself).

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,7 @@ from panda_predictor.core.features.history import (
     split_transhome_value,
     text_value,
 )
+from panda_predictor.core.features.matrix_columns import MatrixColumns
 from panda_predictor.core.features.task_features import (
     CATEGORICAL_FEATURES,
     TASK_COLUMNS,
@@ -49,7 +50,6 @@ __all__ = [
     "UNKNOWN",
     "FeaturePipeline",
     "FeatureSchemaError",
-    "MatrixColumns",
     "NotFittedError",
     "check_frame",
 ]
@@ -60,42 +60,6 @@ __all__ = [
 FEATURE_PIPELINE_VERSION = "2"
 #: The explicit bucket for NULL, rare and unseen categorical values (category 0).
 UNKNOWN = "__unknown__"
-
-
-class MatrixColumns(Mapping[str, np.ndarray]):
-    """The columns of a feature matrix by name (:meth:`FeaturePipeline.matrix_columns`).
-
-    ``columns[name]`` is the matrix's column (a view; categorical ones hold codes).
-    """
-
-    def __init__(self, matrix: np.ndarray, positions: Mapping[str, int]) -> None:
-        self.matrix = matrix
-        self._positions = positions
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self.matrix[:, self._positions[name]]
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._positions
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._positions)
-
-    def __len__(self) -> int:
-        return len(self._positions)
-
-    def take(self, names: Sequence[str]) -> np.ndarray:
-        """Return the named columns as an (n, len(names)) float64 array, NaN for a
-        name the matrix does not have."""
-        positions = self._positions
-        found = [j for j, name in enumerate(names) if name in positions]
-        if len(found) == len(names):
-            return self.matrix[:, [positions[name] for name in names]].astype(
-                np.float64
-            )
-        out = np.full((len(self.matrix), len(names)), np.nan)
-        out[:, found] = self.matrix[:, [positions[names[j]] for j in found]]
-        return out
 
 
 class FeaturePipeline:
