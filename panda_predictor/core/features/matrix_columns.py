@@ -1,9 +1,9 @@
 """The columns of a feature matrix by name, without the cost of a frame.
 
 The records route (``FeaturePipeline.transform_records`` in
-:mod:`panda_predictor.core.features.pipeline`) gives a float32 matrix; the rules that read a few of its
-columns (the recency rules, the requests) read them through this mapping, as they
-would read a feature frame's columns.
+:mod:`panda_predictor.core.features.pipeline`) gives a float32 matrix; the rules
+that read a few of its columns (the recency rules, the requests) read them through
+this mapping, as they would read a feature frame's columns.
 """
 
 from __future__ import annotations

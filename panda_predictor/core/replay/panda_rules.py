@@ -83,7 +83,7 @@ from typing import Any
 import numpy as np
 
 from panda_predictor.core.domain.memory_steps import MEMORY_STEPS_MB
-from panda_predictor.core.labels import DEFAULT_LABEL_PARAMS, LabelParams
+from panda_predictor.core.label_values import DEFAULT_LABEL_PARAMS, LabelParams
 
 #: Share of a task's files above the task's ramCount that makes PanDA raise the task.
 TASK_RAISE_FRACTION = 0.3
