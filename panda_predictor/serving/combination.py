@@ -48,6 +48,7 @@ from panda_predictor.core.features.history import (
 )
 from panda_predictor.core.features.pipeline import TASK_COLUMNS
 from panda_predictor.core.features.task_features import REQUEST_COLUMNS
+from panda_predictor.core.identity_cache import cached_by_identity
 
 if TYPE_CHECKING:
     from panda_predictor.serving.bundle import Bundle
@@ -172,8 +173,6 @@ class ServingHistory:
         self.frame = frame
         self.as_of = None if as_of is None else pd.Timestamp(as_of)
         self._index: RecentHistoryIndex | None = None
-        self._records: dict[int, dict[str, TrackRecord]] = {}
-        self._snapshots: dict[int, dict[str, ExpertSnapshot]] = {}
 
     @property
     def index(self) -> RecentHistoryIndex:
@@ -188,25 +187,25 @@ class ServingHistory:
         return self._index
 
     def records(self, bundle: Bundle) -> dict[str, TrackRecord]:
-        """Return each target's track record of ``bundle`` over the frame (once)."""
-        key = id(bundle)
-        if key not in self._records:
-            self._records = {key: track_records(bundle, self.frame)}
-        return self._records[key]
+        """Return each target's track record of ``bundle`` over the frame (kept for
+        the last bundle asked: a new champion has its own track record)."""
+        return cached_by_identity(
+            self, "_records", (bundle,), lambda: track_records(bundle, self.frame)
+        )
 
     def snapshots(self, bundle: Bundle) -> dict[str, ExpertSnapshot]:
-        """Return each target's expert records of ``bundle`` as of ``as_of``."""
-        key = id(bundle)
-        if key not in self._snapshots:
+        """Return each target's expert records of ``bundle`` as of ``as_of`` (kept
+        for the last bundle asked)."""
+
+        def build() -> dict[str, ExpertSnapshot]:
             params = bundle.combination
             assert params is not None and self.as_of is not None
-            self._snapshots = {
-                key: {
-                    target: snapshot(record, params, self.as_of)
-                    for target, record in self.records(bundle).items()
-                }
+            return {
+                target: snapshot(record, params, self.as_of)
+                for target, record in self.records(bundle).items()
             }
-        return self._snapshots[key]
+
+        return cached_by_identity(self, "_snapshots", (bundle,), build)
 
 
 def as_history(history: object) -> ServingHistory | None:

@@ -42,6 +42,7 @@ from panda_predictor.core.features.history import (
 )
 from panda_predictor.core.features.pipeline import TASK_COLUMNS
 from panda_predictor.core.features.task_features import REQUEST_COLUMNS, REQUEST_PREFIX
+from panda_predictor.core.identity_cache import cached_by_identity
 from panda_predictor.serving.bundle import Bundle
 from panda_predictor.serving.classified import (
     ClassConfidence,
@@ -103,7 +104,6 @@ class Predictor:
         self._known_transformations = set(bundle.known_transformations)
         self._known_frameworks = set(bundle.known_frameworks)
         self._class_cache: dict[str, list[ClassRow]] = {}
-        self._record_cache: tuple[pd.DataFrame, ServingHistory] | None = None
         self._matrix_fn: MatrixFn | None = self._build_matrix_fn()
 
     def features(
@@ -167,11 +167,10 @@ class Predictor:
         rebuild the model's track record once.
         """
         if isinstance(history, pd.DataFrame):
-            cached = self._record_cache
-            if cached is None or cached[0] is not history:
-                cached = (history, ServingHistory(history))
-                self._record_cache = cached
-            return cached[1]
+            frame = history
+            return cached_by_identity(
+                self, "_served_frame", (frame,), lambda: ServingHistory(frame)
+            )
         return as_history(history)
 
     def classified(self, tasks: pd.DataFrame, history: History = None) -> Classified:
