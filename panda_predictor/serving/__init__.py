@@ -1,2 +1,3 @@
 """Serving: a trained *bundle* (features, bins, four classifiers, decision rules) and
-the :class:`Predictor` that turns task rows into :class:`TaskPrediction` records."""
+the :class:`Predictor` that turns task rows into :class:`TaskPrediction` records
+(its parts: ``classified``, ``prediction_records``, ``combination``, ``decision``)."""
