@@ -4,10 +4,10 @@ A fitted object (a feature pipeline, a calibrator) derives lookup tables from it
 learned state (knots, vocabularies, the schema) and from what it is given (a
 history index), and the served history derives the experts' records from the
 bundle it is asked about; building them costs more than one task's whole use of
-them, so they are built once and kept for the last sources seen. The learned state is replaced, never changed in place
-(``fit`` and ``from_dict`` assign new lists), so "the same objects" is the test:
-identity, which costs nothing, rather than equality, which costs a comparison of
-thousands of values.
+them, so they are built once and kept for the last sources seen. The learned state
+is replaced, never changed in place (``fit`` and ``from_dict`` assign new lists), so
+"the same objects" is the test: identity, which costs nothing, rather than
+equality, which costs a comparison of thousands of values.
 """
 
 from __future__ import annotations
