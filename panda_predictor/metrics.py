@@ -108,7 +108,8 @@ HOOK_DECISIONS = (
     "stopped_by_kill_switch",
     "error",
 )
-#: Verdicts of a drift run (see :class:`panda_predictor.core.assess.drift.DriftResult`).
+#: Verdicts of a drift run (see
+#: :class:`panda_predictor.core.assess.drift_verdict.DriftResult`).
 DRIFT_VERDICTS = ("drift", "no_drift", "too_few_outcomes")
 
 

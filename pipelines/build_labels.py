@@ -22,14 +22,12 @@ from tqdm import tqdm
 from panda_predictor.bins_file import save_bins
 from panda_predictor.core.bins import BinSet, fit_bins
 from panda_predictor.core.domain.targets import TARGET_NAMES
-from panda_predictor.core.labels import (
+from panda_predictor.core.label_values import (
     DEFAULT_LABEL_PARAMS,
-    JOB_COLUMNS,
     LABEL_COLUMNS,
-    TASK_COLUMNS,
     LabelParams,
-    labels_frame,
 )
+from panda_predictor.core.labels import JOB_COLUMNS, TASK_COLUMNS, labels_frame
 from panda_predictor.db.engine import make_engine
 from panda_predictor.db.reader import iter_history
 from panda_predictor.errors import UserInputError

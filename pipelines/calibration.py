@@ -18,11 +18,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from panda_predictor.core.assess.calibration_error import (
+    cumulative_calibration_error,
+    expected_calibration_error,
+)
 from panda_predictor.core.bins import BinSet
 from panda_predictor.core.decide.calibration import (
     Calibrator,
-    cumulative_calibration_error,
-    expected_calibration_error,
     fit_calibrator,
     served_mixture,
 )

@@ -29,11 +29,10 @@ from panda_predictor.core.decide.experts import (
     Combined,
     RecordScores,
     TrackRecord,
-    expert_classes,
     follow,
     record_scores,
-    rule_values,
 )
+from panda_predictor.core.decide.recency_rules import expert_classes, rule_values
 from panda_predictor.core.features.history import HISTORY_GROUPS, group_key, to_naive_ns
 
 #: The candidates every training run tries (all combinations of these values).

@@ -31,7 +31,8 @@ import pandas as pd
 
 from panda_predictor.core.assess.day_bootstrap import DayBootstrap
 from panda_predictor.core.bins import BinSet
-from panda_predictor.core.decide.cost_choice import DELAY_PRICES, CostSettings, UseTable
+from panda_predictor.core.decide.cost_choice import DELAY_PRICES, CostSettings
+from panda_predictor.core.decide.use_table import UseTable
 from panda_predictor.core.replay.engine import JobOutcomes
 from panda_predictor.serving.bundle import Bundle
 from panda_predictor.serving.predictor import Predictor

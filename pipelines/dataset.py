@@ -19,7 +19,8 @@ from panda_predictor.core.domain.targets import TARGET_NAMES
 from panda_predictor.core.features.history import HISTORY_GROUPS, required_columns
 from panda_predictor.core.features.pipeline import TASK_COLUMNS
 from panda_predictor.core.features.task_features import REQUEST_COLUMNS
-from panda_predictor.core.labels import DEFAULT_LABEL_PARAMS, LabelParams, join_labels
+from panda_predictor.core.label_values import DEFAULT_LABEL_PARAMS, LabelParams
+from panda_predictor.core.labels import join_labels
 from panda_predictor.db.reader import INPUT_TYPES, iter_history
 from panda_predictor.errors import UserInputError
 from panda_predictor.settings import Settings

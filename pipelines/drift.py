@@ -23,13 +23,12 @@ import numpy as np
 from prometheus_client import Gauge
 
 from panda_predictor.core.assess.drift import (
-    DriftResult,
     DriftThresholds,
     build_profile,
     class_drift,
     feature_drift,
-    performance_drift,
 )
+from panda_predictor.core.assess.drift_verdict import DriftResult, performance_drift
 from panda_predictor.core.assess.feedback import target_scores
 from panda_predictor.core.domain.targets import TARGET_NAMES
 from panda_predictor.metrics import publish_drift_run

@@ -46,7 +46,8 @@ from panda_predictor.core.assess.baselines import majority_class
 from panda_predictor.core.assess.day_bootstrap import DayBootstrap
 from panda_predictor.core.assess.evaluation import evaluate_targets
 from panda_predictor.core.bins import BinSet
-from panda_predictor.core.decide.experts import CombinationParams, rule_values
+from panda_predictor.core.decide.experts import CombinationParams
+from panda_predictor.core.decide.recency_rules import rule_values
 from panda_predictor.serving.loader import try_load_champion
 from panda_predictor.serving.predictor import Predictor
 from panda_predictor.settings import Settings

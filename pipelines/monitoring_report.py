@@ -251,7 +251,7 @@ def _gate_section(
     return out
 
 
-#: Headline and CSS class of each drift verdict (core.assess.drift's VERDICTS).
+#: Headline and CSS class of each drift verdict (core.assess.drift_verdict's VERDICTS).
 VERDICT_TEXT = {
     "drift": "drift detected",
     "no_drift": "no drift",

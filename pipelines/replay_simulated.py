@@ -38,7 +38,12 @@ import pandas as pd
 from panda_predictor.bins_file import load_bins
 from panda_predictor.core.bins import BinSet
 from panda_predictor.core.decide.cost_choice import DEFAULT_RAM_MB_PER_CORE
-from panda_predictor.core.replay.engine import ReplayOutcome, replay, scout_delay
+from panda_predictor.core.replay.engine import (
+    ReplayCase,
+    ReplayOutcome,
+    replay,
+    scout_delay,
+)
 from panda_predictor.errors import UserInputError
 from panda_predictor.serving.bundle import Bundle
 from panda_predictor.serving.predictor import Predictor
@@ -180,22 +185,28 @@ def replay_inputs(
     return [
         replay(
             "scouts",
-            requested=first,
-            bulk_delay_s=delay,
-            scouts=n_scouts,
-            remeasure=True,
-            **common,
+            ReplayCase(
+                requested=first,
+                bulk_delay_s=delay,
+                scouts=n_scouts,
+                remeasure=True,
+                **common,
+            ),
         ),
         replay(
             "predictor",
-            requested=np.where(keep, first, predicted),
-            bulk_delay_s=np.where(keep, delay, 0.0),
-            scouts=np.where(keep, n_scouts, 0),
-            remeasure=True,
-            **common,
+            ReplayCase(
+                requested=np.where(keep, first, predicted),
+                bulk_delay_s=np.where(keep, delay, 0.0),
+                scouts=np.where(keep, n_scouts, 0),
+                remeasure=True,
+                **common,
+            ),
         ),
-        replay(REMEASURED, requested=first, remeasure=True, **common),
-        replay("oracle", requested=truth.reindex(task).to_numpy(), **common),
+        replay(REMEASURED, ReplayCase(requested=first, remeasure=True, **common)),
+        replay(
+            "oracle", ReplayCase(requested=truth.reindex(task).to_numpy(), **common)
+        ),
     ]
 
 

@@ -48,7 +48,8 @@ from panda_predictor.core.replay.engine import (
     tasks_from_bursts,
 )
 from panda_predictor.serving.bundle import Bundle
-from panda_predictor.serving.predictor import Classified, Predictor
+from panda_predictor.serving.classified import Classified
+from panda_predictor.serving.predictor import Predictor
 
 
 def priced_targets(bundle: Bundle, tasks: pd.DataFrame) -> list[str]:

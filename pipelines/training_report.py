@@ -33,16 +33,16 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from panda_predictor.core.assess.evaluation import (
-    MultiTargetEvaluation,
-    TargetEvaluation,
-)
-from panda_predictor.core.decide.calibration import (
-    Calibrator,
+from panda_predictor.core.assess.calibration_error import (
     cumulative_calibration_error,
     expected_calibration_error,
     reliability_table,
 )
+from panda_predictor.core.assess.evaluation import (
+    MultiTargetEvaluation,
+    TargetEvaluation,
+)
+from panda_predictor.core.decide.calibration import Calibrator
 from panda_predictor.core.decide.tail_rule import CoverageCurve
 from panda_predictor.core.reason_text import number
 

@@ -20,15 +20,14 @@ import numpy as np
 import pandas as pd
 
 from panda_predictor.core.domain.targets import TARGET_NAMES
-from panda_predictor.core.labels import (
-    BYTES_PER_INPUT_MB,
+from panda_predictor.core.label_values import (
     DEFAULT_LABEL_PARAMS,
-    OPTIONAL_COLUMNS,
     RAM_FIXED_UNIT,
     RAM_PER_CORE_UNIT,
     LabelParams,
     finalize_labels,
 )
+from panda_predictor.core.labels import BYTES_PER_INPUT_MB, OPTIONAL_COLUMNS
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,15 @@ import pytest
 
 from panda_predictor.cli.drift import drift_lines
 from panda_predictor.core.assess.drift import (
+    DriftThresholds,
+    build_profile,
+    feature_drift,
+)
+from panda_predictor.core.assess.drift_verdict import (
     DRIFT,
     NO_DRIFT,
     TOO_FEW_OUTCOMES,
     DriftResult,
-    DriftThresholds,
-    build_profile,
-    feature_drift,
     performance_drift,
 )
 from tests.core.assess.test_drift import _tasks

@@ -29,13 +29,12 @@ from model_registry.registry import register_bundle, set_alias
 from panda_predictor.bins_file import load_bins
 from panda_predictor.core.assess.day_bootstrap import DayBootstrap
 from panda_predictor.core.bins import BinSet
-from panda_predictor.core.decide.cost_choice import (
-    DEFAULT_RAM_MB_PER_CORE,
-    MEMORY_STEPS_MB,
-)
+from panda_predictor.core.decide.cost_choice import DEFAULT_RAM_MB_PER_CORE
 from panda_predictor.core.decide.scout_policy import APPLIED, KEPT_SCOUTS
+from panda_predictor.core.domain.memory_steps import MEMORY_STEPS_MB
 from panda_predictor.serving.bundle import save_bundle
-from panda_predictor.serving.predictor import Classified, Predictor
+from panda_predictor.serving.classified import Classified
+from panda_predictor.serving.predictor import Predictor
 from pipelines.gate_evidence import (
     BEST_RECENCY,
     MAJORITY,

@@ -15,11 +15,8 @@ import pytest
 from conftest import POSTGRES_URL
 
 from panda_predictor.core.domain.targets import TARGET_NAMES
-from panda_predictor.core.labels import (
-    DEFAULT_LABEL_PARAMS,
-    LabelParams,
-    labels_frame,
-)
+from panda_predictor.core.label_values import DEFAULT_LABEL_PARAMS, LabelParams
+from panda_predictor.core.labels import labels_frame
 from tests.core.test_labels import TASK, _job, load_history
 from tests.labels_reference import task_labels
 

@@ -9,7 +9,8 @@ from click.testing import CliRunner
 
 from panda_predictor.bins_file import load_bins
 from panda_predictor.cli.labels import labels as labels_command
-from panda_predictor.core.labels import LABEL_COLUMNS, labels_frame
+from panda_predictor.core.label_values import LABEL_COLUMNS
+from panda_predictor.core.labels import labels_frame
 from tests.core.test_labels import load_history, make_history
 
 

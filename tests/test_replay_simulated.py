@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from panda_predictor.core.replay.engine import replay
+from panda_predictor.core.replay.engine import ReplayCase, replay
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
@@ -92,14 +92,16 @@ def test_unfamiliar_tasks_start_at_once_with_the_queue_default(inputs):
     top = DEFAULT_SCOUT_RAM_MB
     expected = replay(
         "predictor",
-        "memory",
-        task=jobs["jeditaskid"].to_numpy(),
-        used=jobs["used_mb"].to_numpy(),
-        run_s=jobs["run_s"].to_numpy(),
-        cores=jobs["cores"].to_numpy(),
-        requested=np.full(len(jobs), float(top)),
-        ladder=np.asarray(inputs.bins["ramcount"].values, dtype=float),
-        remeasure=True,
+        ReplayCase(
+            "memory",
+            task=jobs["jeditaskid"].to_numpy(),
+            used=jobs["used_mb"].to_numpy(),
+            run_s=jobs["run_s"].to_numpy(),
+            cores=jobs["cores"].to_numpy(),
+            requested=np.full(len(jobs), float(top)),
+            ladder=np.asarray(inputs.bins["ramcount"].values, dtype=float),
+            remeasure=True,
+        ),
     )
     assert predictor == expected
     assert predictor.mean_bulk_delay_hours == 0.0
@@ -141,14 +143,16 @@ def test_the_scouts_row_follows_each_tasks_own_scout_count():
     task = jobs["jeditaskid"].to_numpy()
     out = replay(
         "scouts",
-        "memory",
-        task,
-        jobs["used_mb"],
-        jobs["run_s"],
-        jobs["cores"],
-        np.full(7, DEFAULT_SCOUT_RAM_MB),
-        [DEFAULT_SCOUT_RAM_MB],
-        scouts=counts,
+        ReplayCase(
+            "memory",
+            task,
+            jobs["used_mb"],
+            jobs["run_s"],
+            jobs["cores"],
+            np.full(7, DEFAULT_SCOUT_RAM_MB),
+            [DEFAULT_SCOUT_RAM_MB],
+            scouts=counts,
+        ),
     )
     # Task 1's bulk asks PanDA's measurement of 1000 MB: 1024000 kB x 110 // 100
     # / 1024 = 1100. Task 2's: p75(100, 3000) = 2275 MB = 2329600 kB -> 2562560 ->

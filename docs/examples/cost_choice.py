@@ -23,8 +23,8 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
 from panda_predictor.db.engine import make_engine  # noqa: E402
 from panda_predictor.db.reader import read_task_features  # noqa: E402
+from panda_predictor.serving.classified import served_distribution  # noqa: E402
 from panda_predictor.serving.loader import load_champion  # noqa: E402
-from panda_predictor.serving.predictor import served_distribution  # noqa: E402
 from panda_predictor.serving.recent import IncrementalHistory  # noqa: E402
 from panda_predictor.settings import load_settings  # noqa: E402
 

@@ -7,7 +7,7 @@ from datetime import datetime
 
 import click
 
-from panda_predictor.core.assess.drift import (
+from panda_predictor.core.assess.drift_verdict import (
     DRIFT,
     NO_DRIFT,
     TOO_FEW_OUTCOMES,

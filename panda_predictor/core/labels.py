@@ -2,10 +2,12 @@
 
 The formulas (ramcount in MBPerCore, cputime in HS06sPerEvent, walltime in
 kSI2kseconds, iointensity in kBPerS) are JEDI's scout measurement; ``docs/labels.md``
-states them with a worked example, :class:`LabelParams` holds their constants.
+states them with a worked example,
+:class:`~panda_predictor.core.label_values.LabelParams` holds their constants.
 
 :func:`labels_frame` computes them for millions of tasks (numpy over whole columns,
-no loop per task) and finishes with :func:`finalize_labels`, which
+no loop per task) and finishes with
+:func:`~panda_predictor.core.label_values.finalize_labels`, which
 :mod:`panda_predictor.db.labels_sql` also uses on its SQL aggregates, so the rounding
 is the same everywhere. A plain-Python reference for one task, which the tests hold
 :func:`labels_frame` to, lives in ``tests/labels_reference.py``.
@@ -18,18 +20,22 @@ the nEvents filter -> no ``cputime``); that label alone is NaN/None.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from panda_predictor.core.domain.targets import TARGET_NAMES, TARGETS
-from panda_predictor.core.domain.units import MILLI_CPUTIME_UNIT, cputime_to_panda
+from panda_predictor.core.domain.targets import TARGET_NAMES
+from panda_predictor.core.label_values import (
+    DEFAULT_LABEL_PARAMS,
+    RAM_FIXED_UNIT,
+    RAM_PER_CORE_UNIT,
+    LabelParams,
+    assemble_frame,
+    finalize_labels,
+)
 
-#: Unit written with each label (cputime switches to MILLI_CPUTIME_UNIT below 10).
-LABEL_UNITS = {name: target.unit for name, target in TARGETS.items()}
 # fmt: off
 #: Columns of JOBSARCHIVED4 (lower-case) the labels read.
 JOB_COLUMNS = (
@@ -65,157 +71,6 @@ OPTIONAL_COLUMNS = {
     "ramunit": "MBPerCore",
     "cputimeunit": "HS06sPerEvent",
 }
-#: RAMUNIT values of getScoutJobData_JEDI: per core, and per core never overwritten.
-RAM_PER_CORE_UNIT, RAM_FIXED_UNIT = "MBPerCore", "MBPerCoreFixed"
-#: The unit PanDA writes for a ramCount that is not per core (raw maxPSS).
-RAM_TOTAL_UNIT = "MB"
-#: Columns of the frame :func:`labels_frame` returns, in order.
-LABEL_COLUMNS = (
-    "jeditaskid",
-    *TARGET_NAMES,
-    *(f"{name}_{part}" for name in TARGET_NAMES for part in ("value", "unit")),
-    "n_scouts",
-    "labels_known_at",
-)
-
-
-@dataclass(frozen=True)
-class LabelParams:
-    """The constants of PanDA's scout formulas; defaults are JEDI's.
-
-    Parameters
-    ----------
-    scout_flag:
-        Token in a job's comma-separated SPECIALHANDLING that marks a scout job.
-    finished_status:
-        JOBSTATUS of the jobs that count.
-    ram_quantile, ram_margin, min_ramcount:
-        ramcount = int(quantile(per-job kB) * percent // 100 / 1024) with percent =
-        round(margin * 100), rounded DOWN as PanDA does; below 0 it becomes 1, and a
-        ``min_ramcount`` above it replaces it (PanDA's config ``SCOUT_RAMCOUNT_MIN``;
-        0 = no floor, as PanDA without that setting). 0.75, 1.10 and 0.
-    cpu_quantile, cpu_margin:
-        cputime = quantile(per-job HS06s/event) * margin; 0.95 and 1.5.
-    cpu_min_events_per_core, cpu_long_job_s:
-        A job counts for cputime if nevents >= 10 * cores or it ran > 21600 s (6 h).
-    milli_threshold:
-        A cputime below this (10 HS06sPerEvent) is stored x1000 in mHS06sPerEvent.
-    default_core_power, default_cpu_efficiency, default_base_walltime:
-        HS06 per core when HS06SEC is unknown (10), CPU efficiency in percent when the
-        task has none (90), base walltime in s when the task has none (600).
-    walltime_margin, walltime_min_cpu_s:
-        walltime = ceil(max CPU s / max input MB * 1.5); 0 if max CPU s < 3600.
-    bytes_per_mb:
-        Size of an input MB for walltime (2**20, as JEDI divides by 1024 twice).
-    """
-
-    scout_flag: str = "sj"
-    finished_status: str = "finished"
-    ram_quantile: float = 0.75
-    ram_margin: float = 1.10
-    min_ramcount: int = 0
-    cpu_quantile: float = 0.95
-    cpu_margin: float = 1.5
-    cpu_min_events_per_core: int = 10
-    cpu_long_job_s: float = 6 * 3600.0
-    milli_threshold: float = 10.0
-    default_core_power: float = 10.0
-    default_cpu_efficiency: float = 90.0
-    default_base_walltime: float = 600.0
-    walltime_margin: float = 1.5
-    walltime_min_cpu_s: float = 3600.0
-    bytes_per_mb: float = 1024.0 * 1024.0
-
-
-#: JEDI's constants, the default of every function here.
-DEFAULT_LABEL_PARAMS = LabelParams()
-
-
-def finalize_labels(
-    ram_kb: np.ndarray,
-    cpu_per_event: np.ndarray,
-    io_kb_per_s: np.ndarray,
-    max_cpu_s: np.ndarray,
-    max_input_bytes: np.ndarray,
-    params: LabelParams = DEFAULT_LABEL_PARAMS,
-    ramunit: np.ndarray | None = None,
-    cputimeunit: np.ndarray | None = None,
-) -> dict[str, np.ndarray]:
-    """Apply margins, rounding and units to per-task aggregates of the scout jobs.
-
-    Follows ``getScoutJobData_JEDI`` (panda-server,
-    ``pandaserver/taskbuffer/db_proxy_mods/task_utils_module.py``) for the rounding
-    and the units.
-
-    Parameters
-    ----------
-    ram_kb:
-        The ``ram_quantile`` of the per-job memory in kB: ``ceil((maxpss -
-        baseramcount) / cores)`` for a task in MBPerCore, the raw ``maxpss``
-        otherwise (NaN for MBPerCoreFixed, which PanDA never measures).
-    cpu_per_event:
-        The ``cpu_quantile`` of per-job HS06 seconds per event.
-    io_kb_per_s:
-        The max per-job I/O rate in kB/s per core.
-    max_cpu_s, max_input_bytes:
-        The max CPU consumption time (s) and the max input size (bytes).
-    params:
-        Constants of the formulas.
-    ramunit:
-        Each task's RAMUNIT (None: all MBPerCore). Not MBPerCore: PanDA writes the
-        value in ``MB`` (a whole job's memory), and the normalised ``ramcount``, the
-        model's MBPerCore target, is NaN.
-    cputimeunit:
-        Each task's CPUTIMEUNIT (None: all given). A task without one keeps it NULL
-        unless the value is written in mHS06sPerEvent, as PanDA leaves it.
-
-    Returns a mapping of column name to array: the normalised labels (``ramcount``,
-    ...) as floats and PanDA's ``<name>_value`` (float holding an integer, NaN when
-    unknown) and ``<name>_unit`` (object, None when unknown).
-    """
-    max_cpu_s = np.asarray(max_cpu_s, float)
-    max_input_bytes = np.asarray(max_input_bytes, float)
-    out: dict[str, np.ndarray] = {}
-
-    n = len(max_cpu_s)
-    ramunit = np.full(n, RAM_PER_CORE_UNIT, object) if ramunit is None else ramunit
-    per_core = np.asarray(ramunit, dtype=object) == RAM_PER_CORE_UNIT
-    # PanDA: memVal * (100 + margin) // 100, / 1024, int(): rounds down (to zero).
-    percent = round(params.ram_margin * 100)
-    ram = np.trunc(np.floor_divide(np.asarray(ram_kb, float) * percent, 100) / 1024.0)
-    ram = np.where(ram < 0, 1.0, ram)
-    ram = np.where(params.min_ramcount > ram, float(params.min_ramcount), ram)
-    out["ramcount_value"] = ram
-    out["ramcount"] = np.where(per_core, ram, np.nan)
-
-    cpu = np.asarray(cpu_per_event, float) * params.cpu_margin
-    cpu_value, milli = cputime_to_panda(cpu, params.milli_threshold)
-    out["cputime"] = np.where(milli, cpu_value / 1000.0, cpu_value)
-    out["cputime_value"] = cpu_value
-
-    io = np.ceil(np.asarray(io_kb_per_s, float))
-    out["iointensity"], out["iointensity_value"] = io, io
-
-    with np.errstate(divide="ignore", invalid="ignore"):
-        per_mb = max_cpu_s / (max_input_bytes / params.bytes_per_mb)
-    wall = np.where(
-        max_input_bytes > 0, np.ceil(per_mb * params.walltime_margin), np.nan
-    )
-    wall = np.where(max_cpu_s < params.walltime_min_cpu_s, 0.0, wall)
-    out["walltime"], out["walltime_value"] = wall, wall
-
-    for name in TARGET_NAMES:
-        known = ~np.isnan(out[f"{name}_value"])
-        units = np.full(len(known), None, dtype=object)
-        units[known] = LABEL_UNITS[name]
-        out[f"{name}_unit"] = units
-    out["ramcount_unit"][~per_core & ~np.isnan(ram)] = RAM_TOTAL_UNIT
-    if cputimeunit is not None:
-        # PanDA writes HS06sPerEvent only over a unit the task had (or mHS06s...).
-        given = pd.notna(np.asarray(cputimeunit, dtype=object))
-        out["cputime_unit"][~given] = None
-    out["cputime_unit"][milli & ~np.isnan(cpu)] = MILLI_CPUTIME_UNIT
-    return out
 
 
 def group_quantile(
@@ -330,6 +185,56 @@ def labels_frame(
     task_ids = pd.Index(tasks["jeditaskid"].to_numpy(dtype=np.int64))
     n_tasks = len(task_ids)
 
+    jobs, codes = _scout_jobs(jobs, task_ids, params)
+    ramunit = tasks["ramunit"].to_numpy(dtype=object)
+    job = _job_measures(jobs, tasks, codes, ramunit, params)
+    final = finalize_labels(
+        ram_kb=group_quantile(codes, job["ram_kb"], n_tasks, params.ram_quantile),
+        cpu_per_event=group_quantile(codes, job["cpu"], n_tasks, params.cpu_quantile),
+        io_kb_per_s=_group_max(codes, job["io"], n_tasks),
+        max_cpu_s=_group_max(codes, _numeric(jobs, "cpuconsumptiontime"), n_tasks),
+        max_input_bytes=_group_max(codes, job["in_bytes"], n_tasks),
+        params=params,
+        ramunit=ramunit,
+        cputimeunit=tasks["cputimeunit"].to_numpy(dtype=object),
+    )
+    known_at = pd.Series(job["end"].to_numpy()).groupby(codes).max()
+    return assemble_frame(
+        task_ids.to_numpy(),
+        final,
+        np.bincount(codes, minlength=n_tasks),
+        known_at.reindex(range(n_tasks)).to_numpy(),
+    )
+
+
+def join_labels(
+    tasks: pd.DataFrame,
+    jobs: pd.DataFrame,
+    keep: Sequence[str],
+    params: LabelParams = DEFAULT_LABEL_PARAMS,
+) -> pd.DataFrame:
+    """Return the ``keep`` columns of ``tasks`` with their four labels and when known.
+
+    The labelled history both training and serving read: one row per task, the
+    normalised labels (NaN where the scouts could not measure one) and
+    ``labels_known_at``.
+    """
+    labels = labels_frame(jobs, tasks, params)
+    columns = [c for c in dict.fromkeys(keep) if c in tasks.columns]
+    return tasks[columns].merge(
+        labels[["jeditaskid", *TARGET_NAMES, "labels_known_at"]],
+        on="jeditaskid",
+        how="left",
+    )
+
+
+def _scout_jobs(
+    jobs: pd.DataFrame, task_ids: pd.Index, params: LabelParams
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """Return the finished scout jobs of the known tasks, and each one's task code.
+
+    A scout job carries the scout flag in its comma-separated SPECIALHANDLING.
+    """
     handling = (
         "," + jobs["specialhandling"].fillna("").astype(str).str.replace(" ", "") + ","
     )
@@ -337,8 +242,22 @@ def labels_frame(
     codes = task_ids.get_indexer(pd.to_numeric(jobs["jeditaskid"]).to_numpy(np.int64))
     scout = (flagged & (jobs["jobstatus"] == params.finished_status)).to_numpy(bool)
     scout = scout & (codes >= 0)
-    jobs = jobs.loc[scout]
-    codes = codes[scout]
+    return jobs.loc[scout], codes[scout]
+
+
+def _job_measures(
+    jobs: pd.DataFrame,
+    tasks: pd.DataFrame,
+    codes: np.ndarray,
+    ramunit: np.ndarray,
+    params: LabelParams,
+) -> dict[str, Any]:
+    """Return what each scout job measured, by JEDI's per-job formulas.
+
+    ``ram_kb`` (NaN where PanDA does not measure it), ``cpu`` (HS06 seconds per
+    event, NaN where the job does not count for cputime), ``io`` (kB/s per core),
+    ``in_bytes`` (the input size) and ``end`` (when the job ended).
+    """
 
     def per_job(values: np.ndarray) -> np.ndarray:
         return values[codes]
@@ -346,7 +265,6 @@ def labels_frame(
     # JobUtils.getCoreCount: ACTUALCORECOUNT, then the job's CORECOUNT, then 1.
     actual, cores = _numeric(jobs, "actualcorecount"), _numeric(jobs, "corecount")
     cores = np.where(actual > 0, actual, np.where(cores > 0, cores, 1.0))
-    ramunit = tasks["ramunit"].to_numpy(dtype=object)
     base_ram_kb = np.nan_to_num(per_job(_numeric(tasks, "baseramcount"))) * 1024.0
     efficiency = per_job(_numeric(tasks, "cpuefficiency"))
     efficiency = np.where(
@@ -398,125 +316,4 @@ def labels_frame(
             usable, busy * power * cores * efficiency / 100.0 / events, np.nan
         )
 
-    final = finalize_labels(
-        ram_kb=group_quantile(codes, ram_kb, n_tasks, params.ram_quantile),
-        cpu_per_event=group_quantile(codes, cpu, n_tasks, params.cpu_quantile),
-        io_kb_per_s=_group_max(codes, io, n_tasks),
-        max_cpu_s=_group_max(codes, _numeric(jobs, "cpuconsumptiontime"), n_tasks),
-        max_input_bytes=_group_max(codes, in_bytes, n_tasks),
-        params=params,
-        ramunit=ramunit,
-        cputimeunit=tasks["cputimeunit"].to_numpy(dtype=object),
-    )
-    known_at = pd.Series(end.to_numpy()).groupby(codes).max()
-    return assemble_frame(
-        task_ids.to_numpy(),
-        final,
-        np.bincount(codes, minlength=n_tasks),
-        known_at.reindex(range(n_tasks)).to_numpy(),
-    )
-
-
-def join_labels(
-    tasks: pd.DataFrame,
-    jobs: pd.DataFrame,
-    keep: Sequence[str],
-    params: LabelParams = DEFAULT_LABEL_PARAMS,
-) -> pd.DataFrame:
-    """Return the ``keep`` columns of ``tasks`` with their four labels and when known.
-
-    The labelled history both training and serving read: one row per task, the
-    normalised labels (NaN where the scouts could not measure one) and
-    ``labels_known_at``.
-    """
-    labels = labels_frame(jobs, tasks, params)
-    columns = [c for c in dict.fromkeys(keep) if c in tasks.columns]
-    return tasks[columns].merge(
-        labels[["jeditaskid", *TARGET_NAMES, "labels_known_at"]],
-        on="jeditaskid",
-        how="left",
-    )
-
-
-def assemble_frame(
-    task_ids: np.ndarray,
-    final: Mapping[str, np.ndarray],
-    n_scouts: np.ndarray,
-    labels_known_at: np.ndarray,
-) -> pd.DataFrame:
-    """Build the labels frame (:data:`LABEL_COLUMNS`) from finalised label arrays.
-
-    Parameters
-    ----------
-    task_ids:
-        JEDITASKID of each row.
-    final:
-        The arrays :func:`finalize_labels` returned.
-    n_scouts:
-        Number of finished scout jobs per task.
-    labels_known_at:
-        When the labels became known (max scout ENDTIME), NaT when unknown.
-    """
-    columns: dict[str, Any] = {"jeditaskid": np.asarray(task_ids, dtype=np.int64)}
-    for name in TARGET_NAMES:
-        columns[name] = np.asarray(final[name], dtype=float)
-    for name in TARGET_NAMES:
-        columns[f"{name}_value"] = pd.array(
-            pd.Series(final[f"{name}_value"], dtype=float).round(), dtype="Int64"
-        )
-        columns[f"{name}_unit"] = pd.Series(final[f"{name}_unit"], dtype=object)
-    columns["n_scouts"] = np.asarray(n_scouts, dtype=np.int64)
-    columns["labels_known_at"] = pd.to_datetime(pd.Series(labels_known_at))
-    frame = pd.DataFrame(columns)
-    return frame[list(LABEL_COLUMNS)]
-
-
-#: Columns of per-task scout aggregates (SQL and Spark engines), in order.
-AGGREGATE_COLUMNS = (
-    "jeditaskid",
-    "ram_kb",
-    "cpu_per_event",
-    "io_kb_per_s",
-    "max_cpu_s",
-    "max_input_bytes",
-    "n_scouts",
-    "labels_known_at",
-    "ramunit",
-    "cputimeunit",
-)
-
-
-def labels_from_aggregates(
-    aggregates: pd.DataFrame, params: LabelParams = DEFAULT_LABEL_PARAMS
-) -> pd.DataFrame:
-    """Turn per-task scout aggregates into the labels frame (:data:`LABEL_COLUMNS`).
-
-    The engines that aggregate elsewhere (SQL in the database, Spark on a cluster)
-    return one row per task with :data:`AGGREGATE_COLUMNS`; this applies the same
-    :func:`finalize_labels` as :func:`labels_frame`, so every engine rounds alike.
-    Rows come out in JEDITASKID order.
-    """
-    aggregates = aggregates.sort_values("jeditaskid", kind="stable")
-
-    def column(name: str) -> np.ndarray:
-        return pd.to_numeric(aggregates[name]).to_numpy(dtype=float, na_value=np.nan)
-
-    final = finalize_labels(
-        ram_kb=column("ram_kb"),
-        cpu_per_event=column("cpu_per_event"),
-        io_kb_per_s=column("io_kb_per_s"),
-        max_cpu_s=column("max_cpu_s"),
-        max_input_bytes=column("max_input_bytes"),
-        params=params,
-        ramunit=aggregates["ramunit"].to_numpy(dtype=object),
-        cputimeunit=aggregates["cputimeunit"].to_numpy(dtype=object),
-    )
-    return assemble_frame(
-        aggregates["jeditaskid"].to_numpy(dtype=np.int64),
-        final,
-        aggregates["n_scouts"].to_numpy(dtype=np.int64),
-        # Microseconds: the precision of PanDA's and Parquet's timestamps.
-        pd.to_datetime(aggregates["labels_known_at"])
-        .astype("datetime64[us]")
-        .to_numpy(),
-    )
+    return {"ram_kb": ram_kb, "cpu": cpu, "io": io, "in_bytes": in_bytes, "end": end}

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy import Column, DateTime, Integer, MetaData, String, Table, Text
 from sqlalchemy.engine import Engine
 
-from panda_predictor.core.assess.drift import VERDICTS
+from panda_predictor.core.assess.drift_verdict import VERDICTS
 from panda_predictor.db.engine import dialect_of, translate_errors
 from panda_predictor.settings import Settings, load_settings
 

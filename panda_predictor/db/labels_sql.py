@@ -4,10 +4,11 @@ On PostgreSQL and Oracle the expensive part (filtering millions of JOBSARCHIVED4
 to the finished scouts, the per-job formulas, ``percentile_cont(...) WITHIN GROUP``
 and the maxima per JEDITASKID) runs in the database; only one row per task comes back.
 The last per-task step (margins, rounding, the units) reuses
-:func:`panda_predictor.core.labels.finalize_labels`, so SQL and Python labels round
-identically. SQLite has no ``percentile_cont``: there :func:`labels_from_db` raises
-:class:`LabelsSqlUnsupported`; use :func:`panda_predictor.core.labels.labels_frame` on
-the rows of :func:`panda_predictor.db.reader.iter_history` instead.
+:func:`~panda_predictor.core.label_values.finalize_labels`, so SQL and Python labels
+round identically. SQLite has no ``percentile_cont``: there :func:`labels_from_db`
+raises :class:`LabelsSqlUnsupported`; use
+:func:`panda_predictor.core.labels.labels_frame` on the rows of
+:func:`panda_predictor.db.reader.iter_history` instead.
 """
 
 from __future__ import annotations
@@ -23,16 +24,15 @@ from sqlalchemy.dialects import oracle
 from sqlalchemy.engine import Connection, Engine
 from tqdm import tqdm
 
-from panda_predictor.core.labels import (
+from panda_predictor.core.label_values import (
     AGGREGATE_COLUMNS,
-    BYTES_PER_INPUT_MB,
     DEFAULT_LABEL_PARAMS,
-    JOB_COLUMNS,
     RAM_FIXED_UNIT,
     RAM_PER_CORE_UNIT,
     LabelParams,
     labels_from_aggregates,
 )
+from panda_predictor.core.labels import BYTES_PER_INPUT_MB, JOB_COLUMNS
 from panda_predictor.db.job_archive import archive_exists, job_rows
 from panda_predictor.db.job_inputs import contents_exist, inputs_per_job, with_inputs
 from panda_predictor.db.tables import PandaTables

@@ -32,10 +32,11 @@ from panda_predictor.core.decide.calibration import (
     IdentityCalibrator,
     calibrator_from_dict,
 )
-from panda_predictor.core.decide.cost_choice import CostChooser, CostSettings, UseTable
+from panda_predictor.core.decide.cost_choice import CostChooser, CostSettings
 from panda_predictor.core.decide.experts import CombinationParams
 from panda_predictor.core.decide.scout_policy import CostPolicy
 from panda_predictor.core.decide.tail_rule import TailDecisionRule
+from panda_predictor.core.decide.use_table import UseTable
 from panda_predictor.core.features.pipeline import FeaturePipeline
 from panda_predictor.models import ResourceClassifier, load_classifier
 

@@ -18,6 +18,7 @@ Two forms of the same history:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,16 +28,17 @@ from panda_predictor.core.decide.experts import (
     EXPERTS,
     Combined,
     ExpertSnapshot,
-    FeatureColumns,
     TrackRecord,
     combine_at_snapshots,
-    expert_classes,
-    rule_table,
-    rule_values,
     snapshot,
 )
 from panda_predictor.core.decide.experts import (
     combine as combine_experts,
+)
+from panda_predictor.core.decide.recency_rules import (
+    FeatureColumns,
+    expert_classes,
+    rule_table,
 )
 from panda_predictor.core.features.history import (
     HISTORY_GROUPS,
@@ -46,6 +48,7 @@ from panda_predictor.core.features.history import (
 )
 from panda_predictor.core.features.pipeline import TASK_COLUMNS
 from panda_predictor.core.features.task_features import REQUEST_COLUMNS
+from panda_predictor.core.identity_cache import cached_by_identity
 
 if TYPE_CHECKING:
     from panda_predictor.serving.bundle import Bundle
@@ -56,15 +59,12 @@ def _task_frame(history: pd.DataFrame) -> pd.DataFrame:
     return history[columns]
 
 
-def _classes(
-    bundle: Bundle, features: pd.DataFrame
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Return the model's chosen class and probabilities per target."""
-    chosen, proba = {}, {}
-    for target, model in bundle.models.items():
-        proba[target] = model.predict_proba(features)
-        chosen[target] = bundle.tail_rules[target].predict(proba[target])
-    return chosen, proba
+def _classes(bundle: Bundle, features: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Return the model's chosen class per target (with its tail rule)."""
+    return {
+        target: bundle.tail_rules[target].predict(model.predict_proba(features))
+        for target, model in bundle.models.items()
+    }
 
 
 def track_records(bundle: Bundle, history: pd.DataFrame) -> dict[str, TrackRecord]:
@@ -89,25 +89,44 @@ def track_records(bundle: Bundle, history: pd.DataFrame) -> dict[str, TrackRecor
     tasks = _task_frame(history).iloc[rows]
     if len(rows):
         X = bundle.features.transform(tasks, history)
-        chosen, _ = _classes(bundle, X)
+        classes = task_experts(bundle, X, _classes(bundle, X))
     keys = group_key(history.iloc[rows], HISTORY_GROUPS[params.key]).to_numpy(object)
-    for target in bundle.models:
-        bins = bundle.bins[target]
+    for i, target in enumerate(bundle.models):
         if not len(rows) or target not in history.columns:
             empty = np.empty((0, len(EXPERTS)), dtype=np.int64)
             records[target] = TrackRecord(
                 empty, np.empty(0, np.int64), np.empty(0, object), known_at[:0]
             )
             continue
-        rules = rule_values(X, target, params.margin)
-        truth = bins.assign(history[target].to_numpy(dtype=float)[rows])
-        records[target] = TrackRecord(
-            expert_classes(chosen[target], rules, bins.assign),
-            truth,
-            keys,
-            known_at[rows],
-        )
+        truth = bundle.bins[target].assign(history[target].to_numpy(dtype=float)[rows])
+        records[target] = TrackRecord(classes[:, i], truth, keys, known_at[rows])
     return records
+
+
+def task_experts(
+    bundle: Bundle, X: FeatureColumns, chosen: Mapping[str, np.ndarray]
+) -> np.ndarray:
+    """Return what each expert says for each task and target: an (n, targets, E)
+    class matrix (-1 where an expert abstains), targets in ``chosen``'s order.
+
+    The one place the experts' classes are built: the track record, both forms of
+    the combination and every route read them from here.
+
+    :param X: the tasks' feature columns (history features and requests).
+    :param chosen: per target, the model's class of each task (with its tail rule).
+    """
+    params = bundle.combination
+    assert params is not None
+    targets = list(chosen)
+    # All targets at once: one task's serving pays each array operation once.
+    rules = rule_table(X, targets, params.margin)
+    return np.stack(
+        [
+            expert_classes(chosen[t], rules[:, i], bundle.bins[t].assign)
+            for i, t in enumerate(targets)
+        ],
+        axis=1,
+    )
 
 
 def combine(
@@ -117,24 +136,17 @@ def combine(
     chosen: dict[str, np.ndarray],
     records: dict[str, TrackRecord],
 ) -> dict[str, Combined]:
-    """Return, per target, the class of the expert each task follows and why."""
+    """Return, per target, the class of the expert each task follows and why,
+    each task judged on the records known before its creation."""
     params = bundle.combination
     assert params is not None
     keys = group_key(tasks, HISTORY_GROUPS[params.key]).to_numpy(object)
     times = to_naive_ns(tasks["creationdate"], "creationdate").to_numpy()
-    out = {}
-    for target, model_class in chosen.items():
-        bins = bundle.bins[target]
-        rules = rule_values(X, target, params.margin)
-        record = records[target]
-        out[target] = combine_experts(
-            expert_classes(model_class, rules, bins.assign),
-            keys,
-            times,
-            record,
-            params,
-        )
-    return out
+    classes = task_experts(bundle, X, chosen)
+    return {
+        target: combine_experts(classes[:, i], keys, times, records[target], params)
+        for i, target in enumerate(chosen)
+    }
 
 
 class ServingHistory:
@@ -161,8 +173,6 @@ class ServingHistory:
         self.frame = frame
         self.as_of = None if as_of is None else pd.Timestamp(as_of)
         self._index: RecentHistoryIndex | None = None
-        self._records: dict[int, dict[str, TrackRecord]] = {}
-        self._snapshots: dict[int, dict[str, ExpertSnapshot]] = {}
 
     @property
     def index(self) -> RecentHistoryIndex:
@@ -177,25 +187,25 @@ class ServingHistory:
         return self._index
 
     def records(self, bundle: Bundle) -> dict[str, TrackRecord]:
-        """Return each target's track record of ``bundle`` over the frame (once)."""
-        key = id(bundle)
-        if key not in self._records:
-            self._records = {key: track_records(bundle, self.frame)}
-        return self._records[key]
+        """Return each target's track record of ``bundle`` over the frame (kept for
+        the last bundle asked: a new champion has its own track record)."""
+        return cached_by_identity(
+            self, "_records", (bundle,), lambda: track_records(bundle, self.frame)
+        )
 
     def snapshots(self, bundle: Bundle) -> dict[str, ExpertSnapshot]:
-        """Return each target's expert records of ``bundle`` as of ``as_of``."""
-        key = id(bundle)
-        if key not in self._snapshots:
+        """Return each target's expert records of ``bundle`` as of ``as_of`` (kept
+        for the last bundle asked)."""
+
+        def build() -> dict[str, ExpertSnapshot]:
             params = bundle.combination
             assert params is not None and self.as_of is not None
-            self._snapshots = {
-                key: {
-                    target: snapshot(record, params, self.as_of)
-                    for target, record in self.records(bundle).items()
-                }
+            return {
+                target: snapshot(record, params, self.as_of)
+                for target, record in self.records(bundle).items()
             }
-        return self._snapshots[key]
+
+        return cached_by_identity(self, "_snapshots", (bundle,), build)
 
 
 def as_history(history: object) -> ServingHistory | None:
@@ -228,14 +238,6 @@ def combine_served(
     assert params is not None
     snaps = history.snapshots(bundle)
     targets = list(chosen)
-    # All targets at once: one task's serving pays each array operation once.
-    rules = rule_table(X, targets, params.margin)
-    classes = np.stack(
-        [
-            expert_classes(chosen[t], rules[:, i], bundle.bins[t].assign)
-            for i, t in enumerate(targets)
-        ],
-        axis=1,
-    )
+    classes = task_experts(bundle, X, chosen)
     answers = combine_at_snapshots(classes, keys, [snaps[t] for t in targets], params)
     return dict(zip(targets, answers, strict=True))

@@ -28,7 +28,7 @@ or a labelled history frame, which is wrapped in one).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,7 +45,8 @@ from panda_predictor.core.domain.requested_values import (
 from panda_predictor.core.domain.task_checks import CHECKED_FIELDS, input_problem
 from panda_predictor.core.domain.task_prediction import TaskPrediction
 from panda_predictor.core.features.task_features import REQUEST_COLUMNS, TASK_COLUMNS
-from panda_predictor.serving.predictor import Classified, History, Predictor
+from panda_predictor.serving.classified import Classified
+from panda_predictor.serving.predictor import History, Predictor
 from panda_predictor.settings import Settings
 
 #: ``reason_kind`` of a row the task checks refused, and of one kept for being far
@@ -127,16 +128,46 @@ def decide(
         if valid.any()
         else []
     )
-    presets = _presets(tasks)
+    found = _presets(tasks)
+    presets: list[Mapping[str, Any] | None] = (
+        list(found) if found is not None else [None] * len(tasks)
+    )
+    return _decided(
+        predictor,
+        tasks["jeditaskid"].tolist(),
+        problems,
+        predicted,
+        presets,
+        stamp,
+        rollout,
+    )
+
+
+def _decided(
+    predictor: Predictor,
+    task_ids: Sequence[Any],
+    problems: Sequence[str | None],
+    predicted: Iterator[TaskPrediction],
+    presets: Sequence[Mapping[str, Any] | None],
+    stamp: datetime,
+    rollout: tuple[str, float] | None,
+) -> list[TaskPrediction]:
+    """Return the decisions of tasks under rules 1, 3 and 4 (module doc).
+
+    Both forms end here, :func:`decide` for a frame and :func:`_decide_one` for one
+    record: a refused task keeps its scouts, a prediction far from its task's
+    preset values keeps them too, and the rollout routes what is left.
+
+    :param problems: per task, why the task checks refused it (None: valid).
+    :param predicted: the predictions of the valid tasks, in order.
+    :param presets: per task, its preset values (None: it carries none).
+    """
     out = []
-    for i, (task_id, problem) in enumerate(
-        zip(tasks["jeditaskid"], problems, strict=True)
-    ):
+    for task_id, problem, preset in zip(task_ids, problems, presets, strict=True):
         if problem is not None:
             out.append(_refused(predictor, int(task_id), problem, stamp))
-            continue
-        preset = presets[i] if presets is not None else None
-        out.append(_unless_far(next(predicted), preset))
+        else:
+            out.append(_unless_far(next(predicted), preset))
     return route_all(out, *rollout) if rollout is not None else out
 
 
@@ -181,20 +212,26 @@ def _decide_one(
     """Return :func:`decide` of one record, the same rules without a frame."""
     stamp = now or datetime.now(UTC).replace(tzinfo=None)
     problem = input_problem({c: record[c] for c in CHECKED_FIELDS if c in record})
-    if problem is not None:
-        out = [_refused(predictor, int(record["jeditaskid"]), problem, stamp)]
-    else:
+    predicted: list[TaskPrediction] = []
+    if problem is None:
         columns = [*TASK_COLUMNS, *(c for c in REQUEST_COLUMNS if c in record)]
-        (prediction,) = predictor.predict_records(
+        predicted = predictor.predict_records(
             [{c: record[c] for c in columns}], predictor.history(history), now
         )
-        preset = (
-            {c: record.get(c, np.nan) for c in PRESET_COLUMNS}
-            if any(c in record for c in PRESET_COLUMNS)
-            else None
-        )
-        out = [_unless_far(prediction, preset)]
-    return route_all(out, *rollout) if rollout is not None else out
+    preset = (
+        {c: record.get(c, np.nan) for c in PRESET_COLUMNS}
+        if any(c in record for c in PRESET_COLUMNS)
+        else None
+    )
+    return _decided(
+        predictor,
+        [record["jeditaskid"]],
+        [problem],
+        iter(predicted),
+        [preset],
+        stamp,
+        rollout,
+    )
 
 
 def decide_table(

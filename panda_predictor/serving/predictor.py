@@ -18,13 +18,8 @@ picks the records route for frames of up to :data:`FAST_PATH_MAX_ROWS` rows.
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import itertools
-import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -32,31 +27,39 @@ import pandas as pd
 
 from panda_predictor.core.decide.calibration import calibrated_mixture
 from panda_predictor.core.decide.cost_choice import CostSettings
-from panda_predictor.core.decide.experts import EXPERTS, FeatureColumns
-from panda_predictor.core.decide.scout_policy import (
-    NO_TRANSFORMATION,
-    in_training_domain,
-    reason_of,
-)
-from panda_predictor.core.decide.tail_rule import confidence
-from panda_predictor.core.domain.task_prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.decide.experts import EXPERTS, Combined
+from panda_predictor.core.decide.recency_rules import FeatureColumns
+from panda_predictor.core.decide.scout_policy import in_training_domain
+from panda_predictor.core.domain.task_prediction import TaskPrediction
 from panda_predictor.core.features.history import (
     HISTORY_GROUPS,
     RecentHistoryIndex,
     group_key,
+    is_null,
     record_key,
     split_transhome,
     split_transhome_value,
-    text_value,
 )
 from panda_predictor.core.features.pipeline import TASK_COLUMNS
 from panda_predictor.core.features.task_features import REQUEST_COLUMNS, REQUEST_PREFIX
+from panda_predictor.core.identity_cache import cached_by_identity
 from panda_predictor.serving.bundle import Bundle
+from panda_predictor.serving.classified import (
+    ClassConfidence,
+    Classified,
+    served_distribution,
+)
 from panda_predictor.serving.combination import (
     ServingHistory,
     as_history,
     combine,
     combine_served,
+)
+from panda_predictor.serving.prediction_records import (
+    ClassRow,
+    class_rows,
+    no_cyclic_gc,
+    task_predictions,
 )
 
 #: Decimals the models' probabilities are rounded to before calibration.
@@ -71,87 +74,6 @@ History: TypeAlias = ServingHistory | pd.DataFrame | None
 
 #: Code matrix -> probabilities per target.
 MatrixFn = Callable[[np.ndarray], dict[str, np.ndarray]]
-
-
-#: Digits kept of each stored probability (``round``'s second argument, per class).
-_FOURS = itertools.repeat(4)
-
-
-@contextlib.contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a batch builds its records.
-
-    A 100k-task batch creates half a million small objects that hold no cycles;
-    without the pause the collector re-scans them again and again, which doubles
-    the time spent building them. Reference counting still frees memory.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-@dataclass
-class Classified:
-    """What :meth:`Predictor.classified` computed for a batch of tasks.
-
-    ``features`` the model inputs (a frame; on the records route the code
-    matrix's columns by name,
-    :class:`~panda_predictor.core.features.pipeline.MatrixColumns`); per target
-    ``proba``, ``model_chosen`` (the model with its tail rule), ``chosen`` (after the
-    expert combination, when the bundle has one), ``followed`` (index into
-    :data:`~panda_predictor.core.decide.experts.EXPERTS`) and ``record_accuracy`` (the
-    followed expert's recent weighted accuracy; both empty without combination),
-    ``distribution`` (the calibrated served distribution, n x K, see
-    :meth:`Predictor.distribution_of`) and ``confidence`` (P(true class <=
-    chosen) under it; :class:`ClassConfidence`, computed when read: the decision
-    prices its own values' confidence, so serving never reads this one).
-    """
-
-    features: FeatureColumns | None
-    proba: dict[str, np.ndarray]
-    model_chosen: dict[str, np.ndarray]
-    chosen: dict[str, np.ndarray]
-    confidence: Mapping[str, np.ndarray]
-    followed: dict[str, np.ndarray]
-    record_accuracy: dict[str, np.ndarray] = field(default_factory=dict)
-    distribution: dict[str, np.ndarray] = field(default_factory=dict)
-
-
-class ClassConfidence(Mapping[str, np.ndarray]):
-    """Per target, P(true class <= chosen class) under the served distribution
-    (:func:`~panda_predictor.core.decide.tail_rule.confidence`), computed on first read.
-
-    It holds the distribution and the classes, not the :class:`Classified` that
-    holds it: no reference cycle, so a served task's arrays are freed at once.
-    """
-
-    def __init__(
-        self, distribution: Mapping[str, np.ndarray], chosen: Mapping[str, np.ndarray]
-    ) -> None:
-        self._distribution = distribution
-        self._chosen = chosen
-        self._done: dict[str, np.ndarray] = {}
-
-    def __getitem__(self, target: str) -> np.ndarray:
-        if target not in self._done:
-            self._done[target] = confidence(
-                self._distribution[target], self._chosen[target]
-            )
-        return self._done[target]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._distribution)
-
-    def __len__(self) -> int:
-        return len(self._distribution)
-
-
-def _bound(value: float) -> float | None:
-    return None if math.isinf(value) else float(value)
 
 
 class Predictor:
@@ -181,8 +103,7 @@ class Predictor:
         self.model_version = str(model_version)
         self._known_transformations = set(bundle.known_transformations)
         self._known_frameworks = set(bundle.known_frameworks)
-        self._class_cache: dict[str, list[Any]] = {}
-        self._record_cache: tuple[pd.DataFrame, ServingHistory] | None = None
+        self._class_cache: dict[str, list[ClassRow]] = {}
         self._matrix_fn: MatrixFn | None = self._build_matrix_fn()
 
     def features(
@@ -207,19 +128,25 @@ class Predictor:
     def in_domain(self, tasks: pd.DataFrame) -> np.ndarray:
         """Return, per task, whether its transformation or framework was seen.
 
-        The vectorised form of
-        :func:`~panda_predictor.core.decide.scout_policy.in_training_domain`
-        (a NULL transformation or framework is never known).
+        :func:`~panda_predictor.core.decide.scout_policy.in_training_domain` row by
+        row (:meth:`_known`), the rule the records route applies to one task.
         """
         frameworks, _ = split_transhome(tasks["transhome"])
-        paths = (
-            tasks["transpath"]
-            .astype(object)
-            .where(tasks["transpath"].notna(), NO_TRANSFORMATION)
+        return np.fromiter(
+            map(self._known, tasks["transpath"].tolist(), frameworks.tolist()),
+            dtype=bool,
+            count=len(tasks),
         )
-        known_path = paths.isin(self._known_transformations)
-        known_framework = frameworks.isin(self._known_frameworks)
-        return known_path.to_numpy(bool) | known_framework.to_numpy(bool)
+
+    def _known(self, transformation: Any, framework: Any) -> bool:
+        """Return whether a task of this transformation or framework is in the
+        training domain (NULL, NaN or None: no transformation, no framework)."""
+        return in_training_domain(
+            None if is_null(transformation) else transformation,
+            None if is_null(framework) else framework,
+            self._known_transformations,
+            self._known_frameworks,
+        )
 
     def classify(
         self, tasks: pd.DataFrame, history: History = None
@@ -240,11 +167,10 @@ class Predictor:
         rebuild the model's track record once.
         """
         if isinstance(history, pd.DataFrame):
-            cached = self._record_cache
-            if cached is None or cached[0] is not history:
-                cached = (history, ServingHistory(history))
-                self._record_cache = cached
-            return cached[1]
+            frame = history
+            return cached_by_identity(
+                self, "_served_frame", (frame,), lambda: ServingHistory(frame)
+            )
         return as_history(history)
 
     def classified(self, tasks: pd.DataFrame, history: History = None) -> Classified:
@@ -256,22 +182,41 @@ class Predictor:
         """
         served = self.history(history)
         X = self.features(tasks, served)
-        proba = self.probabilities(X)
+        params = self.bundle.combination
+
+        def combined(chosen: dict[str, np.ndarray]) -> dict[str, Combined]:
+            assert params is not None and served is not None
+            if served.as_of is None:
+                records = served.records(self.bundle)
+                return combine(self.bundle, tasks, X, chosen, records)
+            keys = group_key(tasks, HISTORY_GROUPS[params.key]).to_numpy(object)
+            return combine_served(self.bundle, keys, X, chosen, served)
+
+        combines = params is not None and served is not None
+        return self._classified(
+            X, self.probabilities(X), combined if combines else None
+        )
+
+    def _classified(
+        self,
+        X: FeatureColumns,
+        proba: dict[str, np.ndarray],
+        combined: Callable[[dict[str, np.ndarray]], dict[str, Combined]] | None,
+    ) -> Classified:
+        """Return the parts of classified tasks from their models' probabilities.
+
+        Both routes end here, so the steps after the models are written once: the
+        tail rule's class, the expert combination (``combined``: the followed
+        expert per target for the model's classes; None: no combination) and the
+        calibrated served distribution.
+        """
         chosen = {t: self.bundle.tail_rules[t].predict(p) for t, p in proba.items()}
         parts = Classified(X, proba, dict(chosen), chosen, {}, {})
-        params = self.bundle.combination
-        combined: dict[str, Any] = {}
-        if params is not None and served is not None and served.as_of is not None:
-            keys = group_key(tasks, HISTORY_GROUPS[params.key]).to_numpy(object)
-            combined = combine_served(self.bundle, keys, X, chosen, served)
-        elif params is not None and served is not None:
-            combined = combine(
-                self.bundle, tasks, X, chosen, served.records(self.bundle)
-            )
-        for target, answer in combined.items():
-            parts.chosen[target] = answer.classes
-            parts.record_accuracy[target] = answer.confidence
-            parts.followed[target] = answer.leader
+        if combined is not None:
+            for target, answer in combined(dict(chosen)).items():
+                parts.chosen[target] = answer.classes
+                parts.record_accuracy[target] = answer.confidence
+                parts.followed[target] = answer.leader
         parts.distribution = self.distribution_of(
             proba, parts.chosen, parts.followed, parts.record_accuracy
         )
@@ -333,7 +278,7 @@ class Predictor:
             return self.predict_records(tasks[columns].to_dict("records"), served, now)
         parts = self.classified(tasks, served)
         decided = self.decide(parts, self.in_domain(tasks))
-        with _no_cyclic_gc():
+        with no_cyclic_gc():
             ids = tasks["jeditaskid"].to_numpy()
             return self._assemble(ids, parts, decided, now)
 
@@ -492,35 +437,22 @@ class Predictor:
         M = features.transform_records(records, index) if matrix is None else matrix
         if len(M) == 0:
             return None
-        proba = self._matrix_fn(M)
-        chosen = {t: self.bundle.tail_rules[t].predict(p) for t, p in proba.items()}
         X = features.matrix_columns(M)
-        parts = Classified(X, proba, dict(chosen), chosen, {}, {})
         params = self.bundle.combination
-        if served is not None and params is not None:
+
+        def combined(chosen: dict[str, np.ndarray]) -> dict[str, Combined]:
+            assert params is not None and served is not None
             columns = HISTORY_GROUPS[params.key]
             keys = np.array([record_key(r, columns) for r in records], dtype=object)
-            for target, answer in combine_served(
-                self.bundle, keys, X, chosen, served
-            ).items():
-                chosen[target] = answer.classes
-                parts.followed[target] = answer.leader
-                parts.record_accuracy[target] = answer.confidence
-        parts.distribution = self.distribution_of(
-            proba, chosen, parts.followed, parts.record_accuracy
-        )
-        parts.confidence = ClassConfidence(served_distribution(parts), parts.chosen)
-        return parts
+            return combine_served(self.bundle, keys, X, chosen, served)
+
+        combines = params is not None and served is not None
+        return self._classified(X, self._matrix_fn(M), combined if combines else None)
 
     def _record_in_domain(self, record: Mapping[str, Any]) -> bool:
         """Return :meth:`in_domain` for one task record."""
         framework, _ = split_transhome_value(record["transhome"])
-        return in_training_domain(
-            text_value(record["transpath"]),
-            framework,
-            self._known_transformations,
-            self._known_frameworks,
-        )
+        return self._known(record["transpath"], framework)
 
     def _build_matrix_fn(self) -> MatrixFn | None:
         """Return the code-matrix route of every model, or None if one lacks it.
@@ -563,108 +495,20 @@ class Predictor:
         now: datetime | None,
     ) -> list[TaskPrediction]:
         """Return the TaskPrediction records of a batch from the decision's columns."""
-        stamp = now or datetime.now(UTC).replace(tzinfo=None)
-        proba = parts.proba
-        targets = list(proba)
-        price = self.policy.settings.delay_price
-        # Plain Python lists once per batch: indexing numpy per task costs more.
-        columns = {
-            t: (
-                parts.chosen[t].tolist(),
-                decided[f"{t}_value"].tolist(),
-                decided[f"{t}_confidence"].tolist(),
-                decided[f"{t}_cost"].tolist(),
-                decided[f"{t}_from_request"].tolist(),
-                proba[t].tolist(),
-                parts.model_chosen[t].tolist(),
-            )
-            for t in targets
-        }
-        decisions = decided["decision"].tolist()
-        classes = {t: self._classes(t) for t in targets}
-        labels = {t: [c[0] for c in classes[t]] for t in targets}
-        out = []
-        for i, task_id in enumerate(task_ids):
-            row = {}
-            for t, (
-                cls_l,
-                val_l,
-                conf_l,
-                cost_l,
-                req_l,
-                p_l,
-                model_l,
-            ) in columns.items():
-                cls = int(cls_l[i])
-                label, low, high, _, unit = classes[t][cls]
-                why = self.bundle.tail_rules[t].explain(
-                    p_l[i], cls, labels[t], by_rule=int(model_l[i])
-                )
-                row[t] = TargetPrediction(
-                    target=t,
-                    class_index=cls,
-                    class_label=label,
-                    lower=low,
-                    upper=high,
-                    value=float(val_l[i]),
-                    unit=unit,
-                    confidence=min(max(float(conf_l[i]), 0.0), 1.0),
-                    probabilities=tuple(map(round, p_l[i], _FOURS)),
-                    choice=_value_choice(
-                        why, float(val_l[i]), unit, cost_l[i], conf_l[i], req_l[i]
-                    ),
-                )
-            out.append(
-                TaskPrediction(
-                    jeditaskid=int(task_id),
-                    model_name=self.model_name,
-                    model_version=self.model_version,
-                    decision=decisions[i],
-                    reason=reason_of(decided, i, targets, price),
-                    targets=row,
-                    predicted_at=stamp,
-                )
-            )
-        return out
+        return task_predictions(
+            task_ids,
+            parts,
+            decided,
+            model=(self.model_name, self.model_version),
+            tail_rules=self.bundle.tail_rules,
+            classes={t: self._classes(t) for t in parts.proba},
+            delay_price=self.policy.settings.delay_price,
+            now=now,
+        )
 
-    def _classes(
-        self, target: str
-    ) -> list[tuple[str, float | None, float | None, float, str]]:
-        """Return (label, lower, upper, value, unit) of each class (computed once).
-
-        The value is the bin's float value: it is rounded once, by the writer's
-        conversion to PanDA's stored form (:mod:`panda_predictor.core.domain.units`), so
-        2.3 HS06sPerEvent is written as 2300 mHS06sPerEvent, never as 3000.
-        """
+    def _classes(self, target: str) -> list[ClassRow]:
+        """Return :func:`class_rows` of ``target``'s bins (computed once)."""
         cache = self._class_cache
         if target not in cache:
-            bins = self.bundle.bins[target]
-            rows = []
-            for cls in range(bins.n_classes):
-                low, high = bins.range_of(cls)
-                value = float(bins.value_of(cls))
-                rows.append(
-                    (bins.labels[cls], _bound(low), _bound(high), value, bins.unit)
-                )
-            cache[target] = rows
+            cache[target] = class_rows(self.bundle.bins[target])
         return cache[target]
-
-
-def _value_choice(
-    why: str, value: float, unit: str, cost: float, enough: float, request: bool
-) -> str:
-    """Return why a target got its value: the class choice, then the cost choice."""
-    source = "the request" if request else "the cheapest value"
-    return (
-        f"{why}; writes {value:g} {unit}, {source} "
-        f"(expected cost {cost:.3f} job runs, enough with p={enough:.2f})"
-    )
-
-
-def served_distribution(parts: Classified) -> dict[str, np.ndarray]:
-    """Return the calibrated distribution per target the decision prices.
-
-    The calibrated served distribution (:attr:`Classified.distribution`), else
-    (parts built without one) the models' probabilities.
-    """
-    return parts.distribution or parts.proba

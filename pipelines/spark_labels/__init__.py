@@ -3,8 +3,8 @@
 Reads the Parquet layout of :mod:`pipelines.export` (or ATLAS analytics' HDFS copy
 of the same tables), applies the scout formulas of :mod:`panda_predictor.core.labels`
 per job and per task on the cluster, and brings back one row of aggregates per task,
-which :func:`panda_predictor.core.labels.finalize_labels` turns into labels exactly
-as the Python path does. Needs the ``[spark]`` extra (pyspark).
+which :func:`~panda_predictor.core.label_values.finalize_labels` turns into labels
+exactly as the Python path does. Needs the ``[spark]`` extra (pyspark).
 """
 
 from pipelines.spark_labels.engine import spark_labels

@@ -9,7 +9,7 @@ interpolation from the nearer end (:func:`_quantile`), not Spark's approximate
 
 Only the per-task aggregates (a few numbers per task) leave the cluster; the
 margins, rounding and units are applied by
-:func:`~panda_predictor.core.labels.finalize_labels`, the function the Python and
+:func:`~panda_predictor.core.label_values.finalize_labels`, the function the Python and
 SQL paths use too.
 """
 
@@ -22,19 +22,21 @@ from typing import Any
 
 import pandas as pd
 
+from panda_predictor.core.label_values import (
+    DEFAULT_LABEL_PARAMS,
+    RAM_FIXED_UNIT,
+    RAM_PER_CORE_UNIT,
+    LabelParams,
+    labels_from_aggregates,
+)
 from panda_predictor.core.labels import (
     BYTES_PER_INPUT_MB,
-    DEFAULT_LABEL_PARAMS,
     FINISHED_FILE,
     INPUT_COLUMNS,
     INPUT_FILE_TYPES,
     JOB_COLUMNS,
     PSEUDO_INPUT_TYPE,
-    RAM_FIXED_UNIT,
-    RAM_PER_CORE_UNIT,
     TASK_COLUMNS,
-    LabelParams,
-    labels_from_aggregates,
 )
 from panda_predictor.errors import UserInputError
 from pipelines.spark_labels.progress import spark_progress

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from panda_predictor.core.assess.evaluation import evaluate_target
-from panda_predictor.core.decide.calibration import (
+from panda_predictor.core.assess.calibration_error import (
     cumulative_calibration_error,
     expected_calibration_error,
 )
+from panda_predictor.core.assess.evaluation import evaluate_target
 from pipelines.trace.walk_forward import TargetRun
 
 #: The keys written per predictor into the benchmark's JSON.

@@ -35,14 +35,16 @@ from panda_predictor.core.decide.calibration import (
     fit_calibrator,
     served_mixture,
 )
-from panda_predictor.core.decide.experts import EXPERTS, rule_values
+from panda_predictor.core.decide.experts import EXPERTS
+from panda_predictor.core.decide.recency_rules import rule_values
 from panda_predictor.core.features.task_features import HOOK_COLUMNS
 from panda_predictor.errors import UserInputError
 from panda_predictor.ingest.swf import TRACE_TARGETS
 from panda_predictor.ingest.to_panda import jobs_to_tasks
+from panda_predictor.serving.classified import Classified
 from panda_predictor.serving.combination import ServingHistory
 from panda_predictor.serving.decision import decide_table
-from panda_predictor.serving.predictor import Classified, Predictor
+from panda_predictor.serving.predictor import Predictor
 from pipelines.dataset import LabelledHistory
 from pipelines.train import TrainingConfig, train, training_config
 

@@ -12,12 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from panda_predictor.core.labels import (
-    LABEL_COLUMNS,
-    LabelParams,
-    group_quantile,
-    labels_frame,
-)
+from panda_predictor.core.label_values import LABEL_COLUMNS, LabelParams
+from panda_predictor.core.labels import group_quantile, labels_frame
 from panda_predictor.db.engine import get_panda_tables, make_engine
 from panda_predictor.db.migrations import init_database
 from tests.labels_reference import task_labels

@@ -1,2 +1,3 @@
-"""Judging models and decisions on seen data: splits, scores, baselines, drift,
-feedback, what-if, day bootstrap. Re-running jobs under a strategy is replay/."""
+"""Judging models and decisions on seen data: splits, scores, calibration errors,
+baselines, drift and its verdict, feedback, what-if, day bootstrap. Re-running jobs
+under a strategy is replay/."""

@@ -2,10 +2,10 @@
 
 The recency rules (mean of the last two, key percentiles, largest ratio) are the
 history statistics of :mod:`panda_predictor.core.features.history`, read by
-:func:`panda_predictor.core.decide.experts.rule_values`: one implementation serves the
-model's features, the expert combination and the benchmark's baselines. What is
-left here needs no history: the user's own request, the training majority class,
-and the integer key of a user+executable burst for the replay.
+:func:`panda_predictor.core.decide.recency_rules.rule_values`: one implementation
+serves the model's features, the expert combination and the benchmark's baselines.
+What is left here needs no history: the user's own request, the training majority
+class, and the integer key of a user+executable burst for the replay.
 """
 
 from __future__ import annotations

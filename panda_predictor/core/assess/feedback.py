@@ -16,7 +16,8 @@ import pandas as pd
 
 from panda_predictor.core.bins import BinSet
 from panda_predictor.core.domain.targets import TARGET_NAMES
-from panda_predictor.core.labels import DEFAULT_LABEL_PARAMS, LabelParams, labels_frame
+from panda_predictor.core.label_values import DEFAULT_LABEL_PARAMS, LabelParams
+from panda_predictor.core.labels import labels_frame
 
 #: Decision of a task whose prediction was written (no scouts ran).
 APPLIED = "applied"

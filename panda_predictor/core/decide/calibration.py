@@ -24,9 +24,8 @@ its near-one-hot mixture is over-confident where the model's own rows are not.
 The default, ``top_isotonic+expert``, had the lowest worst-case ECE over the
 targets and logs measured.
 
-Metrics: :func:`expected_calibration_error` (top-label ECE, Guo et al. 2017) and
-:func:`cumulative_calibration_error` (ECE of P(y <= k) pooled over k, the event the
-product's confidence states), and :func:`reliability_table` for the figures.
+How well a distribution is calibrated is measured in
+:mod:`panda_predictor.core.assess.calibration_error`.
 
 Pure numpy.
 """
@@ -35,13 +34,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from panda_predictor.core.decide.tail_rule import FIT_ON_VALIDATION, _check_proba
 from panda_predictor.core.fitted import check_is_fitted
+from panda_predictor.core.identity_cache import cached_by_identity
 
 #: The methods :func:`make_calibrator` knows, in the order they are compared.
 METHODS: tuple[str, ...] = (
@@ -61,7 +60,9 @@ EPS = 1e-12
 T_BOUNDS = (0.05, 20.0)
 
 
-def _check_labels(y: Any, n: int, n_classes: int) -> np.ndarray:
+def check_labels(y: Any, n: int, n_classes: int) -> np.ndarray:
+    """Return ``y`` as ``n`` class indices in ``0..n_classes - 1``, or raise what
+    is wrong with it."""
     arr = np.asarray(y)
     if arr.shape != (n,):
         raise ValueError(
@@ -157,7 +158,7 @@ class Calibrator:
         no combination); only :class:`ByExpertCalibrator` reads it.
         """
         p = _check_proba(proba)
-        labels = _check_labels(y, p.shape[0], p.shape[1])
+        labels = check_labels(y, p.shape[0], p.shape[1])
         self.n_classes_ = p.shape[1]
         self._fit(p, labels, _rule_rows(followed, p.shape[0]))
         return self
@@ -285,17 +286,17 @@ def _knot_arrays(calibrator: Any, per_class: bool) -> Any:
     one (x, y) pair per class (isotonic), else one pair (top-label).
     """
     knots_x, knots_y = calibrator.knots_x_, calibrator.knots_y_
-    cached = calibrator.__dict__.get("_knot_cache")
-    if cached is None or cached[0] is not knots_x or cached[1] is not knots_y:
+
+    def arrays() -> Any:
         pairs = (
             zip(knots_x, knots_y, strict=True) if per_class else [(knots_x, knots_y)]
         )
-        arrays = [
+        out = [
             (np.asarray(x, dtype=float), np.asarray(y, dtype=float)) for x, y in pairs
         ]
-        cached = (knots_x, knots_y, arrays if per_class else arrays[0])
-        calibrator._knot_cache = cached
-    return cached[2]
+        return out if per_class else out[0]
+
+    return cached_by_identity(calibrator, "_knot_cache", (knots_x, knots_y), arrays)
 
 
 def _isotonic(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -492,102 +493,6 @@ def calibrator_from_dict(data: Mapping[str, Any]) -> Calibrator:
         if key.endswith("_") and key != "n_classes_":
             setattr(calibrator, key, value)
     return calibrator
-
-
-def _binned_gap(conf: np.ndarray, hit: np.ndarray, n_bins: int) -> float:
-    """Return sum over equal-width bins of |mean hit - mean conf| * share."""
-    if conf.size == 0:
-        return float("nan")
-    table = _bins(conf, hit, n_bins)
-    gaps = np.abs(table.accuracy - table.confidence)
-    return float(np.sum(np.where(table.n > 0, table.count * gaps, 0.0)))
-
-
-@dataclass(frozen=True)
-class ReliabilityTable:
-    """Equal-width confidence bins: bounds, tasks, mean confidence and hit rate.
-
-    ``count`` is the share of the rows in the bin; accuracy and confidence are NaN
-    in an empty bin.
-    """
-
-    lower: np.ndarray
-    upper: np.ndarray
-    count: np.ndarray
-    n: np.ndarray
-    confidence: np.ndarray
-    accuracy: np.ndarray
-
-    def to_dict(self) -> dict[str, list[float | None]]:
-        """Return the columns as lists (NaN as None), JSON-ready."""
-        return {
-            f: [None if np.isnan(v) else float(v) for v in getattr(self, f)]
-            for f in ("lower", "upper", "count", "n", "confidence", "accuracy")
-        }
-
-
-def _bins(conf: np.ndarray, hit: np.ndarray, n_bins: int) -> ReliabilityTable:
-    if n_bins < 1:
-        raise ValueError(f"The 'n_bins' field must be >= 1. Got {n_bins!r} instead.")
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    # Right-closed bins, (a, b], with 0 in the first: Guo et al.'s convention.
-    which = np.clip(np.searchsorted(edges, conf, side="left") - 1, 0, n_bins - 1)
-    n = np.bincount(which, minlength=n_bins).astype(np.float64)
-    conf_sum = np.bincount(which, weights=conf, minlength=n_bins)
-    hit_sum = np.bincount(which, weights=hit.astype(np.float64), minlength=n_bins)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_conf = np.where(n > 0, conf_sum / n, np.nan)
-        accuracy = np.where(n > 0, hit_sum / n, np.nan)
-    share = n / max(conf.size, 1)
-    table = ReliabilityTable(edges[:-1], edges[1:], share, n, mean_conf, accuracy)
-    return table
-
-
-def _top_label(proba: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-    p = _check_proba(proba)
-    labels = _check_labels(y, p.shape[0], p.shape[1])
-    return p.max(axis=1), np.argmax(p, axis=1) == labels
-
-
-def _cumulative(proba: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-    p = _check_proba(proba)
-    labels = _check_labels(y, p.shape[0], p.shape[1])
-    cum = np.clip(np.cumsum(p, axis=1)[:, :-1], 0.0, 1.0)
-    hit = labels[:, None] <= np.arange(p.shape[1] - 1)[None, :]
-    return cum.ravel(), hit.ravel()
-
-
-def expected_calibration_error(proba: Any, y: Any, n_bins: int = 15) -> float:
-    """Return the top-label ECE: confidence of the most likely class vs its hit rate.
-
-    Guo et al. (2017): the rows are binned by their largest probability into
-    ``n_bins`` equal-width bins; the ECE is the share-weighted mean gap between
-    each bin's mean confidence and its accuracy. NaN for no rows.
-    """
-    conf, hit = _top_label(proba, y)
-    return _binned_gap(conf, hit, n_bins)
-
-
-def cumulative_calibration_error(proba: Any, y: Any, n_bins: int = 15) -> float:
-    """Return the ECE of P(y <= k), pooled over k = 0..K-2.
-
-    The product's confidence is P(true class <= written class): this measures
-    whether such cumulative probabilities are right as often as they say.
-    """
-    conf, hit = _cumulative(proba, y)
-    return _binned_gap(conf, hit, n_bins)
-
-
-def reliability_table(
-    proba: Any, y: Any, n_bins: int = 15, kind: str = "top"
-) -> ReliabilityTable:
-    """Return the bins of a reliability diagram, ``kind`` 'top' or 'cumulative'."""
-    if kind not in ("top", "cumulative"):
-        raise ValueError(
-            f"The 'kind' field must be 'top' or 'cumulative'. Got {kind!r} instead."
-        )
-    conf, hit = _top_label(proba, y) if kind == "top" else _cumulative(proba, y)
-    return _bins(conf, hit, n_bins)
 
 
 def fit_calibrator(

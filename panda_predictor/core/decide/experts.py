@@ -1,7 +1,8 @@
 """Never worse than the rules: follow, per key, whichever expert has been right lately.
 
 The experts for one target are the model's class and the field's recency rules, each
-turned into a class with the target's bins:
+turned into a class with the target's bins
+(:mod:`panda_predictor.core.decide.recency_rules`):
 
 * ``last2``: the mean of the user's last two values (Tsafrir et al.);
 * ``key_p75`` / ``key_p95``: the 75th / 95th percentile of the last values of the
@@ -29,13 +30,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, TypeAlias
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from panda_predictor.core.features.history import REQUEST_PREFIX, latest_before
-from panda_predictor.core.features.pipeline import MatrixColumns
+from panda_predictor.core.features.history import latest_before
 
 #: The experts, in tie-break order (the model wins a tie).
 EXPERTS: tuple[str, ...] = ("model", "last2", "key_p75", "key_p95", "ratio")
@@ -99,102 +99,6 @@ class CombinationParams:
                 f"{sorted(cls.__dataclass_fields__)}. Got {unknown} instead."
             )
         return cls(**data)
-
-
-#: Feature columns by name: a frame, or plain arrays (the one-task route, where
-#: reading a pandas column costs more than the rule itself).
-FeatureColumns: TypeAlias = pd.DataFrame | Mapping[str, np.ndarray]
-
-
-def _column(frame: FeatureColumns, name: str) -> np.ndarray:
-    if isinstance(frame, pd.DataFrame):
-        if name not in frame.columns:
-            return np.full(len(frame), np.nan)
-        return frame[name].to_numpy(dtype=np.float64, na_value=np.nan)
-    column = frame.get(name)
-    if column is None:
-        return np.full(len(next(iter(frame.values()), ())), np.nan)
-    return np.asarray(column, dtype=np.float64)
-
-
-def _columns(frame: FeatureColumns, names: Sequence[str]) -> np.ndarray:
-    """Return the named columns as an (n, len(names)) float array (NaN: absent)."""
-    if isinstance(frame, MatrixColumns):
-        return frame.take(names)
-    return np.column_stack([_column(frame, name) for name in names])
-
-
-def _rule_inputs(target: str) -> tuple[str, ...]:
-    """Return the feature columns the rules of ``target`` read, in
-    :func:`rule_table`'s order."""
-    user = f"hist_user_{target}_"
-    key = f"hist_user_transformation_{target}_"
-    return (
-        user + "mean2",
-        key + "p75",
-        user + "p75",
-        key + "p95",
-        user + "p95",
-        user + "max_ratio5",
-        REQUEST_PREFIX + target,
-    )
-
-
-def rule_table(
-    features: FeatureColumns, targets: Sequence[str], margin: float
-) -> np.ndarray:
-    """Return the recency rules' values of several targets at once.
-
-    An (n, len(targets), 4) array, the rules in :data:`EXPERTS` order after the
-    model; every value is computed as :func:`rule_values` says, each target's
-    from its own columns (one pass for all targets: one task's serving pays the
-    array operations once, not once per target).
-    """
-    names = [name for target in targets for name in _rule_inputs(target)]
-    V = _columns(features, names).reshape(-1, len(targets), 7)
-    scale = 1.0 + margin
-    key_p75 = np.where(np.isnan(V[..., 1]), V[..., 2], V[..., 1]) * scale
-    key_p95 = np.where(np.isnan(V[..., 3]), V[..., 4], V[..., 3]) * scale
-    request = V[..., 6]
-    ratio = V[..., 5] * np.where(request > 0, request, np.nan)
-    return np.stack([V[..., 0], key_p75, key_p95, ratio], axis=-1)
-
-
-def rule_values(
-    features: FeatureColumns, target: str, margin: float
-) -> dict[str, np.ndarray]:
-    """Return each recency rule's value for ``target`` from the feature columns.
-
-    ``features`` holds the history features (``hist_<group>_<target>_<stat>``) and
-    the request columns of the tasks; NaN where a rule has nothing to say:
-
-    * ``last2``: the user's ``mean2``;
-    * ``key_p75`` / ``key_p95``: the user's same transformation's percentile, else
-      the user's, times ``1 + margin``;
-    * ``ratio``: the user's ``max_ratio5`` times the task's request (> 0).
-    """
-    table = rule_table(features, [target], margin)[:, 0]
-    return {name: table[:, j] for j, name in enumerate(EXPERTS[1:])}
-
-
-def expert_classes(
-    model_class: np.ndarray, rules: Mapping[str, np.ndarray] | np.ndarray, assign: Any
-) -> np.ndarray:
-    """Return an (n, len(EXPERTS)) class matrix; -1 where an expert abstains.
-
-    ``rules`` are :func:`rule_values` (or one target's (n, 4) slice of
-    :func:`rule_table`); ``assign`` maps values to classes, element by element
-    (the target's ``TargetBins.assign``; NaN gives -1).
-    """
-    values = (
-        rules
-        if isinstance(rules, np.ndarray)
-        else np.column_stack([rules[name] for name in EXPERTS[1:]])
-    )
-    out = np.empty((len(values), len(EXPERTS)), dtype=np.int64)
-    out[:, 0] = model_class
-    out[:, 1:] = assign(values)
-    return out
 
 
 def _ew_means(codes: np.ndarray, values: np.ndarray, decay: float) -> np.ndarray:
@@ -282,9 +186,9 @@ def _as_of(
 class TrackRecord:
     """Finished tasks of one target: what each expert said at their submission.
 
-    ``classes`` (m, E) from :func:`expert_classes`; ``truth`` the true class (-1:
-    unknown, skipped); ``keys`` their record keys (None: no key); ``known_at`` when
-    their labels became known.
+    ``classes`` (m, E) from ``recency_rules.expert_classes``; ``truth`` the true
+    class (-1: unknown, skipped); ``keys`` their record keys (None: no key);
+    ``known_at`` when their labels became known.
     """
 
     classes: np.ndarray
@@ -337,7 +241,7 @@ def combine(
 ) -> Combined:
     """Follow, per task, the expert with the best recent record of its key.
 
-    Parameters: ``query_classes`` (n, E) from :func:`expert_classes`;
+    Parameters: ``query_classes`` (n, E) from ``recency_rules.expert_classes``;
     ``query_keys`` (n,) key strings or None; ``query_times`` (n,) creation times
     (datetime64); ``record`` the finished tasks. Returns the followed class and
     the leader's weighted accuracy, the confidence (0 when nothing has been
@@ -482,9 +386,9 @@ def combine_at_snapshots(
 ) -> list[Combined]:
     """Return :func:`combine_at_snapshot` for several targets' snapshots at once.
 
-    ``query_classes`` is (n, len(snaps), E), one target's :func:`expert_classes`
-    per snapshot. :func:`follow` judges each (task, target) row alone, so all of
-    them go through it in one call.
+    ``query_classes`` is (n, len(snaps), E), one target's
+    ``recency_rules.expert_classes`` per snapshot. :func:`follow` judges each
+    (task, target) row alone, so all of them go through it in one call.
     """
     n, width = len(query_keys), len(EXPERTS)
     key_scores = np.full((n, len(snaps), width), np.nan)

@@ -19,12 +19,12 @@ Pure numpy, like the rest of the core.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from panda_predictor.core.decide.cost_choice import CostChooser, CostSettings
+from panda_predictor.core.decide.cost_choice import CostChooser, CostSettings, Sizing
 from panda_predictor.core.reason_text import compared, number
 
 APPLIED = "applied"
@@ -46,19 +46,18 @@ NO_TRANSFORMATION = "__none__"
 def in_training_domain(
     transformation: str | None,
     framework: str | None,
-    known_transformations: Sequence[str] | set[str],
-    known_frameworks: Sequence[str] | set[str],
+    known_transformations: Collection[str],
+    known_frameworks: Collection[str],
 ) -> bool:
     """Return False only when both the transformation and the framework are unseen.
 
     A task without a transformation counts as known when training had such tasks
-    too (:data:`NO_TRANSFORMATION` is among the known transformations).
+    too (:data:`NO_TRANSFORMATION` is among the known transformations). The one
+    rule: the predictor applies it to a batch row by row (pass sets there).
     """
     if transformation is None:
         transformation = NO_TRANSFORMATION
-    return transformation in set(known_transformations) or framework in set(
-        known_frameworks
-    )
+    return transformation in known_transformations or framework in known_frameworks
 
 
 class CostPolicy:
@@ -102,31 +101,8 @@ class CostPolicy:
         value is enough) and ``<t>_from_request``.
         """
         names = list(distribution)
-        if not names or set(fallback_class) != set(names):
-            raise ValueError(
-                "The 'distribution' and 'fallback_class' fields must name the same, "
-                f"non-empty set of targets. Got {sorted(distribution)} and "
-                f"{sorted(fallback_class)} instead."
-            )
-        missing = [t for t in names if t not in self.choosers]
-        if missing:
-            raise ValueError(
-                f"The policy must have a cost choice for every target. Missing "
-                f"{missing}; it has {sorted(self.choosers)}."
-            )
-        probs = {t: np.asarray(distribution[t], dtype=float) for t in names}
-        n = probs[names[0]].shape[0]
-        if any(p.ndim != 2 or p.shape[0] != n for p in probs.values()):
-            raise ValueError(
-                "Every target's distribution must be an (n, K) array for the same n. "
-                f"Got shapes {[p.shape for p in probs.values()]} instead."
-            )
-        dom = np.ones(n, bool) if in_domain is None else np.asarray(in_domain, bool)
-        if dom.shape != (n,):
-            raise ValueError(
-                f"The 'in_domain' field must have one flag per task ({n}). "
-                f"Got shape {dom.shape} instead."
-            )
+        probs, dom = self._checked(distribution, fallback_class, in_domain)
+        n = dom.size
         request = request or {}
         out: dict[str, np.ndarray] = {}
         costs = []
@@ -137,22 +113,7 @@ class CostPolicy:
         for t in names:
             sized = self.choosers[t].choose(probs[t], request.get(t), fallback_class[t])
             if self.choosers[t].kind is not None and not all_in:
-                # An unfamiliar task's distribution says little: it asks for what
-                # its scouts would (its request, else the default).
-                own = ~dom
-                sized.value = np.where(own, sized.default, sized.value)
-                sized.expected_cost = np.where(
-                    own, sized.scouts_cost, sized.expected_cost
-                )
-                sized.p_short = np.where(own, sized.default_p_short, sized.p_short)
-                req = request.get(t)
-                given = (
-                    np.zeros(n, bool)
-                    if req is None
-                    else np.isfinite(np.asarray(req, dtype=float))
-                    & (np.asarray(req, dtype=float) > 0)
-                )
-                sized.from_request = np.where(own, given, sized.from_request)
+                _as_scouts_would(sized, ~dom, request.get(t))
             out[f"{t}_value"] = sized.value
             out[f"{t}_cost"] = sized.expected_cost
             out[f"{t}_confidence"] = 1.0 - sized.p_short
@@ -178,9 +139,65 @@ class CostPolicy:
             **out,
         }
 
+    def _checked(
+        self,
+        distribution: Mapping[str, Any],
+        fallback_class: Mapping[str, Any],
+        in_domain: Any,
+    ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """Return :meth:`decide_table`'s distributions and domain flags as arrays,
+        or raise what is wrong with them."""
+        names = list(distribution)
+        if not names or set(fallback_class) != set(names):
+            raise ValueError(
+                "The 'distribution' and 'fallback_class' fields must name the same, "
+                f"non-empty set of targets. Got {sorted(distribution)} and "
+                f"{sorted(fallback_class)} instead."
+            )
+        missing = [t for t in names if t not in self.choosers]
+        if missing:
+            raise ValueError(
+                f"The policy must have a cost choice for every target. Missing "
+                f"{missing}; it has {sorted(self.choosers)}."
+            )
+        probs = {t: np.asarray(distribution[t], dtype=float) for t in names}
+        n = probs[names[0]].shape[0]
+        if any(p.ndim != 2 or p.shape[0] != n for p in probs.values()):
+            raise ValueError(
+                "Every target's distribution must be an (n, K) array for the same n. "
+                f"Got shapes {[p.shape for p in probs.values()]} instead."
+            )
+        dom = np.ones(n, bool) if in_domain is None else np.asarray(in_domain, bool)
+        if dom.shape != (n,):
+            raise ValueError(
+                f"The 'in_domain' field must have one flag per task ({n}). "
+                f"Got shape {dom.shape} instead."
+            )
+        return probs, dom
+
     def to_dict(self) -> dict[str, Any]:
         """Return the policy's prices as plain values."""
         return self.settings.to_dict()
+
+
+def _as_scouts_would(sized: Sizing, unfamiliar: np.ndarray, request: Any) -> None:
+    """Size the ``unfamiliar`` tasks as their scouts would, in place.
+
+    An unfamiliar task's distribution says little: it asks for what its scouts
+    would (its request, else the default), at the scouts' cost.
+
+    :param sized: one target's :meth:`CostChooser.choose` answer.
+    :param request: (n,) the target's requests (None: none given).
+    """
+    sized.value = np.where(unfamiliar, sized.default, sized.value)
+    sized.expected_cost = np.where(unfamiliar, sized.scouts_cost, sized.expected_cost)
+    sized.p_short = np.where(unfamiliar, sized.default_p_short, sized.p_short)
+    if request is None:
+        given = np.zeros(unfamiliar.size, bool)
+    else:
+        values = np.asarray(request, dtype=float)
+        given = np.isfinite(values) & (values > 0)
+    sized.from_request = np.where(unfamiliar, given, sized.from_request)
 
 
 def reason_of(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,7 @@ from panda_predictor.core.features.history import (
     split_transhome_value,
     text_value,
 )
+from panda_predictor.core.features.matrix_columns import MatrixColumns
 from panda_predictor.core.features.task_features import (
     CATEGORICAL_FEATURES,
     TASK_COLUMNS,
@@ -39,6 +40,7 @@ from panda_predictor.core.features.task_features import (
     task_features,
 )
 from panda_predictor.core.fitted import NotFittedError, check_is_fitted
+from panda_predictor.core.identity_cache import cached_by_identity
 
 __all__ = [
     "CATEGORICAL_FEATURES",
@@ -48,7 +50,6 @@ __all__ = [
     "UNKNOWN",
     "FeaturePipeline",
     "FeatureSchemaError",
-    "MatrixColumns",
     "NotFittedError",
     "check_frame",
 ]
@@ -59,42 +60,6 @@ __all__ = [
 FEATURE_PIPELINE_VERSION = "2"
 #: The explicit bucket for NULL, rare and unseen categorical values (category 0).
 UNKNOWN = "__unknown__"
-
-
-class MatrixColumns(Mapping[str, np.ndarray]):
-    """The columns of a feature matrix by name (:meth:`FeaturePipeline.matrix_columns`).
-
-    ``columns[name]`` is the matrix's column (a view; categorical ones hold codes).
-    """
-
-    def __init__(self, matrix: np.ndarray, positions: Mapping[str, int]) -> None:
-        self.matrix = matrix
-        self._positions = positions
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self.matrix[:, self._positions[name]]
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._positions
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._positions)
-
-    def __len__(self) -> int:
-        return len(self._positions)
-
-    def take(self, names: Sequence[str]) -> np.ndarray:
-        """Return the named columns as an (n, len(names)) float64 array, NaN for a
-        name the matrix does not have."""
-        positions = self._positions
-        found = [j for j, name in enumerate(names) if name in positions]
-        if len(found) == len(names):
-            return self.matrix[:, [positions[name] for name in names]].astype(
-                np.float64
-            )
-        out = np.full((len(self.matrix), len(names)), np.nan)
-        out[:, found] = self.matrix[:, [positions[names[j]] for j in found]]
-        return out
 
 
 class FeaturePipeline:
@@ -325,22 +290,23 @@ class FeaturePipeline:
         order), kept for the last index seen (the service asks one index per task).
         """
         schema = self.numeric_features_
-        cached = getattr(self, "_history_columns_cache", None)
-        if cached is not None and cached[0] is history and cached[1] is schema:
-            return cached[2]
-        names = schema[len(TASK_NUMERIC_FEATURES) :]
-        position = {n: i for i, n in enumerate(history.feature_names)}
-        missing = [n for n in names if n not in position]
-        if missing:
-            raise FeatureSchemaError(
-                "The history index must cover the pipeline's history features. "
-                f"Got one without {missing} instead.",
-                missing=missing,
-            )
-        columns = [position[n] for n in names]
-        in_order = columns == list(range(len(position)))
-        self._history_columns_cache = (history, schema, None if in_order else columns)
-        return self._history_columns_cache[2]
+
+        def columns() -> list[int] | None:
+            names = schema[len(TASK_NUMERIC_FEATURES) :]
+            position = {n: i for i, n in enumerate(history.feature_names)}
+            missing = [n for n in names if n not in position]
+            if missing:
+                raise FeatureSchemaError(
+                    "The history index must cover the pipeline's history features. "
+                    f"Got one without {missing} instead.",
+                    missing=missing,
+                )
+            found = [position[n] for n in names]
+            return None if found == list(range(len(position))) else found
+
+        return cached_by_identity(
+            self, "_history_columns_cache", (history, schema), columns
+        )
 
     @staticmethod
     def _check_records(records: Any) -> list[Mapping[str, Any]]:
@@ -367,15 +333,16 @@ class FeaturePipeline:
 
     def _code_maps(self) -> dict[str, dict[str, int]]:
         """Return value -> category code per categorical feature (built once)."""
-        maps = getattr(self, "_codes_cache", None)
-        if maps is None or maps[0] is not self.vocabularies_:
-            table = {
-                name: {v: i for i, v in enumerate(self.vocabularies_[name])}
+        vocabularies = self.vocabularies_
+        return cached_by_identity(
+            self,
+            "_codes_cache",
+            (vocabularies,),
+            lambda: {
+                name: {v: i for i, v in enumerate(vocabularies[name])}
                 for name in self.categorical_features_
-            }
-            maps = (self.vocabularies_, table)
-            self._codes_cache = maps
-        return maps[1]
+            },
+        )
 
     def to_matrix(self, X: pd.DataFrame) -> np.ndarray:
         """Return a feature frame as the float32 matrix of :meth:`transform_records`.
@@ -400,12 +367,14 @@ class FeaturePipeline:
         the cost of a feature frame.
         """
         self._check_fitted()
-        cached = getattr(self, "_positions_cache", None)
-        if cached is None or cached[0] is not self.feature_names_out_:
-            names = self.feature_names_out_
-            cached = (names, {n: j for j, n in enumerate(names)})
-            self._positions_cache = cached
-        return MatrixColumns(M, cached[1])
+        names = self.feature_names_out_
+        positions = cached_by_identity(
+            self,
+            "_positions_cache",
+            (names,),
+            lambda: {n: j for j, n in enumerate(names)},
+        )
+        return MatrixColumns(M, positions)
 
     def frame_from_matrix(self, M: np.ndarray, index: Any = None) -> pd.DataFrame:
         """Return the feature frame of a :meth:`transform_records` matrix.

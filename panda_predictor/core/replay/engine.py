@@ -19,7 +19,7 @@ cores) and the strategy's requests.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import KW_ONLY, asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -29,11 +29,12 @@ from panda_predictor.core.replay.panda_rules import (
     ReplayRules,
     next_class_up,
     panda_measurement,
-    replay_task,
 )
+from panda_predictor.core.replay.task_replay import replay_task
 
 __all__ = [
     "DEFAULT_N_SCOUTS",
+    "ReplayCase",
     "ReplayOutcome",
     "ReplayRules",
     "next_class_up",
@@ -101,32 +102,18 @@ def _check(arrays: dict[str, Any]) -> dict[str, np.ndarray]:
     return out
 
 
-def replay(
-    strategy: str,
-    resource: str,
-    task: Any,
-    used: Any,
-    run_s: Any,
-    cores: Any,
-    requested: Any,
-    ladder: Any,
-    bulk_delay_s: Any = None,
-    *,
-    scouts: Any = 0,
-    remeasure: Any = False,
-    cap: Any = None,
-    retry_request: Any = None,
-    rules: ReplayRules | None = None,
-) -> ReplayOutcome:
-    """Replay jobs that ask for ``requested`` of ``resource`` ("time" or "memory").
+@dataclass(frozen=True)
+class ReplayCase:
+    """The jobs of one replay, what each asks for, and how PanDA treats them.
 
-    A failed time attempt runs until its limit (``requested`` seconds); a failed
-    memory attempt is assumed to run its whole run time before being killed (an upper
-    bound: logs do not say when memory ran out). Jobs of a task are replayed in the
-    given row order (see :func:`~panda_predictor.core.replay.panda_rules.replay_task`).
-    Per-task settings (``scouts``, ``remeasure``) are read from the task's first row.
+    :func:`replay` and :func:`replay_by_job` take one, so the arguments of a replay
+    are written (and documented) once. A failed time attempt runs until its limit
+    (``requested`` seconds); a failed memory attempt is assumed to run its whole run
+    time before being killed (an upper bound: logs do not say when memory ran out).
+    Jobs of a task are replayed in the given row order (see
+    :func:`~panda_predictor.core.replay.task_replay.replay_task`). Per-task settings
+    (``scouts``, ``remeasure``) are read from the task's first row.
 
-    :param strategy: name reported with the result.
     :param resource: "time" (used/requested in s) or "memory" (MB per core).
     :param task: (n,) task codes.
     :param used: (n,) what each job used.
@@ -143,33 +130,42 @@ def replay(
     :param cap: (n,) measured requests never exceed it (default: no cap).
     :param retry_request: (n,) a strategy's own retry value: a retry asks for at
         least it (default, or 0: PanDA's rule alone).
-    :param rules: retry, maxAttempt and re-measurement rules (default
-        :class:`ReplayRules`).
+    :param rules: retry, maxAttempt and re-measurement rules.
     """
-    jobs = _replay_jobs(
-        resource,
-        task,
-        used,
-        run_s,
-        cores,
-        requested,
-        ladder,
-        bulk_delay_s,
-        scouts=scouts,
-        remeasure=remeasure,
-        cap=cap,
-        retry_request=retry_request,
-        rules=rules,
-    )
+
+    resource: str
+    task: Any
+    used: Any
+    run_s: Any
+    cores: Any
+    requested: Any
+    ladder: Any
+    bulk_delay_s: Any = None
+    _: KW_ONLY
+    scouts: Any = 0
+    remeasure: Any = False
+    cap: Any = None
+    retry_request: Any = None
+    rules: ReplayRules = ReplayRules()
+
+
+def replay(strategy: str, case: ReplayCase) -> ReplayOutcome:
+    """Replay the jobs of ``case`` and return what they cost, summed.
+
+    :param strategy: name reported with the result.
+    :param case: the jobs, their requests and PanDA's rules.
+    """
+    jobs = replay_by_job(case)
     n, n_tasks = jobs.failed.size, jobs.n_tasks
+    time = case.resource == "time"
     return ReplayOutcome(
         strategy=strategy,
         n_jobs=int(n),
         n_tasks=int(n_tasks),
         failed_job_rate=float(jobs.failed.mean()) if n else 0.0,
         lost_core_hours=float(jobs.lost_core_hours.sum()),
-        wasted_core_hours=float(jobs.wasted_hours.sum()) if resource == "time" else 0.0,
-        wasted_gb_hours=float(jobs.wasted_hours.sum()) if resource != "time" else 0.0,
+        wasted_core_hours=float(jobs.wasted_hours.sum()) if time else 0.0,
+        wasted_gb_hours=float(jobs.wasted_hours.sum()) if not time else 0.0,
         mean_bulk_delay_hours=float(jobs.task_bulk_delay_s.mean() / 3600.0)
         if n_tasks
         else 0.0,
@@ -208,57 +204,28 @@ class JobOutcomes:
         return int(self.task_bulk_delay_s.size)
 
 
-def replay_by_job(
-    resource: str,
-    task: Any,
-    used: Any,
-    run_s: Any,
-    cores: Any,
-    requested: Any,
-    ladder: Any,
-    bulk_delay_s: Any = None,
-    **options: Any,
-) -> JobOutcomes:
-    """Return :func:`replay`'s figures per job instead of summed (same arguments
-    but ``strategy``), for paired comparisons such as a bootstrap over days."""
-    return _replay_jobs(
-        resource, task, used, run_s, cores, requested, ladder, bulk_delay_s, **options
-    )
-
-
-def _replay_jobs(
-    resource: str,
-    task: Any,
-    used: Any,
-    run_s: Any,
-    cores: Any,
-    requested: Any,
-    ladder: Any,
-    bulk_delay_s: Any = None,
-    *,
-    scouts: Any = 0,
-    remeasure: Any = False,
-    cap: Any = None,
-    retry_request: Any = None,
-    rules: ReplayRules | None = None,
-) -> JobOutcomes:
-    if resource not in ("time", "memory"):
+def _case_arrays(case: ReplayCase) -> dict[str, np.ndarray]:
+    """Return the per-job arrays of ``case``, defaults filled in, or raise what is
+    wrong with them."""
+    if case.resource not in ("time", "memory"):
         raise ValueError(
             f"The 'resource' field must be 'time' or 'memory'. "
-            f"Got {resource!r} instead."
+            f"Got {case.resource!r} instead."
         )
-    rules = ReplayRules() if rules is None else rules
-    n = np.asarray(used).size
+    n = np.asarray(case.used).size
+    cap, retry_request = case.cap, case.retry_request
     a = _check(
         {
-            "task": task,
-            "used": used,
-            "run_s": run_s,
-            "cores": cores,
-            "requested": requested,
-            "bulk_delay_s": np.zeros(n) if bulk_delay_s is None else bulk_delay_s,
-            "scouts": np.broadcast_to(np.asarray(scouts, dtype=float), (n,)),
-            "remeasure": np.broadcast_to(np.asarray(remeasure, dtype=float), (n,)),
+            "task": case.task,
+            "used": case.used,
+            "run_s": case.run_s,
+            "cores": case.cores,
+            "requested": case.requested,
+            "bulk_delay_s": np.zeros(n)
+            if case.bulk_delay_s is None
+            else case.bulk_delay_s,
+            "scouts": np.broadcast_to(np.asarray(case.scouts, dtype=float), (n,)),
+            "remeasure": np.broadcast_to(np.asarray(case.remeasure, dtype=float), (n,)),
             "cap": np.full(n, np.inf) if cap is None else cap,
             "retry_request": np.zeros(n) if retry_request is None else retry_request,
         }
@@ -268,8 +235,18 @@ def _replay_jobs(
             "The 'scouts' field must hold whole numbers of jobs. "
             f"Got {a['scouts'][a['scouts'] % 1 > 0][:3]} instead."
         )
-    steps = np.sort(np.asarray(ladder, dtype=float))
-    code, order, starts, sizes = _task_index(np.asarray(task))
+    return a
+
+
+def replay_by_job(case: ReplayCase) -> JobOutcomes:
+    """Return :func:`replay`'s figures per job instead of summed, for paired
+    comparisons such as a bootstrap over days."""
+    resource, rules = case.resource, case.rules
+    cap, retry_request = case.cap, case.retry_request
+    a = _case_arrays(case)
+    n = a["used"].size
+    steps = np.sort(np.asarray(case.ladder, dtype=float))
+    code, order, starts, sizes = _task_index(np.asarray(case.task))
     # Every figure below is a sum over jobs: work in task order, where each task's
     # rows are one slice (a view, no copy).
     a = {name: values[order] for name, values in a.items()}
@@ -470,22 +447,19 @@ class ReplayJobs:
         :param remeasure: whether PanDA re-measures the task after
             ``rules.remeasure_after`` finished jobs.
         """
-        return replay(
-            strategy,
-            **self._arguments(value, applied, retry_request, remeasure),
-        )
+        return replay(strategy, self._case(value, applied, retry_request, remeasure))
 
     def by_job(self, value: Any = None, applied: Any = None) -> JobOutcomes:
         """Return :meth:`started_at_once`'s figures per job (re-measured as PanDA
         does); ``value`` None: the scouts' row (:meth:`scouts`)."""
         if value is None:
             value, applied = self.default, np.zeros(self.used.size, dtype=bool)
-        return replay_by_job(**self._arguments(value, applied, None, True))
+        return replay_by_job(self._case(value, applied, None, True))
 
-    def _arguments(
+    def _case(
         self, value: Any, applied: Any, retry_request: Any, remeasure: bool
-    ) -> dict[str, Any]:
-        """Return :func:`replay`'s arguments for a start-at-once strategy."""
+    ) -> ReplayCase:
+        """Return the case :func:`replay` replays for a start-at-once strategy."""
         n = self.used.size
         applied = (
             np.ones(n, dtype=bool)
@@ -494,18 +468,18 @@ class ReplayJobs:
         )
         value = np.maximum(np.minimum(np.asarray(value, dtype=float), self.cap), 1.0)
         delay = scout_delay(self.task, self.run_s, self.rules.n_scouts)
-        return {
-            "requested": np.where(applied, value, self.default),
-            "bulk_delay_s": np.where(applied, 0.0, delay),
-            "scouts": np.where(applied, 0, self.rules.n_scouts),
-            "remeasure": remeasure,
-            "retry_request": retry_request,
+        return ReplayCase(
+            requested=np.where(applied, value, self.default),
+            bulk_delay_s=np.where(applied, 0.0, delay),
+            scouts=np.where(applied, 0, self.rules.n_scouts),
+            remeasure=remeasure,
+            retry_request=retry_request,
             **self._common(),
-        }
+        )
 
     def exact(self, strategy: str = "oracle") -> ReplayOutcome:
         """Return the row of jobs that ask for exactly what they used."""
-        return replay(strategy, requested=self.used, **self._common())
+        return replay(strategy, ReplayCase(requested=self.used, **self._common()))
 
 
 def _per_task(task: np.ndarray, flag: np.ndarray) -> np.ndarray:

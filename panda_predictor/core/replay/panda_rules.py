@@ -77,16 +77,14 @@ Pure Python and numpy.
 from __future__ import annotations
 
 import math
-from bisect import bisect_right, insort
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from panda_predictor.core.labels import DEFAULT_LABEL_PARAMS, LabelParams
+from panda_predictor.core.domain.memory_steps import MEMORY_STEPS_MB
+from panda_predictor.core.label_values import DEFAULT_LABEL_PARAMS, LabelParams
 
-#: Memory steps of panda-server's ``increase_memory`` retries, MB per core.
-PANDA_RAM_STEPS_MB: tuple[float, ...] = (1000.0, 2000.0, 3000.0, 4000.0, 6000.0, 8000.0)
 #: Share of a task's files above the task's ramCount that makes PanDA raise the task.
 TASK_RAISE_FRACTION = 0.3
 #: Scout jobs per task (PanDA sends about 10; trace "tasks" are smaller).
@@ -120,7 +118,7 @@ class ReplayRules:
     """
 
     memory_retry: str = "panda"
-    memory_steps: tuple[float, ...] = PANDA_RAM_STEPS_MB
+    memory_steps: tuple[float, ...] = MEMORY_STEPS_MB
     task_raise_fraction: float = TASK_RAISE_FRACTION
     fixed_unit: bool = False
     n_scouts: int = DEFAULT_N_SCOUTS
@@ -252,7 +250,7 @@ def _step_above(value: float, steps: tuple[float, ...]) -> float | None:
     return None
 
 
-def _memory_retry(
+def memory_retry_by_counts(
     own: float,
     job_request: float,
     task_ram: float,
@@ -303,154 +301,8 @@ def panda_memory_retry(
     :param rules: steps, fraction and unit.
     """
     above = sum(1 for value in file_ram if value > task_ram)
-    return _memory_retry(
+    return memory_retry_by_counts(
         file_ram[job], job_request, task_ram, above, max(file_ram), len(file_ram), rules
-    )
-
-
-@dataclass
-class TaskReplay:
-    """What happened to each job of one task (arrays in the task's job order)."""
-
-    final_request: np.ndarray
-    failed_attempts: np.ndarray
-    lost: np.ndarray
-    lost_s: np.ndarray
-    lost_mb_s: np.ndarray
-
-
-class _RaisedFiles:
-    """The ramCounts PanDA gave a task's files, sorted, for the 30 % count."""
-
-    def __init__(self, n_files: int) -> None:
-        self.n_files = n_files
-        self.sorted: list[float] = []
-        self.own: dict[int, float] = {}
-
-    def retry(
-        self, job: int, job_request: float, task_ram: float, rules: ReplayRules
-    ) -> tuple[float, float]:
-        """Apply PanDA's memory retry to ``job``; return its file and task ramCount."""
-        old = self.own.get(job, 0.0)
-        above = len(self.sorted) - bisect_right(self.sorted, task_ram)
-        largest = self.sorted[-1] if self.sorted else 0.0
-        own, task = _memory_retry(
-            old, job_request, task_ram, above, largest, self.n_files, rules
-        )
-        if own != old:
-            if old > 0:
-                self.sorted.pop(bisect_right(self.sorted, old) - 1)
-            insort(self.sorted, own)
-            self.own[job] = own
-        return own, task
-
-
-def replay_task(
-    used: np.ndarray,
-    run_s: np.ndarray,
-    requested: np.ndarray,
-    resource: str,
-    ladder: np.ndarray,
-    rules: ReplayRules,
-    *,
-    n_scouts: int = 0,
-    remeasure: bool = False,
-    cap: np.ndarray | None = None,
-    retry_request: np.ndarray | None = None,
-) -> TaskReplay:
-    """Replay one task's jobs one after another, with retries and re-measurements.
-
-    A job's retries are settled before the next job starts, so whatever they taught
-    PanDA (raised files, a raised task) reaches every later job: optimistic for
-    PanDA, where many jobs run at once. A job is lost after ``rules.max_attempts``
-    failed attempts; a retry asks for what PanDA's rule gives, and at least the
-    job's ``retry_request`` when there is one. A retry one class up stops at the
-    job's ``cap`` (the user's request) until an attempt at the cap itself failed;
-    PanDA's memory steps are PanDA's and are not capped.
-
-    With ``n_scouts`` > 0 the first ``n_scouts`` jobs are scouts asking for their
-    requests; once they are settled, every later job asks for
-    :func:`panda_measurement` of the finished scouts. With ``remeasure``, once
-    ``rules.remeasure_after`` jobs of the task finished (points reached while the
-    scouts run are covered by the scouts' measurement), every later job asks for
-    the measurement of all finished jobs. A measured request is at most ``cap``,
-    and overwrites the task's ramCount (an earlier task-wide raise is dropped). A
-    memory task with ``rules.fixed_unit`` is never measured.
-
-    One pass over the jobs in Python; the finished uses are only sorted at the
-    few measurements (PanDA's percentiles), so a task costs O(n) plus those sorts.
-    """
-    n = used.size
-    panda_memory = resource == "memory" and rules.memory_retry == "panda"
-    measured = not (resource == "memory" and rules.fixed_unit)
-    time_resource = resource == "time"
-    base = requested.tolist()
-    use, run = used.tolist(), run_s.tolist()
-    caps = cap.tolist() if cap is not None else None
-    retries = retry_request.tolist() if retry_request is not None else None
-    steps = ladder.tolist()
-    points = list(rules.remeasure_after) if remeasure and measured else []
-    scouts_end = n_scouts - 1 if 0 < n_scouts < n else -1
-    final = [0.0] * n
-    failed = [0] * n
-    lost = [False] * n
-    lost_s = [0.0] * n
-    lost_mb_s = [0.0] * n
-    files = _RaisedFiles(n)
-    finished: list[float] = []
-    value: float | None = None  # PanDA's latest measurement, if any
-    floor = 0.0
-    for j in range(n):
-        own_request = base[j]
-        if value is not None:
-            own_request = value if caps is None else min(value, caps[j])
-        request = max(own_request, floor) if panda_memory else own_request
-        attempts = 0
-        while request < use[j]:
-            attempt_s = request if time_resource else run[j]
-            attempts += 1
-            lost_s[j] += attempt_s
-            if not time_resource:
-                lost_mb_s[j] += request * attempt_s
-            if attempts >= rules.max_attempts:
-                lost[j] = True
-                break
-            if panda_memory:
-                task_ram = max(own_request, floor)
-                own, raised = files.retry(j, request, task_ram, rules)
-                if raised > task_ram:
-                    floor = raised
-                retry = max(task_ram, floor, own)
-            else:
-                at = bisect_right(steps, request)
-                retry = steps[at] if at < len(steps) else request * 2.0
-                # The job never runs past the user's request (the batch system
-                # stops it there): a retry asks for more only once the request
-                # itself failed.
-                if caps is not None and request < caps[j]:
-                    retry = min(retry, caps[j])
-            if retries is not None:
-                retry = max(retry, retries[j])
-            request = retry
-        failed[j] = attempts
-        final[j] = request
-        if not lost[j]:
-            finished.append(use[j])
-        if j == scouts_end:
-            if measured and finished:
-                value = panda_measurement(resource, finished, rules.time_rule)
-                floor = 0.0
-            points = [p for p in points if p > len(finished)]
-        elif j > scouts_end and points and len(finished) == points[0]:
-            value = panda_measurement(resource, finished, rules.time_rule)
-            floor = 0.0
-            points.pop(0)
-    return TaskReplay(
-        np.array(final),
-        np.array(failed, dtype=int),
-        np.array(lost, dtype=bool),
-        np.array(lost_s),
-        np.array(lost_mb_s),
     )
 
 

@@ -96,24 +96,12 @@ def peer_requests(
     :param window: how many of the newest visible jobs of a key count, >= 1.
     :raises ValueError: on an unknown method, ragged or invalid arrays.
     """
-    if method not in PEER_METHODS:
-        raise ValueError(
-            f"The 'method' field must be one of {PEER_METHODS}. Got {method!r} instead."
-        )
-    if isinstance(window, bool) or not isinstance(window, int | np.integer):
-        raise ValueError(
-            f"The 'window' field must be a positive integer. Got {window!r} instead."
-        )
-    if window < 1:
-        raise ValueError(
-            f"The 'window' field must be a positive integer. Got {window} instead."
-        )
+    _check_options(method, window)
     columns = _check_columns(method, key, submit_s, known_s, used, cap, x)
     code, submit, known, use, cap_v, feature = columns
     n = use.size
-    first = np.full(n, np.nan)
     if n == 0:
-        return first, first.copy()
+        return np.full(0, np.nan), np.full(0, np.nan)
     start, end = _visible_rows(code, submit, known, window)
     seen = end > start
     # Jobs submitted before any new job of their key ended share one window: each
@@ -129,21 +117,56 @@ def peer_requests(
         use[order],
         feature[order] if feature is not None else None,
     )
-    which = which.reshape(-1)
+    per_window = tuple(part[which.reshape(-1)] for part in sized)
+    return _job_requests(method, per_window, seen, feature, cap_v)
+
+
+def _check_options(method: str, window: Any) -> None:
+    """Raise what is wrong with :func:`peer_requests`' ``method`` or ``window``."""
+    if method not in PEER_METHODS:
+        raise ValueError(
+            f"The 'method' field must be one of {PEER_METHODS}. Got {method!r} instead."
+        )
+    if isinstance(window, bool) or not isinstance(window, int | np.integer):
+        raise ValueError(
+            f"The 'window' field must be a positive integer. Got {window!r} instead."
+        )
+    if window < 1:
+        raise ValueError(
+            f"The 'window' field must be a positive integer. Got {window} instead."
+        )
+
+
+def _job_requests(
+    method: str,
+    sized: tuple[np.ndarray, ...],
+    seen: np.ndarray,
+    feature: np.ndarray | None,
+    cap: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return each job's (first request, retry request) from its window's sizing.
+
+    :param sized: :func:`_size_windows`' parts, one row per job with history.
+    :param seen: (n,) whether the job's key had visible history.
+    :param feature: (n,) the regression's feature (``"witt_lwr"`` only).
+    :param cap: (n,) the user's request (inf: none).
+    """
+    n = seen.size
+    first = np.full(n, np.nan)
     if method == "witt_lwr":
         assert feature is not None
-        intercept, slope, offset, smallest = (part[which] for part in sized)
+        intercept, slope, offset, smallest = sized
         first[seen] = np.maximum(intercept + slope * feature[seen] + offset, smallest)
     else:
-        first[seen] = sized[0][which]
+        first[seen] = sized[0]
     retry = np.full(n, np.nan)
     if method == "tovar":
         # The largest visible use: the retry Tovar et al. call "max seen".
-        retry[seen] = sized[1][which]
+        retry[seen] = sized[1]
     else:
         retry[seen] = WITT_RETRY_FACTOR * first[seen]
-    first = np.where(seen, np.minimum(first, cap_v), cap_v)
-    retry = np.where(seen, np.minimum(retry, cap_v), cap_v)
+    first = np.where(seen, np.minimum(first, cap), cap)
+    retry = np.where(seen, np.minimum(retry, cap), cap)
     first[np.isinf(first)] = np.nan
     retry[np.isinf(retry)] = np.nan
     return first, retry

@@ -9,15 +9,14 @@ import pandas as pd
 import pytest
 
 from panda_predictor.core.assess.drift import (
-    DriftResult,
     DriftThresholds,
     build_profile,
     class_drift,
     expected_psi,
     feature_drift,
-    performance_drift,
     psi,
 )
+from panda_predictor.core.assess.drift_verdict import DriftResult, performance_drift
 
 
 def _tasks(

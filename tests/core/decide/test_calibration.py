@@ -8,6 +8,10 @@ from datetime import datetime
 import numpy as np
 import pytest
 
+from panda_predictor.core.assess.calibration_error import (
+    cumulative_calibration_error,
+    expected_calibration_error,
+)
 from panda_predictor.core.decide.calibration import (
     DEFAULT_METHOD,
     METHODS,
@@ -15,11 +19,8 @@ from panda_predictor.core.decide.calibration import (
     TemperatureCalibrator,
     calibrated_mixture,
     calibrator_from_dict,
-    cumulative_calibration_error,
-    expected_calibration_error,
     fit_calibrator,
     make_calibrator,
-    reliability_table,
     served_mixture,
 )
 from panda_predictor.core.decide.tail_rule import confidence
@@ -163,17 +164,6 @@ def test_unknown_labels_are_left_out_of_the_fit(calibrated):
     a = fit_calibrator(truth**2, labels, "temperature")
     b = fit_calibrator(truth[1::2] ** 2, y[1::2], "temperature")
     assert a.temperature_ == pytest.approx(b.temperature_)
-
-
-def test_reliability_table_bins_the_confidences():
-    proba = np.array([[0.95, 0.05], [0.95, 0.05], [0.55, 0.45], [0.55, 0.45]])
-    y = np.array([0, 1, 0, 0])
-    table = reliability_table(proba, y, n_bins=10)
-    assert table.n.sum() == 4 and table.n[9] == 2 and table.n[5] == 2
-    assert table.accuracy[9] == 0.5 and table.accuracy[5] == 1.0
-    # Top-label ECE: half the rows 0.45 too confident, half 0.45 too shy.
-    assert expected_calibration_error(proba, y, n_bins=10) == pytest.approx(0.45)
-    assert table.to_dict()["accuracy"][0] is None  # an empty bin
 
 
 def test_served_mixture_mixes_a_followed_rule_with_the_model():

@@ -5,13 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from panda_predictor.core.bins import TargetBins
-from panda_predictor.core.decide.cost_choice import (
-    CostChooser,
-    CostSettings,
-    UseTable,
-    job_cost,
-)
+from panda_predictor.core.decide.cost_choice import CostChooser, CostSettings, job_cost
+from panda_predictor.core.decide.use_table import UseTable
 
 #: Class 0 always uses 100 s, class 1 always 1000 s.
 TWO_TIMES = UseTable(((100.0,) * 4, (1000.0,) * 4))
@@ -114,16 +109,6 @@ def test_the_scouts_cost_their_first_jobs_at_the_default():
         np.array([[1.0, 0.0], [1.0, 0.0]]), request=[2000.0, np.nan]
     )
     assert sized.scouts_cost == pytest.approx([19.0, 9.0])
-
-
-def test_use_tables_fit_round_trip_and_fall_back_to_the_bins():
-    bins = TargetBins("walltime", (100.0,), (90.0, 500.0))
-    values = np.array([10.0, 20.0, 30.0, 200.0])
-    table = UseTable.fit(values, bins.assign(values), bins, n_points=2)
-    assert table.array.tolist() == [[15.0, 25.0], [200.0, 200.0]]
-    assert UseTable.from_dict(table.to_dict()) == table
-    empty = UseTable.fit(values[:3], bins.assign(values[:3]), bins, n_points=2)
-    assert empty.array[1].tolist() == UseTable.from_bins(bins, 2).array[1].tolist()
 
 
 @pytest.mark.parametrize(

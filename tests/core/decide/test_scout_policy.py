@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from panda_predictor.core.decide.cost_choice import CostChooser, CostSettings, UseTable
+from panda_predictor.core.decide.cost_choice import CostChooser, CostSettings
 from panda_predictor.core.decide.scout_policy import (
     APPLIED,
     CHEAPER,
@@ -15,6 +15,7 @@ from panda_predictor.core.decide.scout_policy import (
     in_training_domain,
     reason_of,
 )
+from panda_predictor.core.decide.use_table import UseTable
 
 #: walltime: class 0 uses 100 s, class 1 1000 s; iointensity: 10 or 800 kBPerS.
 TABLES = {

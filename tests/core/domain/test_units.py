@@ -10,7 +10,7 @@ import pytest
 from test_db_support import add_task, make_prediction, task_row
 
 from panda_predictor.core.bins import BinSet, TargetBins
-from panda_predictor.core.decide.cost_choice import UseTable
+from panda_predictor.core.decide.use_table import UseTable
 from panda_predictor.core.domain.units import (
     cputime_to_panda,
     from_panda,

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from panda_predictor.core.replay.engine import (
+    ReplayCase,
     ReplayJobs,
     ReplayRules,
     next_class_up,
@@ -22,14 +23,16 @@ LADDER = [10.0, 20.0, 40.0]
 def test_time_replay_fails_retries_one_class_up_and_counts_waste():
     out = replay(
         "s",
-        "time",
-        task=[0, 0],
-        used=[15, 5],
-        run_s=[15, 5],
-        cores=[2, 1],
-        requested=[10, 10],
-        ladder=LADDER,
-        bulk_delay_s=[0, 3600],
+        ReplayCase(
+            "time",
+            task=[0, 0],
+            used=[15, 5],
+            run_s=[15, 5],
+            cores=[2, 1],
+            requested=[10, 10],
+            ladder=LADDER,
+            bulk_delay_s=[0, 3600],
+        ),
     )
     assert out.failed_job_rate == 0.5
     assert out.lost_core_hours == pytest.approx(20 / 3600)  # 10 s x 2 cores
@@ -41,14 +44,16 @@ def test_time_replay_fails_retries_one_class_up_and_counts_waste():
 def test_memory_replay_wastes_gb_hours_and_loses_whole_runs():
     out = replay(
         "s",
-        "memory",
-        task=[0, 1],
-        used=[1024, 3000],
-        run_s=[3600, 7200],
-        cores=[1, 2],
-        requested=[2048, 2048],
-        ladder=[2048, 4096],
-        rules=ReplayRules(memory_retry="ladder"),
+        ReplayCase(
+            "memory",
+            task=[0, 1],
+            used=[1024, 3000],
+            run_s=[3600, 7200],
+            cores=[1, 2],
+            requested=[2048, 2048],
+            ladder=[2048, 4096],
+            rules=ReplayRules(memory_retry="ladder"),
+        ),
     )
     assert out.failed_job_rate == 0.5
     assert out.lost_core_hours == pytest.approx(4.0)  # 7200 s x 2 cores
@@ -63,13 +68,15 @@ def test_memory_replay_retries_on_pandas_steps_by_default():
     # 2048 -> 3000 (PanDA's next step), not 4096 (the next class).
     out = replay(
         "s",
-        "memory",
-        task=[0, 1],
-        used=[1024, 3000],
-        run_s=[3600, 7200],
-        cores=[1, 2],
-        requested=[2048, 2048],
-        ladder=[2048, 4096],
+        ReplayCase(
+            "memory",
+            task=[0, 1],
+            used=[1024, 3000],
+            run_s=[3600, 7200],
+            cores=[1, 2],
+            requested=[2048, 2048],
+            ladder=[2048, 4096],
+        ),
     )
     assert out.failed_job_rate == 0.5
     assert out.wasted_gb_hours == pytest.approx(1024 * 3600 / 1024 / 3600)
@@ -81,7 +88,7 @@ def test_above_the_top_class_the_request_doubles():
         20.0,
         80.0,
     ]
-    out = replay("s", "time", [0], [100], [100], [1], [40], LADDER)
+    out = replay("s", ReplayCase("time", [0], [100], [100], [1], [40], LADDER))
     assert out.lost_core_hours == pytest.approx((40 + 80) / 3600)
 
 
@@ -101,14 +108,16 @@ def test_the_scouts_row_asks_for_pandas_measurement_of_the_scouts():
     # 1265 MB (PanDA rounds down). Task 1 has one job: a scout, nothing after it.
     out = replay(
         "scouts",
-        "memory",
-        task=[0, 0, 0, 0, 1],
-        used=[1000, 1200, 1100, 1250, 900],
-        run_s=[3600] * 5,
-        cores=[1] * 5,
-        requested=[5000] * 5,
-        ladder=[5000],
-        scouts=2,
+        ReplayCase(
+            "memory",
+            task=[0, 0, 0, 0, 1],
+            used=[1000, 1200, 1100, 1250, 900],
+            run_s=[3600] * 5,
+            cores=[1] * 5,
+            requested=[5000] * 5,
+            ladder=[5000],
+            scouts=2,
+        ),
     )
     assert out.failed_job_rate == 0.0
     wasted_mb = (5000 - 1000) + (5000 - 1200) + (1265 - 1100) + (1265 - 1250) + 4100
@@ -140,7 +149,6 @@ def test_the_scouts_row_asks_for_pandas_measurement_of_the_scouts():
 )
 def test_replay_errors(kwargs, match):
     args = {
-        "strategy": "s",
         "resource": "time",
         "task": [0],
         "used": [1],
@@ -150,7 +158,7 @@ def test_replay_errors(kwargs, match):
         "ladder": LADDER,
     }
     with pytest.raises(ValueError, match=match):
-        replay(**{**args, **kwargs})
+        replay("s", ReplayCase(**{**args, **kwargs}))
 
 
 @pytest.mark.parametrize("n_scouts", [0, 1.5], ids=["none", "fractional"])
@@ -227,14 +235,16 @@ def test_a_time_retry_stops_at_the_request_until_the_request_failed():
     # too, and only then goes one class up.
     over = replay(
         "x",
-        "time",
-        task=[0],
-        used=[150.0],
-        run_s=[150.0],
-        cores=[1.0],
-        requested=[90.0],
-        ladder=[50.0, 200.0, 400.0],
-        cap=[120.0],
+        ReplayCase(
+            "time",
+            task=[0],
+            used=[150.0],
+            run_s=[150.0],
+            cores=[1.0],
+            requested=[90.0],
+            ladder=[50.0, 200.0, 400.0],
+            cap=[120.0],
+        ),
     )
     assert over.retries_per_job == 2.0
     assert over.wasted_core_hours == pytest.approx(50 / 3600)

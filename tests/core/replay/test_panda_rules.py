@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from panda_predictor.core.replay.engine import ReplayRules, replay
+from panda_predictor.core.replay.engine import ReplayCase, ReplayRules, replay
 from panda_predictor.core.replay.panda_rules import (
-    PANDA_RAM_STEPS_MB,
     panda_measurement,
     panda_memory_retry,
 )
@@ -43,10 +42,6 @@ def test_a_failed_job_gets_the_next_step_strictly_above_its_request(
     assert (file_ram, task_ram) == (expected, 500.0)
 
 
-def test_the_ladder_is_pandas():
-    assert PANDA_RAM_STEPS_MB == (1000, 2000, 3000, 4000, 6000, 8000)
-
-
 def test_more_than_30_percent_raised_files_raise_the_task():
     # 4 of 10 files already at 3000 above the task's 2000: the task goes to the
     # step above max(2000, 3000 - 1) = 3000; the job's own files stay as they are.
@@ -65,7 +60,9 @@ def test_more_than_30_percent_raised_files_raise_the_task():
 
 def test_one_job_climbs_the_steps_and_every_attempt_is_lost():
     five = ReplayRules(max_attempts=5)
-    out = replay("s", "memory", [0], [4500], [3600], [1], [1500], [1500], rules=five)
+    out = replay(
+        "s", ReplayCase("memory", [0], [4500], [3600], [1], [1500], [1500], rules=five)
+    )
     # 1500 -> 2000 -> 3000 -> 4000 -> 6000: four failed attempts of an hour each.
     assert out.retries_per_job == 4 and out.lost_job_rate == 0.0
     assert out.lost_core_hours == pytest.approx(4.0)
@@ -75,21 +72,26 @@ def test_one_job_climbs_the_steps_and_every_attempt_is_lost():
 
 def test_max_attempt_loses_a_job_after_its_last_failed_attempt():
     # JEDI's default maxAttempt is 3: 1500, 2000 and 3000 fail, the job is lost.
-    out = replay("s", "memory", [0], [4500], [3600], [1], [1500], [1500])
+    out = replay("s", ReplayCase("memory", [0], [4500], [3600], [1], [1500], [1500]))
     assert out.lost_job_rate == 1.0 and out.retries_per_job == 2
     assert out.lost_core_hours == pytest.approx(3.0)
     assert out.lost_gb_hours == pytest.approx((1500 + 2000 + 3000) / 1024)
     assert out.wasted_gb_hours == 0.0  # a lost job wastes nothing, it lost it all
     # Time: 10 -> 20 -> 40 s fail; with 6 attempts 80 and 160 fail, 320 passes.
-    args = ("s", "time", [0], [300], [300], [1], [10], [10, 20, 40])
-    assert replay(*args).lost_core_hours == pytest.approx((10 + 20 + 40) / 3600)
-    six = replay(*args, rules=ReplayRules(max_attempts=6))
+    args = ("time", [0], [300], [300], [1], [10], [10, 20, 40])
+    assert replay("s", ReplayCase(*args)).lost_core_hours == pytest.approx(
+        (10 + 20 + 40) / 3600
+    )
+    six = replay("s", ReplayCase(*args, rules=ReplayRules(max_attempts=6)))
     assert six.lost_job_rate == 0.0 and six.retries_per_job == 5
     assert six.wasted_core_hours == pytest.approx((320 - 300) / 3600)
 
 
 def test_a_job_above_the_top_step_fails_until_its_max_attempt():
-    out = replay("s", "memory", [0, 0], [9000, 100], [60, 60], [1, 1], [8000] * 2, [1])
+    out = replay(
+        "s",
+        ReplayCase("memory", [0, 0], [9000, 100], [60, 60], [1, 1], [8000] * 2, [1]),
+    )
     # PanDA has nothing above 8000: the job is retried as it is, 3 attempts lost.
     assert out.failed_job_rate == 0.5 and out.lost_job_rate == 0.5
     assert out.retries_per_job == pytest.approx(2 / 2)
@@ -102,25 +104,32 @@ def test_the_task_wide_raise_spares_the_rest_of_the_task():
     # Ten jobs asking 2000 use 2500 each. Jobs 0-3 are raised to 3000 one by one;
     # at job 4, 4/10 files are above the task: the task goes to 3000 and jobs 5-9
     # run at once.
-    args = ("s", "memory", [0] * 10, [2500] * 10, [60] * 10, [1] * 10, [2000] * 10)
-    out = replay(*args, [2000])
+    args = ("memory", [0] * 10, [2500] * 10, [60] * 10, [1] * 10, [2000] * 10)
+    out = replay("s", ReplayCase(*args, [2000]))
     assert out.failed_job_rate == 0.5 and out.retries_per_job == 0.5
-    fixed = replay(*args, [2000], rules=ReplayRules(fixed_unit=True))
+    fixed = replay("s", ReplayCase(*args, [2000], rules=ReplayRules(fixed_unit=True)))
     assert fixed.failed_job_rate == 1.0
 
 
 def test_a_retry_asks_at_least_the_strategys_retry_request():
     # Time: 10 s fails; PanDA's rule says 20 (which would fail too), the
     # strategy's retry request says 35: one failed attempt, no waste.
-    args = ("s", "time", [0], [35], [35], [1], [10], [10, 20, 40])
-    assert replay(*args).retries_per_job == 2  # 10 and 20 fail, 40 passes
-    out = replay(*args, retry_request=[35])
+    args = ("time", [0], [35], [35], [1], [10], [10, 20, 40])
+    assert (
+        replay("s", ReplayCase(*args)).retries_per_job == 2
+    )  # 10 and 20 fail, 40 passes
+    out = replay("s", ReplayCase(*args, retry_request=[35]))
     assert out.retries_per_job == 1 and out.wasted_core_hours == 0.0
     # A retry request below PanDA's rule changes nothing: max(5, 20) = 20.
-    assert replay(*args, retry_request=[5]) == replay(*args)
+    assert replay("s", ReplayCase(*args, retry_request=[5])) == replay(
+        "s", ReplayCase(*args)
+    )
     # Memory: 1500 fails, PanDA's step is 2000, the strategy's 5000.
     mem = replay(
-        "s", "memory", [0], [4500], [3600], [1], [1500], [1], retry_request=[5000]
+        "s",
+        ReplayCase(
+            "memory", [0], [4500], [3600], [1], [1500], [1], retry_request=[5000]
+        ),
     )
     assert mem.retries_per_job == 1 and mem.lost_job_rate == 0.0
     assert mem.wasted_gb_hours == pytest.approx(500 / 1024)
@@ -158,14 +167,16 @@ def test_panda_re_measures_memory_after_5_and_after_100_finished_jobs():
     400). Failed jobs 2/110; wasted 9000 + 3320 + 580 = 12900 MB-h; lost 1430 +
     1540 = 2970 MB-h.
     """
-    out = replay("s", "memory", ladder=[3000.0], remeasure=True, **memory_task())
+    out = replay(
+        "s", ReplayCase("memory", ladder=[3000.0], remeasure=True, **memory_task())
+    )
     assert out.failed_job_rate == pytest.approx(2 / 110)
     assert out.lost_job_rate == 0.0
     assert out.wasted_gb_hours == pytest.approx(12900 / 1024)
     assert out.lost_gb_hours == pytest.approx(2970 / 1024)
     assert out.lost_core_hours == pytest.approx(2.0)
     # Never re-measured, every job keeps 3000: no failure, much more waste.
-    kept = replay("s", "memory", ladder=[3000.0], **memory_task())
+    kept = replay("s", ReplayCase("memory", ladder=[3000.0], **memory_task()))
     assert kept.failed_job_rate == 0.0
     assert kept.wasted_gb_hours == pytest.approx(
         sum(3000 - u for u in memory_task()["used"]) / 1024
@@ -173,8 +184,13 @@ def test_panda_re_measures_memory_after_5_and_after_100_finished_jobs():
     # An MBPerCoreFixed task is never re-measured.
     fixed = ReplayRules(fixed_unit=True)
     assert replay(
-        "s", "memory", ladder=[3000.0], remeasure=True, rules=fixed, **memory_task()
-    ) == replay("s", "memory", ladder=[3000.0], rules=fixed, **memory_task())
+        "s",
+        ReplayCase(
+            "memory", ladder=[3000.0], remeasure=True, rules=fixed, **memory_task()
+        ),
+    ) == replay(
+        "s", ReplayCase("memory", ladder=[3000.0], rules=fixed, **memory_task())
+    )
 
 
 def test_panda_re_measures_time_after_5_and_after_100_finished_jobs():
@@ -201,14 +217,17 @@ def test_panda_re_measures_time_after_5_and_after_100_finished_jobs():
         "requested": [100.0] * n,
         "ladder": [50.0, 100.0, 200.0],
     }
-    out = replay("s", "time", remeasure=True, **args)
+    out = replay("s", ReplayCase("time", remeasure=True, **args))
     assert out.failed_job_rate == pytest.approx(2 / 110)
     assert out.wasted_core_hours == pytest.approx(1683 / 3600)
     assert out.lost_core_hours == pytest.approx(162 / 3600)
     # PanDA's task walltime rule (max x 1.5) instead: 75 s after 5 jobs (job 10
     # fails at 75, retried at 100), 120 s after 100 (job 105 passes).
     wall = replay(
-        "s", "time", remeasure=True, rules=ReplayRules(time_rule="walltime"), **args
+        "s",
+        ReplayCase(
+            "time", remeasure=True, rules=ReplayRules(time_rule="walltime"), **args
+        ),
     )
     assert wall.failed_job_rate == pytest.approx(1 / 110)
     expected = 350 + (94 * 15 + 20) + (9 * 50 + 25)
@@ -220,13 +239,15 @@ def test_the_scouts_measurement_then_the_re_measurements():
     # 1177600 kB x 110 // 100 / 1024 = 1265. Jobs 3-4 use 1250 (waste 15 each);
     # at 5 finished PanDA measures 1000..1250: p75 = 1250 MB -> 1375 MB; job 5
     # uses 1300 (waste 75).
-    args = ("s", "memory", [0] * 6, [1000, 1100, 1200, 1250, 1250, 1300])
+    args = ("memory", [0] * 6, [1000, 1100, 1200, 1250, 1250, 1300])
     rest = ([3600] * 6, [1] * 6, [3000] * 6, [3000])
-    out = replay(*args, *rest, scouts=3, remeasure=True)
+    out = replay("s", ReplayCase(*args, *rest, scouts=3, remeasure=True))
     assert out.failed_job_rate == 0.0
     assert out.wasted_gb_hours == pytest.approx((2000 + 1900 + 1800 + 30 + 75) / 1024)
     # The measurement is capped at the user's request.
-    capped = replay(*args, *rest, scouts=3, remeasure=True, cap=[1200] * 6)
+    capped = replay(
+        "s", ReplayCase(*args, *rest, scouts=3, remeasure=True, cap=[1200] * 6)
+    )
     assert capped.failed_job_rate == pytest.approx(3 / 6)
 
 
@@ -234,8 +255,9 @@ def test_a_measurement_drops_an_earlier_task_wide_raise():
     # Job 0 is raised to 3000; at job 1, 1/3 files are above the task: the task
     # goes to 3000. PanDA's measurement then overwrites the task's ramCount: after
     # 2 finished jobs the last job asks p75(2500, 2500) = 2500 MB -> 2750, not 3000.
-    args = ("s", "memory", [0] * 3, [2500, 2500, 100], [60] * 3, [1] * 3, [2000] * 3)
-    out = replay(*args, [2000], remeasure=True, rules=ReplayRules(remeasure_after=(2,)))
+    args = ("memory", [0] * 3, [2500, 2500, 100], [60] * 3, [1] * 3, [2000] * 3)
+    rules = ReplayRules(remeasure_after=(2,))
+    out = replay("s", ReplayCase(*args, [2000], remeasure=True, rules=rules))
     assert out.wasted_gb_hours == pytest.approx((500 + 500 + 2650) * 60 / 1024 / 3600)
 
 
