@@ -100,11 +100,11 @@ def main() -> None:
     from panda_predictor.serving.predictor import Predictor
     from panda_predictor.serving.recent import IncrementalHistory, read_history_frame
     from panda_predictor.settings import load_settings
-    from pipelines.dataset import read_labelled_history
     from pipelines.demo import history_end
-    from pipelines.load_history import load_history
     from pipelines.simulation import SimulationConfig, simulate_history
-    from pipelines.train import TrainingConfig, train
+    from pipelines.simulation.history_writer import load_history
+    from pipelines.training.dataset import read_labelled_history
+    from pipelines.training.train import TrainingConfig, train
 
     schema = f"pp_bench_{uuid.uuid4().hex[:8]}"
     tmp = tempfile.mkdtemp()

@@ -1,7 +1,8 @@
 """Promote a new bundle to champion only if it meets its goals and is not worse.
 
 Everything the gate judges comes from ONE test set, measured by the training
-pipeline (:mod:`pipelines.gate_evidence`) and handed over as :class:`GateEvidence`:
+pipeline (:mod:`pipelines.retraining.gate_evidence`) and handed over as
+:class:`GateEvidence`:
 
 * the challenger's metrics, and the current champion's on the same tasks;
 * the *replay*: the challenger's served decision run on the test tasks with their
