@@ -103,8 +103,9 @@ def main() -> None:
     from pipelines.demo import history_end
     from pipelines.simulation import SimulationConfig, simulate_history
     from pipelines.simulation.history_writer import load_history
+    from pipelines.training.config import TrainingConfig
     from pipelines.training.dataset import read_labelled_history
-    from pipelines.training.train import TrainingConfig, train
+    from pipelines.training.train import train
 
     schema = f"pp_bench_{uuid.uuid4().hex[:8]}"
     tmp = tempfile.mkdtemp()

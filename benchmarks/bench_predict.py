@@ -73,7 +73,8 @@ def train_bundle(history, kind: str, args: argparse.Namespace, folder: Path) -> 
     """Train a one-kind bundle on ``history``, save it in ``folder``; return it."""
     from panda_predictor.bins_file import load_bins
     from panda_predictor.serving.bundle import save_bundle
-    from pipelines.training.train import TrainingConfig, train
+    from pipelines.training.config import TrainingConfig
+    from pipelines.training.train import train
 
     params = (
         {"n_estimators": args.xgb_estimators}

@@ -63,7 +63,7 @@ def phase_retrain(home: Path, n_jobs: int) -> dict:
     """Retrain over the whole history (XGBoost only)."""
     from pipelines.params import load_params
     from pipelines.retraining.retrain import RetrainConfig, run_retrain
-    from pipelines.training.train import TrainingConfig
+    from pipelines.training.config import TrainingConfig
 
     params = load_params("training", None)
     xgb = {**params.get("xgboost", {}), "n_jobs": n_jobs}

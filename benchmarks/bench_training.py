@@ -34,7 +34,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 def training_config(kinds: list[str], overrides: list[str]) -> Any:
     """Return the served training config with ``kinds`` and ``FIELD=VALUE`` overrides.
 
-    The config is :func:`pipelines.training.train.training_config`'s.
+    The config is :func:`pipelines.training.config.training_config`'s.
 
     Values are YAML (``null``, ``0.3``, ``auto``); a dotted field sets one model
     parameter (``xgboost.n_estimators=150``).
@@ -44,7 +44,7 @@ def training_config(kinds: list[str], overrides: list[str]) -> Any:
     import yaml
 
     from panda_predictor.settings import load_settings
-    from pipelines.training.train import training_config as served_config
+    from pipelines.training.config import training_config as served_config
 
     config = served_config(load_settings(), kinds=tuple(kinds))
     for item in overrides:

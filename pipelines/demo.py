@@ -31,7 +31,7 @@ from pipelines.simulation import HistoryBatch, SimulationConfig, simulate_histor
 from pipelines.simulation.config import yesterday_midnight
 from pipelines.simulation.history_writer import load_history, write_batch
 from pipelines.simulation.outcomes import jobs_after_hook
-from pipelines.training.train import TrainingConfig
+from pipelines.training.config import TrainingConfig
 
 #: Small enough to run in a few minutes on 2 cores, big enough to learn something.
 DEMO_TRAINING = TrainingConfig(

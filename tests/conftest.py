@@ -185,7 +185,8 @@ def trained_bundle_dir(tmp_path_factory, labelled_history):
     """Return the folder of a small XGBoost bundle trained on the simulated history."""
     from panda_predictor.bins_file import load_bins
     from panda_predictor.serving.bundle import save_bundle
-    from pipelines.training.train import TrainingConfig, train
+    from pipelines.training.config import TrainingConfig
+    from pipelines.training.train import train
 
     config = TrainingConfig(model_kinds=("xgboost",), xgboost={"n_estimators": 60})
     result = train(labelled_history, load_bins(), config)

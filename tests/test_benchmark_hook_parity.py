@@ -23,8 +23,9 @@ from panda_predictor.serving.predictor import Predictor
 from panda_predictor.serving.recent import read_history_frame
 from pipelines.simulation import SimulationConfig, simulate_history
 from pipelines.simulation.history_writer import load_history
+from pipelines.training.config import TrainingConfig
 from pipelines.training.dataset import LabelledHistory
-from pipelines.training.train import TrainingConfig, train
+from pipelines.training.train import train
 
 LATER = datetime(2100, 1, 1)
 

@@ -27,7 +27,7 @@ from panda_predictor.serving.predictor import Predictor
 from panda_predictor.serving.pyfunc import BUNDLE_SUBDIR, input_example
 from panda_predictor.settings import load_settings
 from pipelines.retraining.train_and_register import train_and_register
-from pipelines.training.train import TrainingConfig
+from pipelines.training.config import TrainingConfig
 
 pytestmark = [
     pytest.mark.filterwarnings(

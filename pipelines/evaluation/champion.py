@@ -28,9 +28,10 @@ from panda_predictor.db.engine import make_engine
 from panda_predictor.serving.loader import load_champion
 from panda_predictor.settings import Settings
 from pipelines.evaluation.monthly_walk import walk_forward, walk_forward_table
+from pipelines.training.config import TrainingConfig
 from pipelines.training.dataset import LabelledHistory, read_labelled_history
 from pipelines.training.report import write_report
-from pipelines.training.train import TrainingConfig, class_labels
+from pipelines.training.train import class_labels
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,9 @@ from panda_predictor.core.assess.splits import TimeSplit
 from panda_predictor.core.bins import BinSet
 from panda_predictor.errors import UserInputError
 from pipelines.evaluation.walk_forward import walk_periods
+from pipelines.training.config import TrainingConfig
 from pipelines.training.dataset import LabelledHistory
-from pipelines.training.train import TrainingConfig, train
+from pipelines.training.train import train
 
 log = logging.getLogger(__name__)
 

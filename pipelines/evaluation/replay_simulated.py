@@ -44,8 +44,9 @@ from panda_predictor.serving.bundle import Bundle
 from panda_predictor.serving.predictor import Predictor
 from pipelines.evaluation.trace.replay import REMEASURED, format_goals
 from pipelines.simulation import SimulationConfig, simulate_frames
+from pipelines.training.config import TrainingConfig
 from pipelines.training.dataset import LabelledHistory, frames_to_history
-from pipelines.training.train import TrainingConfig, train
+from pipelines.training.train import train
 
 #: PanDA's default memory request of a scout job, in MBPerCore (the queue's).
 DEFAULT_SCOUT_RAM_MB = DEFAULT_RAM_MB_PER_CORE

@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from prometheus_client import Gauge
@@ -34,6 +34,11 @@ from panda_predictor.core.assess.feedback import target_scores
 from panda_predictor.core.domain.targets import TARGET_NAMES
 from panda_predictor.metrics import publish_drift_run
 from panda_predictor.settings import Settings
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from model_registry.cache import ChampionBundle
 
 log = logging.getLogger(__name__)
 
@@ -216,16 +221,52 @@ def check_drift(
         ``<home>/monitoring/drift-*.json``.
     """
     from model_registry.cache import load_champion_bundle_dir
-    from model_registry.registry import RegistryError
-    from panda_predictor.db.engine import make_engine
-    from panda_predictor.db.outcomes import read_created_tasks, read_outcomes
-    from panda_predictor.serving.bundle import load_bundle
-    from panda_predictor.serving.predictor import Predictor
-    from panda_predictor.serving.recent import read_history_frame
 
     until = until or datetime.now(UTC).replace(tzinfo=None)
     since = since or until - timedelta(days=days)
     champion = load_champion_bundle_dir(settings)
+    profile = _reference_profile(champion)
+    thresholds = thresholds_from(settings)
+    result, outcomes = _recent_drift(
+        settings, champion, profile, thresholds, since, until, feedback_days, classify
+    )
+    if not outcomes.empty:
+        outcomes = outcomes[outcomes["model_version"] == str(champion.version)]
+    # The bundle's own manifest holds its test figures: no registry call needed,
+    # so the check also works from the cached champion when MLflow is down.
+    manifest = json.loads((champion.path / "bundle.json").read_text())
+    test_metrics = dict(manifest.get("metrics", {}))
+    scores = (
+        {t: target_scores(outcomes, t) for t in TARGET_NAMES} if len(outcomes) else {}
+    )
+    result.performance = performance_drift(scores, test_metrics, thresholds)
+    out_dir = settings.home / "monitoring"
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    json_path = out_dir / f"drift-{stamp}.json"
+    run = DriftRun(since, until, champion.version, result, json_path, None)
+    _publish_gauges(run)
+    if record:
+        run.database_id = _record_in_database(settings, run)
+        run.run_id = _log_mlflow(settings, run)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        _write_json(run)
+    log.info(
+        "drift check %s..%s on version %s: %d tasks, %d outcomes, verdict %s %s",
+        since,
+        until,
+        champion.version,
+        result.n_tasks,
+        result.n_outcomes,
+        result.verdict,
+        result.reasons,
+    )
+    return run
+
+
+def _reference_profile(champion: ChampionBundle) -> dict[str, Any]:
+    """Return the reference profile the champion's training stored in its bundle."""
+    from model_registry.registry import RegistryError
+
     ref_path = champion.path / REFERENCE_FILE
     if not ref_path.is_file():
         # The registry holds a champion this code cannot check: an operator's
@@ -235,8 +276,30 @@ def check_drift(
             f"{REFERENCE_FILE} to check drift. Got none in {str(champion.path)!r}: "
             "retrain with this panda-predictor ('panda-predictor retrain')."
         )
-    profile = json.loads(ref_path.read_text())
-    thresholds = thresholds_from(settings)
+    return json.loads(ref_path.read_text())
+
+
+def _recent_drift(
+    settings: Settings,
+    champion: ChampionBundle,
+    profile: dict[str, Any],
+    thresholds: DriftThresholds,
+    since: datetime,
+    until: datetime,
+    feedback_days: int,
+    classify: bool,
+) -> tuple[DriftResult, pd.DataFrame]:
+    """Score the window's tasks against the profile; return it and the feedback.
+
+    The feature drift always; the predicted classes' drift when ``classify`` (runs
+    the champion on the tasks, before the expert combination follows any rule).
+    """
+    from panda_predictor.db.engine import make_engine
+    from panda_predictor.db.outcomes import read_created_tasks, read_outcomes
+    from panda_predictor.serving.bundle import load_bundle
+    from panda_predictor.serving.predictor import Predictor
+    from panda_predictor.serving.recent import read_history_frame
+
     important = tuple(settings.drift_psi_features)
     unseen = tuple(settings.drift_unseen_features)
     engine = make_engine(settings)
@@ -267,46 +330,21 @@ def check_drift(
                 result.classes = class_drift(profile, chosen)
     finally:
         engine.dispose()
-    if not outcomes.empty:
-        outcomes = outcomes[outcomes["model_version"] == str(champion.version)]
-    # The bundle's own manifest holds its test figures: no registry call needed,
-    # so the check also works from the cached champion when MLflow is down.
-    manifest = json.loads((champion.path / "bundle.json").read_text())
-    test_metrics = dict(manifest.get("metrics", {}))
-    scores = (
-        {t: target_scores(outcomes, t) for t in TARGET_NAMES} if len(outcomes) else {}
-    )
-    result.performance = performance_drift(scores, test_metrics, thresholds)
-    out_dir = settings.home / "monitoring"
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    json_path = out_dir / f"drift-{stamp}.json"
-    run = DriftRun(since, until, champion.version, result, json_path, None)
-    _publish_gauges(run)
-    if record:
-        run.database_id = _record_in_database(settings, run)
-        run.run_id = _log_mlflow(settings, run)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(
-            json.dumps(
-                {
-                    "since": since.isoformat(),
-                    "until": until.isoformat(),
-                    "model_version": champion.version,
-                    "mlflow_run": run.run_id,
-                    **result.to_dict(),
-                },
-                indent=1,
-                default=float,
-            )
+    return result, outcomes
+
+
+def _write_json(run: DriftRun) -> None:
+    """Write the run to ``run.json_path`` (the monitoring report reads the newest)."""
+    run.json_path.write_text(
+        json.dumps(
+            {
+                "since": run.since.isoformat(),
+                "until": run.until.isoformat(),
+                "model_version": run.model_version,
+                "mlflow_run": run.run_id,
+                **run.result.to_dict(),
+            },
+            indent=1,
+            default=float,
         )
-    log.info(
-        "drift check %s..%s on version %s: %d tasks, %d outcomes, verdict %s %s",
-        since,
-        until,
-        champion.version,
-        result.n_tasks,
-        result.n_outcomes,
-        result.verdict,
-        result.reasons,
     )
-    return run

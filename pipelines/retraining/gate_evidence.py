@@ -257,6 +257,28 @@ def _say(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}"
 
 
+def _floor_evidence(
+    y_test: Classes,
+    classes: Classes,
+    bins: BinSet,
+    boot: DayBootstrap,
+    parts: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    served_parts: Mapping[str, tuple[np.ndarray, np.ndarray]],
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Return a floor's metrics and the noise of the challenger's lead over it."""
+    floor_parts = _metric_parts(y_test, classes, bins)
+    noise = noise_between(boot, parts, floor_parts)
+    noise.update(
+        noise_between(
+            boot, served_parts, {SERVED_ACCURACY: floor_parts["mean_accuracy"]}
+        )
+    )
+    metrics = metrics_of(y_test, classes, bins)
+    # A floor serves as it predicts: no model, no combination.
+    metrics[SERVED_ACCURACY] = metrics["mean_accuracy"]
+    return metrics, noise
+
+
 def gate_evidence(
     settings: Settings,
     result: TrainingResult,
@@ -317,16 +339,9 @@ def gate_evidence(
     noise[SCOUTS] = scouts_noise
     floor_metrics = {}
     for name, classes in floors.items():
-        floor_parts = _metric_parts(y_test, classes, bins)
-        noise[name] = noise_between(boot, parts, floor_parts)
-        noise[name].update(
-            noise_between(
-                boot, served_parts, {SERVED_ACCURACY: floor_parts["mean_accuracy"]}
-            )
+        floor_metrics[name], noise[name] = _floor_evidence(
+            y_test, classes, bins, boot, parts, served_parts
         )
-        floor_metrics[name] = metrics_of(y_test, classes, bins)
-        # A floor serves as it predicts: no model, no combination.
-        floor_metrics[name][SERVED_ACCURACY] = floor_metrics[name]["mean_accuracy"]
     champion_metrics = None
     if champion is not None:
         champion_metrics = metrics_of(y_test, champion, bins)

@@ -45,8 +45,8 @@ from panda_predictor.core.features.pipeline import FEATURE_PIPELINE_VERSION
 from panda_predictor.settings import Settings
 from pipelines.monitoring.retrain_log import append_decision
 from pipelines.retraining.cadence import check_due, registered_versions
+from pipelines.training.config import TrainingConfig
 from pipelines.training.dataset import LabelledHistory
-from pipelines.training.train import TrainingConfig
 
 log = logging.getLogger(__name__)
 
@@ -279,32 +279,16 @@ def run_retrain(
     progress:
         Show progress bars.
     """
-    from panda_predictor.db.engine import make_engine
     from pipelines.monitoring.report import write_retrain_summary
-    from pipelines.retraining.train_and_register import train_and_register
-    from pipelines.training.dataset import read_labelled_history
 
     now = now or datetime.now(UTC).replace(tzinfo=None)
     since, until = retrain_window(now, config)
-    if config.cadence == AUTO and not config.if_drift:  # drift makes it due early
-        due = check_due(settings, now)
-        if not due.due:
-            outcome = RetrainOutcome(SKIPPED_NOT_DUE, since, until, reason=due.reason)
-            _record(settings, outcome)
-            return outcome
-    if config.if_drift:
-        why = _drift_says_no(settings, now, config.drift_days)
-        if why is not None:
-            outcome = RetrainOutcome(SKIPPED_NO_DRIFT, since, until, reason=why)
-            _record(settings, outcome)
-            return outcome
-    engine = make_engine(settings)
-    try:
-        history = read_labelled_history(
-            engine, settings, progress=progress, since=since, until=until
-        )
-    finally:
-        engine.dispose()
+    skip = _skip_reason(settings, config, now)
+    if skip is not None:
+        outcome = RetrainOutcome(skip[0], since, until, reason=skip[1])
+        _record(settings, outcome)
+        return outcome
+    history = _read_window(settings, since, until, progress)
     bins = _bins_for(settings, history, config, until)
     fp = fingerprint(since, until, history, config, bins)
     existing = completed_version(settings, fp)
@@ -324,6 +308,65 @@ def run_retrain(
     report_dir = (
         report_dir or settings.home / "reports" / f"retrain-{until:%Y%m%d}-{stamp}"
     )
+    outcome = _train_and_gate(
+        settings, config, history, bins, fp, since, until, report_dir, progress
+    )
+    from model_registry.tracking import mlflow_client
+
+    mlflow_client(settings).set_model_version_tag(
+        settings.model_name, str(outcome.version), STATUS_TAG, "complete"
+    )
+    _log_comparison(settings, outcome)
+    outcome = replace(outcome, report=write_retrain_summary(report_dir, outcome))
+    _record(settings, outcome)
+    return outcome
+
+
+def _skip_reason(
+    settings: Settings, config: RetrainConfig, now: datetime
+) -> tuple[str, str] | None:
+    """Return ``(status, reason)`` when no retraining is due now, else None."""
+    if config.cadence == AUTO and not config.if_drift:  # drift makes it due early
+        due = check_due(settings, now)
+        if not due.due:
+            return SKIPPED_NOT_DUE, due.reason
+    if config.if_drift:
+        why = _drift_says_no(settings, now, config.drift_days)
+        if why is not None:
+            return SKIPPED_NO_DRIFT, why
+    return None
+
+
+def _read_window(
+    settings: Settings, since: datetime, until: datetime, progress: bool
+) -> LabelledHistory:
+    """Read the labelled tasks created in ``[since, until)``."""
+    from panda_predictor.db.engine import make_engine
+    from pipelines.training.dataset import read_labelled_history
+
+    engine = make_engine(settings)
+    try:
+        return read_labelled_history(
+            engine, settings, progress=progress, since=since, until=until
+        )
+    finally:
+        engine.dispose()
+
+
+def _train_and_gate(
+    settings: Settings,
+    config: RetrainConfig,
+    history: LabelledHistory,
+    bins: BinSet,
+    fp: str,
+    since: datetime,
+    until: datetime,
+    report_dir: Path,
+    progress: bool,
+) -> RetrainOutcome:
+    """Train on the window, register the version (tagged) and let the gate judge it."""
+    from pipelines.retraining.train_and_register import train_and_register
+
     summary = train_and_register(
         settings,
         config.training,
@@ -341,7 +384,7 @@ def run_retrain(
         },
     )
     gate = summary.gate
-    outcome = RetrainOutcome(
+    return RetrainOutcome(
         PROMOTED if gate.promoted else REFUSED,
         since,
         until,
@@ -356,12 +399,3 @@ def run_retrain(
         tuple(v.describe() for v in gate.verdicts),
         tuple(gate.table()[1:]),
     )
-    from model_registry.tracking import mlflow_client
-
-    mlflow_client(settings).set_model_version_tag(
-        settings.model_name, str(outcome.version), STATUS_TAG, "complete"
-    )
-    _log_comparison(settings, outcome)
-    outcome = replace(outcome, report=write_retrain_summary(report_dir, outcome))
-    _record(settings, outcome)
-    return outcome

@@ -43,9 +43,10 @@ from panda_predictor.settings import Settings
 from pipelines.monitoring.drift import REFERENCE_FILE, build_reference
 from pipelines.retraining.cadence import cadence_tags
 from pipelines.retraining.gate_evidence import gate_evidence
+from pipelines.training.config import TrainingConfig
 from pipelines.training.dataset import LabelledHistory, read_labelled_history
 from pipelines.training.report import write_report
-from pipelines.training.train import TrainingConfig, TrainingResult, gate_metrics, train
+from pipelines.training.train import TrainingResult, gate_metrics, train
 
 log = logging.getLogger(__name__)
 
@@ -154,14 +155,6 @@ def train_and_register(
     # MLflow (and the pyfunc module, which imports it) only now, after its
     # telemetry is off: importing this module must not start MLflow's.
     disable_mlflow_telemetry()
-    import mlflow
-
-    from panda_predictor.serving.pyfunc import (
-        BUNDLE_SUBDIR,
-        input_example,
-        save_pyfunc_model,
-    )
-
     bins = bins or bins_from_settings(settings)
     config = config or TrainingConfig()
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -169,11 +162,7 @@ def train_and_register(
     # The run spans reading and fitting, so MLflow shows how long training took.
     with start_training_run(settings, run_name=f"train-{stamp}") as run:
         if history is None:
-            engine = make_engine(settings)
-            history = read_labelled_history(
-                engine, settings, progress=progress, since=since, until=until
-            )
-            engine.dispose()
+            history = _read_history(settings, since, until, progress)
         log_training_input(history.frame, _dataset_name(history, since, until))
         log_params(
             {
@@ -183,57 +172,17 @@ def train_and_register(
             }
         )
         result = train(history, bins, config, progress=progress)
-        log_params(
-            {"schema_hash": result.bundle.features.schema_hash_, **result.split_info}
-        )
-        for kind, res in result.kinds.items():
-            if res.evaluation is not None:
-                log_metrics(
-                    {f"{kind}.{k}": v for k, v in gate_metrics(res.evaluation).items()}
-                )
-        # The calibration errors of the served distribution (test part).
-        log_metrics(
-            {
-                k: v
-                for k, v in result.bundle.metrics.items()
-                if "ece" in k.rsplit(".", 1)[-1]
-            }
-        )
-        log_feature_schema(result.bundle.features.to_dict())
-        mlflow.log_dict(bins.to_dict(), "config/bins.yaml")
+        _log_result(result, bins)
         report = _report(result, report_dir, {"mlflow run": run.info.run_id})
         log_report_dir(report_dir)
         # Scored before registering: the new version must not be its own champion.
         evidence = gate_evidence(settings, result, history, config.recall_target)
-        with tempfile.TemporaryDirectory() as tmp:
-            bundle_dir = save_bundle(result.bundle, Path(tmp) / "bundle")
-            (bundle_dir / REFERENCE_FILE).write_text(
-                json.dumps(build_reference(history, result))
-            )
-            model_dir = save_pyfunc_model(
-                bundle_dir,
-                Path(tmp) / "model",
-                input_example(history.frame),
-                settings.model_name,
-            )
-            version = register_bundle(
-                settings,
-                model_dir,
-                run.info.run_id,
-                result.bundle.metrics,
-                description=f"trained {stamp}",
-                bundle_path=BUNDLE_SUBDIR,
-            )
-        client = mlflow_client(settings)
+        version = _register(settings, result, history, run.info.run_id, stamp)
         trained_until = until or history.frame["creationdate"].max().to_pydatetime()
-        tags = {
-            **cadence_tags(result.split_info.get("retrain_every_days"), trained_until),
-            **(version_tags or {}),
-        }
-        for key, value in tags.items():
-            client.set_model_version_tag(
-                settings.model_name, str(version.version), key, value
-            )
+        cadence = cadence_tags(
+            result.split_info.get("retrain_every_days"), trained_until
+        )
+        _tag_version(settings, version, {**cadence, **(version_tags or {})})
         gate = promote_if_not_worse(
             settings,
             version.version,
@@ -241,6 +190,111 @@ def train_and_register(
             gate_thresholds or GateThresholds.from_settings(settings),
             promote_incomparable=settings.gate_promote_incomparable,
         )
+    _write_gate(report_dir, version, gate, evidence)
+    return RunSummary(
+        run.info.run_id,
+        version,
+        gate,
+        report,
+        result.bundle.metrics,
+        result.served_kinds,
+        dict(evidence.champion) if evidence.champion is not None else None,
+        evidence,
+    )
+
+
+def _read_history(
+    settings: Settings,
+    since: datetime | None,
+    until: datetime | None,
+    progress: bool,
+) -> LabelledHistory:
+    """Read the labelled tasks created in ``[since, until)`` from the database."""
+    engine = make_engine(settings)
+    history = read_labelled_history(
+        engine, settings, progress=progress, since=since, until=until
+    )
+    engine.dispose()
+    return history
+
+
+def _log_result(result: TrainingResult, bins: BinSet) -> None:
+    """Log what the training chose and scored to the active MLflow run."""
+    import mlflow
+
+    log_params(
+        {"schema_hash": result.bundle.features.schema_hash_, **result.split_info}
+    )
+    for kind, res in result.kinds.items():
+        if res.evaluation is not None:
+            log_metrics(
+                {f"{kind}.{k}": v for k, v in gate_metrics(res.evaluation).items()}
+            )
+    # The calibration errors of the served distribution (test part).
+    log_metrics(
+        {
+            k: v
+            for k, v in result.bundle.metrics.items()
+            if "ece" in k.rsplit(".", 1)[-1]
+        }
+    )
+    log_feature_schema(result.bundle.features.to_dict())
+    mlflow.log_dict(bins.to_dict(), "config/bins.yaml")
+
+
+def _register(
+    settings: Settings,
+    result: TrainingResult,
+    history: LabelledHistory,
+    run_id: str,
+    stamp: str,
+) -> ModelVersionInfo:
+    """Register the bundle, with its drift reference, as a new pyfunc model version."""
+    from panda_predictor.serving.pyfunc import (
+        BUNDLE_SUBDIR,
+        input_example,
+        save_pyfunc_model,
+    )
+
+    with tempfile.TemporaryDirectory() as tmp:
+        bundle_dir = save_bundle(result.bundle, Path(tmp) / "bundle")
+        (bundle_dir / REFERENCE_FILE).write_text(
+            json.dumps(build_reference(history, result))
+        )
+        model_dir = save_pyfunc_model(
+            bundle_dir,
+            Path(tmp) / "model",
+            input_example(history.frame),
+            settings.model_name,
+        )
+        return register_bundle(
+            settings,
+            model_dir,
+            run_id,
+            result.bundle.metrics,
+            description=f"trained {stamp}",
+            bundle_path=BUNDLE_SUBDIR,
+        )
+
+
+def _tag_version(
+    settings: Settings, version: ModelVersionInfo, tags: dict[str, str]
+) -> None:
+    """Set the version's tags (before the gate moves any alias to it)."""
+    client = mlflow_client(settings)
+    for key, value in tags.items():
+        client.set_model_version_tag(
+            settings.model_name, str(version.version), key, value
+        )
+
+
+def _write_gate(
+    report_dir: Path,
+    version: ModelVersionInfo,
+    gate: GateDecision,
+    evidence: GateEvidence,
+) -> None:
+    """Write the gate's verdict next to the report (the monitoring page reads it)."""
     (report_dir / "gate.json").write_text(
         json.dumps(
             {
@@ -252,16 +306,6 @@ def train_and_register(
             default=str,
             indent=1,
         )
-    )
-    return RunSummary(
-        run.info.run_id,
-        version,
-        gate,
-        report,
-        result.bundle.metrics,
-        result.served_kinds,
-        dict(evidence.champion) if evidence.champion is not None else None,
-        evidence,
     )
 
 

@@ -23,15 +23,18 @@ import pandas as pd
 from panda_predictor.core.decide.experts import EXPERTS
 from panda_predictor.core.replay.peers import PEER_METHODS, peer_requests
 from panda_predictor.errors import UserInputError
-from panda_predictor.ingest import available_targets, read_job_log, trace_name
+from panda_predictor.ingest import (
+    JobLogReport,
+    available_targets,
+    read_job_log,
+    trace_name,
+)
 from panda_predictor.ingest.swf import MIN_RECORDED, TRACE_TARGETS
 from pipelines.evaluation.trace.bootstrap import MarginInterval, margin_interval
 from pipelines.evaluation.trace.log_walk import (
     MIN_TRAIN_TASKS,
-    PRODUCTION,
-    REQUEST_OF,
-    TargetRun,
     WalkForwardConfig,
+    WalkForwardResult,
     development_part,
     run_walk_forward,
 )
@@ -46,6 +49,7 @@ from pipelines.evaluation.trace.scoring import (
     score_run,
     verdict,
 )
+from pipelines.evaluation.trace.target_run import PRODUCTION, REQUEST_OF, TargetRun
 
 logger = logging.getLogger(__name__)
 
@@ -101,22 +105,7 @@ def run_benchmark(
         :func:`~pipelines.evaluation.trace.log_walk.development_part`).
     """
     started = time.perf_counter()
-    frame, report = read_job_log(path)
-    if max_jobs is not None and len(frame) > max_jobs:
-        frame = frame.iloc[-max_jobs:].reset_index(drop=True)
-    if dev:
-        frame = development_part(frame, config.test_fraction)
-    targets = [
-        t
-        for t in available_targets(report)
-        if t in RESOURCE or t in ("cputime", "iointensity")
-    ]
-    if not targets:
-        raise UserInputError(
-            f"The job log must record at least one target (run time, CPU time, "
-            f"used memory or I/O) for {MIN_RECORDED} jobs or more. Got none in "
-            f"{str(path)!r} instead."
-        )
+    frame, report, targets = _read_log(path, config, max_jobs, dev)
     wf = run_walk_forward(frame, targets, config)
     scores = {t: score_run(run) for t, run in wf.runs.items() if run.rows.size}
     result = BenchmarkResult(
@@ -147,44 +136,83 @@ def run_benchmark(
             "its scouts, nothing is scored"
         )
     for target, per_name in scores.items():
-        unit = TRACE_TARGETS[target][1]
-        sections += [format_table(target, unit, per_name), ""]
-        for note in verdict(per_name):
-            sections.append(f"- {note}")
-        run = wf.runs[target]
-        lead = _lead_interval(frame, run, per_name)
-        if lead is not None:
-            result.margins[target] = lead.to_dict()
-            sections.append(f"- {lead.describe()}")
-        result.production[target] = _production_summary(run)
-        sections += _production_lines(result.production[target])
-        result.calibration[target] = calibration_scores(run)
-        sections.append(format_calibration(result.calibration[target]))
-        sections.append("")
-        best = best_model(per_name)
-        if best is not None and target in RESOURCE:
-            outcomes = replay_target(
-                frame,
-                wf.runs[target],
-                wf.task_key,
-                [n for n in per_name if n.startswith("model:")],
-                1.0,  # every model row carries its own applied flags
-                peers=peer_rows(frame, wf, target),
-            )
-            result.replay[target] = [o.to_dict() for o in outcomes]
-            sections += [format_replay(target, outcomes), ""]
-        elif target == "iointensity":
-            sections += [
-                "- replay: n/a for iointensity (no log records an I/O request, and "
-                "the replay covers time and memory only)",
-                "",
-            ]
+        sections += _target_sections(frame, wf, target, per_name, result)
     for target in result.not_available:
         sections.append(f"- {target}: not available in this file")
     result.seconds = time.perf_counter() - started
     sections.append(f"- run time of the benchmark: {result.seconds:.0f} s")
     result.report = "\n".join(sections)
     return result
+
+
+def _read_log(
+    path: str | Path, config: WalkForwardConfig, max_jobs: int | None, dev: bool
+) -> tuple[pd.DataFrame, JobLogReport, list[str]]:
+    """Read the job log; return its jobs, its reader's report and its targets."""
+    frame, report = read_job_log(path)
+    if max_jobs is not None and len(frame) > max_jobs:
+        frame = frame.iloc[-max_jobs:].reset_index(drop=True)
+    if dev:
+        frame = development_part(frame, config.test_fraction)
+    targets = [
+        t
+        for t in available_targets(report)
+        if t in RESOURCE or t in ("cputime", "iointensity")
+    ]
+    if not targets:
+        raise UserInputError(
+            f"The job log must record at least one target (run time, CPU time, "
+            f"used memory or I/O) for {MIN_RECORDED} jobs or more. Got none in "
+            f"{str(path)!r} instead."
+        )
+    return frame, report, targets
+
+
+def _target_sections(
+    frame: pd.DataFrame,
+    wf: WalkForwardResult,
+    target: str,
+    per_name: dict[str, dict[str, float]],
+    result: BenchmarkResult,
+) -> list[str]:
+    """Score, summarise and replay one target; return its report lines.
+
+    Fills ``result``'s per-target margins, production summary, calibration and
+    replay outcomes on the way.
+    """
+    unit = TRACE_TARGETS[target][1]
+    sections = [format_table(target, unit, per_name), ""]
+    for note in verdict(per_name):
+        sections.append(f"- {note}")
+    run = wf.runs[target]
+    lead = _lead_interval(frame, run, per_name)
+    if lead is not None:
+        result.margins[target] = lead.to_dict()
+        sections.append(f"- {lead.describe()}")
+    result.production[target] = _production_summary(run)
+    sections += _production_lines(result.production[target])
+    result.calibration[target] = calibration_scores(run)
+    sections.append(format_calibration(result.calibration[target]))
+    sections.append("")
+    best = best_model(per_name)
+    if best is not None and target in RESOURCE:
+        outcomes = replay_target(
+            frame,
+            wf.runs[target],
+            wf.task_key,
+            [n for n in per_name if n.startswith("model:")],
+            1.0,  # every model row carries its own applied flags
+            peers=peer_rows(frame, wf, target),
+        )
+        result.replay[target] = [o.to_dict() for o in outcomes]
+        sections += [format_replay(target, outcomes), ""]
+    elif target == "iointensity":
+        sections += [
+            "- replay: n/a for iointensity (no log records an I/O request, and "
+            "the replay covers time and memory only)",
+            "",
+        ]
+    return sections
 
 
 def peer_rows(

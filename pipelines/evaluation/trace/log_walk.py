@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import partial
 from types import SimpleNamespace
 from typing import Any
@@ -31,13 +31,13 @@ import pandas as pd
 
 from panda_predictor.core.assess import baselines as bl
 from panda_predictor.core.assess.splits import TimeSplit, time_ordered_split
-from panda_predictor.core.bins import BinSet, TargetBins, fit_bins
+from panda_predictor.core.bins import BinSet, fit_bins
 from panda_predictor.core.decide.calibration import (
     METHODS,
     fit_calibrator,
     served_mixture,
 )
-from panda_predictor.core.decide.experts import EXPERTS, rule_values
+from panda_predictor.core.decide.experts import EXPERTS
 from panda_predictor.core.features.task_features import HOOK_COLUMNS
 from panda_predictor.errors import UserInputError
 from panda_predictor.ingest.swf import TRACE_TARGETS
@@ -45,32 +45,24 @@ from panda_predictor.ingest.to_panda import jobs_to_tasks
 from panda_predictor.serving.combination import ServingHistory
 from panda_predictor.serving.decision import decide_table
 from panda_predictor.serving.predictor import Classified, Predictor
-from pipelines.evaluation.walk_forward import check_cadence, walk_periods
-from pipelines.training.dataset import LabelledHistory
-from pipelines.training.train import (
-    TrainingConfig,
-    TrainingResult,
-    train,
-    training_config,
+from pipelines.evaluation.trace.target_run import (
+    PRODUCTION,
+    REQUEST_OF,
+    TargetRun,
+    baseline_values,
+    drop_unpredicted,
+    fill_baselines,
+    new_target_run,
 )
+from pipelines.evaluation.walk_forward import check_cadence, walk_periods
+from pipelines.training.config import TrainingConfig, training_config
+from pipelines.training.dataset import LabelledHistory
+from pipelines.training.train import TrainingResult, train
 
 logger = logging.getLogger(__name__)
 
 #: Classes per trace target (quantile bins of the training part).
 TRACE_N_CLASSES = {"walltime": 5, "cputime": 4, "ramcount": 4, "iointensity": 4}
-#: The request column of the job frame a target's use is compared with.
-REQUEST_OF: dict[str, str] = {
-    "walltime": "req_time_s",
-    "cputime": "req_time_s",
-    "ramcount": "req_memory_mb",
-    # No log records an I/O request: the Nextflow reader's column is all NaN, so
-    # iointensity has no request baseline (and no replay, see replay.RESOURCE).
-    "iointensity": "req_io_kbps",
-}
-#: Margin of the percentile baselines (the field's rule: 75th/95th + 10 %).
-BASELINE_MARGIN = 0.10
-#: The row of the tables that is what the hook writes.
-PRODUCTION = "model:production"
 #: Fewest labelled tasks a retraining needs (below: the period is not predicted).
 MIN_TRAIN_TASKS = 50
 
@@ -81,7 +73,7 @@ class WalkForwardConfig:
 
     The model's own parameters are the production ones
     (``pipelines/params/training.yaml`` through
-    :func:`pipelines.training.train.training_config`, XGBoost only); ``n_estimators``
+    :func:`pipelines.training.config.training_config`, XGBoost only); ``n_estimators``
     caps its rounds (tests use few), ``delay_price`` replaces the per-deployment choice
     as the ``delay_price`` setting does.
     """
@@ -111,30 +103,6 @@ class WalkForwardConfig:
             half_life_days=self.half_life_days,
             xgboost=xgboost,
         )
-
-
-@dataclass
-class TargetRun:
-    """Predictions of the production predictor and the baselines for one target."""
-
-    target: str
-    bins: TargetBins
-    rows: np.ndarray
-    y_true: np.ndarray
-    actual: np.ndarray
-    predicted: dict[str, np.ndarray] = field(default_factory=dict)
-    raw: dict[str, np.ndarray] = field(default_factory=dict)
-    confidence: dict[str, np.ndarray] = field(default_factory=dict)
-    applied: dict[str, np.ndarray] = field(default_factory=dict)
-    #: Per row, the concrete value a strategy writes (trace unit), where it is not
-    #: its class's value: the production decision's cost choice.
-    values: dict[str, np.ndarray] = field(default_factory=dict)
-    followed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    combination: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: Per row (n x K) the production's calibrated served distribution and, per
-    #: ``calibration:<method>``, the same distribution calibrated by that method
-    #: fitted on the retraining's validation part (for the method comparison).
-    distribution: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass
@@ -171,37 +139,6 @@ def fit_trace_bins(values: dict[str, np.ndarray]) -> tuple[BinSet, list[str]]:
         {t: replace(fitted[t], unit=TRACE_TARGETS[t][1]) for t in values},
     )
     return bins, [str(w.message) for w in caught]
-
-
-def baseline_values(
-    jobs: pd.DataFrame,
-    X: pd.DataFrame,
-    target: str,
-    fallback: float,
-    has_request: bool | None = None,
-) -> dict[str, np.ndarray]:
-    """Return each baseline's value for the test tasks, from the production features.
-
-    The recency rules are the combination's experts (same history features); a
-    task without the needed history falls back to its request, then to
-    ``fallback`` (the training median), so every task gets a prediction.
-    ``has_request`` says whether the *log* records requests (default: whether
-    these jobs do); it must be the log's, so that every period yields the same
-    baselines (a period without a single request still gets the request rows,
-    which then fall back like any task without one).
-    """
-    request = jobs[REQUEST_OF[target]].to_numpy(dtype=float)
-    default = bl.request_baseline(request, fallback)
-    rules = rule_values(X, target, margin=BASELINE_MARGIN)
-    if has_request is None:
-        has_request = bool(np.isfinite(request).any())
-    names = {"last2": "user_last2_mean", "key_p75": "key_p75", "key_p95": "key_p95"}
-    if has_request:
-        names["ratio"] = "user_max5_ratio"
-    out = {"baseline:request": default} if has_request else {}
-    for rule, name in names.items():
-        out[f"baseline:{name}"] = bl.with_fallback(rules[rule], default)
-    return out
 
 
 def _window(
@@ -344,7 +281,7 @@ def run_walk_forward(
     )
     check_cadence(config.cadence)
     created = tasks["creationdate"].to_numpy(dtype="datetime64[ns]")
-    runs = {t: _target_run(tasks, t, bins[t], test_part) for t in targets}
+    runs = {t: new_target_run(tasks, t, bins[t], test_part) for t in targets}
     baseline_parts: dict[str, list[tuple[np.ndarray, dict[str, np.ndarray]]]] = {
         t: [] for t in targets
     }
@@ -382,8 +319,8 @@ def run_walk_forward(
             choices[retraining.period]["retrain_every_days"],
         )
     for target in targets:
-        _fill_baselines(runs[target], baseline_parts[target], tasks, train_part)
-        _drop_unpredicted(runs[target])
+        fill_baselines(runs[target], baseline_parts[target], tasks, train_part)
+        drop_unpredicted(runs[target])
     split_info: dict[str, object] = {
         "method": "time_ordered_walk_forward_production_predictor",
         "test_fraction": f,
@@ -404,24 +341,6 @@ def run_walk_forward(
     }
     key = bl.group_codes(jobs["user"], jobs["executable"].astype(object).fillna("-"))
     return WalkForwardResult(split_info, runs, tasks, key, notes)
-
-
-def _target_run(
-    tasks: pd.DataFrame, target: str, bins: TargetBins, test_part: np.ndarray
-) -> TargetRun:
-    """Return ``target``'s run over its labelled test rows, nothing predicted yet."""
-    values = tasks[target].to_numpy(dtype=float)
-    rows = np.sort(test_part[np.isfinite(values[test_part])])
-    run = TargetRun(target, bins, rows, bins.assign(values[rows]), values[rows])
-    for name in (PRODUCTION, "model:xgboost"):
-        run.predicted[name] = np.full(rows.size, -1)
-        run.confidence[name] = np.zeros(rows.size)
-        run.applied[name] = np.zeros(rows.size, dtype=bool)
-    run.values[PRODUCTION] = np.full(rows.size, np.nan)
-    run.followed = np.full(rows.size, -1)
-    for name in (PRODUCTION, *(f"calibration:{m}" for m in METHODS)):
-        run.distribution[name] = np.zeros((rows.size, bins.n_classes))
-    return run
 
 
 @dataclass
@@ -471,49 +390,3 @@ def _choices(retraining: _Retraining, in_period: np.ndarray) -> dict[str, Any]:
         "delay_price": info.get("cost", {}).get("delay_price"),
         "cost": info.get("cost", {}),
     }
-
-
-def _fill_baselines(
-    run: TargetRun,
-    parts: list[tuple[np.ndarray, dict[str, np.ndarray]]],
-    tasks: pd.DataFrame,
-    train_part: np.ndarray,
-) -> None:
-    """Gather the baselines' per-period values into the run's rows (majority too).
-
-    Rows of a period without a model keep class -1 for every row, so the tables
-    stay comparable: such tasks keep their scouts in production.
-    """
-    train_classes = run.bins.assign(tasks[run.target].to_numpy(dtype=float)[train_part])
-    run.predicted["baseline:majority"] = bl.majority_class(train_classes, run.rows.size)
-    for here, values in parts:
-        for name, raw in values.items():
-            if name not in run.raw:
-                run.raw[name] = np.full(run.rows.size, np.nan)
-                run.predicted[name] = np.full(run.rows.size, -1)
-            run.raw[name][here] = raw
-            run.predicted[name][here] = run.bins.assign(raw)
-
-
-def _drop_unpredicted(run: TargetRun) -> None:
-    """Drop the rows of periods that had no model (too little finished history)."""
-    keep = run.predicted[PRODUCTION] >= 0
-    if keep.all():
-        return
-    run.rows, run.y_true, run.actual = (
-        run.rows[keep],
-        run.y_true[keep],
-        run.actual[keep],
-    )
-    tables = (
-        run.predicted,
-        run.raw,
-        run.confidence,
-        run.applied,
-        run.values,
-        run.distribution,
-    )
-    for table in tables:
-        for name in table:
-            table[name] = table[name][keep]
-    run.followed = run.followed[keep]

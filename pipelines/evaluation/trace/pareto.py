@@ -140,21 +140,7 @@ def _panel(ax: Any, target: str, outcomes: list[dict[str, Any]], norm: Any) -> N
             alpha=0.35 if beyond else 1.0,
             zorder=3,
         )
-    ranked = sorted(rows, key=lambda i: (-wasted[i], failed[i]))
-    for rank, i in enumerate(ranked):
-        text = names[i] + (f"  ({delay[i]:.2f} h)" if delay[i] > 0 else "")
-        if shown[i] != (failed[i], wasted[i]):
-            text += f"  [beyond: {failed[i]:.3f}, {wasted[i]:,.0f} {unit}]"
-        ax.annotate(
-            text,
-            shown[i],
-            xytext=(1.03, 1 - (rank + 0.5) / len(ranked)),
-            textcoords="axes fraction",
-            va="center",
-            fontsize=7,
-            fontweight="bold" if i in front else "normal",
-            arrowprops={"arrowstyle": "-", "color": "grey", "lw": 0.5, "alpha": 0.6},
-        )
+    _name_column(ax, rows, names, failed, wasted, delay, shown, front, unit)
     ax.set_xlim(x_lo, x_hi)
     ax.set_ylim(y_lo, y_hi)
     for i, name in enumerate(names):
@@ -172,6 +158,35 @@ def _panel(ax: Any, target: str, outcomes: list[dict[str, Any]], norm: Any) -> N
     ax.set_xlabel("failed-job rate (jobs with a failed attempt)")
     ax.set_ylabel(f"wasted {unit}")
     ax.grid(alpha=0.3)
+
+
+def _name_column(
+    ax: Any,
+    rows: list[int],
+    names: list[str],
+    failed: list[float],
+    wasted: list[float],
+    delay: list[float],
+    shown: dict[int, tuple[float, float]],
+    front: list[int],
+    unit: str,
+) -> None:
+    """Write the rows' names right of the panel, by wasted hours, linked to markers."""
+    ranked = sorted(rows, key=lambda i: (-wasted[i], failed[i]))
+    for rank, i in enumerate(ranked):
+        text = names[i] + (f"  ({delay[i]:.2f} h)" if delay[i] > 0 else "")
+        if shown[i] != (failed[i], wasted[i]):
+            text += f"  [beyond: {failed[i]:.3f}, {wasted[i]:,.0f} {unit}]"
+        ax.annotate(
+            text,
+            shown[i],
+            xytext=(1.03, 1 - (rank + 0.5) / len(ranked)),
+            textcoords="axes fraction",
+            va="center",
+            fontsize=7,
+            fontweight="bold" if i in front else "normal",
+            arrowprops={"arrowstyle": "-", "color": "grey", "lw": 0.5, "alpha": 0.6},
+        )
 
 
 def _view(

@@ -46,7 +46,7 @@ from panda_predictor.core.replay.engine import (
     tasks_from_bursts,
 )
 from panda_predictor.core.replay.goals import GOALS, replay_goals
-from pipelines.evaluation.trace.log_walk import REQUEST_OF, TargetRun
+from pipelines.evaluation.trace.target_run import REQUEST_OF, TargetRun
 
 #: Which replay resource each trace target is.
 RESOURCE = {"walltime": "time", "ramcount": "memory"}

@@ -20,7 +20,7 @@ from panda_predictor.core.decide.calibration import (
     cumulative_calibration_error,
     expected_calibration_error,
 )
-from pipelines.evaluation.trace.log_walk import TargetRun
+from pipelines.evaluation.trace.target_run import TargetRun
 
 #: The keys written per predictor into the benchmark's JSON.
 JSON_KEYS = (

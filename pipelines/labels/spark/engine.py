@@ -126,6 +126,35 @@ def job_inputs(contents: Any, datasets: Any) -> Any:
     )
 
 
+def _finished_scouts(
+    jobs: Any, tasks: Any, params: LabelParams, inputs: Any | None
+) -> Any:
+    """Return the finished scout jobs joined with their task's and inputs' columns."""
+    from pyspark.sql import functions as F
+
+    handling = F.concat(
+        F.lit(","),
+        F.regexp_replace(F.coalesce(F.col("specialhandling"), F.lit("")), " ", ""),
+        F.lit(","),
+    )
+    task_part = tasks.select(
+        F.col("jeditaskid"),
+        F.col("baseramcount").cast("double").alias("baseramcount"),
+        F.col("cpuefficiency").cast("double").alias("cpuefficiency"),
+        F.col("basewalltime").cast("double").alias("basewalltime"),
+        F.col("ramunit").cast("string").alias("ramunit"),
+    ).dropDuplicates(["jeditaskid"])
+    scouts = jobs.where(
+        (F.instr(handling, f",{params.scout_flag},") > 0)
+        & (F.col("jobstatus") == params.finished_status)
+    ).join(task_part, "jeditaskid", "inner")
+    if inputs is None:
+        return scouts.select(
+            "*", *(F.lit(None).cast("double").alias(c) for c in INPUT_COLUMNS)
+        )
+    return scouts.join(inputs, ["jeditaskid", "pandaid"], "left")
+
+
 def scout_jobs(
     jobs: Any,
     tasks: Any,
@@ -145,29 +174,7 @@ def scout_jobs(
     def num(column: str) -> Any:
         return F.col(column).cast("double")
 
-    handling = F.concat(
-        F.lit(","),
-        F.regexp_replace(F.coalesce(F.col("specialhandling"), F.lit("")), " ", ""),
-        F.lit(","),
-    )
-    task_part = tasks.select(
-        F.col("jeditaskid"),
-        num("baseramcount").alias("baseramcount"),
-        num("cpuefficiency").alias("cpuefficiency"),
-        num("basewalltime").alias("basewalltime"),
-        F.col("ramunit").cast("string").alias("ramunit"),
-    ).dropDuplicates(["jeditaskid"])
-    scouts = jobs.where(
-        (F.instr(handling, f",{params.scout_flag},") > 0)
-        & (F.col("jobstatus") == params.finished_status)
-    ).join(task_part, "jeditaskid", "inner")
-    if inputs is None:
-        scouts = scouts.select(
-            "*", *(F.lit(None).cast("double").alias(c) for c in INPUT_COLUMNS)
-        )
-    else:
-        scouts = scouts.join(inputs, ["jeditaskid", "pandaid"], "left")
-
+    scouts = _finished_scouts(jobs, tasks, params, inputs)
     # JobUtils.getCoreCount: ACTUALCORECOUNT, then the job's CORECOUNT, then 1.
     cores = (
         F.when(num("actualcorecount") > 0, num("actualcorecount"))

@@ -8,7 +8,7 @@ import pytest
 from panda_predictor.bins_file import load_bins
 from pipelines.evaluation.champion import markdown_table
 from pipelines.evaluation.monthly_walk import walk_forward, walk_forward_table
-from pipelines.training.train import TrainingConfig
+from pipelines.training.config import TrainingConfig
 
 FAST = TrainingConfig(model_kinds=("xgboost",), xgboost={"n_estimators": 20})
 

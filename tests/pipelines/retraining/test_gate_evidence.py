@@ -46,12 +46,13 @@ from pipelines.retraining.gate_evidence import (
     metrics_of,
     noise_between,
 )
+from pipelines.training.config import TrainingConfig
 from pipelines.training.served_replay import (
     labelled_parts,
     replay_bursts,
     replay_decision,
 )
-from pipelines.training.train import TrainingConfig, train
+from pipelines.training.train import train
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:The ``noload`` loader strategy is deprecated:DeprecationWarning"

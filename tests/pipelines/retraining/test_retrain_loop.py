@@ -43,7 +43,7 @@ from pipelines.retraining.retrain import (
     run_retrain,
 )
 from pipelines.simulation import DriftEvent
-from pipelines.training.train import TrainingConfig
+from pipelines.training.config import TrainingConfig
 
 DRIFT = DriftEvent(
     transhome="Athena-25.0.99", start_month=18, memory_factor=2.5, share=0.6

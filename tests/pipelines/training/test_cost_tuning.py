@@ -17,6 +17,7 @@ from panda_predictor.core.decide.cost_choice import CostSettings
 from panda_predictor.core.replay.engine import JobOutcomes
 from panda_predictor.serving.loader import served_cost
 from panda_predictor.serving.predictor import Predictor
+from pipelines.training.config import TrainingConfig
 from pipelines.training.cost_tuning import (
     TUNED_PRICES,
     _best_price,
@@ -24,7 +25,7 @@ from pipelines.training.cost_tuning import (
     expected_margin,
 )
 from pipelines.training.served_replay import replay_jobs
-from pipelines.training.train import TrainingConfig, train
+from pipelines.training.train import train
 
 BINS = load_bins()
 PRICED = ("ramcount", "cputime", "walltime")

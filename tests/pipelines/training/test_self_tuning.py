@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from panda_predictor.bins_file import load_bins
+from pipelines.training.config import TrainingConfig
 from pipelines.training.dataset import LabelledHistory
 from pipelines.training.self_tuning import (
     CADENCE_TOLERANCE,
@@ -15,7 +16,7 @@ from pipelines.training.self_tuning import (
     choose_half_life,
     decay_lower_bound,
 )
-from pipelines.training.train import TrainingConfig, train
+from pipelines.training.train import train
 
 
 def test_the_best_half_life_wins_and_a_near_tie_goes_to_the_longer():

@@ -10,8 +10,9 @@ from panda_predictor.bins_file import load_bins
 from panda_predictor.core.assess.evaluation import evaluate_target
 from panda_predictor.serving.bundle import BundleError, load_bundle, save_bundle
 from panda_predictor.serving.predictor import Predictor
+from pipelines.training.config import TrainingConfig
 from pipelines.training.dataset import LabelledHistory
-from pipelines.training.train import TrainingConfig, gate_metrics, train
+from pipelines.training.train import gate_metrics, train
 
 FAST = TrainingConfig(
     xgboost={"n_estimators": 40},
@@ -185,7 +186,7 @@ def test_bad_training_sets_get_clear_errors(labelled_history, mutate, match):
 
 
 def test_time_decay_weights_halve_every_half_life():
-    from pipelines.training.train import time_decay_weights
+    from pipelines.training.fitting import time_decay_weights
 
     created = pd.Series(pd.to_datetime(["2025-01-01", "2025-03-02", "2025-05-31"]))
     np.testing.assert_allclose(time_decay_weights(created, 150.0), [0.5, 0.5**0.6, 1])

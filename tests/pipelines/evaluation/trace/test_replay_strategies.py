@@ -11,8 +11,8 @@ import pytest
 from panda_predictor.core.bins import TargetBins
 from panda_predictor.core.replay.engine import ReplayOutcome, ReplayRules
 from panda_predictor.core.replay.goals import dominates, replay_goals
-from pipelines.evaluation.trace.log_walk import TargetRun
 from pipelines.evaluation.trace.replay import format_goals, format_replay, replay_target
+from pipelines.evaluation.trace.target_run import TargetRun
 
 GB_H = 1024.0  # MB-hours per GB-hour: every job below runs one hour on one core
 

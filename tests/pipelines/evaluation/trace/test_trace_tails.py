@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from pipelines.evaluation.trace.benchmark import tail_misses
-from pipelines.evaluation.trace.log_walk import PRODUCTION, TargetRun, fit_trace_bins
+from pipelines.evaluation.trace.log_walk import fit_trace_bins
+from pipelines.evaluation.trace.target_run import PRODUCTION, TargetRun
 
 
 def _run(y_true, production, model, applied) -> TargetRun:

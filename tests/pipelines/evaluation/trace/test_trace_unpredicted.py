@@ -14,8 +14,9 @@ import numpy as np
 
 from panda_predictor.core.bins import TargetBins
 from pipelines.evaluation.trace.benchmark import run_benchmark
-from pipelines.evaluation.trace.log_walk import TargetRun, WalkForwardConfig
+from pipelines.evaluation.trace.log_walk import WalkForwardConfig
 from pipelines.evaluation.trace.scoring import score_predictions, score_run
+from pipelines.evaluation.trace.target_run import TargetRun
 
 
 def write_late_request_trace(path, seed, n=600):
