@@ -7,8 +7,8 @@ so that looking a runner up imports only its own module (``panda-predictor --hel
 stays fast, and a run of ``drift`` never imports TensorFlow or Spark).
 
 The command line resolves its runners here where it chooses one by name (the label
-engines); ``tests/pipelines/test_registry.py`` checks that every entry resolves to a
-callable and that every command that runs a pipeline is listed.
+engines); ``tests/pipelines/test_pipeline_registry.py`` checks that every entry
+resolves to a callable and that every command that runs a pipeline is listed.
 """
 
 from __future__ import annotations
