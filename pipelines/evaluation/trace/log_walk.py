@@ -165,7 +165,7 @@ def _retrain(
     bins: BinSet,
     config: WalkForwardConfig,
     period: str,
-):
+) -> TrainingResult:
     """Run the production training on the tasks known before ``period``."""
     try:
         return train(LabelledHistory(window), bins, config.training_config(), parts)
@@ -177,7 +177,7 @@ def _retrain(
 
 
 def _predict_period(
-    result,
+    result: TrainingResult,
     tasks: pd.DataFrame,
     jobs: pd.DataFrame,
     in_period: np.ndarray,
@@ -241,7 +241,11 @@ def _predict_period(
 
 
 def _record_distributions(
-    run: TargetRun, here: np.ndarray, pick: np.ndarray, classified: Classified, result
+    run: TargetRun,
+    here: np.ndarray,
+    pick: np.ndarray,
+    classified: Classified,
+    result: TrainingResult,
 ) -> None:
     """Keep the period's served distributions: production's and each method's.
 
