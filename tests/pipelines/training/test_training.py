@@ -207,7 +207,7 @@ def test_half_lives_compared_on_a_sample_and_the_window_bounds_the_fit(
         quantise_min_rows=500,
         combine_rules=False,
     )
-    with caplog.at_level("INFO", logger="pipelines.training.train"):
+    with caplog.at_level("INFO", logger="pipelines.training.fitting"):
         result = train(labelled_history, load_bins(), config, progress=True)
 
     assert result.split_info["train_rows"] == 800  # the newest 800 of the part
