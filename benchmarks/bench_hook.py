@@ -187,11 +187,12 @@ def build_history_and_model(engine, settings, args: argparse.Namespace):
     from panda_predictor.bins_file import load_bins
     from panda_predictor.db.migrations import init_database
     from panda_predictor.serving.predictor import Predictor
-    from pipelines.dataset import read_labelled_history
     from pipelines.demo import history_end
-    from pipelines.load_history import load_history
     from pipelines.simulation import SimulationConfig, simulate_history
-    from pipelines.train import TrainingConfig, train
+    from pipelines.simulation.history_writer import load_history
+    from pipelines.training.config import TrainingConfig
+    from pipelines.training.dataset import read_labelled_history
+    from pipelines.training.train import train
 
     init_database(engine, settings, with_panda_tables=True)
     config = SimulationConfig(

@@ -55,9 +55,9 @@ def build_history(n_tasks: int, settings, seed: int):
     """Simulate ``n_tasks`` tasks into SQLite; return their labelled history."""
     from panda_predictor.db.engine import make_engine
     from panda_predictor.db.migrations import init_database
-    from pipelines.dataset import read_labelled_history
-    from pipelines.load_history import load_history
     from pipelines.simulation import SimulationConfig, simulate_history
+    from pipelines.simulation.history_writer import load_history
+    from pipelines.training.dataset import read_labelled_history
 
     engine = make_engine(settings)
     try:
@@ -73,7 +73,8 @@ def train_bundle(history, kind: str, args: argparse.Namespace, folder: Path) -> 
     """Train a one-kind bundle on ``history``, save it in ``folder``; return it."""
     from panda_predictor.bins_file import load_bins
     from panda_predictor.serving.bundle import save_bundle
-    from pipelines.train import TrainingConfig, train
+    from pipelines.training.config import TrainingConfig
+    from pipelines.training.train import train
 
     params = (
         {"n_estimators": args.xgb_estimators}

@@ -2,10 +2,10 @@
 
 Each phase runs in a fresh subprocess so its peak resident memory (getrusage) is its
 own: ``load`` writes N simulated tasks (with a drift event) into a SQLite file (kept
-between runs), ``retrain`` runs :func:`pipelines.retrain.run_retrain` over the whole
-history (XGBoost only, training.yaml's XGBoost parameters), ``drift`` runs
-:func:`pipelines.drift.check_drift` over the newest tasks (100k by default), with
-and without the predicted-class part. Prints the figures and replaces the
+between runs), ``retrain`` runs :func:`pipelines.retraining.retrain.run_retrain`
+over the whole history (XGBoost only, training.yaml's XGBoost parameters), ``drift``
+runs :func:`pipelines.monitoring.drift.check_drift` over the newest tasks (100k by
+default), with and without the predicted-class part. Prints the figures and replaces the
 "Retraining and drift" section of docs/performance.md.
 
     python benchmarks/bench_retrain.py --tasks 1000000
@@ -44,8 +44,8 @@ def phase_load(home: Path, n_tasks: int) -> dict:
     """Write the simulated history (once; reused when the file exists)."""
     from panda_predictor.db.engine import make_engine
     from panda_predictor.db.migrations import init_database
-    from pipelines.load_history import load_history
     from pipelines.simulation import DriftEvent, SimulationConfig, simulate_history
+    from pipelines.simulation.history_writer import load_history
 
     settings = _settings(home)
     started = time.perf_counter()
@@ -62,8 +62,8 @@ def phase_load(home: Path, n_tasks: int) -> dict:
 def phase_retrain(home: Path, n_jobs: int) -> dict:
     """Retrain over the whole history (XGBoost only)."""
     from pipelines.params import load_params
-    from pipelines.retrain import RetrainConfig, run_retrain
-    from pipelines.train import TrainingConfig
+    from pipelines.retraining.retrain import RetrainConfig, run_retrain
+    from pipelines.training.config import TrainingConfig
 
     params = load_params("training", None)
     xgb = {**params.get("xgboost", {}), "n_jobs": n_jobs}
@@ -87,7 +87,7 @@ def phase_drift(home: Path, n_recent: int, classify: bool) -> dict:
     import sqlalchemy as sa
 
     from panda_predictor.db.engine import get_panda_tables, make_engine
-    from pipelines.drift import check_drift
+    from pipelines.monitoring.drift import check_drift
 
     settings = _settings(home)
     engine = make_engine(settings)

@@ -41,8 +41,8 @@ def run_case(target: str, n_tasks: int, batch_size: int) -> dict:
 
     from panda_predictor.db.engine import make_engine
     from panda_predictor.settings import load_settings
-    from pipelines.load_history import ensure_panda_tables, load_history
     from pipelines.simulation import SimulationConfig, simulate_history
+    from pipelines.simulation.history_writer import ensure_panda_tables, load_history
 
     config = SimulationConfig(n_tasks=n_tasks, seed=1, batch_size=batch_size)
     baseline = _peak_mb()
@@ -93,7 +93,7 @@ def _label_timings(engine, settings, target: str) -> dict[str, float]:
     """Time label building from the database: Python formulas, and SQL on PostgreSQL."""
     from panda_predictor.db.engine import get_panda_tables
     from panda_predictor.db.labels_sql import labels_by_range
-    from pipelines.build_labels import build_labels
+    from pipelines.labels.build import build_labels
 
     start = time.perf_counter()
     labelled = build_labels(engine, settings, chunk_size=20_000, progress=False)

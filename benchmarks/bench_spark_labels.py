@@ -2,7 +2,7 @@
 
 Generates a simulated history once, straight to Parquet in the exporter's layout
 (one partition per simulation batch, no database), then labels growing shares of it
-(``--fractions``) with the production code (``pipelines.spark_labels.spark_labels``),
+(``--fractions``) with the production code (``pipelines.labels.spark.spark_labels``),
 each share in a fresh process so the JVM starts cold every time. Peak memory is the
 whole process tree (Python driver + JVM), sampled every 0.2 s. Figures go to stdout
 and to docs/performance.md.
@@ -78,7 +78,7 @@ def _peak_rss_mb(stop: threading.Event, peak: list[float]) -> None:
 
 def one_run(folder: Path, master: str, driver_memory: str) -> dict:
     """Label ``folder`` once in this process; return the figures."""
-    from pipelines.spark_labels import spark_labels, spark_session
+    from pipelines.labels.spark import spark_labels, spark_session
 
     peak, stop = [0.0], threading.Event()
     watcher = threading.Thread(target=_peak_rss_mb, args=(stop, peak), daemon=True)

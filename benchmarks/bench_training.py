@@ -2,8 +2,8 @@
 
 Simulated PanDA history is generated in memory (no database: the database paths
 have their own benchmark), labelled with the scout formulas, and trained with the
-production code (:func:`pipelines.train.train`) and the served training parameters
-(``pipelines/params/training.yaml``), XGBoost for all four targets and, up to
+production code (:func:`pipelines.training.train.train`) and the served training
+parameters (``pipelines/params/training.yaml``), XGBoost for all four targets and, up to
 ``--keras-max`` tasks, the Keras network too. ``--set FIELD=VALUE`` overrides one
 parameter (``xgboost.learning_rate=0.1``), to compare levers. Peak memory is the
 process's maximum RSS. Figures go to stdout and to docs/performance.md.
@@ -32,8 +32,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def training_config(kinds: list[str], overrides: list[str]) -> Any:
-    """Return the served training config (:func:`pipelines.train.training_config`)
-    with ``kinds`` and ``FIELD=VALUE`` overrides.
+    """Return the served training config with ``kinds`` and ``FIELD=VALUE`` overrides.
+
+    The config is :func:`pipelines.training.config.training_config`'s.
 
     Values are YAML (``null``, ``0.3``, ``auto``); a dotted field sets one model
     parameter (``xgboost.n_estimators=150``).
@@ -43,7 +44,7 @@ def training_config(kinds: list[str], overrides: list[str]) -> Any:
     import yaml
 
     from panda_predictor.settings import load_settings
-    from pipelines.train import training_config as served_config
+    from pipelines.training.config import training_config as served_config
 
     config = served_config(load_settings(), kinds=tuple(kinds))
     for item in overrides:
@@ -63,9 +64,9 @@ def one_run(n_tasks: int, kinds: list[str], seed: int, overrides: list[str]) -> 
     import pandas as pd
 
     from panda_predictor.bins_file import load_bins
-    from pipelines.dataset import LabelledHistory, frames_to_history
     from pipelines.simulation import SimulationConfig, simulate_history
-    from pipelines.train import train
+    from pipelines.training.dataset import LabelledHistory, frames_to_history
+    from pipelines.training.train import train
 
     config_used = training_config(kinds, overrides)
 

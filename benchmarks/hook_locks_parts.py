@@ -83,8 +83,9 @@ def prepare_database(
     from panda_predictor.cli.simulate import simulate
     from panda_predictor.db.engine import make_engine
     from panda_predictor.serving.bundle import save_bundle
-    from pipelines.dataset import read_labelled_history
-    from pipelines.train import TrainingConfig, train
+    from pipelines.training.config import TrainingConfig
+    from pipelines.training.dataset import read_labelled_history
+    from pipelines.training.train import train
     from tests.message_parts import build_panda_database
 
     name, settings = build_panda_database(home)

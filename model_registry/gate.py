@@ -1,7 +1,8 @@
 """Judge a new bundle: does it meet its goals and is it not worse than the champion?
 
 Everything the gate judges comes from ONE test set, measured by the training
-pipeline (:mod:`pipelines.gate_evidence`) and handed over as :class:`GateEvidence`:
+pipeline (:mod:`pipelines.retraining.gate_evidence`) and handed over as
+:class:`GateEvidence`:
 
 * the challenger's metrics, and the current champion's on the same tasks;
 * the *replay*: the challenger's served decision run on the test tasks with their

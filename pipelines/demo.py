@@ -24,15 +24,15 @@ from panda_predictor.errors import UserInputError
 from panda_predictor.hook.report import HookReport
 from panda_predictor.hook.submit import run_hook_once
 from panda_predictor.settings import Settings
-from pipelines.drift import DriftRun, check_drift
-from pipelines.feedback import FeedbackRun, run_feedback
-from pipelines.load_history import load_history, write_batch
-from pipelines.monitoring_report import render_report
+from pipelines.monitoring.drift import DriftRun, check_drift
+from pipelines.monitoring.feedback import FeedbackRun, run_feedback
+from pipelines.monitoring.report import render_report
+from pipelines.retraining.train_and_register import RunSummary, train_and_register
 from pipelines.simulation import HistoryBatch, SimulationConfig, simulate_history
 from pipelines.simulation.config import yesterday_midnight
+from pipelines.simulation.history_writer import load_history, write_batch
 from pipelines.simulation.outcomes import jobs_after_hook
-from pipelines.train import TrainingConfig
-from pipelines.train_and_register import RunSummary, train_and_register
+from pipelines.training.config import TrainingConfig
 
 #: Small enough to run in a few minutes on 2 cores, big enough to learn something.
 DEMO_TRAINING = TrainingConfig(

@@ -37,7 +37,7 @@ fi
 rendered="$(dirname "$page")/.rendered-$(basename "$page")"
 { echo "<!DOCTYPE html>"; cat "$tmp/dom.html"; } >"$rendered"
 status=0
-python -m pipelines.report_check "$rendered" || status=1
+python -m pipelines.monitoring.report_check "$rendered" || status=1
 rm -f "$rendered"
 [ "$status" -eq 0 ] || { echo "check-report: $page has broken parts" >&2; exit 1; }
 

@@ -152,8 +152,8 @@ def simulated_sqlite(tmp_path_factory):
     from panda_predictor.db.engine import make_engine
     from panda_predictor.db.migrations import init_database
     from panda_predictor.settings import load_settings
-    from pipelines.load_history import load_history
     from pipelines.simulation import SimulationConfig, simulate_history
+    from pipelines.simulation.history_writer import load_history
 
     home = tmp_path_factory.mktemp("simulated")
     settings = load_settings(
@@ -171,7 +171,7 @@ def simulated_sqlite(tmp_path_factory):
 def labelled_history(simulated_sqlite):
     """Return the labelled history of the session's simulated database."""
     from panda_predictor.db.engine import make_engine
-    from pipelines.dataset import read_labelled_history
+    from pipelines.training.dataset import read_labelled_history
 
     engine = make_engine(simulated_sqlite)
     try:
@@ -185,7 +185,8 @@ def trained_bundle_dir(tmp_path_factory, labelled_history):
     """Return the folder of a small XGBoost bundle trained on the simulated history."""
     from panda_predictor.bins_file import load_bins
     from panda_predictor.serving.bundle import save_bundle
-    from pipelines.train import TrainingConfig, train
+    from pipelines.training.config import TrainingConfig
+    from pipelines.training.train import train
 
     config = TrainingConfig(model_kinds=("xgboost",), xgboost={"n_estimators": 60})
     result = train(labelled_history, load_bins(), config)
@@ -223,7 +224,7 @@ def spark():
     Starting the JVM takes seconds; the time goes into the first Spark test's
     setup, which ``pytest --durations`` shows apart from the tests' own time.
     """
-    from pipelines.spark_labels import spark_session
+    from pipelines.labels.spark import spark_session
 
     session = spark_session("local[2]", {"spark.driver.memory": "1g"})
     try:

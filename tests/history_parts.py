@@ -10,8 +10,8 @@ from __future__ import annotations
 from panda_predictor.db.engine import make_engine
 from panda_predictor.db.migrations import init_database
 from panda_predictor.settings import Settings
-from pipelines.load_history import load_history
 from pipelines.simulation import SimulationConfig, simulate_history
+from pipelines.simulation.history_writer import load_history
 
 
 def load_simulated_panda(

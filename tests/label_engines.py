@@ -18,7 +18,7 @@ from conftest import POSTGRES_URL
 
 from panda_predictor.db.engine import get_panda_tables, make_engine
 from panda_predictor.settings import Settings, load_settings
-from pipelines.build_labels import build_labels
+from pipelines.labels.build import build_labels
 
 ENGINES = [
     "reader-sqlite",
@@ -54,7 +54,7 @@ def labels_by(
     load(settings)
     if kind == "spark":
         from pipelines.export import export_history
-        from pipelines.spark_labels import spark_labels
+        from pipelines.labels.spark import spark_labels
 
         export_history(settings, tmp_path / "export", progress=False)
         assert (tmp_path / "export" / exported).is_dir()

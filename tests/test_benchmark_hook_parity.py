@@ -1,7 +1,7 @@
 """The benchmark measures what the hook serves: one model, the same predictions.
 
 The trace benchmark predicts each period with ``Predictor.predict_table`` and the
-labelled history (see ``pipelines/trace/walk_forward.py``); the hook reads the
+labelled history (see ``pipelines/evaluation/trace/log_walk.py``); the hook reads the
 history from the database itself and calls ``Predictor.predict``. Trained once, on
 SQLite and PostgreSQL, both must give every task the same decision, classes,
 confidences and followed experts.
@@ -21,10 +21,11 @@ from panda_predictor.db.reader import read_task_features
 from panda_predictor.hook.submit import SubmitHook
 from panda_predictor.serving.predictor import Predictor
 from panda_predictor.serving.recent import read_history_frame
-from pipelines.dataset import LabelledHistory
-from pipelines.load_history import load_history
 from pipelines.simulation import SimulationConfig, simulate_history
-from pipelines.train import TrainingConfig, train
+from pipelines.simulation.history_writer import load_history
+from pipelines.training.config import TrainingConfig
+from pipelines.training.dataset import LabelledHistory
+from pipelines.training.train import train
 
 LATER = datetime(2100, 1, 1)
 

@@ -186,7 +186,7 @@ def test_a_broken_bundle_folder_is_one_line(env, tmp_path):
     ("module", "name", "args"),
     [
         pytest.param(
-            "pipelines.monitoring_report", "render_report", ["report"], id="report"
+            "pipelines.monitoring.report", "render_report", ["report"], id="report"
         ),
         pytest.param(
             "panda_predictor.taskdef",
@@ -195,7 +195,10 @@ def test_a_broken_bundle_folder_is_one_line(env, tmp_path):
             id="predict",
         ),
         pytest.param(
-            "pipelines.train_and_register", "train_and_register", ["train"], id="train"
+            "pipelines.retraining.train_and_register",
+            "train_and_register",
+            ["train"],
+            id="train",
         ),
     ],
 )

@@ -19,7 +19,7 @@ from panda_predictor.cli.simulate import simulate
 from panda_predictor.core.domain.resource_type import ResourceType, resource_type_of
 from panda_predictor.db.task_effects import SCOUT_CAP_LIFTED
 from panda_predictor.db.writer import write_predictions
-from pipelines.simulate import SimulationConfig, simulate_frames
+from pipelines.simulation import SimulationConfig, simulate_frames
 
 pytestmark = pytest.mark.postgres
 

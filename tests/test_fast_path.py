@@ -34,7 +34,8 @@ def xgb_predictor(trained_bundle_dir) -> Predictor:
 @pytest.fixture(scope="module")
 def keras_predictor(labelled_history) -> Predictor:
     from panda_predictor.bins_file import load_bins
-    from pipelines.train import TrainingConfig, train
+    from pipelines.training.config import TrainingConfig
+    from pipelines.training.train import train
 
     config = TrainingConfig(model_kinds=("keras",), keras={"epochs": 2})
     result = train(labelled_history, load_bins(), config)

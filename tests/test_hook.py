@@ -16,8 +16,8 @@ from panda_predictor.hook.submit import LEGACY_REASON, SubmitHook, run_hook_once
 from panda_predictor.metrics import FALLBACKS
 from panda_predictor.serving.bundle import load_bundle
 from panda_predictor.serving.predictor import Predictor
-from pipelines.load_history import load_history
 from pipelines.simulation import SimulationConfig, simulate_history
+from pipelines.simulation.history_writer import load_history
 from tests.history_parts import load_simulated_panda
 from tests.test_db_support import audit_rows, task_row
 

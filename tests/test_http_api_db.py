@@ -23,8 +23,8 @@ def predictor(trained_bundle_dir):
 def _simulated_db(settings, seed: int, n_defined: int):
     """Fill the database of ``settings`` with a small simulated PanDA history."""
     from panda_predictor.db.migrations import init_database
-    from pipelines.load_history import load_history
     from pipelines.simulation import SimulationConfig, simulate_history
+    from pipelines.simulation.history_writer import load_history
 
     engine = make_engine(settings)
     init_database(engine, settings, with_panda_tables=True)

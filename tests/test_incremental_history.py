@@ -12,9 +12,9 @@ import pytest
 
 from panda_predictor.db.engine import get_panda_tables
 from panda_predictor.serving.recent import IncrementalHistory, read_history_frame
-from pipelines.load_history import load_history
 from pipelines.simulation import SimulationConfig, simulate_history
 from pipelines.simulation.generator import HistoryBatch
+from pipelines.simulation.history_writer import load_history
 
 
 def _arrivals(batches: list[HistoryBatch]) -> pd.Series:

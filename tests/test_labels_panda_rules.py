@@ -124,7 +124,7 @@ def _sql_labels(request, tmp_path, tasks, jobs, params) -> pd.DataFrame:
 
 
 def _spark_labels(request, tmp_path, tasks, jobs, params) -> pd.DataFrame:
-    from pipelines.spark_labels import spark_labels
+    from pipelines.labels.spark import spark_labels
 
     spark = request.getfixturevalue("spark")
     for name, frame in (("jedi_tasks", tasks), ("jobsarchived4", jobs)):

@@ -91,9 +91,9 @@ def test_oracle_statement_compiles_with_tag_and_percentile():
 
 @pytest.mark.postgres
 def test_sql_labels_by_range_equal_python_labels_in_any_window(tmp_path, pg_schema):
-    from pipelines.load_history import ensure_panda_tables
-    from pipelines.load_history import load_history as load
     from pipelines.simulation import SimulationConfig, simulate_frames
+    from pipelines.simulation.history_writer import ensure_panda_tables
+    from pipelines.simulation.history_writer import load_history as load
 
     pg = load_settings(home=tmp_path, db_url=POSTGRES_URL, db_schema=pg_schema)
     frames = simulate_frames(SimulationConfig(n_tasks=300, n_defined=0, seed=4))

@@ -20,11 +20,11 @@ MODULES = (
     "panda_predictor.cli",
     "panda_predictor.http_api.app",
     "model_registry",
-    "pipelines.train_and_register",
-    "pipelines.drift",
-    "pipelines.replay_simulated",
-    "pipelines.retrain_cadence",
-    "pipelines.trace_benchmark",
+    "pipelines.retraining.train_and_register",
+    "pipelines.monitoring.drift",
+    "pipelines.evaluation.replay_simulated",
+    "pipelines.retraining.cadence",
+    "pipelines.evaluation.trace.benchmark",
 )
 
 

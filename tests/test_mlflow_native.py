@@ -26,8 +26,8 @@ from panda_predictor.serving.loader import load_champion
 from panda_predictor.serving.predictor import Predictor
 from panda_predictor.serving.pyfunc import BUNDLE_SUBDIR, input_example
 from panda_predictor.settings import load_settings
-from pipelines.train import TrainingConfig
-from pipelines.train_and_register import train_and_register
+from pipelines.retraining.train_and_register import train_and_register
+from pipelines.training.config import TrainingConfig
 
 pytestmark = [
     pytest.mark.filterwarnings(

@@ -9,7 +9,7 @@ import click
 
 from panda_predictor.cli.errors import user_errors
 from panda_predictor.settings import Settings
-from pipelines.trace.walk_forward import AUTO_CADENCE, CADENCES
+from pipelines.evaluation.walk_forward import AUTO_CADENCE, CADENCES
 
 logger = logging.getLogger(__name__)
 
@@ -160,8 +160,12 @@ def benchmark(
     import json
 
     from panda_predictor.ingest import job_logs_in, trace_name
-    from pipelines.trace.walk_forward import WalkForwardConfig
-    from pipelines.trace_benchmark import log_to_mlflow, run_benchmark, write_outputs
+    from pipelines.evaluation.trace.benchmark import (
+        log_to_mlflow,
+        run_benchmark,
+        write_outputs,
+    )
+    from pipelines.evaluation.trace.log_walk import WalkForwardConfig
 
     if (swf_file is None) == (all_dir is None):
         raise click.UsageError("Give exactly one of --log FILE or --all DIR.")

@@ -74,7 +74,7 @@ def drift(
       panda-predictor drift --days 14 || panda-predictor retrain
     """
     from panda_predictor.cli.errors import user_errors
-    from pipelines.drift import DRIFT_EXIT_CODE, check_drift
+    from pipelines.monitoring.drift import DRIFT_EXIT_CODE, check_drift
 
     with user_errors():
         run = check_drift(

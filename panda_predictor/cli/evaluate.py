@@ -52,7 +52,7 @@ def evaluate(
     """
     from panda_predictor.cli.errors import user_errors
     from panda_predictor.cli.inputs import training_config_from
-    from pipelines.evaluate import run_evaluation
+    from pipelines.evaluation.champion import run_evaluation
 
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = (

@@ -70,7 +70,7 @@ def feedback(
     """
     from panda_predictor.cli.errors import user_errors
     from panda_predictor.core.assess.feedback import OutcomeParams
-    from pipelines.feedback import run_feedback
+    from pipelines.monitoring.feedback import run_feedback
 
     with user_errors():
         run = run_feedback(settings, since, until, OutcomeParams(first_jobs=first_jobs))
@@ -89,7 +89,7 @@ def feedback(
         )
     )
     if what_if:
-        from pipelines.what_if_report import format_what_if, what_if_report
+        from pipelines.monitoring.what_if_report import format_what_if, what_if_report
 
         with user_errors():
             report = what_if_report(settings, since, until)

@@ -18,7 +18,7 @@ from panda_predictor.settings import Settings
 
 if TYPE_CHECKING:
     from panda_predictor.serving.predictor import Predictor
-    from pipelines.train import TrainingConfig
+    from pipelines.training.config import TrainingConfig
 
 
 def read_definitions_file(source: str, stdin_text: str | None = None) -> Any:
@@ -119,7 +119,7 @@ def training_config_from(
     kinds, split:
         Command-line choices that win over the file.
     """
-    from pipelines.train import training_config
+    from pipelines.training.config import training_config
 
     try:
         return training_config(settings, params_file, kinds, split)

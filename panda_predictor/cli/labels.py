@@ -83,7 +83,7 @@ def labels(
       panda-predictor labels --engine spark --master 'local[2]' --input var/export
     """
     from panda_predictor.cli.errors import user_errors
-    from pipelines.build_labels import run, run_spark, run_sql
+    from pipelines.registry import runner
 
     if engine == "spark" and input_dir is None:
         raise click.UsageError("--engine spark needs --input DIR (Parquet exports).")
@@ -97,10 +97,11 @@ def labels(
                 f"must be KEY=VALUE. Got {item!r} instead.", param_hint="--conf"
             )
         conf[key] = value
+    label = runner("labels" if engine == "python" else f"labels-{engine}")
     with user_errors():
         if engine == "spark":
             assert input_dir is not None
-            result = run_spark(
+            result = label(
                 settings,
                 input_dir,
                 master=master,
@@ -109,20 +110,12 @@ def labels(
                 fit_bins_path=fit_bins_path,
                 progress=not no_progress,
             )
-        elif engine == "sql":
-            result = run_sql(
-                settings,
-                chunk_size=chunk_size,
-                out=out,
-                fit_bins_path=fit_bins_path,
-                progress=not no_progress,
-            )
         else:
-            result = run(
+            result = label(
                 settings,
+                chunk_size=chunk_size,
                 out=out,
                 fit_bins_path=fit_bins_path,
-                chunk_size=chunk_size,
                 progress=not no_progress,
             )
     click.echo(

@@ -35,7 +35,7 @@ def replay_simulated_command(tasks: int, seed: int, delay_price: float | None) -
       panda-predictor replay-simulated --delay-price 0.25
     """
     from panda_predictor.cli.errors import user_errors
-    from pipelines.replay_simulated import format_outcomes, replay_simulated
+    from pipelines.evaluation.replay_simulated import format_outcomes, replay_simulated
 
     with user_errors():
         outcomes = replay_simulated(tasks, seed, delay_price)

@@ -33,7 +33,7 @@ def report(settings: Settings, out_dir: str | None) -> None:
       panda-predictor feedback && panda-predictor report --out var/reports/monitoring
     """
     from panda_predictor.cli.errors import user_errors
-    from pipelines.monitoring_report import render_report
+    from pipelines.monitoring.report import render_report
 
     with user_errors():
         path = render_report(settings, Path(out_dir) if out_dir else None)

@@ -88,7 +88,7 @@ def retrain(
     from model_registry.gate import GateThresholds
     from panda_predictor.cli.errors import user_errors
     from panda_predictor.cli.inputs import training_config_from
-    from pipelines.retrain import RetrainConfig, run_retrain
+    from pipelines.retraining.retrain import RetrainConfig, run_retrain
 
     with user_errors():
         months = window_months or settings.retrain_window_months

@@ -78,9 +78,9 @@ def simulate(
     from panda_predictor.cli.errors import user_errors
     from panda_predictor.db.engine import make_engine
     from panda_predictor.errors import UserInputError
-    from pipelines.load_history import ensure_panda_tables, load_history
     from pipelines.simulation import SimulationConfig, simulate_history
     from pipelines.simulation.config import yesterday_midnight
+    from pipelines.simulation.history_writer import ensure_panda_tables, load_history
 
     try:
         config = SimulationConfig(

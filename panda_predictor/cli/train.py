@@ -68,8 +68,11 @@ def train(
     from model_registry.gate import GateThresholds
     from panda_predictor.cli.errors import user_errors
     from panda_predictor.cli.inputs import training_config_from
-    from pipelines.dataset import history_with_labels
-    from pipelines.train_and_register import metrics_table, train_and_register
+    from pipelines.retraining.train_and_register import (
+        metrics_table,
+        train_and_register,
+    )
+    from pipelines.training.dataset import history_with_labels
 
     with user_errors():
         config = training_config_from(settings, params_file, kinds, split)

@@ -1,4 +1,8 @@
-"""Versioned YAML parameters of the pipelines, read with :func:`load_params`."""
+"""Versioned YAML parameters of the pipelines, read with :func:`load_params`.
+
+Belongs here: the YAML files and their reader. Not here: deployment settings, which
+live in :mod:`panda_predictor.settings`.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
 """A simulated PanDA history (JEDI_TASKS, JEDI_DATASETS, JOBSARCHIVED4): NOT real data.
 
-See docs/simulation.md. Entry points: :func:`simulate_history` (stream of batches) and
-:func:`simulate_frames` (one small history in memory).
+Belongs here: drawing the history and writing it into PanDA's tables
+(:mod:`pipelines.simulation.history_writer`). Not here: labels, training or anything
+that reads the history back. See docs/simulation.md. Entry points:
+:func:`simulate_history` (stream of batches) and :func:`simulate_frames` (one small
+history in memory).
 """
 
 from pipelines.simulation.config import (

@@ -52,6 +52,42 @@ def dataset_frame(
     primary_id = dataset_id[kind == 0]  # one per task, in task order
     t = rows_task
 
+    # The order of the draws below is the generator's: changing it changes the
+    # simulated history of every seed.
+    name, dtype = _names(rng, cat, draw, names, t, kind)
+    status, nfiles, nevents, to_use, used = _file_counts(
+        rng, draw, t, kind, n_jobs, new
+    )
+    created = draw.created[t].astype("datetime64[us]")
+    masterid = np.where(kind == 1, primary_id[t], pd.NA)
+    return pd.DataFrame(
+        {
+            "jeditaskid": draw.task_id[t],
+            "datasetid": dataset_id,
+            "datasetname": name,
+            "type": dtype,
+            "masterid": pd.array(masterid, dtype="Int64"),
+            "status": status,
+            "nfiles": nfiles.astype(np.int64),
+            "nevents": nevents.astype(np.int64),
+            "nfilestobeused": to_use.astype(np.int64),
+            "nfilesused": used.astype(np.int64),
+            "creationtime": created,
+            "modificationtime": created,
+        }
+    )
+
+
+def _names(
+    rng: np.random.Generator,
+    cat: Catalog,
+    draw: TaskDraw,
+    names: dict,
+    t: np.ndarray,
+    kind: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return each dataset's name and type (kind 0 primary, 1 pile-up, 2 out, 3 log)."""
+    m = len(t)
     fmt_in = cat.ptype_strings["input_format"][draw.ptype[t]]
     fmt_out = cat.ptype_strings["output_format"][draw.ptype[t]]
     stem, tid = names["stem"][t], names["tid"][t]
@@ -76,7 +112,19 @@ def dataset_frame(
         [cat.ptype_strings["input_type"][draw.ptype[t]], "input", "output"],
         "log",
     ).astype(object)
+    return name, dtype
 
+
+def _file_counts(
+    rng: np.random.Generator,
+    draw: TaskDraw,
+    t: np.ndarray,
+    kind: np.ndarray,
+    n_jobs: np.ndarray,
+    new: bool,
+) -> tuple[np.ndarray, ...]:
+    """Return each dataset's status, NFILES, NEVENTS, NFILESTOBEUSED and NFILESUSED."""
+    m = len(t)
     sec_files = np.maximum(1, np.rint(40 * np.exp(rng.normal(0, 0.5, m)))).astype(
         np.int64
     )
@@ -102,21 +150,4 @@ def dataset_frame(
     else:
         status = np.full(m, "done", dtype=object)
         to_use = used = nfiles
-    created = draw.created[t].astype("datetime64[us]")
-    masterid = np.where(kind == 1, primary_id[t], pd.NA)
-    return pd.DataFrame(
-        {
-            "jeditaskid": draw.task_id[t],
-            "datasetid": dataset_id,
-            "datasetname": name,
-            "type": dtype,
-            "masterid": pd.array(masterid, dtype="Int64"),
-            "status": status,
-            "nfiles": nfiles.astype(np.int64),
-            "nevents": nevents.astype(np.int64),
-            "nfilestobeused": to_use.astype(np.int64),
-            "nfilesused": used.astype(np.int64),
-            "creationtime": created,
-            "modificationtime": created,
-        }
-    )
+    return status, nfiles, nevents, to_use, used

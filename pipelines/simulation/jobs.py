@@ -7,6 +7,8 @@ per event, wall time from CPU time and CPU efficiency, bytes from the I/O rate.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -37,7 +39,6 @@ def job_frame(
     first_panda_id:
         PANDAID of the first job; ids increase through the batch.
     """
-    noise, outcomes = params["noise"], params["outcomes"]
     n_tasks = len(draw.task_id)
     n_jobs = draw.n_scouts + draw.n_regular
     m = int(n_jobs.sum())
@@ -45,7 +46,88 @@ def job_frame(
     t = np.repeat(np.arange(n_tasks), n_jobs)
     rank = np.arange(m) - first_job[t]
     scout = rank < draw.n_scouts[t]
+    cc = draw.corecount[t]
+    # The order of the draws below is the generator's: changing it changes the
+    # simulated history of every seed.
+    run = _measure(rng, params, cat, draw, t, scout)
+    start_s, end_s, last_end = _schedule(rng, draw, t, scout, run.wall)
 
+    maxpss = np.rint(
+        run.mem_mb * 1024 * np.where(run.failed, run.cut**0.3, 1.0)
+    ).astype(np.int64)
+    per_core_mb = np.ceil(draw.mem_per_core_mb[t] * 1.1)
+    minram = np.where(
+        scout, 2000 * cc, per_core_mb * cc + np.where(cc > 1, draw.base_ram_mb[t], 0)
+    )
+    label = cat.ptype_strings["prodsourcelabel"][draw.ptype[t]]
+    trf = transpath[t]
+    frame = pd.DataFrame(
+        {
+            "pandaid": first_panda_id + np.arange(m, dtype=np.int64),
+            "jeditaskid": draw.task_id[t],
+            "jobstatus": np.where(run.failed, "failed", "finished").astype(object),
+            "prodsourcelabel": label,
+            "processingtype": cat.ptypes[draw.ptype[t]],
+            "transformation": np.where(label == "user", _TRF_URL + trf, trf),
+            "computingsite": cat.sites[run.site],
+            "specialhandling": np.where(scout, "sj", NULL),
+            "corecount": cc,
+            "actualcorecount": cc,
+            "nevents": np.where(run.failed, 0, run.nevents),
+            "starttime": _to_datetime(start_s),
+            "endtime": _to_datetime(end_s),
+            "modificationtime": _to_datetime(end_s),
+            "cpuconsumptiontime": np.rint(run.cpu_s + 0.5 * run.setup).astype(np.int64),
+            "maxpss": maxpss,
+            "maxrss": np.rint(maxpss * rng.uniform(1.02, 1.12, m)).astype(np.int64),
+            "maxvmem": np.rint(maxpss * 1.6 + 500 * 1024).astype(np.int64),
+            "inputfilebytes": run.in_bytes,
+            "outputfilebytes": run.out_bytes,
+            "hs06sec": np.rint(run.wall * cc * run.power).astype(np.int64),
+            "totrbytes": np.rint(run.in_bytes * rng.uniform(1.0, 1.15, m)).astype(
+                np.int64
+            ),
+            "totwbytes": np.rint(run.out_bytes * rng.uniform(1.0, 1.2, m)).astype(
+                np.int64
+            ),
+            "minramcount": np.rint(minram).astype(np.int64),
+            "maxwalltime": np.where(scout, 86400, np.rint(run.wall * 2 + 3600)).astype(
+                np.int64
+            ),
+            "jobmetrics": None,
+        }
+    )
+    return frame, _to_datetime(last_end)
+
+
+@dataclass
+class _Measured:
+    """Per job: where it ran and what it used (failed jobs stop early)."""
+
+    site: np.ndarray
+    power: np.ndarray
+    nevents: np.ndarray
+    mem_mb: np.ndarray
+    cpu_s: np.ndarray
+    setup: np.ndarray
+    wall: np.ndarray
+    failed: np.ndarray
+    cut: np.ndarray
+    in_bytes: np.ndarray
+    out_bytes: np.ndarray
+
+
+def _measure(
+    rng: np.random.Generator,
+    params: dict,
+    cat: Catalog,
+    draw: TaskDraw,
+    t: np.ndarray,
+    scout: np.ndarray,
+) -> _Measured:
+    """Draw each job's site, events, memory, CPU, wall time, outcome and bytes."""
+    noise, outcomes = params["noise"], params["outcomes"]
+    m = len(t)
     cc = draw.corecount[t]
     site = np.searchsorted(cat.site_cum_share, rng.random(m) * cat.site_cum_share[-1])
     site = np.minimum(site, len(cat.sites) - 1)
@@ -84,8 +166,34 @@ def job_frame(
     out_bytes = np.where(failed, 0, np.rint(io_kb * (1 - in_frac) * 1024)).astype(
         np.int64
     )
+    return _Measured(
+        site,
+        power,
+        nevents,
+        mem_mb,
+        cpu_s,
+        setup,
+        wall,
+        failed,
+        cut,
+        in_bytes,
+        out_bytes,
+    )
 
-    # Scouts start soon after creation; regular jobs after the last scout ended.
+
+def _schedule(
+    rng: np.random.Generator,
+    draw: TaskDraw,
+    t: np.ndarray,
+    scout: np.ndarray,
+    wall: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return each job's start and end and each task's last end (epoch seconds).
+
+    Scouts start soon after creation; regular jobs after the last scout ended.
+    """
+    n_tasks = len(draw.task_id)
+    m = len(t)
     created = draw.created.astype(np.int64)[t]
     scout_delay = 1800 * _lognormal(rng, 0.8, m)
     start_s = created + scout_delay
@@ -97,47 +205,7 @@ def job_frame(
     end_s = start_s + wall
     last_end = np.full(n_tasks, -np.inf)
     np.maximum.at(last_end, t, end_s)
-
-    maxpss = np.rint(mem_mb * 1024 * np.where(failed, cut**0.3, 1.0)).astype(np.int64)
-    per_core_mb = np.ceil(draw.mem_per_core_mb[t] * 1.1)
-    minram = np.where(
-        scout, 2000 * cc, per_core_mb * cc + np.where(cc > 1, draw.base_ram_mb[t], 0)
-    )
-    label = cat.ptype_strings["prodsourcelabel"][draw.ptype[t]]
-    trf = transpath[t]
-    frame = pd.DataFrame(
-        {
-            "pandaid": first_panda_id + np.arange(m, dtype=np.int64),
-            "jeditaskid": draw.task_id[t],
-            "jobstatus": np.where(failed, "failed", "finished").astype(object),
-            "prodsourcelabel": label,
-            "processingtype": cat.ptypes[draw.ptype[t]],
-            "transformation": np.where(label == "user", _TRF_URL + trf, trf),
-            "computingsite": cat.sites[site],
-            "specialhandling": np.where(scout, "sj", NULL),
-            "corecount": cc,
-            "actualcorecount": cc,
-            "nevents": np.where(failed, 0, nevents),
-            "starttime": _to_datetime(start_s),
-            "endtime": _to_datetime(end_s),
-            "modificationtime": _to_datetime(end_s),
-            "cpuconsumptiontime": np.rint(cpu_s + 0.5 * setup).astype(np.int64),
-            "maxpss": maxpss,
-            "maxrss": np.rint(maxpss * rng.uniform(1.02, 1.12, m)).astype(np.int64),
-            "maxvmem": np.rint(maxpss * 1.6 + 500 * 1024).astype(np.int64),
-            "inputfilebytes": in_bytes,
-            "outputfilebytes": out_bytes,
-            "hs06sec": np.rint(wall * cc * power).astype(np.int64),
-            "totrbytes": np.rint(in_bytes * rng.uniform(1.0, 1.15, m)).astype(np.int64),
-            "totwbytes": np.rint(out_bytes * rng.uniform(1.0, 1.2, m)).astype(np.int64),
-            "minramcount": np.rint(minram).astype(np.int64),
-            "maxwalltime": np.where(scout, 86400, np.rint(wall * 2 + 3600)).astype(
-                np.int64
-            ),
-            "jobmetrics": None,
-        }
-    )
-    return frame, _to_datetime(last_end)
+    return start_s, end_s, last_end
 
 
 def _to_datetime(seconds: np.ndarray) -> np.ndarray:

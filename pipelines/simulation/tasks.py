@@ -126,7 +126,7 @@ def draw_tasks(
 ) -> TaskDraw:
     """Draw a batch of tasks at global ``positions`` (history, or newly defined)."""
     n = len(positions)
-    pv, noise, params = cat.ptype_values, cfg.params["noise"], cfg.params
+    pv = cat.ptype_values
     created = creation_times(rng, cfg, positions, new)
     month = _month_index(created, cfg)
     frac = np.clip(month / cfg.months, 0.0, 1.0)
@@ -137,6 +137,46 @@ def draw_tasks(
     release = _choose_release(rng, cat, cfg, framework, frac, month)
     corecount = np.where(rng.random(n) < pv["multicore_share"][ptype], 8, 1)
 
+    # The order of the draws below is the generator's: changing it changes the
+    # simulated history of every seed.
+    giant, mem, base_ram, hs06, eff, io = _hidden_needs(
+        rng, cfg, cat, ptype, release, n
+    )
+    files, events, per_job = _input_sizes(rng, cfg, cat, ptype, corecount)
+    status, n_scouts, n_regular = _statuses(rng, cfg, n, new)
+
+    return TaskDraw(
+        task_id=first_task_id + positions.astype(np.int64),
+        created=created,
+        month=month,
+        ptype=ptype,
+        release=release,
+        corecount=corecount,
+        status=status,
+        n_scouts=n_scouts.astype(np.int64),
+        n_regular=n_regular.astype(np.int64),
+        events_per_job=per_job,
+        input_files=files,
+        input_events=events,
+        mem_per_core_mb=mem,
+        base_ram_mb=base_ram,
+        hs06_per_event=hs06,
+        cpu_efficiency=eff,
+        io_kb_per_s=io,
+        giant=giant,
+    )
+
+
+def _hidden_needs(
+    rng: np.random.Generator,
+    cfg: SimulationConfig,
+    cat: Catalog,
+    ptype: np.ndarray,
+    release: np.ndarray,
+    n: int,
+) -> tuple[np.ndarray, ...]:
+    """Draw the hidden truth: giants, memory, base RAM, HS06, efficiency and I/O."""
+    pv, noise, params = cat.ptype_values, cfg.params["noise"], cfg.params
     giants = params["giants"]
     giant_u = rng.random(n)
     giant = np.where(giant_u < giants["share"], 1 + (giant_u < giants["share"] / 2), 0)
@@ -165,7 +205,19 @@ def draw_tasks(
     )
     eff = np.clip(pv["cpu_efficiency"][ptype] * _lognormal(rng, 0.05, n), 0.05, 1.0)
     io = pv["io_kb_per_s"][ptype] * _lognormal(rng, noise["task_io_sigma"], n)
+    return giant, mem, base_ram, hs06, eff, io
 
+
+def _input_sizes(
+    rng: np.random.Generator,
+    cfg: SimulationConfig,
+    cat: Catalog,
+    ptype: np.ndarray,
+    corecount: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Draw each task's input files, input events and events per job."""
+    pv, noise = cat.ptype_values, cfg.params["noise"]
+    n = len(ptype)
     files = np.maximum(
         1,
         np.rint(
@@ -181,8 +233,18 @@ def draw_tasks(
         rng, noise["events_per_job_sigma"], n
     )
     per_job = np.clip(np.rint(per_job), 10 * corecount, None).astype(np.int64)
+    return files, events, per_job
 
-    outcomes = params["outcomes"]
+
+def _statuses(
+    rng: np.random.Generator, cfg: SimulationConfig, n: int, new: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Draw each task's status and its numbers of scout and regular jobs.
+
+    A newly defined task waits for the hook (no jobs yet); a broken one ran only
+    its scouts.
+    """
+    outcomes = cfg.params["outcomes"]
     u = rng.random(n)
     if new:
         status = np.where(u < 0.5, "defined", "ready").astype(object)
@@ -205,27 +267,7 @@ def draw_tasks(
         n_scouts = np.zeros(n, dtype=np.int64)
         n_regular = np.zeros(n, dtype=np.int64)
     n_regular = np.where(status == "broken", 0, n_regular)
-
-    return TaskDraw(
-        task_id=first_task_id + positions.astype(np.int64),
-        created=created,
-        month=month,
-        ptype=ptype,
-        release=release,
-        corecount=corecount,
-        status=status,
-        n_scouts=n_scouts.astype(np.int64),
-        n_regular=n_regular.astype(np.int64),
-        events_per_job=per_job,
-        input_files=files,
-        input_events=events,
-        mem_per_core_mb=mem,
-        base_ram_mb=base_ram,
-        hs06_per_event=hs06,
-        cpu_efficiency=eff,
-        io_kb_per_s=io,
-        giant=giant,
-    )
+    return status, n_scouts, n_regular
 
 
 def _s(values) -> np.ndarray:

@@ -7,8 +7,8 @@ that is a ratio of sums over rows is then recomputed on each resample from its
 per-day sums, so comparing two figures on the same draws is paired. Pure numpy:
 a thousand resamples of a figure cost one matrix product.
 
-The champion gate's noise (:mod:`pipelines.gate_evidence`) and the delay prices'
-tuning (:mod:`pipelines.cost_tuning`) both resample this way.
+The champion gate's noise (:mod:`pipelines.retraining.gate_evidence`) and the delay
+prices' tuning (:mod:`pipelines.training.cost_tuning`) both resample this way.
 """
 
 from __future__ import annotations

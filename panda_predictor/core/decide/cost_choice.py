@@ -51,7 +51,7 @@ it does not fail it).
 The delay price also makes a failure dearer (a failed attempt delays its job), so
 it sets how careful the values are. Training chooses one per priced target on its
 validation part (:attr:`CostSettings.target_prices`; the replay against the scouts
-in :mod:`pipelines.cost_tuning`); an operator's setting replaces them all.
+in :mod:`pipelines.training.cost_tuning`); an operator's setting replaces them all.
 
 Pure numpy; one matrix product per target and batch, so a single task takes
 microseconds (docs/performance.md).
@@ -115,7 +115,7 @@ class CostSettings:
     :param requeue_runs: job runs a retried job waits in the queue again.
     :param target_prices: per target, the delay price its values are chosen with,
         where it differs from ``delay_price`` (training tunes one per target:
-        :mod:`pipelines.cost_tuning`); ``(target, price)`` pairs.
+        :mod:`pipelines.training.cost_tuning`); ``(target, price)`` pairs.
     """
 
     delay_price: float = 1.0

@@ -1,0 +1,397 @@
+"""Walk forward through a job log's newest part with the production predictor.
+
+The log is first mapped onto the task and history schema the hook reads
+(:func:`panda_predictor.ingest.to_panda.jobs_to_tasks`). The oldest
+``1 - test_fraction`` of the tasks (by creation) fit the bins; the newest part is
+tested period by period (a calendar month by default). Before each period the
+production training (:func:`pipelines.training.train.train`) runs on every task
+whose labels were known before the period's first submission, and the period's tasks
+are then
+predicted by the production :class:`~panda_predictor.serving.predictor.Predictor`
+with the labelled history, exactly as the hook would have predicted them at their
+submission: the same features, model, tail rule, expert combination and policy. The
+recency rules are scored as baselines from the same history features.
+
+``development_part`` drops the test part altogether, so that design choices can be
+tried on the older tasks without the real test part ever being looked at.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from dataclasses import dataclass, replace
+from functools import partial
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from panda_predictor.core.assess import baselines as bl
+from panda_predictor.core.assess.splits import TimeSplit, time_ordered_split
+from panda_predictor.core.bins import BinSet, fit_bins
+from panda_predictor.core.decide.calibration import (
+    METHODS,
+    fit_calibrator,
+    served_mixture,
+)
+from panda_predictor.core.decide.experts import EXPERTS
+from panda_predictor.core.features.task_features import HOOK_COLUMNS
+from panda_predictor.errors import UserInputError
+from panda_predictor.ingest.swf import TRACE_TARGETS
+from panda_predictor.ingest.to_panda import jobs_to_tasks
+from panda_predictor.serving.classified import Classified
+from panda_predictor.serving.combination import ServingHistory
+from panda_predictor.serving.decision import decide_table
+from panda_predictor.serving.predictor import Predictor
+from pipelines.evaluation.trace.target_run import (
+    PRODUCTION,
+    REQUEST_OF,
+    TargetRun,
+    baseline_values,
+    drop_unpredicted,
+    fill_baselines,
+    new_target_run,
+)
+from pipelines.evaluation.walk_forward import check_cadence, walk_periods
+from pipelines.training.config import TrainingConfig, training_config
+from pipelines.training.dataset import LabelledHistory
+from pipelines.training.train import TrainingResult, train
+
+logger = logging.getLogger(__name__)
+
+#: Classes per trace target (quantile bins of the training part).
+TRACE_N_CLASSES = {"walltime": 5, "cputime": 4, "ramcount": 4, "iointensity": 4}
+#: Fewest labelled tasks a retraining needs (below: the period is not predicted).
+MIN_TRAIN_TASKS = 50
+
+
+@dataclass
+class WalkForwardConfig:
+    """Knobs of one benchmark run (one set of defaults for every log).
+
+    The model's own parameters are the production ones
+    (``pipelines/params/training.yaml`` through
+    :func:`pipelines.training.config.training_config`, XGBoost only); ``n_estimators``
+    caps its rounds (tests use few), ``delay_price`` replaces the per-deployment choice
+    as the ``delay_price`` setting does.
+    """
+
+    test_fraction: float = 0.2
+    max_train_rows: int | None = 100_000
+    max_periods: int | None = None
+    cadence: str = "auto"
+    half_life_days: float | str | None = "auto"
+    n_estimators: int | None = None
+    recall_target: float = 0.95
+    delay_price: float | None = None
+    seed: int = 0
+
+    def training_config(self) -> TrainingConfig:
+        """Return the production training config with these knobs applied."""
+        settings = SimpleNamespace(
+            tail_recall_target=self.recall_target, delay_price=self.delay_price
+        )
+        base = training_config(settings, kinds=("xgboost",))
+        xgboost = dict(base.xgboost)
+        if self.n_estimators is not None:
+            xgboost["n_estimators"] = self.n_estimators
+        return replace(
+            base,
+            seed=self.seed,
+            half_life_days=self.half_life_days,
+            xgboost=xgboost,
+        )
+
+
+@dataclass
+class WalkForwardResult:
+    """Everything a benchmark run produced, before scoring."""
+
+    split: dict[str, object]
+    runs: dict[str, TargetRun]
+    tasks: pd.DataFrame
+    task_key: np.ndarray
+    warnings: list[str]
+
+
+def development_part(frame: pd.DataFrame, test_fraction: float) -> pd.DataFrame:
+    """Return the jobs *before* the test part: the frame a design choice may see."""
+    split = time_ordered_split(
+        frame["submit_s"].to_numpy(), 1.0 - test_fraction, 0.0, test_fraction
+    )
+    return frame.iloc[np.sort(split.train)].reset_index(drop=True)
+
+
+def fit_trace_bins(values: dict[str, np.ndarray]) -> tuple[BinSet, list[str]]:
+    """Quantile-fit bins per target on training values; return them and warnings."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fitted = fit_bins(
+            values,
+            n_classes={t: TRACE_N_CLASSES[t] for t in values},
+            fixed_edges={},
+            version="trace",
+        )
+    bins = BinSet(
+        "trace",
+        {t: replace(fitted[t], unit=TRACE_TARGETS[t][1]) for t in values},
+    )
+    return bins, [str(w.message) for w in caught]
+
+
+def _window(
+    tasks: pd.DataFrame, boundary: np.datetime64, config: WalkForwardConfig
+) -> tuple[pd.DataFrame, TimeSplit]:
+    """Return the tasks known before ``boundary`` and their train/validation split.
+
+    The newest tenth (by creation) validates: early stopping, the tail rule and the
+    combination's settings are chosen on tasks the trees did not fit on.
+    """
+    known = tasks["labels_known_at"].to_numpy(dtype="datetime64[ns]") < boundary
+    window = tasks[known]
+    if config.max_train_rows is not None:
+        window = window.iloc[-config.max_train_rows :]
+    window = window.reset_index(drop=True)
+    n_val = max(1, len(window) // 10)
+    order = np.arange(len(window))
+    return window, TimeSplit(order[:-n_val], order[-n_val:], order[-n_val:])
+
+
+def _retrain(
+    window: pd.DataFrame,
+    parts: TimeSplit,
+    bins: BinSet,
+    config: WalkForwardConfig,
+    period: str,
+) -> TrainingResult:
+    """Run the production training on the tasks known before ``period``."""
+    try:
+        return train(LabelledHistory(window), bins, config.training_config(), parts)
+    except ValueError as exc:
+        raise UserInputError(
+            f"The retraining before period {period} ({len(window)} finished "
+            f"tasks) must succeed. Got: {exc}"
+        ) from exc
+
+
+def _predict_period(
+    result: TrainingResult,
+    tasks: pd.DataFrame,
+    jobs: pd.DataFrame,
+    in_period: np.ndarray,
+    created: np.ndarray,
+    window: pd.DataFrame,
+    targets: list[str],
+    runs: dict[str, TargetRun],
+    baseline_parts: dict[str, list[tuple[np.ndarray, dict[str, np.ndarray]]]],
+    period: str,
+) -> None:
+    """Predict one period's tasks as the hook would, and score the baselines too."""
+    predictor = Predictor(result.bundle, "trace", period)
+    history = ServingHistory(
+        tasks[created < created[in_period].max() + np.timedelta64(1, "ns")]
+    )
+    # The hook's schema: task columns and requests, never the labels (a label
+    # column has a preset's name and must not be read as one).
+    period_tasks = tasks.iloc[in_period]
+    period_tasks = period_tasks[[c for c in HOOK_COLUMNS if c in period_tasks]]
+    classified = predictor.classified(period_tasks, history)
+    table = decide_table(predictor, period_tasks, history, classified)
+    X = classified.features
+    assert isinstance(X, pd.DataFrame)  # the frame route keeps the feature frame
+    applied_all = (table["decision"] == "applied").to_numpy()
+    for target in targets:
+        run = runs[target]
+        here = np.isin(run.rows, in_period)
+        pick = np.searchsorted(in_period, run.rows[here])
+        run.predicted[PRODUCTION][here] = table[f"{target}_class"].to_numpy()[pick]
+        run.confidence[PRODUCTION][here] = table[f"{target}_confidence"].to_numpy()[
+            pick
+        ]
+        run.applied[PRODUCTION][here] = applied_all[pick]
+        run.values[PRODUCTION][here] = table[f"{target}_value"].to_numpy()[pick]
+        run.predicted["model:xgboost"][here] = classified.model_chosen[target][pick]
+        run.confidence["model:xgboost"][here] = classified.proba[target][pick].max(
+            axis=1
+        )
+        run.applied["model:xgboost"][here] = applied_all[pick]
+        _record_distributions(run, here, pick, classified, result)
+        followed = table.get(f"{target}_expert")
+        if followed is not None:
+            names = followed.to_numpy()[pick]
+            run.followed[here] = [EXPERTS.index(n) for n in names]
+        combo = result.bundle.combination
+        run.combination[period] = combo.to_dict() if combo else {}
+        median = float(np.nanmedian(window[target].to_numpy(dtype=float)))
+        jobs_here = jobs.iloc[run.rows[here]]
+        baseline_parts[target].append(
+            (
+                here,
+                baseline_values(
+                    jobs_here,
+                    X.iloc[pick].reset_index(drop=True),
+                    target,
+                    median,
+                    bool(np.isfinite(jobs[REQUEST_OF[target]].to_numpy(float)).any()),
+                ),
+            )
+        )
+
+
+def _record_distributions(
+    run: TargetRun,
+    here: np.ndarray,
+    pick: np.ndarray,
+    classified: Classified,
+    result: TrainingResult,
+) -> None:
+    """Keep the period's served distributions: production's and each method's.
+
+    Each calibration method is fitted on the retraining's validation part, as the
+    training fits the production one, and applied to the period's served mixture.
+    """
+    t = run.target
+    followed = classified.followed.get(t)
+    raw = served_mixture(
+        classified.proba[t],
+        classified.chosen[t],
+        followed,
+        classified.record_accuracy.get(t),
+    )[pick]
+    followed = None if followed is None else followed[pick]
+    run.distribution[PRODUCTION][here] = classified.distribution[t][pick]
+    parts = result.calibration.get(t)
+    for method in METHODS:
+        name = f"calibration:{method}"
+        if parts is None:
+            run.distribution[name][here] = raw
+            continue
+        calibrator = fit_calibrator(parts.val, parts.y_val, method, parts.followed_val)
+        run.distribution[name][here] = calibrator.transform(raw, followed)
+
+
+def run_walk_forward(
+    jobs: pd.DataFrame, targets: list[str], config: WalkForwardConfig
+) -> WalkForwardResult:
+    """Run the production predictor and baselines over the test part of ``jobs``."""
+    f = config.test_fraction
+    tasks = jobs_to_tasks(jobs)
+    split = time_ordered_split(jobs["submit_s"].to_numpy(), 1.0 - f, 0.0, f)
+    train_part, test_part = np.sort(split.train), np.sort(split.test)
+    bins, notes = fit_trace_bins(
+        {t: tasks[t].to_numpy(dtype=float)[train_part] for t in targets}
+    )
+    check_cadence(config.cadence)
+    created = tasks["creationdate"].to_numpy(dtype="datetime64[ns]")
+    runs = {t: new_target_run(tasks, t, bins[t], test_part) for t in targets}
+    baseline_parts: dict[str, list[tuple[np.ndarray, dict[str, np.ndarray]]]] = {
+        t: [] for t in targets
+    }
+    skipped: list[str] = []
+    periods: list[str] = []
+    choices: dict[str, dict[str, Any]] = {}
+    retrain = partial(_retrain_at, tasks=tasks, bins=bins, config=config)
+    walk = walk_periods(created, test_part, config.cadence, retrain, config.max_periods)
+    for period, retraining in walk:
+        periods.append(retraining.period)
+        if retraining.result is None:
+            skipped.append(retraining.period)
+            continue
+        started = time.perf_counter()
+        choices[retraining.period] = _choices(retraining, period.rows)
+        _predict_period(
+            retraining.result,
+            tasks,
+            jobs,
+            period.rows,
+            created,
+            retraining.window,
+            targets,
+            runs,
+            baseline_parts,
+            retraining.period,
+        )
+        logger.info(
+            "trace %s: trained on %d tasks and predicted %d in %.1f s; next "
+            "retraining in %s days",
+            retraining.period,
+            len(retraining.window),
+            period.rows.size,
+            time.perf_counter() - started,
+            choices[retraining.period]["retrain_every_days"],
+        )
+    for target in targets:
+        fill_baselines(runs[target], baseline_parts[target], tasks, train_part)
+        drop_unpredicted(runs[target])
+    split_info: dict[str, object] = {
+        "method": "time_ordered_walk_forward_production_predictor",
+        "test_fraction": f,
+        "n_jobs": int(len(jobs)),
+        "n_train": int(train_part.size),
+        "n_test": int(test_part.size),
+        "cadence": config.cadence,
+        "test_periods": periods,
+        "self_tuning": choices,
+        "periods_without_model": skipped,
+        "train_end": str(jobs["submit_time"].iloc[train_part].max()),
+        "test_start": str(jobs["submit_time"].iloc[test_part].min()),
+        "max_train_rows": config.max_train_rows,
+        "half_life_days": config.half_life_days,
+        "n_estimators": config.n_estimators,
+        "delay_price": config.delay_price,
+        "combination": {t: r.combination for t, r in runs.items()},
+    }
+    key = bl.group_codes(jobs["user"], jobs["executable"].astype(object).fillna("-"))
+    return WalkForwardResult(split_info, runs, tasks, key, notes)
+
+
+@dataclass
+class _Retraining:
+    """One period's retraining: its name, the tasks it saw and its result (if any)."""
+
+    period: str
+    window: pd.DataFrame
+    result: TrainingResult | None
+
+
+def _retrain_at(
+    boundary: np.datetime64,
+    tasks: pd.DataFrame,
+    bins: BinSet,
+    config: WalkForwardConfig,
+) -> tuple[_Retraining, int | None]:
+    """Retrain on the tasks known before ``boundary``; return it and its cadence.
+
+    Too few finished tasks train nothing: the period's tasks keep their scouts.
+    """
+    period = str(pd.Timestamp(boundary).date())
+    window, parts = _window(tasks, boundary, config)
+    if len(window) < MIN_TRAIN_TASKS:
+        logger.warning(
+            "period %s: only %d tasks had finished before it (need %d): "
+            "every task keeps its scouts",
+            period,
+            len(window),
+            MIN_TRAIN_TASKS,
+        )
+        return _Retraining(period, window, None), None
+    result = _retrain(window, parts, bins, config, period)
+    chosen = result.split_info["retrain_every_days"]
+    return _Retraining(period, window, result), chosen
+
+
+def _choices(retraining: _Retraining, in_period: np.ndarray) -> dict[str, Any]:
+    """Return what the period's retraining chose for itself (the self-tuning)."""
+    assert retraining.result is not None
+    info = retraining.result.split_info
+    return {
+        "tasks": int(in_period.size),
+        "trained_on": int(len(retraining.window)),
+        "retrain_every_days": info["retrain_every_days"],
+        "half_life_days": info["half_life_days"],
+        "delay_price": info.get("cost", {}).get("delay_price"),
+        "cost": info.get("cost", {}),
+    }

@@ -1,0 +1,255 @@
+"""Replay a trace's test jobs under scouts, our predictor, the sizing peers, the
+recency rules, the user's request and an oracle (see
+:mod:`panda_predictor.core.replay.engine`).
+
+PanDA re-measures every running task after ``rules.remeasure_after`` finished jobs
+(5 and 100) with its own formulas, whatever was written at submission
+(:mod:`panda_predictor.core.replay.panda_rules`), so every row below that starts a task
+at once is re-measured that way, except "request (never re-measured)" and "oracle".
+Strategies, one table row each:
+
+- ``scouts``: PanDA as it is: the first ``rules.n_scouts`` jobs of a task are scouts
+  asking for the user's request, the bulk waits for them and asks for PanDA's
+  measurement of the finished scouts, then PanDA re-measures at 5 and 100.
+- ``predictor (<model row>)``: a task the decision applies to (the run's ``applied``
+  flags, else confidence >= threshold; a task's decision is its first job's) starts
+  at once with the value written (``run.values[<model row>]`` where the run has it,
+  else the predicted class's value); a task that kept its scouts runs as scouts.
+- ``peer (<method>)``: the sizing methods of the literature (Tovar et al. 2018,
+  Witt et al. 2019), computed by the caller (``peers``): every task starts at once
+  with the method's first request and a failed job retries at least at the method's
+  retry request.
+- ``rule (<baseline>)``: every task starts at once with a recency rule's value, so
+  the table answers "is the model worth it over the rule?".
+- ``request (never re-measured)``: every task starts at once with the user's
+  request and keeps it (a bound: PanDA would re-measure it);
+  ``request + PanDA re-measurement``: the same, re-measured as PanDA does.
+- ``oracle``: every job asks for exactly what it used.
+
+Every first request is capped at the user's request when there is one, and so is
+every measurement: the trace's jobs never ran past it (the system kills them), and
+it is known at submission. Where there is none, memory asks for the queue's default
+(:data:`~panda_predictor.core.decide.cost_choice.DEFAULT_RAM_MB_PER_CORE`, what a PanDA
+job without a ramCount gets) and time for the top class's value (no limit set).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from panda_predictor.core.decide.cost_choice import DEFAULT_RAM_MB_PER_CORE
+from panda_predictor.core.replay.engine import (
+    ReplayJobs,
+    ReplayOutcome,
+    ReplayRules,
+    tasks_from_bursts,
+)
+from panda_predictor.core.replay.goals import GOALS, replay_goals
+from pipelines.evaluation.trace.target_run import REQUEST_OF, TargetRun
+
+#: Which replay resource each trace target is.
+RESOURCE = {"walltime": "time", "ramcount": "memory"}
+#: What a job without a request asks for, per resource (the cost choice's
+#: default): memory the queue's default; time the top class's value (absent).
+NO_REQUEST = {"memory": DEFAULT_RAM_MB_PER_CORE}
+#: Baseline rows that are not recency rules (the request rows replay the first).
+_NOT_RULES = ("baseline:request",)
+#: The request rows: every task starts at once with the user's request.
+NEVER_REMEASURED = "request (never re-measured)"
+REMEASURED = "request + PanDA re-measurement"
+
+
+def task_decision(
+    run: TargetRun, model: str, task: np.ndarray, threshold: float
+) -> np.ndarray:
+    """Return, per job, whether its task skips scouts under ``model``.
+
+    A task's decision is its first job's: the run's ``applied`` flag (the production
+    decision) when the run has one for ``model``, else confidence >= ``threshold``.
+    """
+    applied = getattr(run, "applied", {}).get(model)
+    if applied is None:
+        applied = np.asarray(run.confidence[model]) >= threshold
+    _, first = np.unique(task, return_index=True)
+    per_task = pd.Series(np.asarray(applied, dtype=bool)[first], index=task[first])
+    return per_task.reindex(task).to_numpy(dtype=bool)
+
+
+def rule_names(run: TargetRun) -> list[str]:
+    """Return the recency rule rows of ``run`` to replay as strategies."""
+    return [
+        n for n in run.predicted if n.startswith("baseline:") and n not in _NOT_RULES
+    ]
+
+
+def _first_values(run: TargetRun, model: str, ladder: np.ndarray) -> np.ndarray:
+    """Return, per test row, the value ``model`` writes: concrete, else its class's."""
+    value = ladder[run.predicted[model]]
+    written = run.values.get(model)
+    if written is not None:
+        written = np.asarray(written, dtype=float)
+        value = np.where(np.isfinite(written) & (written > 0), written, value)
+    return value
+
+
+def _peer_requests(
+    name: str, pair: tuple[np.ndarray, np.ndarray], fallback: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return a peer's (first, retry) requests; no first value: the fallback."""
+    first, retry = (np.asarray(v, dtype=float) for v in pair)
+    if first.shape != fallback.shape or retry.shape != fallback.shape:
+        raise ValueError(
+            f"The peer '{name}' must give one first and one retry request per test "
+            f"row ({fallback.shape}). Got {first.shape} and {retry.shape} instead."
+        )
+    first = np.where(np.isfinite(first) & (first > 0), first, fallback)
+    retry = np.where(np.isfinite(retry) & (retry > 0), retry, 0.0)
+    return first, retry
+
+
+def replay_target(
+    frame: pd.DataFrame,
+    run: TargetRun,
+    user_exe_key: np.ndarray,
+    models: list[str],
+    threshold: float,
+    *,
+    rules: ReplayRules | None = None,
+    peers: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+) -> list[ReplayOutcome]:
+    """Return the outcome of each strategy (module doc) for one target's test jobs.
+
+    :param frame: the trace's job frame (``submit_s``, ``run_s``, ``procs`` and the
+        target's request column).
+    :param run: the target's walk-forward predictions.
+    :param user_exe_key: per frame row, the user-and-executable key of its task.
+    :param models: model rows to replay (e.g. the arg-max and safety-aware rows).
+    :param threshold: confidence needed when the run has no ``applied`` flags.
+    :param rules: retry, maxAttempt and re-measurement rules (default
+        :class:`ReplayRules`).
+    :param peers: per sizing method, its (first request, retry request) per test
+        row of ``run``, in the trace unit (NaN or 0: none).
+    """
+    rows = run.rows
+    run_s = np.nan_to_num(
+        np.maximum(frame["run_s"].to_numpy(dtype=float)[rows], 0.0), posinf=0.0
+    )
+    cores = frame["procs"].to_numpy(dtype=float)[rows]
+    task = tasks_from_bursts(frame["submit_s"].to_numpy()[rows], user_exe_key[rows])
+    jobs = ReplayJobs(
+        resource=RESOURCE[run.target],
+        task=task,
+        used=np.maximum(run.actual, 1.0),
+        run_s=run_s,
+        cores=np.where(np.isfinite(cores) & (cores > 0), cores, 1.0),
+        # A class whose training values were all 0 (jobs that did nothing) writes
+        # 0; the replay asks for at least one unit, as it counts use (``used``).
+        ladder=np.maximum(np.asarray(run.bins.values, dtype=float), 1.0),
+        request=frame[REQUEST_OF[run.target]].to_numpy(dtype=float)[rows],
+        rules=ReplayRules() if rules is None else rules,
+        no_request=NO_REQUEST.get(RESOURCE[run.target]),
+    )
+    outcomes = [jobs.scouts()]
+    for model in models:
+        outcomes.append(
+            jobs.started_at_once(
+                f"predictor ({model})",
+                _first_values(run, model, jobs.ladder),
+                task_decision(run, model, task, threshold),
+            )
+        )
+    for name, pair in (peers or {}).items():
+        first, retry = _peer_requests(name, pair, jobs.default)
+        outcomes.append(
+            jobs.started_at_once(f"peer ({name})", first, retry_request=retry)
+        )
+    for name in rule_names(run):
+        value = jobs.ladder[run.predicted[name]]
+        raw = run.raw.get(name)
+        if raw is not None:
+            raw = np.asarray(raw, dtype=float)
+            value = np.where(np.isfinite(raw) & (raw > 0), raw, value)
+        outcomes.append(jobs.started_at_once(f"rule ({name})", value))
+    return [
+        *outcomes,
+        jobs.started_at_once(NEVER_REMEASURED, jobs.default, remeasure=False),
+        jobs.started_at_once(REMEASURED, jobs.default),
+        jobs.exact("oracle"),
+    ]
+
+
+def _marks(outcomes: list[ReplayOutcome], strategy: str) -> str:
+    """Return the goal marks of ``strategy`` vs scouts ("-" for the references)."""
+    if strategy in ("scouts", "oracle") or "scouts" not in {
+        o.strategy for o in outcomes
+    }:
+        return "-"
+    goals = replay_goals(outcomes, strategy)
+    return "".join("✓" if goals[g] else "✗" for g in GOALS)
+
+
+def format_replay(
+    target: str, outcomes: list[ReplayOutcome], rules: ReplayRules | None = None
+) -> str:
+    """Return a Markdown table of replay outcomes, with the goal marks vs scouts.
+
+    ``rules`` are those the outcomes were replayed with (default
+    :class:`ReplayRules`), named in the table's note.
+    """
+    rules = ReplayRules() if rules is None else rules
+    points = " and ".join(str(p) for p in rules.remeasure_after) or "no"
+    lines = [
+        f"### replay: {target}",
+        "",
+        "| strategy | failed jobs | lost jobs | retries/job | lost core-h | "
+        "lost GB-h | wasted core-h | wasted GB-h | bulk delay (h/task) | "
+        "retry delay (h/job) | goals |",
+        "|---" * 11 + "|",
+    ]
+    for o in outcomes:
+        lines.append(
+            f"| {o.strategy} | {o.failed_job_rate:.3f} | {o.lost_job_rate:.3f} | "
+            f"{o.retries_per_job:.3f} | {o.lost_core_hours:.4g} | "
+            f"{o.lost_gb_hours:.4g} | {o.wasted_core_hours:.4g} | "
+            f"{o.wasted_gb_hours:.4g} | {o.mean_bulk_delay_hours:.3f} | "
+            f"{o.mean_retry_delay_hours:.3f} | {_marks(outcomes, o.strategy)} |"
+        )
+    lines += [
+        "",
+        "Goals, in order: failed jobs <= scouts', wasted core- and GB-hours <= "
+        "scouts', bulk delay <= 20 % of scouts', and not dominated (no other row "
+        "but the oracle and the predictor's own fails fewer jobs and wastes less at "
+        "no more bulk delay). Every row that starts a task at once is re-measured "
+        f"by PanDA after {points} finished jobs, except '{NEVER_REMEASURED}' and "
+        f"'oracle'; a job is lost after {rules.max_attempts} failed attempts.",
+    ]
+    return "\n".join(lines)
+
+
+def format_goals(target: str, outcomes: list[ReplayOutcome], strategy: str) -> str:
+    """Return one line saying which goals ``strategy`` meets against scouts."""
+    g = replay_goals(outcomes, strategy)
+    f = g["figures"]
+
+    def said(goal: str) -> str:
+        return "holds" if g[goal] else "fails"
+
+    parts = [
+        f"failed jobs {f['failed_job_rate'][0]:.3f} <= "
+        f"{f['failed_job_rate'][1]:.3f} {said('failed_jobs')}",
+        "wasted core-h/GB-h "
+        f"{f['wasted_core_hours'][0]:.4g}/{f['wasted_gb_hours'][0]:.4g} <= "
+        f"{f['wasted_core_hours'][1]:.4g}/{f['wasted_gb_hours'][1]:.4g} "
+        f"{said('waste')}",
+        f"bulk delay {f['mean_bulk_delay_hours'][0]:.3f} h <= "
+        f"{f['mean_bulk_delay_hours'][1]:.3f} h {said('bulk_delay')}",
+        "not dominated "
+        + (
+            "holds"
+            if g["not_dominated"]
+            else f"fails (dominated by {', '.join(g['dominated_by'])})"
+        ),
+    ]
+    verdict = "all goals met" if g["all"] else "NOT all goals met"
+    return f"{target}, {strategy} vs scouts: {'; '.join(parts)} ({verdict})"

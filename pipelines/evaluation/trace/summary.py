@@ -1,0 +1,240 @@
+"""Write the goal table of docs/evaluation.md from benchmark results (full.json).
+
+One row per log and target, all about the production row (what the hook writes):
+its macro-F1 against the best baseline with the day-bootstrap interval, whether a
+baseline beats it in under- and over-allocation at once, how many tasks skip their
+scouts, the top class's recall and precision beside the key-95th-percentile rule,
+and the replay goals against scouts.
+
+A second table (``--table choices``) says what each log chose for itself: which
+expert the production row followed how often, what each retraining chose (cadence,
+half-life of the training weights, the combination's settings) and where the
+top-class tasks went that the production row missed.
+
+Run (on the files ``panda-predictor benchmark`` writes)::
+
+    python -m pipelines.evaluation.trace.summary [--table choices] \
+        <home>/benchmarks/*/full.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from panda_predictor.core.replay.engine import ReplayOutcome
+from panda_predictor.core.replay.goals import GOALS, replay_goals
+
+PRODUCTION = "model:production"
+OURS = f"predictor ({PRODUCTION})"
+#: Rows of the replay table, in order (the peers follow, then the oracle is left
+#: out: it is the floor, not a strategy).
+REPLAY_ROWS = (
+    "scouts",
+    OURS,
+    "request (never re-measured)",
+    "request + PanDA re-measurement",
+)
+
+
+def _outcomes(outcomes: list[dict[str, Any]]) -> list[ReplayOutcome]:
+    return [ReplayOutcome(**o) for o in outcomes]
+
+
+def _waste_key(outcome: dict[str, Any]) -> str:
+    return "wasted_gb_hours" if outcome["wasted_gb_hours"] > 0 else "wasted_core_hours"
+
+
+def _replay_marks(outcomes: list[dict[str, Any]]) -> str:
+    """Return ✓/✗ per replay goal of production vs scouts (core.replay.goals:
+    failed jobs, waste, bulk delay, not dominated), then the figures."""
+    by_name = {o["strategy"]: o for o in outcomes}
+    scouts, ours = by_name.get("scouts"), by_name.get(OURS)
+    if scouts is None or ours is None:
+        return "n/a"
+    goals = replay_goals(_outcomes(outcomes), OURS)
+    waste = _waste_key(scouts)
+    figures = (
+        f"{ours['failed_job_rate']:.3f}/{scouts['failed_job_rate']:.3f}, "
+        f"{ours[waste]:.3g}/{scouts[waste]:.3g}, "
+        f"{ours['mean_bulk_delay_hours']:.2f}/{scouts['mean_bulk_delay_hours']:.2f}"
+    )
+    marks = "".join("✓" if goals[g] else "✗" for g in GOALS)
+    beaten = ", ".join(goals["dominated_by"])
+    return marks + f" ({figures})" + (f"; dominated by {beaten}" if beaten else "")
+
+
+def replay_rows(full: dict[str, Any]) -> list[str]:
+    """Return the replay table's rows of one log: scouts, production, the request
+    rows and the published peers, per replayed target."""
+    rows = []
+    name = Path(str(full.get("file", "?"))).name.split(".swf")[0]
+    for target, outcomes in full.get("replay", {}).items():
+        by_name = {o["strategy"]: o for o in outcomes}
+        names = [n for n in REPLAY_ROWS if n in by_name] + sorted(
+            n for n in by_name if n.startswith("peer (")
+        )
+        for strategy in names:
+            o = by_name[strategy]
+            waste = _waste_key(by_name.get("scouts", o))
+            unit = "GB-h" if waste == "wasted_gb_hours" else "core-h"
+            rows.append(
+                f"| {name} | {target} | {strategy} | {o['failed_job_rate']:.3f} | "
+                f"{o[waste]:.4g} {unit} | {o['mean_bulk_delay_hours']:.2f} |"
+            )
+    return rows
+
+
+def calibration_rows(full: dict[str, Any]) -> list[str]:
+    """Return the test-part ECE rows of one log: the production distribution's,
+    and the uncalibrated one's (``none``), per target."""
+    rows = []
+    name = Path(str(full.get("file", "?"))).name.split(".swf")[0]
+    for target, per_name in full.get("calibration", {}).items():
+        ours = per_name.get(PRODUCTION, {})
+        raw = per_name.get("calibration:none", {})
+        if not ours:
+            continue
+        rows.append(
+            f"| {name} | {target} | {ours['ece']:.3f} | {ours['cumulative_ece']:.3f}"
+            f" | {raw.get('ece', float('nan')):.3f} | "
+            f"{'met' if ours['ece'] <= ECE_GOAL else 'not met'} |"
+        )
+    return rows
+
+
+#: The calibration goal: top-label ECE at most this on every log's test part.
+ECE_GOAL = 0.05
+CALIBRATION_HEADER = (
+    "| log | target | ECE (top-label) | ECE (cumulative) | ECE uncalibrated | "
+    "ECE <= 0.05 |\n" + "|---" * 6 + "|"
+)
+
+REPLAY_HEADER = (
+    "| log | target | strategy | failed jobs | wasted hours | bulk delay (h/task) |\n"
+    + "|---" * 6
+    + "|"
+)
+
+
+def summary_rows(full: dict[str, Any]) -> list[str]:
+    """Return the Markdown rows of one log's full.json."""
+    name = full["file"].removesuffix(".gz").removesuffix(".swf")
+    rows = []
+    for target, scores in full["full_scores"].items():
+        ours = scores.get(PRODUCTION)
+        if ours is None:
+            continue
+        lead = full.get("macro_f1_lead", {}).get(target, {})
+        goal = full.get("goal", {}).get(target, {})
+        dominated = goal.get("rows", {}).get(PRODUCTION, {}).get("dominated_by", [])
+        p95 = scores.get("baseline:key_p95", {})
+        production = full.get("production", {}).get(target, {})
+        met = goal.get("macro_f1_met") and lead.get("low", -1) > 0 and not dominated
+        best = lead.get("baseline", "")
+        nan = float("nan")
+        best_f1 = scores.get(best, {}).get("macro_f1", nan)
+        interval = f"{lead.get('low', nan):+.3f}..{lead.get('high', nan):+.3f}"
+        rows.append(
+            f"| {name} | {target} | {ours['macro_f1']:.3f} | "
+            f"{best.removeprefix('baseline:')} {best_f1:.3f}"
+            f" | {lead.get('margin', nan):+.3f} ({interval})"
+            f" | {', '.join(d.removeprefix('baseline:') for d in dominated) or 'none'}"
+            f" | {'**met**' if met else '**not met**'}"
+            f" | {production.get('coverage', 0.0):.0%}"
+            f" | {ours['top_class_recall']:.2f}/{ours['top_class_precision']:.2f}"
+            f" | {p95.get('top_class_recall', nan):.2f}/"
+            f"{p95.get('top_class_precision', nan):.2f}"
+            f" | {_replay_marks(full.get('replay', {}).get(target, []))} |"
+        )
+    return rows
+
+
+def _counts(values: list[Any], show=str) -> str:
+    """Return ``a x2, b x1`` for the values, most frequent first."""
+    return ", ".join(f"{show(v)} x{n}" for v, n in Counter(values).most_common())
+
+
+def _days(value: float | None) -> str:
+    return "all" if value is None else f"{value:g} d"
+
+
+def choice_rows(full: dict[str, Any]) -> list[str]:
+    """Return the Markdown rows of what one log chose, per target."""
+    name = full["file"].removesuffix(".gz").removesuffix(".swf")
+    tuning = full["split"].get("self_tuning", {})
+    cadences = _counts([c["retrain_every_days"] for c in tuning.values()], _days)
+    rows = []
+    for target, production in full.get("production", {}).items():
+        followed = production.get("followed", {})
+        settings = list(production.get("combination", {}).values())
+        lives = _counts(
+            [c["half_life_days"].get(target) for c in tuning.values()], _days
+        )
+        tails = production.get("tails", {})
+        shares = " | ".join(f"{followed.get(e, 0.0):.0%}" for e in EXPERT_COLUMNS)
+        rows.append(
+            f"| {name} | {target} | {production.get('coverage', 0.0):.0%} | "
+            f"{shares} | {len(tuning) or len(settings)} | {cadences or 'n/a'} | "
+            f"{lives or 'n/a'} | "
+            f"{_counts([s['decay'] for s in settings])} | "
+            f"{_counts([s['key'] for s in settings])} | "
+            f"{sum(bool(s['balanced']) for s in settings)} of {len(settings)} | "
+            f"{tails.get('missed', float('nan')):.0%}: "
+            f"{tails.get('missed_by_model', float('nan')):.0%} / "
+            f"{tails.get('missed_by_combination', float('nan')):.0%} / "
+            f"{tails.get('written_low', float('nan')):.1%} |"
+        )
+    return rows
+
+
+#: The experts of the combination, in the choices table's order.
+EXPERT_COLUMNS = ("model", "last2", "key_p75", "key_p95", "ratio")
+
+CHOICES_HEADER = (
+    "| log | target | scouts skipped | "
+    + " | ".join(EXPERT_COLUMNS)
+    + " | retrainings | days to the next retraining | half-life chosen | decay "
+    "chosen | key chosen | balanced | top class missed: by the model / by the "
+    "combination / written low |\n" + "|---" * 15 + "|"
+)
+
+HEADER = (
+    "| log | target | production macro-F1 | best baseline | lead (90 % interval) "
+    "| baselines better in under- and over-allocation | quality goal | scouts "
+    "skipped | top class recall/precision | key p95 rule | replay vs scouts: failed, "
+    "wasted, bulk delay, not dominated |\n" + "|---" * 11 + "|"
+)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Print the goal table of the given full.json files."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="+", type=Path, help="full.json files")
+    parser.add_argument(
+        "--table",
+        choices=("goal", "choices", "replay", "calibration"),
+        default="goal",
+        help="goal: the goal per log and target (default); choices: the experts "
+        "followed, the self-tuned choices and the top-class misses; replay: scouts, "
+        "production, the request rows and the published peers per log and target; "
+        "calibration: the production distribution's test-part ECE",
+    )
+    args = parser.parse_args(argv)
+    header, rows_of = {
+        "goal": (HEADER, summary_rows),
+        "choices": (CHOICES_HEADER, choice_rows),
+        "replay": (REPLAY_HEADER, replay_rows),
+        "calibration": (CALIBRATION_HEADER, calibration_rows),
+    }[args.table]
+    print(header)
+    for path in args.files:
+        for row in rows_of(json.loads(path.read_text())):
+            print(row)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,1 +1,0 @@
-"""Honest evaluation on real job logs: walk-forward driver, scoring, replay, report."""

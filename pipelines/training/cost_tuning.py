@@ -1,0 +1,184 @@
+"""Fit the cost policy's parts on a training run: use spreads and delay prices.
+
+Two parts of the decision (docs/decisions.md) come from the deployment's own past,
+like the half-life and the combination's settings:
+
+- **the use spread per class**
+  (:class:`~panda_predictor.core.decide.cost_choice.UseTable`): quantiles of the
+  training part's label values inside each class;
+- **the delay price of each priced target** (what one core-hour of a job's delay
+  is worth, in core-hours; a failed attempt delays its job, so the price sets how
+  careful the values are). The served decision runs over the validation part
+  (tasks the trees did not fit on, each with the history known before it) once
+  per candidate price of :data:`TUNED_PRICES`, and each target's written values
+  are replayed under PanDA's rules against the scouts, as the benchmark's headline
+  table replays them (:mod:`pipelines.training.served_replay`, :func:`expected_margin`).
+  Per target the price with the largest *expected worst margin* wins: the
+  smaller of the relative savings in failed jobs and in wasted hours against the
+  scouts, so neither goal is bought with the other, averaged over resampled
+  validation days (:class:`~panda_predictor.core.assess.day_bootstrap.DayBootstrap`), so
+  a price whose lead on one goal is within the days' noise counts for less than
+  one that leads on both. Ties go to the larger price (the more careful values).
+  An operator's ``delay_price`` setting wins over all of them at run time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from panda_predictor.core.assess.day_bootstrap import DayBootstrap
+from panda_predictor.core.bins import BinSet
+from panda_predictor.core.decide.cost_choice import DELAY_PRICES, CostSettings
+from panda_predictor.core.decide.use_table import UseTable
+from panda_predictor.core.replay.engine import JobOutcomes
+from panda_predictor.serving.bundle import Bundle
+from panda_predictor.serving.predictor import Predictor
+from pipelines.training.served_replay import (
+    labelled_parts,
+    priced_targets,
+    replay_jobs,
+    short_share,
+)
+
+#: Validation tasks the delay prices are chosen on (the newest ones, at most).
+MAX_PRICE_ROWS = 20_000
+#: Candidate delay prices per target: the policy's, and dearer ones that come
+#: close to "always the request" (a deployment whose scouts rarely fail needs them).
+TUNED_PRICES: tuple[float, ...] = (*DELAY_PRICES, 64.0, 256.0)
+#: A relative margin's denominator never falls below this failed-job rate (a log
+#: whose scouts fail no job still compares failures), nor below this many wasted
+#: hours per job.
+MARGIN_FLOOR = 1e-3
+WASTE_FLOOR = 1e-6
+#: Resampled validation days the expected margin averages over.
+N_PRICE_RESAMPLES = 200
+
+
+def use_tables(
+    frame: pd.DataFrame, classes: dict[str, np.ndarray], rows: np.ndarray, bins: BinSet
+) -> dict[str, UseTable]:
+    """Return the use spread per class of every target, from the training ``rows``."""
+    return {
+        t: UseTable.fit(frame[t].to_numpy(dtype=float)[rows], classes[t][rows], bins[t])
+        for t in classes
+    }
+
+
+def _worst_saving(failed: tuple[Any, Any], waste: tuple[Any, Any]) -> np.ndarray:
+    """Return the smaller relative saving from (scouts', mine) figure pairs."""
+    (f_s, f_m), (w_s, w_m) = failed, waste
+    on_failed = (f_s - f_m) / np.maximum(f_s, MARGIN_FLOOR)
+    on_waste = (w_s - w_m) / np.maximum(w_s, WASTE_FLOOR)
+    return np.minimum(on_failed, on_waste)
+
+
+def expected_margin(
+    mine: JobOutcomes, scouts: JobOutcomes, boot: DayBootstrap
+) -> float:
+    """Return the smaller relative saving of ``mine`` against ``scouts``, averaged
+    over ``boot``'s resampled days.
+
+    The saving is ``(scouts' - mine) / scouts'`` for the failed-job rate and for
+    the wasted hours per job, positive when both are lower than the scouts'; a
+    scouts' figure of 0 divides by :data:`MARGIN_FLOOR` (failures) or
+    :data:`WASTE_FLOOR` (waste) instead. Both rows are the same jobs (paired).
+    """
+    ones = np.ones(mine.failed.size)
+    margins = _worst_saving(
+        (boot.resampled(scouts.failed, ones), boot.resampled(mine.failed, ones)),
+        (
+            boot.resampled(scouts.wasted_hours, ones),
+            boot.resampled(mine.wasted_hours, ones),
+        ),
+    )
+    return float(np.nanmean(margins))
+
+
+def choose_price(
+    bundle: Bundle,
+    val_tasks: pd.DataFrame,
+    history: pd.DataFrame,
+    prices: tuple[float, ...] = TUNED_PRICES,
+) -> tuple[CostSettings, dict[str, Any]]:
+    """Return the prices to serve, one per priced target, and how each candidate did.
+
+    :param bundle: the trained bundle (use tables, combination and calibration set).
+    :param val_tasks: the validation tasks with their labels, oldest first (the
+        newest :data:`MAX_PRICE_ROWS` are used).
+    :param history: the labelled history the validation tasks are predicted with
+        (each sees only what was known before it, as the hook would).
+    """
+    tasks = val_tasks.iloc[-MAX_PRICE_ROWS:]
+    priced = priced_targets(bundle, tasks)
+    if tasks.empty or not priced or not prices:
+        return bundle.cost, {"delay_price": bundle.cost.delay_price, "tasks": 0}
+    predictor = Predictor(bundle, "tuning", "0")
+    parts = labelled_parts(predictor, tasks, history)
+    in_domain = predictor.in_domain(tasks)
+    requests = predictor.requests(parts)
+    known = {t: np.isfinite(tasks[t].to_numpy(dtype=float)) for t in priced}
+    jobs = {
+        t: replay_jobs(
+            tasks[known[t]],
+            t,
+            _rows(requests.get(t), known[t]),
+            bundle.bins[t],
+            no_request=predictor.policy.choosers[t].default_value,
+        )
+        for t in priced
+    }
+    scouts = {t: j.by_job() for t, j in jobs.items()}
+    days = pd.to_datetime(tasks["creationdate"]).dt.floor("D").to_numpy()
+    boots = {
+        t: DayBootstrap(days[known[t]], N_PRICE_RESAMPLES)
+        for t in priced
+        if known[t].any()
+    }
+    margin: dict[str, dict[float, float]] = {t: {} for t in priced}
+    short: dict[str, dict[float, float]] = {t: {} for t in priced}
+    for price in prices:
+        decided = Predictor(
+            bundle, "tuning", "0", bundle.cost.with_price(price)
+        ).decide(parts, in_domain)
+        applied = decided["decision"] == "applied"
+        for t in priced:
+            value = np.asarray(decided[f"{t}_value"], dtype=float)
+            if t not in boots:
+                margin[t][price] = 0.0
+                continue
+            mine = jobs[t].by_job(value[known[t]], applied[known[t]])
+            margin[t][price] = expected_margin(mine, scouts[t], boots[t])
+            short[t][price] = short_share(value, tasks[t].to_numpy(dtype=float))
+    chosen = {t: _best_price(margin[t]) for t in priced}
+    cost = CostSettings(
+        delay_price=max(chosen.values()),
+        gb_per_core=bundle.cost.gb_per_core,
+        requeue_runs=bundle.cost.requeue_runs,
+        target_prices=tuple(chosen.items()),
+    )
+    info = {
+        "delay_price": cost.delay_price,
+        "target_prices": chosen,
+        "tasks": int(len(tasks)),
+        "replayed_tasks": {t: int(scouts[t].n_tasks) for t in priced},
+        "replayed_jobs": {t: int(known[t].sum()) for t in priced},
+        "margin_at": {
+            t: {f"{p:g}": round(m, 4) for p, m in margin[t].items()} for t in priced
+        },
+        "short_at": {
+            t: {f"{p:g}": round(v, 4) for p, v in short[t].items()} for t in priced
+        },
+    }
+    return cost, info
+
+
+def _rows(values: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
+    return None if values is None else np.asarray(values)[rows]
+
+
+def _best_price(margin: dict[float, float]) -> float:
+    """Return the price with the largest margin; ties go to the larger price."""
+    return float(max(margin, key=lambda p: (round(margin[p], 6), p)))

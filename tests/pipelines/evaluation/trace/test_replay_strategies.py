@@ -1,0 +1,246 @@
+"""The trace replay's strategies and the goal summary, on two hand-made tasks."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from panda_predictor.core.bins import TargetBins
+from panda_predictor.core.replay.engine import ReplayOutcome, ReplayRules
+from panda_predictor.core.replay.goals import dominates, replay_goals
+from pipelines.evaluation.trace.replay import format_goals, format_replay, replay_target
+from pipelines.evaluation.trace.target_run import TargetRun
+
+GB_H = 1024.0  # MB-hours per GB-hour: every job below runs one hour on one core
+
+
+def make_case(used_a: list[float], used_b: list[float]):
+    """Return (frame, run, key): task A (key 1) and task B (key 2), one-hour jobs.
+
+    Every job asks the user's 4000 MB; the model predicts class 1 (2000 MB) with
+    confidence 0.9 on task A and 0.1 on task B; the recency rule says 1700 MB.
+    """
+    n_a, n_b = len(used_a), len(used_b)
+    n = n_a + n_b
+    frame = pd.DataFrame(
+        {
+            "submit_s": [10.0 * i for i in range(n_a)] + [10.0 * i for i in range(n_b)],
+            "run_s": [3600.0] * n,
+            "procs": [1.0] * n,
+            "req_memory_mb": [4000.0] * n,
+        }
+    )
+    bins = TargetBins("ramcount", edges=(1500.0, 3000.0), values=(1000, 2000, 4000))
+    used = np.array(used_a + used_b, dtype=float)
+    run = TargetRun("ramcount", bins, np.arange(n), bins.assign(used), used)
+    run.predicted = {
+        "model:x": np.full(n, 1),
+        "baseline:request": np.full(n, 2),
+        "baseline:user_last2_mean": np.full(n, 1),
+        "baseline:majority": np.full(n, 2),
+    }
+    run.raw = {
+        "baseline:request": np.full(n, 4000.0),
+        "baseline:user_last2_mean": np.full(n, 1700.0),
+    }
+    run.confidence = {"model:x": np.array([0.9] * n_a + [0.1] * n_b)}
+    key = np.array([1] * n_a + [2] * n_b)
+    return frame, run, key
+
+
+@pytest.fixture
+def outcomes() -> dict[str, ReplayOutcome]:
+    frame, run, key = make_case([1800.0] * 5, [900.0] * 2)
+    return {o.strategy: o for o in replay_target(frame, run, key, ["model:x"], 0.6)}
+
+
+def test_every_strategy_is_replayed_on_the_same_jobs(outcomes):
+    assert list(outcomes) == [
+        "scouts",
+        "predictor (model:x)",
+        "rule (baseline:user_last2_mean)",
+        "rule (baseline:majority)",
+        "request (never re-measured)",
+        "request + PanDA re-measurement",
+        "oracle",
+    ]
+    assert {(o.n_jobs, o.n_tasks) for o in outcomes.values()} == {(7, 2)}
+
+
+def test_scouts_and_predictor_by_hand(outcomes):
+    scouts = outcomes["scouts"]
+    # A: 3 scouts at 4000, 2 bulk jobs at PanDA's measurement of the scouts:
+    # 1800 MB = 1843200 kB, x 110 // 100 = 2027520, / 1024 = 1980. B: 2 scouts.
+    assert scouts.wasted_gb_hours == pytest.approx(
+        (3 * 2200 + 2 * 180 + 2 * 3100) / GB_H
+    )
+    assert scouts.mean_bulk_delay_hours == pytest.approx(0.5)
+    predictor = outcomes["predictor (model:x)"]
+    # A (confident) asks 2000 at once; B keeps its scouts.
+    assert predictor.wasted_gb_hours == pytest.approx((5 * 200 + 2 * 3100) / GB_H)
+    assert predictor.mean_bulk_delay_hours == 0.0
+
+
+def test_the_production_row_writes_its_concrete_value():
+    frame, run, key = make_case([1800.0] * 5, [900.0] * 2)
+    run.values = {"model:x": np.full(7, 1850.0)}  # a value between the classes
+    got = {o.strategy: o for o in replay_target(frame, run, key, ["model:x"], 0.6)}
+    assert got["predictor (model:x)"].wasted_gb_hours == pytest.approx(
+        (5 * 50 + 2 * 3100) / GB_H
+    )
+    # A value above the user's request is capped at it; NaN falls back to the class.
+    run.values = {"model:x": np.array([9000.0] + [np.nan] * 6)}
+    got = {o.strategy: o for o in replay_target(frame, run, key, ["model:x"], 0.6)}
+    assert got["predictor (model:x)"].wasted_gb_hours == pytest.approx(
+        (2200 + 4 * 200 + 2 * 3100) / GB_H
+    )
+
+
+def test_a_peer_starts_at_once_and_retries_at_its_own_value():
+    frame, run, key = make_case([1800.0] * 5, [900.0] * 2)
+    peers = {"tovar": (np.full(7, 1700.0), np.full(7, 2500.0))}
+    got = {
+        o.strategy: o
+        for o in replay_target(frame, run, key, ["model:x"], 0.6, peers=peers)
+    }
+    assert list(got)[2] == "peer (tovar)"
+    peer = got["peer (tovar)"]
+    # A's jobs 0-2 fail at 1700 and retry at max(2500, PanDA's 2000); at job 2,
+    # 2/5 files are above the task: the task goes to 2000, jobs 3-4 pass at 2000.
+    # B's two jobs ask 1700 and use 900.
+    assert peer.failed_job_rate == pytest.approx(3 / 7)
+    assert peer.wasted_gb_hours == pytest.approx((3 * 700 + 2 * 200 + 2 * 800) / GB_H)
+    assert peer.mean_bulk_delay_hours == 0.0
+    with pytest.raises(ValueError, match="The peer 'tovar' must give one first"):
+        replay_target(
+            frame, run, key, [], 0.6, peers={"tovar": (np.ones(3), np.ones(3))}
+        )
+
+
+def test_a_rule_that_asks_too_little_fails_jobs_the_panda_way(outcomes):
+    rule = outcomes["rule (baseline:user_last2_mean)"]
+    # A's jobs ask 1700 and use 1800: jobs 0 and 1 get the 2000 step; at job 2,
+    # 2/5 files are above the task: the task goes to 2000 and jobs 3-4 pass.
+    assert rule.failed_job_rate == pytest.approx(3 / 7)
+    assert rule.lost_core_hours == pytest.approx(3.0)
+    assert rule.lost_gb_hours == pytest.approx(3 * 1700 / GB_H)
+
+
+def test_the_production_decision_wins_over_the_confidence():
+    frame, run, key = make_case([1800.0] * 5, [900.0] * 2)
+    run.applied = {"model:x": np.zeros(7, dtype=bool)}  # every task kept its scouts
+    got = {o.strategy: o for o in replay_target(frame, run, key, ["model:x"], 0.0)}
+    assert (
+        dataclasses.replace(got["predictor (model:x)"], strategy="scouts")
+        == (got["scouts"])
+    )
+
+
+def test_panda_re_measures_a_scouted_task_after_5_finished_jobs():
+    # Scouts use 1000, 1200, 1100: the bulk asks p75 = 1150 MB -> 1265. Jobs 3
+    # (1800) and 4 (1300) fail and get PanDA's 2000 step. After 5 finished jobs
+    # PanDA measures 1000..1800: p75 = 1300 MB -> 1430, so jobs 5-6 (1400) pass.
+    frame, run, key = make_case(
+        [1000.0, 1200.0, 1100.0, 1800.0, 1300.0] + [1400.0] * 2, [900.0]
+    )
+    scouts = replay_target(frame, run, key, [], 0.6)[0]
+    assert scouts.failed_job_rate == pytest.approx(2 / 8)
+    wasted = (3000 + 2800 + 2900) + 200 + 700 + 2 * 30 + 3100
+    assert scouts.wasted_gb_hours == pytest.approx(wasted / GB_H)
+    # Without PanDA's re-measurement jobs 5-6 fail at 1265 too: job 5 gets the 2000
+    # step, and at job 6 3/7 files are above the task, which is raised to 2000.
+    never = ReplayRules(remeasure_after=())
+    without = replay_target(frame, run, key, [], 0.6, rules=never)[0]
+    assert without.failed_job_rate == pytest.approx(4 / 8)
+
+
+def test_goals_against_scouts(outcomes):
+    goals = replay_goals(list(outcomes.values()), "predictor (model:x)")
+    assert (goals["failed_jobs"], goals["waste"], goals["bulk_delay"]) == (
+        True,
+        True,
+        True,
+    )
+    assert goals["all"]
+    rule = replay_goals(list(outcomes.values()), "rule (baseline:user_last2_mean)")
+    assert not rule["failed_jobs"] and rule["bulk_delay"] and not rule["all"]
+    line = format_goals("ramcount", list(outcomes.values()), "predictor (model:x)")
+    assert line.startswith("ramcount, predictor (model:x) vs scouts:")
+    assert line.endswith("(all goals met)")
+
+
+def outcome(name: str, failed: float, waste: float, delay: float) -> ReplayOutcome:
+    return ReplayOutcome(name, 10, 2, failed, 0.0, 0.0, waste, delay, 0.0)
+
+
+def test_the_delay_goal_is_a_fifth_of_the_scouts_wait():
+    rows = [
+        outcome("scouts", 0.1, 10.0, 1.0),
+        outcome("fast", 0.1, 10.0, 0.2),
+        outcome("slow", 0.05, 5.0, 0.21),
+    ]
+    assert replay_goals(rows, "fast")["all"]
+    slow = replay_goals(rows, "slow")
+    assert slow["failed_jobs"] and slow["waste"] and not slow["bulk_delay"]
+
+
+def test_a_row_that_fails_fewer_and_wastes_less_at_no_more_delay_dominates():
+    rows = [
+        outcome("scouts", 0.2, 20.0, 1.0),
+        outcome("predictor (model:production)", 0.1, 10.0, 0.0),
+        outcome("predictor (model:argmax)", 0.0, 1.0, 0.0),  # the product's own
+        outcome("oracle", 0.0, 0.0, 0.0),  # no one can run it
+        outcome("request (never re-measured)", 0.1, 5.0, 0.0),  # as many failures
+        outcome("peer (tovar)", 0.05, 9.0, 0.1),  # more delay
+    ]
+    goals = replay_goals(rows, "predictor (model:production)")
+    assert goals["not_dominated"] and goals["all"] and goals["dominated_by"] == []
+    rows.append(outcome("rule (baseline:key_p95)", 0.09, 9.99, 0.0))
+    goals = replay_goals(rows, "predictor (model:production)")
+    assert not goals["not_dominated"] and not goals["all"]
+    assert goals["dominated_by"] == ["rule (baseline:key_p95)"]
+    assert goals["failed_jobs"] and goals["waste"] and goals["bulk_delay"]
+    line = format_goals("walltime", rows, "predictor (model:production)")
+    assert "not dominated fails (dominated by rule (baseline:key_p95))" in line
+    # Waste counts in either unit: equal core-hours and more GB-hours is not less.
+    mine = ReplayOutcome("m", 10, 2, 0.1, 0.0, 5.0, 1.0, 0.0, 0.0)
+    other = ReplayOutcome("o", 10, 2, 0.0, 0.0, 5.0, 2.0, 0.0, 0.0)
+    assert not dominates(other, mine) and not dominates(mine, other)
+    assert dominates(dataclasses.replace(other, wasted_gb_hours=0.5), mine)
+
+
+def test_format_replay_marks_the_goals(outcomes):
+    table = format_replay("ramcount", list(outcomes.values())).splitlines()
+    rows = [line for line in table if line.startswith("| ") and "---" not in line][1:]
+    assert len(rows) == len(outcomes)
+    assert rows[0].startswith("| scouts |") and rows[0].endswith("| - |")
+    assert rows[1].startswith("| predictor (model:x) |") and rows[1].endswith("✓✓✓✓ |")
+    assert rows[2].endswith("✗✓✓✓ |")  # the rule fails more jobs than scouts
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"strategy": "nobody"}, "'strategy' field must name a replayed strategy"),
+        ({"reference": "nobody"}, "'strategy' field must name a replayed strategy"),
+        ({"max_delay_share": 1.5}, "'max_delay_share' field must be in"),
+    ],
+    ids=["unknown-strategy", "unknown-reference", "share-above-one"],
+)
+def test_replay_goals_errors(kwargs, match):
+    rows = [outcome("scouts", 0.1, 1.0, 1.0), outcome("fast", 0.0, 0.0, 0.0)]
+    with pytest.raises(ValueError, match=match):
+        replay_goals(rows, **{"strategy": "fast", **kwargs})
+
+
+def test_a_class_whose_value_is_zero_still_asks_for_one_unit():
+    """Run-time classes of logs full of 0-second jobs write 0 (LLNL-Atlas-2006);
+    the replay asks for at least one unit instead of refusing the request."""
+    frame, run, key = make_case([1800.0] * 3, [900.0] * 2)
+    run.bins = TargetBins("ramcount", edges=(1500.0, 3000.0), values=(0, 2000, 4000))
+    run.predicted["model:x"] = np.zeros(len(frame), dtype=int)
+    out = {o.strategy: o for o in replay_target(frame, run, key, ["model:x"], 0.6)}
+    assert out["predictor (model:x)"].failed_job_rate > 0  # 1 MB fails every job

@@ -1,0 +1,207 @@
+"""Trace features, the walk-forward split and the benchmark command end to end."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from panda_predictor.ingest.swf import read_swf
+from pipelines.evaluation.trace.log_walk import WalkForwardConfig, run_walk_forward
+
+LEAKY = {
+    "wait_s",
+    "run_s",
+    "cpu_s",
+    "used_memory_mb",
+    "used_memory_total_mb",
+    "finish_s",
+    "procs",
+    "status",
+}
+
+
+def write_trace(path, seed, n=480):
+    """Write a synthetic SWF log: 4 users whose run time and memory follow them."""
+    rng = np.random.default_rng(seed)
+    lines = ["; UnixStartTime: 820454400", "; Note: synthetic"]
+    t = 0.0
+    for i in range(1, n + 1):
+        t += rng.exponential(6 * 3600)
+        user = int(rng.integers(0, 4))
+        run = float(np.exp(rng.normal(5 + 1.5 * user, 0.4)))
+        mem = int(1000 * (user + 1) * rng.uniform(0.8, 1.2))
+        req = int(run * rng.uniform(1.5, 4))
+        wait = int(rng.exponential(600))
+        lines.append(
+            f"{i} {int(t)} {wait} {int(run)} 2 {int(run * 0.9)} {mem} 2 {req} "
+            f"{mem * 2} 1 {user} 1 {user + 10} {user % 2} 1 -1 -1"
+        )
+    lines.append("")
+    path.write_text("\n".join(lines))
+    return path
+
+
+@pytest.fixture
+def trace(tmp_path, seed):
+    return write_trace(tmp_path / "synthetic.swf", seed)
+
+
+def _features_of(frame):
+    """Return the production features of every job, as of its submission."""
+    from panda_predictor.core.features.pipeline import FeaturePipeline
+    from panda_predictor.ingest.to_panda import jobs_to_tasks
+
+    tasks = jobs_to_tasks(frame)
+    pipeline = FeaturePipeline(targets=("walltime", "cputime", "ramcount"))
+    return pipeline.fit(tasks, tasks).transform(tasks, tasks)
+
+
+def test_no_post_submission_field_reaches_the_features(trace):
+    frame, _ = read_swf(trace)
+    before = _features_of(frame)
+    assert not LEAKY & set(before.columns)
+    # Change the last job's own wait, run, CPU time and memory: its features (known
+    # at submission) must not move, nor those of any job submitted before it ended.
+    changed = frame.copy()
+    last = len(frame) - 1
+    for col, factor in (
+        ("wait_s", 50),
+        ("run_s", 9),
+        ("cpu_s", 9),
+        ("used_memory_mb", 9),
+    ):
+        changed.loc[last, col] = changed.loc[last, col] * factor + 1
+    changed["finish_s"] = changed["submit_s"] + changed["wait_s"] + changed["run_s"]
+    after = _features_of(changed)
+    pd.testing.assert_series_equal(after.iloc[last], before.iloc[last])
+    # ...and a job that finished before the last submission does change it, so the
+    # check above can fail.
+    earlier = frame.copy()
+    same_user = frame.index[frame["user"] == frame["user"].iloc[last]][-3]
+    earlier.loc[same_user, "run_s"] = 1.0
+    earlier["finish_s"] = earlier["submit_s"] + earlier["wait_s"] + earlier["run_s"]
+    moved = _features_of(earlier)
+    assert not moved.iloc[last].equals(before.iloc[last])
+
+
+def test_a_jobs_own_outcome_never_changes_its_production_prediction(trace):
+    """The combination's leakage rule: a task is judged on records known before it."""
+    frame, _ = read_swf(trace)
+    config = WalkForwardConfig(n_estimators=20, test_fraction=0.3)
+    base = run_walk_forward(frame, ["walltime"], config).runs["walltime"]
+    last_row = base.rows[-1]
+    changed = frame.copy()
+    changed.loc[last_row, "run_s"] = changed.loc[last_row, "run_s"] * 50 + 7
+    changed["finish_s"] = changed["submit_s"] + changed["wait_s"] + changed["run_s"]
+    again = run_walk_forward(changed, ["walltime"], config).runs["walltime"]
+    for name in ("model:production", "model:xgboost"):
+        assert again.predicted[name][-1] == base.predicted[name][-1]
+        assert again.confidence[name][-1] == base.confidence[name][-1]
+    assert again.y_true[-1] != base.y_true[-1]  # the truth did move
+
+
+def test_walk_forward_trains_only_on_the_past(trace):
+    frame, _ = read_swf(trace)
+    result = run_walk_forward(frame, ["walltime"], WalkForwardConfig(n_estimators=20))
+    run = result.runs["walltime"]
+    split = result.split
+    assert split["train_end"] < split["test_start"]
+    assert frame["submit_time"].iloc[run.rows].min() >= np.datetime64(
+        split["test_start"]
+    )
+    assert split["n_train"] + split["n_test"] == len(frame)
+    assert 0.15 < split["n_test"] / len(frame) < 0.25
+    assert (run.predicted["model:production"] >= 0).all()  # every test job predicted
+    assert run.followed is not None and (run.followed >= 0).all()
+    assert run.applied["model:production"].any()  # some tasks skip their scouts
+
+
+def test_benchmark_command_end_to_end(tmp_path, trace):
+    from panda_predictor.cli.benchmark import benchmark
+    from panda_predictor.settings import load_settings
+
+    settings = load_settings(
+        home=tmp_path / "home", mlflow_tracking_uri=f"sqlite:///{tmp_path / 'ml.db'}"
+    )
+    out = tmp_path / "result.json"
+    result = CliRunner().invoke(
+        benchmark,
+        [
+            "--swf",
+            str(trace),
+            "--json",
+            str(out),
+            "--test-fraction",
+            "0.3",
+            "--n-estimators",
+            "20",
+        ],
+        obj=settings,
+    )
+    assert result.exit_code == 0, result.output
+    assert "### walltime" in result.output and "### replay: ramcount" in result.output
+    doc = json.loads(out.read_text())
+    assert set(doc) == {"file", "split", "targets"}
+    assert set(doc["targets"]) == {"walltime", "cputime", "ramcount"}
+    for per_name in doc["targets"].values():
+        assert "model:production" in per_name
+        assert "baseline:user_last2_mean" in per_name
+        assert all(n.startswith(("model:", "baseline:")) for n in per_name)
+        for scores in per_name.values():
+            assert set(scores) == {
+                "accuracy",
+                "macro_f1",
+                "top_class_recall",
+                "top_class_precision",
+                "under_allocation",
+                "over_allocation",
+            }
+    assert (tmp_path / "home" / "benchmarks" / "synthetic" / "report.md").is_file()
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=settings.tracking_uri())
+    experiment = client.get_experiment_by_name("panda-predictor-traces")
+    runs = client.search_runs([experiment.experiment_id])
+    assert runs and "walltime.model.production.macro_f1" in runs[0].data.metrics
+
+
+def test_ingest_command_writes_parquet(tmp_path, trace):
+    from panda_predictor.cli.ingest import ingest
+    from panda_predictor.settings import load_settings
+
+    settings = load_settings(home=tmp_path / "home")
+    result = CliRunner().invoke(ingest, ["swf", str(trace)], obj=settings)
+    assert result.exit_code == 0, result.output
+    assert "jobs: 480" in result.output and "target iointensity: not available" in (
+        result.output
+    )
+    frame = pd.read_parquet(tmp_path / "home" / "traces" / "synthetic.parquet")
+    assert len(frame) == 480
+    from panda_predictor.core.features.pipeline import TASK_COLUMNS
+
+    # The hook's task and history schema: task columns, labels, when known.
+    assert set(TASK_COLUMNS) <= set(frame.columns)
+    assert (frame["labels_known_at"] > frame["creationdate"]).all()
+    assert frame["walltime"].notna().all() and frame["iointensity"].isna().all()
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ([], "exactly one of --log FILE or --all DIR"),
+        (["--swf", "/nonexistent.swf"], "must exist"),
+    ],
+    ids=["no-input", "missing-file"],
+)
+def test_benchmark_errors(tmp_path, args, match):
+    from panda_predictor.cli.benchmark import benchmark
+    from panda_predictor.settings import load_settings
+
+    result = CliRunner().invoke(
+        benchmark, [*args, "--no-mlflow"], obj=load_settings(home=tmp_path)
+    )
+    assert result.exit_code != 0 and match in result.output

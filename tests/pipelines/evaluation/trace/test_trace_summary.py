@@ -1,0 +1,65 @@
+"""The goal and choices tables of docs/evaluation.md, from a real benchmark's files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipelines.evaluation.trace.benchmark import run_benchmark, write_outputs
+from pipelines.evaluation.trace.log_walk import WalkForwardConfig
+from pipelines.evaluation.trace.summary import (
+    CHOICES_HEADER,
+    HEADER,
+    choice_rows,
+    main,
+    summary_rows,
+)
+from tests.pipelines.evaluation.trace.test_trace_benchmark import write_trace
+
+
+@pytest.fixture(scope="module")
+def full_json(tmp_path_factory):
+    """Return the full.json of a small benchmark run with the self-tuned defaults."""
+    folder = tmp_path_factory.mktemp("summary")
+    path = write_trace(folder / "small.swf", 7)
+    result = run_benchmark(path, WalkForwardConfig(n_estimators=10, test_fraction=0.4))
+    write_outputs(result, folder / "out")
+    return folder / "out" / "full.json"
+
+
+def _cells(row):
+    return [cell.strip() for cell in row.strip("|").split("|")]
+
+
+def test_goal_rows_have_a_cell_per_column(full_json):
+    full = json.loads(full_json.read_text())
+    rows = summary_rows(full)
+    assert {_cells(r)[1] for r in rows} == set(full["production"])
+    columns = len(_cells(HEADER.splitlines()[0]))
+    for row in rows:
+        cells = _cells(row)
+        assert len(cells) == columns and cells[0] == "small"
+        assert cells[6] in ("**met**", "**not met**")
+
+
+def test_choice_rows_say_what_each_retraining_chose(full_json):
+    full = json.loads(full_json.read_text())
+    tuning = full["split"]["self_tuning"]
+    header = _cells(CHOICES_HEADER.splitlines()[0])
+    assert CHOICES_HEADER.splitlines()[1].count("---") == len(header)
+    for row in choice_rows(full):
+        cells = dict(zip(header, _cells(row), strict=True))
+        assert cells["retrainings"] == str(len(tuning))
+        chosen = {c["retrain_every_days"] for c in tuning.values()}
+        assert all(f"{d} d" in cells["days to the next retraining"] for d in chosen)
+        shares = [int(cells[e].rstrip("%")) for e in ("model", "last2", "key_p75")]
+        assert all(0 <= s <= 100 for s in shares)
+
+
+def test_main_prints_either_table(full_json, capsys):
+    main(["--table", "choices", str(full_json)])
+    out = capsys.readouterr().out
+    assert out.startswith("| log | target | scouts skipped | model |")
+    main([str(full_json)])
+    assert capsys.readouterr().out.startswith(HEADER)

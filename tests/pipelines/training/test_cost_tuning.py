@@ -1,0 +1,178 @@
+"""The delay prices chosen per target by replaying the validation tasks.
+
+Hand-made replay rows for the margin and the choice; one real training run for
+the wiring (the bundle serves one price per priced target, the operator's
+setting replaces them all).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from panda_predictor.bins_file import load_bins
+from panda_predictor.core.assess.day_bootstrap import DayBootstrap
+from panda_predictor.core.decide.cost_choice import CostSettings
+from panda_predictor.core.replay.engine import JobOutcomes
+from panda_predictor.serving.loader import served_cost
+from panda_predictor.serving.predictor import Predictor
+from pipelines.training.config import TrainingConfig
+from pipelines.training.cost_tuning import (
+    TUNED_PRICES,
+    _best_price,
+    choose_price,
+    expected_margin,
+)
+from pipelines.training.served_replay import replay_jobs
+from pipelines.training.train import train
+
+BINS = load_bins()
+PRICED = ("ramcount", "cputime", "walltime")
+
+
+def jobs(failed: list[bool], wasted: list[float]) -> JobOutcomes:
+    n = len(failed)
+    zeros = np.zeros(n)
+    return JobOutcomes(
+        np.array(failed),
+        np.zeros(n, bool),
+        np.array(failed, int),
+        zeros,
+        zeros,
+        zeros,
+        np.array(wasted, float),
+        np.zeros(1),
+    )
+
+
+ONE_DAY = DayBootstrap(np.zeros(10, dtype=int), n_resamples=3)
+SCOUTS = jobs([True] + [False] * 9, [10.0] * 10)  # 0.1 failed, 10 h per job
+
+
+@pytest.mark.parametrize(
+    ("mine", "margin"),
+    [
+        (jobs([False] * 10, [9.0] * 10), 0.10),  # waste binds: 10 % < 100 %
+        (jobs([True, True] + [False] * 8, [5.0] * 10), -1.0),  # failures bind
+        (jobs([True] + [False] * 9, [12.0] * 10), -0.20),  # more waste
+    ],
+    ids=["waste-binds", "failures-bind", "more-waste"],
+)
+def test_margin_is_the_smaller_relative_saving(mine, margin):
+    # One day: every resample is that day, so the expectation is the point value.
+    assert expected_margin(mine, SCOUTS, ONE_DAY) == pytest.approx(margin)
+
+
+def test_a_scouts_rate_of_zero_divides_by_the_floor():
+    never = jobs([False] * 10, [10.0] * 10)
+    once = jobs([True] + [False] * 9, [1.0] * 10)
+    assert expected_margin(once, never, ONE_DAY) == pytest.approx(-0.1 / 1e-3)
+
+
+def test_a_lead_within_the_days_noise_counts_for_less():
+    # Day 0: 50 % more failures, 50 % less waste than scouts; day 1 the reverse.
+    # Pooled, both figures tie the scouts' (margin 0); on resampled days the
+    # worse figure of each draw counts, so the expected margin is below 0.
+    days = np.repeat([0, 1], 10)
+    scouts = jobs(([True] * 2 + [False] * 8) * 2, [10.0] * 20)
+    mine = jobs(
+        [True] * 3 + [False] * 7 + [True] + [False] * 9, [5.0] * 10 + [15.0] * 10
+    )
+    point = expected_margin(mine, scouts, DayBootstrap(np.zeros(20, int), 1))
+    assert point == pytest.approx(0.0)
+    assert expected_margin(mine, scouts, DayBootstrap(days, 400)) < -0.1
+
+
+def test_best_price_takes_the_largest_margin_and_the_dearer_price_on_ties():
+    assert _best_price({0.5: -0.1, 2.0: 0.03, 4.0: 0.01}) == 2.0
+    assert _best_price({1.0: 0.02, 8.0: 0.02, 16.0: -0.5}) == 8.0
+
+
+def test_tasks_replay_as_bursts_of_one_user_and_transformation():
+    minute = np.timedelta64(1, "m")
+    start = np.datetime64("2026-01-01T00:00")
+    tasks = pd.DataFrame(
+        {
+            "creationdate": [start + k * minute for k in (0, 30, 30, 180)],
+            "username": ["ann", "ann", "bob", "ann"],
+            "transpath": ["sim", "sim", "sim", "sim"],
+            "corecount": [8.0, np.nan, 1.0, 1.0],
+            "actualcorecount": [16.0, np.nan, np.nan, 2.0],
+            "walltime": [7200.0, np.nan, 60.0, 60.0],
+            "ramcount": [1500.0, 2500.0, 900.0, 0.5],
+        }
+    )
+    request = np.array([2000.0, np.nan, 4000.0, 1000.0])
+    jobs = replay_jobs(tasks, "ramcount", request, BINS["ramcount"])
+    # ann's first two tasks are one burst; bob's is his own; ann's late one too.
+    assert jobs.task[0] == jobs.task[1] and len(set(jobs.task.tolist())) == 3
+    assert jobs.resource == "memory"
+    assert jobs.used.tolist() == [1500.0, 2500.0, 900.0, 1.0]  # at least 1 unit
+    # The cores a job ran on, else those it asked for, else one.
+    assert jobs.cores.tolist() == [16.0, 1.0, 1.0, 2.0]
+    assert jobs.run_s.tolist() == [7200.0, 3600.0, 60.0, 60.0]  # unknown: an hour
+    top = BINS["ramcount"].values[-1]
+    assert jobs.default.tolist() == [2000.0, top, 4000.0, 1000.0]
+    # Without a request memory asks for the queue's default where one is given.
+    queue = replay_jobs(tasks, "ramcount", request, BINS["ramcount"], no_request=2e3)
+    assert queue.default.tolist() == [2000.0, 2000.0, 4000.0, 1000.0]
+    time_jobs = replay_jobs(tasks, "walltime", None, BINS["walltime"])
+    assert time_jobs.resource == "time" and np.isinf(time_jobs.cap).all()
+
+
+@pytest.fixture(scope="module")
+def tuned(labelled_history):
+    config = TrainingConfig(model_kinds=("xgboost",), xgboost={"n_estimators": 30})
+    return train(labelled_history, BINS, config)
+
+
+def test_training_serves_one_tuned_price_per_priced_target(tuned, labelled_history):
+    cost, info = tuned.bundle.cost, tuned.bundle.info["cost"]
+    prices = dict(cost.target_prices)
+    assert set(prices) == set(PRICED) == set(info["target_prices"])
+    assert all(p in TUNED_PRICES for p in prices.values())
+    assert cost.delay_price == max(prices.values())
+    for t in PRICED:
+        # The chosen price has the best validation margin of every candidate.
+        margins = info["margin_at"][t]
+        assert set(margins) == {f"{p:g}" for p in TUNED_PRICES}
+        assert margins[f"{prices[t]:g}"] == max(margins.values())
+    # Each target's values are chosen with its own price ...
+    policy = Predictor(tuned.bundle, "t", "1").policy
+    for t in PRICED:
+        assert policy.choosers[t].settings.delay_price == prices[t]
+    # ... unless the operator sets one price for all of them.
+    operator = Predictor(tuned.bundle, "t", "1", served_cost(tuned.bundle, 3.0)).policy
+    assert {operator.choosers[t].settings.delay_price for t in PRICED} == {3.0}
+
+
+def test_choose_price_tries_only_the_given_prices(tuned, labelled_history):
+    frame = labelled_history.frame
+    val = frame.iloc[-len(frame) // 10 :]
+    untuned = tuned.bundle
+    cost, info = choose_price(untuned, val, frame, prices=(0.5, 16.0))
+    assert set(info["margin_at"]["walltime"]) == {"0.5", "16"}
+    assert dict(cost.target_prices)["walltime"] in (0.5, 16.0)
+
+
+def test_cost_settings_round_trip_with_target_prices():
+    own = (("walltime", 4.0), ("ramcount", 0.5))
+    cost = CostSettings(delay_price=4.0, target_prices=own)
+    assert CostSettings.from_dict(cost.to_dict()) == cost
+    assert cost.for_target("ramcount").delay_price == 0.5
+    assert cost.for_target("cputime").delay_price == 4.0  # no own price
+    assert cost.with_price(2.0).for_target("ramcount").delay_price == 2.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"target_prices": (("memory", 1.0),)}, "'target_prices' field must hold"),
+        ({"target_prices": (("walltime", -1.0),)}, "'target_prices.walltime' field"),
+    ],
+    ids=["unknown-target", "negative-price"],
+)
+def test_cost_settings_refuse_bad_target_prices(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        CostSettings(**kwargs)
