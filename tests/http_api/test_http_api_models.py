@@ -39,9 +39,12 @@ def test_every_target_lists_its_classes_with_open_ends_as_null(tmp_path, predict
             for edge in (c["lower"], c["upper"]):
                 assert edge is None or math.isfinite(edge)
         assert classes[-1]["upper"] is None
-        assert all(
-            "." not in key or not key.startswith(name) for key in target["metrics"]
-        )
+        prefix = f"{name}."
+        assert target["metrics"] == {
+            key.removeprefix(prefix): value
+            for key, value in bundle.metrics.items()
+            if key.startswith(prefix)
+        }
     assert not any(key.split(".")[0] in bundle.models for key in body["metrics"])
 
 
