@@ -11,7 +11,7 @@
 set -euo pipefail
 # Pinned: the plugin subclasses PanDA's TaskRefiner and is tested against exactly
 # these releases; a newer panda-server may change the refiner's hooks. Bump both
-# here (and re-run tests/test_plugin_jedi_refiner.py) to move on.
+# here (and re-run tests/plugins/test_jedi_refiner.py) to move on.
 PANDA_SERVER_VERSION="1.0.4"
 PANDA_COMMON_VERSION="0.1.11"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -27,14 +27,14 @@ from panda_predictor.db.engine import get_panda_tables, make_engine
 from panda_predictor.db.migrations import init_database
 from panda_predictor.http_api import create_app
 from panda_predictor.metrics import DRIFT_PSI, DRIFT_VERDICT
-from tests.test_cli_pipeline import env_for
+from tests.end_to_end.test_cli_pipeline import env_for
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Runs the CLI as if on the day after the session's simulated history (see
-#: tests/test_cli_pipeline.py: the hook's 180-day history window).
+#: tests/end_to_end/test_cli_pipeline.py: the hook's 180-day history window).
 LAUNCHER = (
     "from panda_predictor.serving import recent\n"
-    "from tests.test_cli_pipeline import DayAfterTheHistory\n"
+    "from tests.end_to_end.test_cli_pipeline import DayAfterTheHistory\n"
     "recent.datetime = DayAfterTheHistory\n"
     "from panda_predictor.cli import main\n"
     "main()\n"

@@ -12,14 +12,6 @@ import dataclasses
 
 import pytest
 from test_db_support import add_task, audit_rows, task_row
-from test_plugin_jedi_refiner import (  # noqa: F401  (panda_classes is a fixture)
-    FakeClient,
-    _target,
-    panda_classes,
-    param_map,
-    prediction,
-    refine,
-)
 
 from panda_predictor.core.domain.requested_values import (
     FAR_FROM_REQUEST,
@@ -34,6 +26,14 @@ from panda_predictor.core.domain.requested_values import (
 from panda_predictor.hook.submit import SubmitHook
 from panda_predictor.plugins.prediction_client import REQUESTED_KEYS
 from panda_predictor.settings import load_settings
+from tests.plugins.test_jedi_refiner import (  # noqa: F401  (panda_classes is a fixture)
+    FakeClient,
+    _target,
+    panda_classes,
+    param_map,
+    prediction,
+    refine,
+)
 
 #: What the fake model predicts unless a case says otherwise.
 PREDICTED = {"ramcount": 3000, "cputime": 25, "walltime": 40}

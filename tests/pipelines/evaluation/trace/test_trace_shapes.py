@@ -102,7 +102,7 @@ def test_an_htcondor_history_is_benchmarked_end_to_end(tmp_path, seed):
 
     from panda_predictor.cli.benchmark import benchmark
     from panda_predictor.settings import load_settings
-    from tests.test_ingest_htcondor import make_ads, write
+    from tests.ingest.test_htcondor_history import make_ads, write
 
     path = write(tmp_path / "history.json", make_ads(seed, n=600))
     out = tmp_path / "result.json"

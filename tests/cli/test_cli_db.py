@@ -140,3 +140,14 @@ def test_default_sqlite_file_is_created_under_home(tmp_path):
     finally:
         engine.dispose()
     assert (tmp_path / "new" / "panda.sqlite").is_file()
+
+
+def test_the_group_runs_on_the_settings_it_is_given(settings):
+    from panda_predictor.cli.db import db
+    from panda_predictor.db.engine import safe_url
+
+    result = CliRunner().invoke(db, ["init", "--with-panda-tables"], obj=settings)
+
+    assert result.exit_code == 0, result.output
+    where = safe_url(settings.database_url())
+    assert result.output.startswith(f"Database {where} initialised: plugin at version")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: The contract that checks the layer table of docs/architecture.md.
 LAYERS_CONTRACT = "Layers of docs/architecture.md, top to bottom"
 #: The contracts docs/architecture.md promises, by name and type.

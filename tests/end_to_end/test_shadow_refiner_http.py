@@ -14,11 +14,10 @@ from panda_predictor.metrics import TASKS
 from panda_predictor.serving.bundle import load_bundle
 from panda_predictor.serving.predictor import Predictor
 from panda_predictor.settings import load_settings
-from tests import test_plugin_jedi_refiner as refiner_tests
-from tests.test_db_support import audit_rows
-from tests.test_http_api import TASK
-from tests.test_http_api_db import AUTH, _defined_ids, _simulated_db
-from tests.test_plugin_jedi_refiner import (
+from tests.http_api.test_app import TASK
+from tests.http_api.test_app_db import AUTH, _defined_ids, _simulated_db
+from tests.plugins import test_jedi_refiner as refiner_tests
+from tests.plugins.test_jedi_refiner import (
     FakeClient,
     counter,
     param_map,
@@ -26,7 +25,8 @@ from tests.test_plugin_jedi_refiner import (
     refine,
     spec_values,
 )
-from tests.test_shadow_hook import jedi_tasks_dump
+from tests.test_db_support import audit_rows
+from tests.test_hook_shadow import jedi_tasks_dump
 
 #: PanDA's classes, installed once per session (the refiner tests' fixture).
 panda_classes = refiner_tests.panda_classes

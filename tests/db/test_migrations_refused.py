@@ -49,7 +49,7 @@ def test_init_failing_in_a_patch_drops_the_schemas_it_created(tmp_path):
     schema = f"pp_fail_{uuid.uuid4().hex[:10]}"
     settings = load_settings(home=tmp_path, db_url=POSTGRES_URL, db_schema=schema)
     # A copy of sql/ whose second plugin patch fails after the first one applied.
-    root = Path(__file__).resolve().parents[1] / "sql"
+    root = Path(__file__).resolve().parents[2] / "sql"
     broken = tmp_path / "sql"
     for series in ("plugin", "panda"):
         target = broken / "postgresql" / series

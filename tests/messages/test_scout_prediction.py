@@ -17,7 +17,7 @@ from panda_predictor.messages.scout_prediction import (
 from panda_predictor.resources import read_text
 from tests.message_parts import prediction
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_schema_file_is_generated_from_the_model():

@@ -22,7 +22,12 @@ import sys
 import warnings
 
 import pytest
-from test_plugin_jedi_refiner import (
+
+from panda_predictor.metrics import FALLBACKS
+from panda_predictor.plugins.jedi_refiner import wrapping
+from panda_predictor.settings import load_settings
+from tests.plugins import test_jedi_refiner as refiner_tests
+from tests.plugins.test_jedi_refiner import (
     FakeClient,
     StandInTaskBuffer,
     StandInWorkQueues,
@@ -31,11 +36,6 @@ from test_plugin_jedi_refiner import (
     param_map,
     prediction,
 )
-
-from panda_predictor.metrics import FALLBACKS
-from panda_predictor.plugins.jedi_refiner import wrapping
-from panda_predictor.settings import load_settings
-from tests import test_plugin_jedi_refiner as refiner_tests
 
 #: PanDA's classes, installed once per session (the refiner tests' fixture).
 panda_classes = refiner_tests.panda_classes
@@ -376,7 +376,7 @@ def test_jedi_factory_reports_the_wrapped_refiner_it_cannot_import(
         from pandajedi.jedicore.FactoryBase import FactoryBase
 
     mod_config = (
-        "atlas:managed:tests.test_plugin_jedi_refiner_wrapping:PredictingNothing"
+        "atlas:managed:tests.plugins.test_jedi_refiner_wrapping:PredictingNothing"
     )
     factory = FactoryBase(
         ["atlas"], ["managed"], logging.getLogger("jedi-test"), mod_config

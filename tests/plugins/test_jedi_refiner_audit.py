@@ -8,9 +8,8 @@ import pytest
 from panda_predictor.db.engine import make_engine
 from panda_predictor.hook.submit import LEGACY_REASON, SubmitHook
 from panda_predictor.metrics import FALLBACKS
-from tests import test_plugin_jedi_refiner as refiner_tests
-from tests.test_db_support import audit_rows
-from tests.test_plugin_jedi_refiner import (
+from tests.plugins import test_jedi_refiner as refiner_tests
+from tests.plugins.test_jedi_refiner import (
     FakeClient,
     _Boom,
     counter,
@@ -18,6 +17,7 @@ from tests.test_plugin_jedi_refiner import (
     prediction,
     refine,
 )
+from tests.test_db_support import audit_rows
 
 #: PanDA's classes, installed once per session (the refiner tests' fixture).
 panda_classes = refiner_tests.panda_classes

@@ -304,3 +304,16 @@ def test_cli_rejects_a_bad_tolerance_before_training(reg_settings):
     result = run(reg_settings, "train", "--gate-tolerance", "accuracy=much")
     assert result.exit_code == 1
     assert "'accuracy' must be a finite number" in result.output
+
+
+def test_list_runs_on_the_settings_it_is_given_newest_first(three_versions):
+    from panda_predictor.cli.model import model
+
+    settings, versions = three_versions
+    result = CliRunner().invoke(model, ["list"], obj=settings)
+
+    assert result.exit_code == 0, result.output
+    header, *rows = result.output.splitlines()
+    assert header.split()[:2] == ["version", "aliases"]
+    assert [row.split()[0] for row in rows] == [str(v) for v in reversed(versions)]
+    assert rows[1].split()[1] == "champion"

@@ -18,7 +18,7 @@ from panda_predictor.hook.submit import run_hook_once
 from panda_predictor.http_api import create_app
 from panda_predictor.settings import load_settings
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "monitoring"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "monitoring"
 METRIC = re.compile(r"\bpanda_predictor_[a-z0-9_]+")
 
 

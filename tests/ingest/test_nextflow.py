@@ -386,3 +386,22 @@ def test_a_quoted_comma_separated_export_keeps_names_with_commas(tmp_path):
     bad.write_text(trace_text([rows[0], rows[1].rsplit("|", 1)[0]], sep=","))
     with pytest.raises(JobLogError, match="Got 22 at line 3"):
         read_job_log(bad)
+
+
+def test_trace_files_are_found_by_their_header_not_only_their_name(tmp_path):
+    import gzip
+
+    from panda_predictor.ingest.nextflow import is_nextflow_header, trace_files
+
+    header = "task_id\thash\tname\tstatus\texit\n"
+    assert is_nextflow_header(header)
+    assert is_nextflow_header('"task_id","name","peak_rss"')
+    assert not is_nextflow_header("task_id\tcolour\tsize")
+    (tmp_path / "b.txt").write_text(header)
+    (tmp_path / "a.trace.gz").write_bytes(gzip.compress(("\ufeff" + header).encode()))
+    (tmp_path / "notes.txt").write_text("not a trace\n")
+    (tmp_path / "run.log").write_text(header)  # not a trace file's suffix
+    (tmp_path / "cut.txt.gz").write_bytes(gzip.compress(header.encode() * 400)[:30])
+    (tmp_path / "folder.txt").mkdir()
+
+    assert [p.name for p in trace_files(tmp_path)] == ["a.trace.gz", "b.txt"]

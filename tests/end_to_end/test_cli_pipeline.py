@@ -95,9 +95,9 @@ def test_train_registers_a_champion_then_the_hook_uses_it(
     runner = CliRunner()
     env = env_for(fresh_sqlite)
     # This small world's first model is not clearly above the recency floors and
-    # may miss a replay goal (tests/test_gate.py covers those refusals); here
-    # the gate only asks "not clearly below", and a refused model is promoted by
-    # hand, so the CLI path to the hook is tested.
+    # may miss a replay goal (tests/model_registry/test_gate.py covers those
+    # refusals); here the gate only asks "not clearly below", and a refused model is
+    # promoted by hand, so the CLI path to the hook is tested.
     env = {**env, "PANDA_PREDICTOR_GATE_FLOOR_NOISE_FACTOR": "-1"}
     trained = runner.invoke(
         main, ["train", "--params", str(params_file), "--no-progress"], env=env
