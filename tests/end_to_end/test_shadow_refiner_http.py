@@ -26,7 +26,7 @@ from tests.plugins.test_jedi_refiner import (
     spec_values,
 )
 from tests.test_db_support import audit_rows
-from tests.test_hook_shadow import jedi_tasks_dump
+from tests.hook.test_submit_shadow import jedi_tasks_dump
 
 #: PanDA's classes, installed once per session (the refiner tests' fixture).
 panda_classes = refiner_tests.panda_classes

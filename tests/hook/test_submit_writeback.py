@@ -9,7 +9,7 @@ import uuid
 import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
-from test_hook_isolation import FakePredictor, add_eligible_tasks, make_hook
+from tests.hook.test_isolation import FakePredictor, add_eligible_tasks, make_hook
 
 from panda_predictor.cli import main
 from panda_predictor.db.engine import make_engine
