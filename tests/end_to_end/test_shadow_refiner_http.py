@@ -14,6 +14,7 @@ from panda_predictor.metrics import TASKS
 from panda_predictor.serving.bundle import load_bundle
 from panda_predictor.serving.predictor import Predictor
 from panda_predictor.settings import load_settings
+from tests.hook.test_submit_shadow import jedi_tasks_dump
 from tests.http_api.test_app import TASK
 from tests.http_api.test_app_db import AUTH, _defined_ids, _simulated_db
 from tests.plugins import test_jedi_refiner as refiner_tests
@@ -26,7 +27,6 @@ from tests.plugins.test_jedi_refiner import (
     spec_values,
 )
 from tests.test_db_support import audit_rows
-from tests.hook.test_submit_shadow import jedi_tasks_dump
 
 #: PanDA's classes, installed once per session (the refiner tests' fixture).
 panda_classes = refiner_tests.panda_classes

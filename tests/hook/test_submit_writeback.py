@@ -9,7 +9,6 @@ import uuid
 import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
-from tests.hook.test_isolation import FakePredictor, add_eligible_tasks, make_hook
 
 from panda_predictor.cli import main
 from panda_predictor.db.engine import make_engine
@@ -17,6 +16,7 @@ from panda_predictor.hook import submit as hook_module
 from panda_predictor.hook.report import pass_summary
 from panda_predictor.hook.submit import SubmitHook
 from panda_predictor.metrics import FALLBACKS
+from tests.hook.test_isolation import FakePredictor, add_eligible_tasks, make_hook
 from tests.test_db_support import audit_rows, task_row
 
 

@@ -7,7 +7,8 @@ job is delayed by that attempt and retried the way PanDA retries it (memory: pan
 server's steps and task-wide raise; time: one class up, above the top class double),
 until PanDA's maxAttempt, after which it is lost; see
 :mod:`panda_predictor.core.replay.panda_rules`. A job that gets more than it used wastes
-the difference. With scouts, the first jobs of a task run with the request and the
+the difference; a failed attempt wastes all it held (Tovar et al.'s waste model).
+With scouts, the first jobs of a task run with the request and the
 rest of the task waits for them, then asks for PanDA's measurement of the scouts
 (:func:`~panda_predictor.core.replay.panda_rules.panda_measurement`); that wait is the
 time until the bulk of the task can start. PanDA re-measures every running task
@@ -53,7 +54,7 @@ class ReplayOutcome:
     ``lost_job_rate`` jobs that never finished (every attempt up to PanDA's
     maxAttempt failed), ``retries_per_job`` the retried attempts per job. Lost
     hours are those of failed attempts; wasted hours the unused part of the
-    successful ones.
+    successful ones plus the failed attempts whole (their lost hours).
     """
 
     strategy: str
@@ -185,7 +186,8 @@ class JobOutcomes:
     ``failed`` at least one failed attempt, ``lost`` never finished, ``attempts``
     failed attempts, ``lost_s`` seconds of failed attempts, ``lost_core_hours`` and
     ``lost_gb_hours`` their hours, ``wasted_hours`` the unused part of the
-    successful attempt (core-hours for time, GB-hours for memory);
+    successful attempt plus the failed attempts whole (core-hours for time,
+    GB-hours for memory);
     ``task_bulk_delay_s`` per task (in task-code order) how long its bulk waited.
     """
 
@@ -286,11 +288,15 @@ def replay_by_job(case: ReplayCase) -> JobOutcomes:
         lost[rows] = out.lost
         lost_s[rows] = out.lost_s
         lost_mb_s[rows] = out.lost_mb_s
+    # Wasted: the unused part of the successful attempt plus every failed
+    # attempt whole (what it held was used for nothing), as in Tovar et al.'s
+    # waste model. Counting only the unused part would reward failing: a task
+    # that fails and is stepped up to just above its use looks frugal.
     spare = np.where(lost, 0.0, final - a["used"])
     if resource == "time":
-        wasted = spare * a["cores"] / 3600.0
+        wasted = (spare + lost_s) * a["cores"] / 3600.0
     else:
-        wasted = spare * a["cores"] * a["run_s"] / 1024 / 3600
+        wasted = (spare * a["run_s"] + lost_mb_s) * a["cores"] / 1024 / 3600
     bulk = np.zeros(sizes.size)
     np.maximum.at(bulk, code, a["bulk_delay_s"])
     # Back from task order to the order the rows were given in.

@@ -128,7 +128,9 @@ def test_new_knots_are_used_at_once(calibrated, method):
     fitted = make_calibrator(method).fit(truth[:3000] ** 2, y[:3000])
     before = fitted.transform(truth[:50])
     other = make_calibrator(method).fit(truth[3000:3200], y[3000:3200])
-    fitted.knots_x_, fitted.knots_y_ = other.knots_x_, other.knots_y_
+    for learned in ("knots_x_", "knots_y_", "rest_weights_"):
+        if hasattr(other, learned):
+            setattr(fitted, learned, getattr(other, learned))
     np.testing.assert_array_equal(
         fitted.transform(truth[:50]), other.transform(truth[:50])
     )
@@ -292,3 +294,42 @@ def test_records_and_frame_routes_give_the_same_distribution(
         row = int(np.flatnonzero(tasks["jeditaskid"].to_numpy() == p.jeditaskid)[0])
         for target, tp in p.targets.items():
             assert tp.confidence == pytest.approx(decided[f"{target}_confidence"][row])
+
+
+def inflated_tail(n: int = 4000, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """Return probabilities whose top class is right as often as stated, but whose
+    class 2 gets 0.3 of every row while it is the truth of 2 % of the rows (as
+    class-weighted training inflates a rare class)."""
+    rng = np.random.default_rng(seed)
+    top = rng.integers(0, 2, n)
+    proba = np.zeros((n, 3))
+    proba[np.arange(n), top] = 0.6
+    proba[np.arange(n), 1 - top] = 0.1
+    proba[:, 2] = 0.3
+    draw = rng.random(n)
+    y = np.where(draw < 0.6, top, np.where(draw < 0.98, 1 - top, 2))
+    return proba, y
+
+
+def test_the_rest_is_shared_as_often_as_each_class_was_right():
+    proba, y = inflated_tail()
+    fitted = make_calibrator("top_isotonic").fit(proba, y)
+    out = fitted.transform(proba)
+    # The top keeps its (already calibrated) 0.6; the rest, 0.4, goes 0.38 : 0.02
+    # to the other two classes, as they were the truth off the top.
+    assert out[:, :2].max(axis=1) == pytest.approx(0.6, abs=0.03)
+    assert out[:, 2].mean() == pytest.approx((y == 2).mean(), abs=0.01)
+    assert out[:, 2].mean() < proba[:, 2].mean() / 5
+    np.testing.assert_allclose(out.sum(axis=1), 1.0)
+
+
+def test_a_calibrator_stored_before_the_rest_weights_shares_in_proportion():
+    proba, y = inflated_tail()
+    stored = make_calibrator("top_isotonic").fit(proba, y).to_dict()
+    assert len(stored["rest_weights_"]) == 3
+    del stored["rest_weights_"]
+    old = calibrator_from_dict(stored)
+    out = old.transform(proba[:5])
+    top = out[:, :2].max(axis=1)
+    # Without weights the rest keeps the model's own 0.1 : 0.3 proportion.
+    np.testing.assert_allclose(out[:, 2], (1 - top) * 0.75)

@@ -36,7 +36,8 @@ def test_time_replay_fails_retries_one_class_up_and_counts_waste():
     )
     assert out.failed_job_rate == 0.5
     assert out.lost_core_hours == pytest.approx(20 / 3600)  # 10 s x 2 cores
-    assert out.wasted_core_hours == pytest.approx((5 * 2 + 5 * 1) / 3600)
+    # Wasted: the spare seconds of both jobs, plus the failed attempt whole.
+    assert out.wasted_core_hours == pytest.approx((5 * 2 + 5 * 1 + 10 * 2) / 3600)
     assert out.mean_bulk_delay_hours == pytest.approx(1.0)
     assert out.mean_retry_delay_hours == pytest.approx(10 / 2 / 3600)
 
@@ -57,10 +58,11 @@ def test_memory_replay_wastes_gb_hours_and_loses_whole_runs():
     )
     assert out.failed_job_rate == 0.5
     assert out.lost_core_hours == pytest.approx(4.0)  # 7200 s x 2 cores
-    expected = (1024 * 1 * 3600 + (4096 - 3000) * 2 * 7200) / 1024 / 3600
-    assert out.wasted_gb_hours == pytest.approx(expected)
+    spare = (1024 * 1 * 3600 + (4096 - 3000) * 2 * 7200) / 1024 / 3600
+    lost = 2048 * 2 * 7200 / 1024 / 3600  # the failed attempt held 2048 MB x 2
+    assert out.wasted_gb_hours == pytest.approx(spare + lost)
     assert out.n_tasks == 2
-    assert out.lost_gb_hours == pytest.approx(2048 * 2 * 7200 / 1024 / 3600)
+    assert out.lost_gb_hours == pytest.approx(lost)
     assert out.retries_per_job == 0.5 and out.lost_job_rate == 0.0
 
 
@@ -79,7 +81,10 @@ def test_memory_replay_retries_on_pandas_steps_by_default():
         ),
     )
     assert out.failed_job_rate == 0.5
-    assert out.wasted_gb_hours == pytest.approx(1024 * 3600 / 1024 / 3600)
+    # Job 0 spares 1024 MB for an hour; job 1's failed 2048 MB x 2 cores x 2 h
+    # attempt is wasted whole, and its 3000 MB retry fits exactly.
+    wasted_mb_s = 1024 * 3600 + 2048 * 2 * 7200
+    assert out.wasted_gb_hours == pytest.approx(wasted_mb_s / 1024 / 3600)
 
 
 def test_above_the_top_class_the_request_doubles():
@@ -208,7 +213,8 @@ def test_started_at_once_row_by_hand():
     low = jobs.by_job(np.full(6, 90.0))
     assert low.failed.tolist() == [True] * 5 + [False]
     assert low.lost_s == pytest.approx([90.0] * 5 + [0.0])
-    assert low.wasted_hours == pytest.approx(np.array([100] * 5 + [50]) / 3600)
+    # Wasted: the retry's spare plus the failed 90 s attempt.
+    assert low.wasted_hours == pytest.approx(np.array([190] * 5 + [50]) / 3600)
     # Above the request the value is capped at it; a task that keeps its scouts
     # (its first job decides) runs exactly as the scouts' row.
     capped = jobs.started_at_once("p", np.full(6, 900.0), remeasure=False)
@@ -230,7 +236,7 @@ def test_a_time_retry_stops_at_the_request_until_the_request_failed():
     jobs = ReplayJobs(**{**SIX, "request": np.full(6, 120.0)})
     low = jobs.by_job(np.full(6, 90.0))
     assert low.failed.tolist() == [True] * 5 + [False]
-    assert low.wasted_hours[:5] == pytest.approx(np.full(5, 20 / 3600))
+    assert low.wasted_hours[:5] == pytest.approx(np.full(5, (20 + 90) / 3600))
     # A job above its request (the log says it ran longer) fails at the request
     # too, and only then goes one class up.
     over = replay(
@@ -247,4 +253,5 @@ def test_a_time_retry_stops_at_the_request_until_the_request_failed():
         ),
     )
     assert over.retries_per_job == 2.0
-    assert over.wasted_core_hours == pytest.approx(50 / 3600)
+    # 200 s spares 50; the failed 90 s and 120 s attempts are wasted whole.
+    assert over.wasted_core_hours == pytest.approx((50 + 90 + 120) / 3600)

@@ -67,7 +67,9 @@ def test_one_job_climbs_the_steps_and_every_attempt_is_lost():
     assert out.retries_per_job == 4 and out.lost_job_rate == 0.0
     assert out.lost_core_hours == pytest.approx(4.0)
     assert out.lost_gb_hours == pytest.approx((1500 + 2000 + 3000 + 4000) / 1024)
-    assert out.wasted_gb_hours == pytest.approx((6000 - 4500) / 1024)
+    # Wasted: 6000's spare, plus the four failed attempts whole.
+    spare, lost = 6000 - 4500, 1500 + 2000 + 3000 + 4000
+    assert out.wasted_gb_hours == pytest.approx((spare + lost) / 1024)
 
 
 def test_max_attempt_loses_a_job_after_its_last_failed_attempt():
@@ -76,7 +78,8 @@ def test_max_attempt_loses_a_job_after_its_last_failed_attempt():
     assert out.lost_job_rate == 1.0 and out.retries_per_job == 2
     assert out.lost_core_hours == pytest.approx(3.0)
     assert out.lost_gb_hours == pytest.approx((1500 + 2000 + 3000) / 1024)
-    assert out.wasted_gb_hours == 0.0  # a lost job wastes nothing, it lost it all
+    # A lost job has no spare; all it held in its failed attempts is wasted.
+    assert out.wasted_gb_hours == pytest.approx(out.lost_gb_hours)
     # Time: 10 -> 20 -> 40 s fail; with 6 attempts 80 and 160 fail, 320 passes.
     args = ("time", [0], [300], [300], [1], [10], [10, 20, 40])
     assert replay("s", ReplayCase(*args)).lost_core_hours == pytest.approx(
@@ -84,7 +87,8 @@ def test_max_attempt_loses_a_job_after_its_last_failed_attempt():
     )
     six = replay("s", ReplayCase(*args, rules=ReplayRules(max_attempts=6)))
     assert six.lost_job_rate == 0.0 and six.retries_per_job == 5
-    assert six.wasted_core_hours == pytest.approx((320 - 300) / 3600)
+    lost_s = 10 + 20 + 40 + 80 + 160
+    assert six.wasted_core_hours == pytest.approx((320 - 300 + lost_s) / 3600)
 
 
 def test_a_job_above_the_top_step_fails_until_its_max_attempt():
@@ -96,8 +100,9 @@ def test_a_job_above_the_top_step_fails_until_its_max_attempt():
     assert out.failed_job_rate == 0.5 and out.lost_job_rate == 0.5
     assert out.retries_per_job == pytest.approx(2 / 2)
     assert out.lost_core_hours == pytest.approx(3 * 60 / 3600)
-    # The lost job wastes nothing; the other one wastes 7900 MB for a minute.
-    assert out.wasted_gb_hours == pytest.approx(7900 * 60 / 1024 / 3600)
+    # The lost job wastes its three 8000 MB minutes; the other one 7900 MB for
+    # a minute.
+    assert out.wasted_gb_hours == pytest.approx((3 * 8000 + 7900) * 60 / 1024 / 3600)
 
 
 def test_the_task_wide_raise_spares_the_rest_of_the_task():
@@ -113,13 +118,15 @@ def test_the_task_wide_raise_spares_the_rest_of_the_task():
 
 def test_a_retry_asks_at_least_the_strategys_retry_request():
     # Time: 10 s fails; PanDA's rule says 20 (which would fail too), the
-    # strategy's retry request says 35: one failed attempt, no waste.
+    # strategy's retry request says 35: one failed attempt (10 s wasted), no
+    # spare.
     args = ("time", [0], [35], [35], [1], [10], [10, 20, 40])
     assert (
         replay("s", ReplayCase(*args)).retries_per_job == 2
     )  # 10 and 20 fail, 40 passes
     out = replay("s", ReplayCase(*args, retry_request=[35]))
-    assert out.retries_per_job == 1 and out.wasted_core_hours == 0.0
+    assert out.retries_per_job == 1
+    assert out.wasted_core_hours == pytest.approx(10 / 3600)
     # A retry request below PanDA's rule changes nothing: max(5, 20) = 20.
     assert replay("s", ReplayCase(*args, retry_request=[5])) == replay(
         "s", ReplayCase(*args)
@@ -132,7 +139,7 @@ def test_a_retry_asks_at_least_the_strategys_retry_request():
         ),
     )
     assert mem.retries_per_job == 1 and mem.lost_job_rate == 0.0
-    assert mem.wasted_gb_hours == pytest.approx(500 / 1024)
+    assert mem.wasted_gb_hours == pytest.approx((500 + 1500) / 1024)
 
 
 def memory_task() -> dict[str, list[float]]:
@@ -164,15 +171,15 @@ def test_panda_re_measures_memory_after_5_and_after_100_finished_jobs():
     MB = 1433600 kB; x 110 // 100 = 1576960; / 1024 = 1540 MB. Jobs 100-109 ask
     1540: 9 use 1520 (waste 20 each: 180), job 105 uses 1600 and fails (an hour at
     1540 lost); 1 of 110 files is raised, not over 30 %: its file gets 2000 (waste
-    400). Failed jobs 2/110; wasted 9000 + 3320 + 580 = 12900 MB-h; lost 1430 +
-    1540 = 2970 MB-h.
+    400). Failed jobs 2/110; lost 1430 + 1540 = 2970 MB-h; wasted, the spare
+    9000 + 3320 + 580 = 12900 MB-h plus the lost 2970, 15870 MB-h.
     """
     out = replay(
         "s", ReplayCase("memory", ladder=[3000.0], remeasure=True, **memory_task())
     )
     assert out.failed_job_rate == pytest.approx(2 / 110)
     assert out.lost_job_rate == 0.0
-    assert out.wasted_gb_hours == pytest.approx(12900 / 1024)
+    assert out.wasted_gb_hours == pytest.approx(15870 / 1024)
     assert out.lost_gb_hours == pytest.approx(2970 / 1024)
     assert out.lost_core_hours == pytest.approx(2.0)
     # Never re-measured, every job keeps 3000: no failure, much more waste.
@@ -203,8 +210,8 @@ def test_panda_re_measures_time_after_5_and_after_100_finished_jobs():
     (waste 20). After 100 finished jobs (10..50, 94 x 60, 80) the 95th percentile
     (k = 99 x 0.95 = 94.05, between two 60s) is 60: 60 x 1.5 = 90 s. Jobs 100-109
     ask 90: 9 run 70 (waste 20 each: 180), job 105 runs 95 and fails (90 s lost),
-    retried at 100 (waste 5). Failed jobs 2/110; wasted 350 + 1148 + 185 = 1683
-    core-s; lost 72 + 90 = 162 core-s.
+    retried at 100 (waste 5). Failed jobs 2/110; lost 72 + 90 = 162 core-s;
+    wasted, the spare 350 + 1148 + 185 = 1683 core-s plus the lost 162, 1845.
     """
     used = [10.0, 20.0, 30.0, 40.0, 50.0] + [60.0] * 95 + [70.0] * 10
     used[10], used[105] = 80.0, 95.0
@@ -219,7 +226,7 @@ def test_panda_re_measures_time_after_5_and_after_100_finished_jobs():
     }
     out = replay("s", ReplayCase("time", remeasure=True, **args))
     assert out.failed_job_rate == pytest.approx(2 / 110)
-    assert out.wasted_core_hours == pytest.approx(1683 / 3600)
+    assert out.wasted_core_hours == pytest.approx(1845 / 3600)
     assert out.lost_core_hours == pytest.approx(162 / 3600)
     # PanDA's task walltime rule (max x 1.5) instead: 75 s after 5 jobs (job 10
     # fails at 75, retried at 100), 120 s after 100 (job 105 passes).
@@ -230,7 +237,7 @@ def test_panda_re_measures_time_after_5_and_after_100_finished_jobs():
         ),
     )
     assert wall.failed_job_rate == pytest.approx(1 / 110)
-    expected = 350 + (94 * 15 + 20) + (9 * 50 + 25)
+    expected = 350 + (94 * 15 + 20) + (9 * 50 + 25) + 75  # + the failed 75 s
     assert wall.wasted_core_hours == pytest.approx(expected / 3600)
 
 
@@ -255,10 +262,13 @@ def test_a_measurement_drops_an_earlier_task_wide_raise():
     # Job 0 is raised to 3000; at job 1, 1/3 files are above the task: the task
     # goes to 3000. PanDA's measurement then overwrites the task's ramCount: after
     # 2 finished jobs the last job asks p75(2500, 2500) = 2500 MB -> 2750, not 3000.
+    # Wasted: the spare 500 + 500 + 2650 MB-min, plus jobs 0 and 1's failed
+    # 2000 MB minutes.
     args = ("memory", [0] * 3, [2500, 2500, 100], [60] * 3, [1] * 3, [2000] * 3)
     rules = ReplayRules(remeasure_after=(2,))
     out = replay("s", ReplayCase(*args, [2000], remeasure=True, rules=rules))
-    assert out.wasted_gb_hours == pytest.approx((500 + 500 + 2650) * 60 / 1024 / 3600)
+    wasted_mb = 500 + 500 + 2650 + 2 * 2000
+    assert out.wasted_gb_hours == pytest.approx(wasted_mb * 60 / 1024 / 3600)
 
 
 def test_pandas_measurement_formulas():
