@@ -5,7 +5,7 @@ from __future__ import annotations
 from test_db_support import make_prediction
 
 from panda_predictor.db.audit import read_audit
-from panda_predictor.db.writer import write_audit
+from panda_predictor.db.audit_writer import write_audit
 
 
 def test_an_audited_task_reads_back_with_iso_dates(db, settings):
