@@ -110,9 +110,11 @@ def test_a_peer_starts_at_once_and_retries_at_its_own_value():
     peer = got["peer (tovar)"]
     # A's jobs 0-2 fail at 1700 and retry at max(2500, PanDA's 2000); at job 2,
     # 2/5 files are above the task: the task goes to 2000, jobs 3-4 pass at 2000.
-    # B's two jobs ask 1700 and use 900.
+    # B's two jobs ask 1700 and use 900. The three failed 1700 MB hours are
+    # wasted whole.
     assert peer.failed_job_rate == pytest.approx(3 / 7)
-    assert peer.wasted_gb_hours == pytest.approx((3 * 700 + 2 * 200 + 2 * 800) / GB_H)
+    spare = 3 * 700 + 2 * 200 + 2 * 800
+    assert peer.wasted_gb_hours == pytest.approx((spare + 3 * 1700) / GB_H)
     assert peer.mean_bulk_delay_hours == 0.0
     with pytest.raises(ValueError, match="The peer 'tovar' must give one first"):
         replay_target(
@@ -148,7 +150,8 @@ def test_panda_re_measures_a_scouted_task_after_5_finished_jobs():
     )
     scouts = replay_target(frame, run, key, [], 0.6)[0]
     assert scouts.failed_job_rate == pytest.approx(2 / 8)
-    wasted = (3000 + 2800 + 2900) + 200 + 700 + 2 * 30 + 3100
+    # Wasted: the spare, plus jobs 3 and 4's failed 1265 MB hours whole.
+    wasted = (3000 + 2800 + 2900) + 200 + 700 + 2 * 30 + 3100 + 2 * 1265
     assert scouts.wasted_gb_hours == pytest.approx(wasted / GB_H)
     # Without PanDA's re-measurement jobs 5-6 fail at 1265 too: job 5 gets the 2000
     # step, and at job 6 3/7 files are above the task, which is raised to 2000.
