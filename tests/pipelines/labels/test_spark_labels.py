@@ -7,7 +7,7 @@ import pytest
 
 from panda_predictor.core.labels import labels_frame
 from panda_predictor.errors import UserInputError
-from pipelines.labels.spark import spark_labels
+from pipelines.labels.spark.engine import spark_labels
 from tests.core.test_labels import make_history
 
 pytestmark = [
