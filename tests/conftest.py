@@ -224,7 +224,7 @@ def spark():
     Starting the JVM takes seconds; the time goes into the first Spark test's
     setup, which ``pytest --durations`` shows apart from the tests' own time.
     """
-    from pipelines.labels.spark import spark_session
+    from pipelines.labels.spark.session import spark_session
 
     session = spark_session("local[2]", {"spark.driver.memory": "1g"})
     try:

@@ -14,9 +14,14 @@ from pipelines.params import load_params
 from pipelines.simulation import SimulationConfig, simulate_frames
 from pipelines.simulation.catalog import build_catalog, choose_rows
 from pipelines.simulation.datasets import dataset_frame
-from pipelines.simulation.jobs import job_frame
+from pipelines.simulation.jobs import _to_datetime
 from pipelines.simulation.requirements import fill_requirements
-from pipelines.simulation.tasks import creation_times, draw_tasks, period_start
+from pipelines.simulation.tasks import (
+    creation_times,
+    draw_tasks,
+    period_start,
+    task_names,
+)
 
 
 def test_choose_rows_draws_by_weight_and_never_a_zero_weight_column():
@@ -59,11 +64,33 @@ def test_every_job_and_dataset_belongs_to_a_task(small_world):
     assert len(small_world.jedi_tasks) == 124
 
 
-def test_the_parts_are_the_functions_the_history_is_built_from():
-    # Each part is importable on its own and callable; their signatures are what
-    # simulate_frames composes (a rename would break it here first).
-    for part in (draw_tasks, job_frame, dataset_frame, fill_requirements):
-        assert callable(part) and part.__doc__
+def test_the_requirements_come_from_the_finished_scouts_alone(small_world):
+    tasks, jobs = small_world.jedi_tasks, small_world.jobsarchived4
+    again = fill_requirements(tasks, jobs)
+    pd.testing.assert_frame_equal(again, tasks)
+    # Without their scout jobs the history tasks lose their measured ramcount.
+    no_scouts = jobs[jobs["specialhandling"] != "sj"]
+    blind = fill_requirements(tasks, no_scouts)
+    history = tasks["status"] == "done"
+    assert blind.loc[history, "ramcount"].isna().any()
+
+
+def test_new_tasks_datasets_are_not_done(small_world):
+    """pipelines.simulation.datasets: history datasets done, new ones not yet."""
+    datasets = small_world.jedi_datasets
+    new_ids = set(small_world.jedi_tasks["jeditaskid"].nlargest(4))
+    new = datasets["jeditaskid"].isin(new_ids)
+    assert set(datasets.loc[new, "status"]) <= {"defined", "ready"}
+    assert "done" in set(datasets.loc[~new, "status"])
+
+
+def test_epoch_seconds_become_datetimes_and_minus_infinity_none():
+    out = _to_datetime(np.array([0.0, 86400.4, -np.inf]))
+    assert out[:2].tolist() == [
+        np.datetime64("1970-01-01T00:00:00", "us").item(),
+        np.datetime64("1970-01-02T00:00:00", "us").item(),
+    ]
+    assert np.isnat(out[2])
 
 
 def test_jobs_never_end_before_they_start(small_world):
@@ -71,3 +98,17 @@ def test_jobs_never_end_before_they_start(small_world):
     start = pd.to_datetime(jobs["starttime"])
     end = pd.to_datetime(jobs["endtime"])
     assert (end >= start).all()
+
+
+@pytest.mark.parametrize("new", [False, True])
+def test_dataset_ids_run_on_from_the_first_and_new_datasets_wait(new):
+    cfg = SimulationConfig(n_tasks=30, n_defined=6, seed=5)
+    cat = build_catalog(cfg.params, None)
+    rng = np.random.default_rng(5)
+    n = cfg.n_defined if new else cfg.n_tasks
+    draw = draw_tasks(rng, cfg, cat, 1000, np.arange(n), new)
+    frame = dataset_frame(rng, cat, draw, task_names(rng, cat, draw), 500, new)
+    assert frame["datasetid"].tolist() == list(range(500, 500 + len(frame)))
+    assert set(frame["jeditaskid"]) == set(range(1000, 1000 + n))
+    statuses = set(frame["status"])
+    assert statuses <= {"defined", "ready"} if new else statuses == {"done"}
