@@ -27,8 +27,8 @@ the wait of its retry in the queue again, taken as
 requeue_runs``).
 
 The value written is the candidate with the lowest expected cost. Candidates are
-the class values, the quantiles of every class, the default, and the task's
-request where it has one. The written value never exceeds the request: a job
+the class values, some of the quantiles of every class (:func:`candidate_points`),
+the default, and the task's request where it has one. The written value never exceeds the request: a job
 cannot use more than it asked for (its batch system kills it there), so use above
 the request is counted as use *of* the request when the request itself is priced.
 
@@ -91,6 +91,26 @@ DEFAULT_GB_PER_CORE = 2.0
 DEFAULT_REQUEUE_RUNS = 1.0
 #: Candidate delay prices tried per deployment (core-hours per core-hour of delay).
 DELAY_PRICES: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+
+
+#: Candidate values taken from each class's use table: this many of its quantiles,
+#: evenly spread, and its top one. Every candidate is still priced over all the
+#: table's points; fewer candidates keep one task's choice as fast as with the
+#: coarser tables before (docs/performance.md).
+CANDIDATE_POINTS = 20
+
+
+def candidate_points(points: np.ndarray) -> np.ndarray:
+    """Return the columns of a K x Q use table that become candidate values.
+
+    With Q = :data:`CANDIDATE_POINTS` (the tables bundled before) all of them;
+    with more, every (Q // CANDIDATE_POINTS)-th from the middle of the first step
+    (the same quantiles as the coarser table) and the top one.
+    """
+    width = points.shape[1]
+    step = max(1, width // CANDIDATE_POINTS)
+    columns = np.unique(np.append(np.arange(step // 2, width, step), width - 1))
+    return points[:, columns]
 
 
 def _check_number(name: str, value: Any, low: float, high: float = math.inf) -> float:
@@ -311,7 +331,13 @@ class CostChooser:
             DEFAULT_RAM_MB_PER_CORE if self.kind == MEMORY else float(self.ladder[-1])
         )
         grid = np.unique(
-            np.concatenate([self.points.ravel(), self.ladder, [self.default_value]])
+            np.concatenate(
+                [
+                    candidate_points(self.points).ravel(),
+                    self.ladder,
+                    [self.default_value],
+                ]
+            )
         )
         self.candidates = grid[grid > 0] if np.any(grid > 0) else grid
         self._default = int(np.searchsorted(self.candidates, self.default_value))

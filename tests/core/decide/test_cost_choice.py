@@ -5,8 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from panda_predictor.core.decide.cost_choice import CostChooser, CostSettings, job_cost
-from panda_predictor.core.decide.use_table import UseTable
+from panda_predictor.core.bins import TargetBins
+from panda_predictor.core.decide.cost_choice import (
+    CostChooser,
+    CostSettings,
+    candidate_points,
+    job_cost,
+)
+from panda_predictor.core.decide.use_table import DEFAULT_POINTS, UseTable
 
 #: Class 0 always uses 100 s, class 1 always 1000 s.
 TWO_TIMES = UseTable(((100.0,) * 4, (1000.0,) * 4))
@@ -169,3 +175,33 @@ def test_priced_shows_every_candidate_and_choose_takes_the_cheapest():
     unpriced = CostChooser("iointensity", TWO_TIMES, [10.0, 800.0], CostSettings())
     with pytest.raises(ValueError, match="'iointensity' is not priced"):
         unpriced.priced(p)
+
+
+def test_a_careful_value_is_short_for_at_most_the_tables_blind_tail():
+    # One class whose use has a long tail (lognormal). With a dear delay price the
+    # choice takes the smallest value the table says is never short; the share of
+    # the class's own training values above it is the tail the table cannot see:
+    # 1 / (2 * DEFAULT_POINTS) (0.5 %), not the 2.5 % of a 20-point table.
+    use = np.random.default_rng(7).lognormal(8.0, 1.0, 4000)
+    # Two classes; every task is known to be of the top one (above 1 s).
+    bins = TargetBins("walltime", (1.0,), (1.0, float(np.median(use))))
+    table = UseTable.fit(use, bins.assign(use), bins)
+    sized = CostChooser(
+        "walltime", table, bins.values, CostSettings(delay_price=10_000.0)
+    ).choose(np.array([[0.0, 1.0]]))
+    short = float(np.mean(use > sized.value[0]))
+    assert short <= 1.0 / (2 * DEFAULT_POINTS) + 1e-9
+    assert short < 0.025
+
+
+@pytest.mark.parametrize(
+    ("width", "expected"),
+    [
+        (20, list(range(20))),
+        (100, [*range(2, 100, 5), 99]),
+        (7, list(range(7))),
+    ],
+)
+def test_candidates_come_from_every_step_of_the_table_and_its_top(width, expected):
+    points = np.tile(np.arange(width, dtype=float), (3, 1))
+    assert candidate_points(points)[0].tolist() == [float(c) for c in expected]

@@ -22,7 +22,7 @@ from pipelines.training.cost_tuning import (
     TUNED_PRICES,
     _best_price,
     choose_price,
-    expected_margin,
+    price_margin,
 )
 from pipelines.training.served_replay import replay_jobs
 from pipelines.training.train import train
@@ -61,27 +61,56 @@ SCOUTS = jobs([True] + [False] * 9, [10.0] * 10)  # 0.1 failed, 10 h per job
 )
 def test_margin_is_the_smaller_relative_saving(mine, margin):
     # One day: every resample is that day, so the expectation is the point value.
-    assert expected_margin(mine, SCOUTS, ONE_DAY) == pytest.approx(margin)
+    assert price_margin(mine, SCOUTS, ONE_DAY) == pytest.approx(margin)
 
 
 def test_a_scouts_rate_of_zero_divides_by_the_floor():
     never = jobs([False] * 10, [10.0] * 10)
     once = jobs([True] + [False] * 9, [1.0] * 10)
-    assert expected_margin(once, never, ONE_DAY) == pytest.approx(-0.1 / 1e-3)
+    assert price_margin(once, never, ONE_DAY) == pytest.approx(-0.1 / 1e-3)
 
 
 def test_a_lead_within_the_days_noise_counts_for_less():
     # Day 0: 50 % more failures, 50 % less waste than scouts; day 1 the reverse.
     # Pooled, both figures tie the scouts' (margin 0); on resampled days the
-    # worse figure of each draw counts, so the expected margin is below 0.
+    # worse figure of each draw counts, so the margin is below 0.
     days = np.repeat([0, 1], 10)
     scouts = jobs(([True] * 2 + [False] * 8) * 2, [10.0] * 20)
     mine = jobs(
         [True] * 3 + [False] * 7 + [True] + [False] * 9, [5.0] * 10 + [15.0] * 10
     )
-    point = expected_margin(mine, scouts, DayBootstrap(np.zeros(20, int), 1))
+    point = price_margin(mine, scouts, DayBootstrap(np.zeros(20, int), 1))
     assert point == pytest.approx(0.0)
-    assert expected_margin(mine, scouts, DayBootstrap(days, 400)) < -0.1
+    assert price_margin(mine, scouts, DayBootstrap(days, 400)) < -0.1
+
+
+def test_a_lead_carried_by_few_days_loses_to_one_that_holds():
+    # Ten days of ten jobs; the scouts fail 2 and waste 10 h per job every day.
+    # "steady" fails 1 and wastes 9.5 every day: a worst saving of 5 % each day.
+    # "lucky" ties the scouts on nine days and fails and wastes nothing on one:
+    # about 10 % saved on average, but nothing on a bad quarter of the days.
+    days = np.repeat(np.arange(10), 10)
+    day = [True] * 2 + [False] * 8
+    scouts = jobs(day * 10, [10.0] * 100)
+    steady = jobs(([True] + [False] * 9) * 10, [9.5] * 100)
+    lucky = jobs(day * 9 + [False] * 10, [10.0] * 90 + [0.0] * 10)
+    boot = DayBootstrap(days, 400)
+
+    def mean_margin(mine):
+        ones = np.ones(100)
+        saved = [
+            (boot.resampled(a, ones) - boot.resampled(b, ones))
+            / boot.resampled(a, ones)
+            for a, b in (
+                (scouts.failed, mine.failed),
+                (scouts.wasted_hours, mine.wasted_hours),
+            )
+        ]
+        return float(np.mean(np.minimum(*saved)))
+
+    assert mean_margin(lucky) > mean_margin(steady)
+    assert price_margin(steady, scouts, boot) == pytest.approx(0.05)
+    assert price_margin(lucky, scouts, boot) < 0.01
 
 
 def test_best_price_takes_the_largest_margin_and_the_dearer_price_on_ties():
