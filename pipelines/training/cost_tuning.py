@@ -82,9 +82,7 @@ def _worst_saving(failed: tuple[Any, Any], waste: tuple[Any, Any]) -> np.ndarray
     return np.minimum(on_failed, on_waste)
 
 
-def price_margin(
-    mine: JobOutcomes, scouts: JobOutcomes, boot: DayBootstrap
-) -> float:
+def price_margin(mine: JobOutcomes, scouts: JobOutcomes, boot: DayBootstrap) -> float:
     """Return the smaller relative saving of ``mine`` against ``scouts`` on a bad
     quarter of ``boot``'s resampled days (their :data:`MARGIN_QUANTILE`).
 

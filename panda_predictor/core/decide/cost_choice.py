@@ -28,9 +28,10 @@ requeue_runs``).
 
 The value written is the candidate with the lowest expected cost. Candidates are
 the class values, some of the quantiles of every class (:func:`candidate_points`),
-the default, and the task's request where it has one. The written value never exceeds the request: a job
-cannot use more than it asked for (its batch system kills it there), so use above
-the request is counted as use *of* the request when the request itself is priced.
+the default, and the task's request where it has one. The written value never
+exceeds the request: a job cannot use more than it asked for (its batch system
+kills it there), so use above the request is counted as use *of* the request when
+the request itself is priced.
 
 The scouts are kept where skipping them is expected to cost more than running
 them. Running them costs their own first jobs, which ask for the default (the
