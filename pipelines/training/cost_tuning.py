@@ -59,8 +59,9 @@ WASTE_FLOOR = 1e-6
 N_PRICE_RESAMPLES = 200
 #: Which quantile of a price's margins over the resampled days judges it: the
 #: lower quartile. On KTH's development part the mean chose a price whose lead
-#: came from a few days and lost to the scouts on the test periods; the lower
-#: quartile chose the dearer price that held (docs/evaluation.md).
+#: came from a few validation days and lost to the scouts on the development
+#: periods; the lower quartile chose the dearer price that held there
+#: (docs/evaluation.md).
 MARGIN_QUANTILE = 0.25
 
 
