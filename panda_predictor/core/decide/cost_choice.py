@@ -40,7 +40,10 @@ task's request; without one, for memory the queue's default of
 set), and the bulk's wait for them, one
 job run: ``delay_price`` units per job. Skipping costs the first jobs at the
 written value. After either, PanDA re-measures the task from its finished jobs
-(after 5 and after 100), so the rest of the task costs the same both ways. A task
+(after 5 and after 100), so the rest of the task costs the same both ways (where
+training chose to write a target ``...Fixed``, :attr:`CostSettings.fixed_targets`,
+the rest keeps the written value; its validation replay, not this comparison,
+judged that cheaper). A task
 skips its scouts when the summed expected cost of its written values is at most
 the scouts' (:class:`~panda_predictor.core.decide.scout_policy.CostPolicy`). Since the
 default is itself a candidate, that holds for every task whose expected costs

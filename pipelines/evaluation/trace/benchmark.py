@@ -287,7 +287,9 @@ def _self_tuning_lines(choices: dict[str, dict[str, Any]]) -> list[str]:
         for t, c in by_target.items()
     )
     fixed = Counter(
-        t for c in choices.values() for t in (c.get("cost") or {}).get("fixed_targets", [])
+        t
+        for c in choices.values()
+        for t in (c.get("cost") or {}).get("fixed_targets", [])
     )
     kept = ", ".join(f"{t} in {n} of {len(choices)}" for t, n in fixed.items())
     return [
