@@ -203,10 +203,12 @@ class Settings(BaseSettings):
         description="Recall that the decision rules must reach on the largest "
         "class of each target (tuned on validation data).",
     )
-    fixed_units: bool = Field(
-        False,
-        description="Write ...Fixed units (MBPerCoreFixed, HS06sPerEventFixed) so "
-        "later job measurements never overwrite the prediction; the database hook "
+    fixed_units: bool | None = Field(
+        None,
+        description="true: write ...Fixed units (MBPerCoreFixed, HS06sPerEventFixed) "
+        "so PanDA's re-measurement after 5 and 100 jobs never overwrites the "
+        "prediction; false: never; unset (default): where the model chose it on its "
+        "validation part (`fixed_targets`, printed by `train`). The database hook "
         "fixes ramcount only (PanDA reads a Fixed cputime from the task parameters).",
     )
     hook_batch_size: int = Field(200, gt=0, description="Tasks per hook transaction.")

@@ -30,14 +30,15 @@ ERROR = "error"
 
 
 def panda_value(
-    prediction: TargetPrediction, fixed_units: bool = False
+    prediction: TargetPrediction, fixed_units: bool | None = None
 ) -> tuple[int, str]:
     """Return the value and unit PanDA stores for a target prediction.
 
     The one conversion of :func:`panda_predictor.core.domain.units.prediction_to_panda`
     (the float class value rounded up once; cputime below 10 HS06sPerEvent x1000
-    in mHS06sPerEvent); ``fixed_units`` writes the ``...Fixed`` units so later job
-    measurements do not overwrite the prediction.
+    in mHS06sPerEvent); ``fixed_units`` True writes the ``...Fixed`` units so later job
+    measurements do not overwrite the prediction (False: never; None: the unit
+    the decision chose).
     """
     return prediction_to_panda(prediction, fixed_units)
 
@@ -64,10 +65,10 @@ def audit_row(
     decision: str,
     reason: str,
     written_at: datetime | None,
-    fixed_units: bool,
+    fixed_units: bool | None,
     host: str,
     now: datetime,
-    convert: Callable[[TargetPrediction, bool], tuple[int, str]] = panda_value,
+    convert: Callable[[TargetPrediction, bool | None], tuple[int, str]] = panda_value,
     targets: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Return a task's audit row; ``targets``: its :func:`target_columns`, if made."""
@@ -89,8 +90,8 @@ def audit_row(
 
 def target_columns(
     prediction: TaskPrediction,
-    fixed_units: bool,
-    convert: Callable[[TargetPrediction, bool], tuple[int, str]],
+    fixed_units: bool | None,
+    convert: Callable[[TargetPrediction, bool | None], tuple[int, str]],
 ) -> dict[str, Any]:
     """Return the audit columns of a prediction's targets (the same whatever the
     decision, so the write-back makes them before it locks any row)."""
@@ -168,7 +169,7 @@ def write_audit(
     settings: Settings,
     prediction: TaskPrediction,
     written: bool,
-    fixed_units: bool = False,
+    fixed_units: bool | None = None,
 ) -> bool:
     """Audit one decision taken elsewhere (the JEDI refiner); return False if known.
 

@@ -97,7 +97,7 @@ def record_published(
     settings: Settings,
     published: Iterable[Published],
     audit_tasks: bool = True,
-    fixed_units: bool = False,
+    fixed_units: bool | None = None,
 ) -> list[int]:
     """Record acknowledged messages (and audit their tasks) in one transaction.
 

@@ -52,7 +52,7 @@ MALFORMED_SPLITRULE = "malformed_splitrule"
 class WriteOptions:
     """How the write-back writes: units, row locks, lock timeout, presets."""
 
-    fixed_units: bool
+    fixed_units: bool | None
     lock: bool
     host: str
     #: Seconds any lock wait may take (PostgreSQL); None: not set.

@@ -129,7 +129,7 @@ def write_predictions(
     engine: Engine | Connection,
     settings: Settings,
     predictions: Iterable[TaskPrediction],
-    fixed_units: bool = False,
+    fixed_units: bool | None = None,
 ) -> WriteResult:
     """Write the applied predictions into JEDI_TASKS and audit all, in one transaction.
 
@@ -149,8 +149,10 @@ def write_predictions(
     predictions:
         One prediction per task.
     fixed_units:
-        Write ``MBPerCoreFixed`` so JEDI never re-measures the ramcount; cputime
-        stays plain ``HS06sPerEvent`` (see
+        True: write ``MBPerCoreFixed`` so JEDI never re-measures the ramcount;
+        False: never; None: the unit each prediction carries (``MBPerCoreFixed``
+        where training chose to keep the values). cputime stays plain
+        ``HS06sPerEvent`` (see
         :func:`~panda_predictor.core.domain.units.database_value`).
     """
     panda = get_panda_tables(settings, engine)
@@ -285,7 +287,7 @@ def _check_targets(predictions: list[TaskPrediction], at: _Position) -> None:
 def _target_columns_of(
     predictions: list[TaskPrediction],
     seen: set[int],
-    fixed_units: bool,
+    fixed_units: bool | None,
     at: _Position,
 ) -> dict[int, dict[str, Any]]:
     """Return the audit target columns of each task not yet audited, by id.

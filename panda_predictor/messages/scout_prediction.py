@@ -237,7 +237,7 @@ def idempotency_key(
 def from_prediction(
     prediction: TaskPrediction,
     ttl_seconds: float,
-    fixed_units: bool = False,
+    fixed_units: bool | None = None,
     now: datetime | None = None,
 ) -> ScoutPrediction:
     """Return the message of a decided task (``applied`` or ``kept_scouts``).
@@ -249,7 +249,8 @@ def from_prediction(
     ttl_seconds:
         Seconds after ``now`` the message expires.
     fixed_units:
-        Send the ``...Fixed`` units (the ``fixed_units`` setting).
+        Send the ``...Fixed`` units (the ``fixed_units`` setting: True always,
+        False never, None as each target's predicted unit says).
     now:
         Creation time (UTC); default: the current time.
     """

@@ -138,7 +138,7 @@ def definition_from_param_map(
 
 
 def param_map_fields(
-    prediction: TaskPrediction, fixed_units: bool = False
+    prediction: TaskPrediction, fixed_units: bool | None = None
 ) -> dict[str, Any]:
     """Return the parameter-map entries that apply a prediction and skip the scouts.
 

@@ -22,6 +22,7 @@ from panda_predictor.core.bins import TargetBins
 from panda_predictor.core.decide.scout_policy import reason_of
 from panda_predictor.core.decide.tail_rule import TailDecisionRule
 from panda_predictor.core.domain.task_prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.domain.units import FIXED_SUFFIX
 
 if TYPE_CHECKING:
     from panda_predictor.serving.classified import Classified
@@ -54,8 +55,12 @@ def _bound(value: float) -> float | None:
     return None if math.isinf(value) else float(value)
 
 
-def class_rows(bins: TargetBins) -> list[ClassRow]:
+def class_rows(bins: TargetBins, fixed: bool = False) -> list[ClassRow]:
     """Return (label, lower, upper, value, unit) of each class of ``bins``.
+
+    ``fixed``: the unit is PanDA's ``...Fixed`` form (``MBPerCoreFixed``): the
+    decision keeps its values through PanDA's re-measurement
+    (:attr:`~panda_predictor.core.decide.cost_choice.CostSettings.fixed_targets`).
 
     The value is the bin's float value: it is rounded once, by the writer's
     conversion to PanDA's stored form (:mod:`panda_predictor.core.domain.units`), so
@@ -65,7 +70,8 @@ def class_rows(bins: TargetBins) -> list[ClassRow]:
     for cls in range(bins.n_classes):
         low, high = bins.range_of(cls)
         value = float(bins.value_of(cls))
-        rows.append((bins.labels[cls], _bound(low), _bound(high), value, bins.unit))
+        unit = bins.unit + FIXED_SUFFIX if fixed else bins.unit
+        rows.append((bins.labels[cls], _bound(low), _bound(high), value, unit))
     return rows
 
 

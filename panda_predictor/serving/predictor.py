@@ -106,6 +106,12 @@ class Predictor:
         self._class_cache: dict[str, list[ClassRow]] = {}
         self._matrix_fn: MatrixFn | None = self._build_matrix_fn()
 
+    @property
+    def fixed_targets(self) -> tuple[str, ...]:
+        """Return the targets whose values this predictor writes ``...Fixed``
+        (kept through PanDA's re-measurement; chosen by training per deployment)."""
+        return self.policy.settings.fixed_targets
+
     def features(
         self,
         tasks: pd.DataFrame,
@@ -510,5 +516,6 @@ class Predictor:
         """Return :func:`class_rows` of ``target``'s bins (computed once)."""
         cache = self._class_cache
         if target not in cache:
-            cache[target] = class_rows(self.bundle.bins[target])
+            fixed = target in self.fixed_targets
+            cache[target] = class_rows(self.bundle.bins[target], fixed)
         return cache[target]

@@ -21,7 +21,14 @@ like the half-life and the combination's settings:
   quartile (:data:`MARGIN_QUANTILE`), so a price whose lead holds on most days
   beats one whose larger mean comes from a few. Ties go to the larger price (the
   more careful values).
-  An operator's ``delay_price`` setting wins over all of them at run time.
+  An operator's ``delay_price`` setting wins over all of them at run time;
+- **whether a target's values are written ``...Fixed``** (only memory: PanDA
+  reads ``MBPerCoreFixed`` from JEDI_TASKS), so that PanDA's re-measurement after
+  5 and 100 finished jobs keeps them: each price's values are replayed both ways,
+  and they are fixed only where the best fixed margin beats the best re-measured
+  one (a tie keeps PanDA's own re-measurement). On LANL's development part
+  PanDA's 75th percentile of the first 5 jobs failed more jobs than the values
+  it replaced (docs/evaluation.md). An operator's ``fixed_units`` setting wins.
 """
 
 from __future__ import annotations
@@ -33,7 +40,11 @@ import pandas as pd
 
 from panda_predictor.core.assess.day_bootstrap import DayBootstrap
 from panda_predictor.core.bins import BinSet
-from panda_predictor.core.decide.cost_choice import DELAY_PRICES, CostSettings
+from panda_predictor.core.decide.cost_choice import (
+    DELAY_PRICES,
+    FIXABLE_TARGETS,
+    CostSettings,
+)
 from panda_predictor.core.decide.use_table import UseTable
 from panda_predictor.core.replay.engine import JobOutcomes
 from panda_predictor.serving.bundle import Bundle
@@ -144,6 +155,10 @@ def choose_price(
         if known[t].any()
     }
     margin: dict[str, dict[float, float]] = {t: {} for t in priced}
+    # The same values written ...Fixed: PanDA's re-measurement keeps them.
+    kept: dict[str, dict[float, float]] = {
+        t: {} for t in priced if t in FIXABLE_TARGETS
+    }
     short: dict[str, dict[float, float]] = {t: {} for t in priced}
     for price in prices:
         decided = Predictor(
@@ -157,22 +172,34 @@ def choose_price(
                 continue
             mine = jobs[t].by_job(value[known[t]], applied[known[t]])
             margin[t][price] = price_margin(mine, scouts[t], boots[t])
+            if t in kept:
+                fixed = jobs[t].by_job(
+                    value[known[t]], applied[known[t]], remeasure=False
+                )
+                kept[t][price] = price_margin(fixed, scouts[t], boots[t])
             short[t][price] = short_share(value, tasks[t].to_numpy(dtype=float))
     chosen = {t: _best_price(margin[t]) for t in priced}
+    fixed_targets = tuple(t for t in kept if _keeps(kept[t], margin[t]))
+    chosen.update({t: _best_price(kept[t]) for t in fixed_targets})
     cost = CostSettings(
         delay_price=max(chosen.values()),
         gb_per_core=bundle.cost.gb_per_core,
         requeue_runs=bundle.cost.requeue_runs,
         target_prices=tuple(chosen.items()),
+        fixed_targets=fixed_targets,
     )
     info = {
         "delay_price": cost.delay_price,
         "target_prices": chosen,
+        "fixed_targets": list(fixed_targets),
         "tasks": int(len(tasks)),
         "replayed_tasks": {t: int(scouts[t].n_tasks) for t in priced},
         "replayed_jobs": {t: int(known[t].sum()) for t in priced},
         "margin_at": {
             t: {f"{p:g}": round(m, 4) for p, m in margin[t].items()} for t in priced
+        },
+        "fixed_margin_at": {
+            t: {f"{p:g}": round(m, 4) for p, m in kept[t].items()} for t in kept
         },
         "short_at": {
             t: {f"{p:g}": round(v, 4) for p, v in short[t].items()} for t in priced
@@ -188,3 +215,12 @@ def _rows(values: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
 def _best_price(margin: dict[float, float]) -> float:
     """Return the price with the largest margin; ties go to the larger price."""
     return float(max(margin, key=lambda p: (round(margin[p], 6), p)))
+
+
+def _keeps(fixed: dict[float, float], remeasured: dict[float, float]) -> bool:
+    """Return whether the best price's values written ``...Fixed`` beat the best
+    re-measured ones; a tie keeps PanDA's own re-measurement."""
+    if not fixed or not remeasured:
+        return False
+    best = max(round(m, 6) for m in remeasured.values())
+    return max(round(m, 6) for m in fixed.values()) > best

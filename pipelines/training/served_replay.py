@@ -238,6 +238,7 @@ def replay_bursts(
         )
         value = np.asarray(decided[f"{t}_value"], dtype=float)[rows]
         known[t] = rows
-        served[t] = jobs.by_job(value, applied[rows])
+        remeasure = t not in predictor.fixed_targets  # a Fixed value is kept
+        served[t] = jobs.by_job(value, applied[rows], remeasure)
         scouts[t] = jobs.by_job()
     return BurstReplay(known, served, scouts)

@@ -88,10 +88,14 @@ def test_database_value_never_uses_the_milli_unit(cputime, expected):
     assert database_value(target, fixed_units=True) == expected
 
 
-def test_fixed_units_is_off_by_default(tmp_path):
+def test_fixed_units_follows_the_model_unless_set(tmp_path, monkeypatch):
     from panda_predictor.settings import load_settings
 
-    assert load_settings(home=tmp_path).fixed_units is False
+    # Unset: the unit each prediction carries (training's choice) is written.
+    assert load_settings(home=tmp_path).fixed_units is None
+    for text, value in (("true", True), ("false", False)):
+        monkeypatch.setenv("PANDA_PREDICTOR_FIXED_UNITS", text)
+        assert load_settings(home=tmp_path).fixed_units is value
 
 
 @pytest.mark.parametrize(

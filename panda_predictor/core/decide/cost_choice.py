@@ -40,7 +40,10 @@ task's request; without one, for memory the queue's default of
 set), and the bulk's wait for them, one
 job run: ``delay_price`` units per job. Skipping costs the first jobs at the
 written value. After either, PanDA re-measures the task from its finished jobs
-(after 5 and after 100), so the rest of the task costs the same both ways. A task
+(after 5 and after 100), so the rest of the task costs the same both ways (where
+training chose to write a target ``...Fixed``, :attr:`CostSettings.fixed_targets`,
+the rest keeps the written value; its validation replay, not this comparison,
+judged that cheaper). A task
 skips its scouts when the summed expected cost of its written values is at most
 the scouts' (:class:`~panda_predictor.core.decide.scout_policy.CostPolicy`). Since the
 default is itself a candidate, that holds for every task whose expected costs
@@ -73,6 +76,10 @@ from panda_predictor.core.domain.memory_steps import MEMORY_STEPS_MB
 #: How a wrong value of each target costs (module doc). ``None``: not priced.
 TIME = "time"
 MEMORY = "memory"
+#: Targets PanDA lets a written value keep through its re-measurement: a
+#: ``MBPerCoreFixed`` ramCount is read from JEDI_TASKS; a Fixed cpuTime unit only
+#: from the task parameters (:func:`panda_predictor.core.domain.units.database_value`).
+FIXABLE_TARGETS: tuple[str, ...] = ("ramcount",)
 KIND_OF: dict[str, str | None] = {
     "walltime": TIME,
     "cputime": TIME,
@@ -137,12 +144,18 @@ class CostSettings:
     :param target_prices: per target, the delay price its values are chosen with,
         where it differs from ``delay_price`` (training tunes one per target:
         :mod:`pipelines.training.cost_tuning`); ``(target, price)`` pairs.
+    :param fixed_targets: targets whose values are written in PanDA's
+        ``...Fixed`` unit, so that PanDA's re-measurement after 5 and 100 finished
+        jobs keeps them (only those of :data:`FIXABLE_TARGETS`). Training chooses
+        this per deployment with the prices; the ``fixed_units`` setting
+        overrides it when set.
     """
 
     delay_price: float = 1.0
     gb_per_core: float = DEFAULT_GB_PER_CORE
     requeue_runs: float = DEFAULT_REQUEUE_RUNS
     target_prices: tuple[tuple[str, float], ...] = ()
+    fixed_targets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _check_number("delay_price", self.delay_price, 0.0)
@@ -155,6 +168,12 @@ class CostSettings:
                     f"a target of {sorted(KIND_OF)}. Got {pair!r} instead."
                 )
             _check_number(f"target_prices.{pair[0]}", pair[1], 0.0)
+        wrong = [t for t in self.fixed_targets if t not in FIXABLE_TARGETS]
+        if not isinstance(self.fixed_targets, tuple) or wrong:
+            raise ValueError(
+                "The 'fixed_targets' field must be a tuple of targets among "
+                f"{list(FIXABLE_TARGETS)}. Got {self.fixed_targets!r} instead."
+            )
 
     @property
     def failure_cost(self) -> float:
@@ -185,18 +204,21 @@ class CostSettings:
         }
         if self.target_prices:
             out["target_prices"] = dict(self.target_prices)
+        if self.fixed_targets:
+            out["fixed_targets"] = list(self.fixed_targets)
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CostSettings:
         """Rebuild the settings from :meth:`to_dict` output."""
-        known = {"delay_price", "gb_per_core", "requeue_runs", "target_prices"}
+        lists = {"target_prices", "fixed_targets"}
+        known = {"delay_price", "gb_per_core", "requeue_runs", *lists}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(
                 "The cost settings must have only 'delay_price', 'gb_per_core', "
-                f"'requeue_runs' and 'target_prices'. Got unexpected {unknown} "
-                "instead."
+                f"'requeue_runs', 'target_prices' and 'fixed_targets'. Got "
+                f"unexpected {unknown} instead."
             )
         prices = data.get("target_prices") or {}
         if not isinstance(prices, Mapping):
@@ -204,9 +226,16 @@ class CostSettings:
                 "The 'target_prices' field must be a mapping of target to price. "
                 f"Got {prices!r:.200} instead."
             )
+        fixed = data.get("fixed_targets") or []
+        if isinstance(fixed, str) or not isinstance(fixed, Sequence):
+            raise ValueError(
+                "The 'fixed_targets' field must be a list of targets. "
+                f"Got {fixed!r:.200} instead."
+            )
         return cls(
-            **{k: float(v) for k, v in data.items() if k != "target_prices"},
+            **{k: float(v) for k, v in data.items() if k not in lists},
             target_prices=tuple((str(t), float(v)) for t, v in prices.items()),
+            fixed_targets=tuple(str(t) for t in fixed),
         )
 
 

@@ -176,9 +176,11 @@ def _below_preset(stored: tuple[int, str], preset: Requested) -> bool:
 def plan_write(
     prediction: TaskPrediction,
     requested: Mapping[str, Requested],
-    fixed_units: bool = False,
+    fixed_units: bool | None = None,
     never_below_preset: bool = False,
-    convert: Callable[[TargetPrediction, bool], tuple[int, str]] = prediction_to_panda,
+    convert: Callable[
+        [TargetPrediction, bool | None], tuple[int, str]
+    ] = prediction_to_panda,
 ) -> WritePlan:
     """Return the values to write for a task, keeping the requester's where PanDA does.
 
@@ -189,7 +191,8 @@ def plan_write(
     requested:
         Preset value per target (see :func:`requested_values`).
     fixed_units:
-        Write the ``...Fixed`` units so later measurements do not overwrite them.
+        Write the ``...Fixed`` units so later measurements do not overwrite them
+        (True), never (False), or as each target's predicted unit says (None).
     never_below_preset:
         Keep a preset value the prediction is below (the ``never_below_preset``
         setting): the requester's value is then a floor, and the task still skips

@@ -46,18 +46,20 @@ def is_fixed(unit: str | None) -> bool:
 
 
 def to_panda(
-    value: float, unit: str, fixed: bool = False, milli: bool = True
+    value: float, unit: str, fixed: bool | None = None, milli: bool = True
 ) -> tuple[int, str]:
-    """Return ``(integer, unit)`` as PanDA stores ``value`` given in base ``unit``.
+    """Return ``(integer, unit)`` as PanDA stores ``value`` given in ``unit``.
 
     Parameters
     ----------
     value:
         The value in the target's base unit (a float: class values are fitted).
     unit:
-        Its base unit (``MBPerCore``, ``HS06sPerEvent``, ``kBPerS``, ...).
+        Its unit (``MBPerCore``, ``HS06sPerEvent``, ``kBPerS``, ...), possibly
+        already ``...Fixed`` (a decision that chose to keep its value).
     fixed:
-        Store MBPerCore and (m)HS06sPerEvent in their ``...Fixed`` form.
+        True: store MBPerCore and (m)HS06sPerEvent in their ``...Fixed`` form;
+        False: never; None: as ``unit`` says (the ``fixed_units`` setting, unset).
     milli:
         Store a cputime below 10 x1000 in ``mHS06sPerEvent``; False: always plain
         ``HS06sPerEvent``, rounded up (the database path, see
@@ -67,13 +69,15 @@ def to_panda(
         raise ValueError(
             f"The value in {unit!r} must be a finite number. Got {value!r} instead."
         )
-    if milli and unit == CPUTIME_UNIT and value < MILLI_CPUTIME_BELOW:
-        stored, unit = round_up(value * 1000.0), MILLI_CPUTIME_UNIT
+    base = unit.removesuffix(FIXED_SUFFIX)
+    keep = unit != base if fixed is None else fixed
+    if milli and base == CPUTIME_UNIT and value < MILLI_CPUTIME_BELOW:
+        stored, base = round_up(value * 1000.0), MILLI_CPUTIME_UNIT
     else:
         stored = round_up(value)
-    if fixed and unit in FIXABLE_UNITS:
-        unit += FIXED_SUFFIX
-    return stored, unit
+    if keep and base in FIXABLE_UNITS:
+        base += FIXED_SUFFIX
+    return stored, base
 
 
 def from_panda(value: float, unit: str) -> tuple[float, str]:
@@ -102,7 +106,7 @@ def cputime_to_panda(
 
 
 def prediction_to_panda(
-    prediction: TargetPrediction, fixed: bool = False, milli: bool = True
+    prediction: TargetPrediction, fixed: bool | None = None, milli: bool = True
 ) -> tuple[int, str]:
     """Return ``(integer, unit)`` PanDA stores for one target's predicted value.
 
@@ -117,7 +121,7 @@ def prediction_to_panda(
 
 
 def database_value(
-    prediction: TargetPrediction, fixed_units: bool = False
+    prediction: TargetPrediction, fixed_units: bool | None = None
 ) -> tuple[int, str]:
     """Return the value and unit JEDI_TASKS should hold for a target.
 
@@ -130,7 +134,9 @@ def database_value(
     or more left under a written ``mHS06sPerEvent`` would be read 1000x too small
     (PanDA rewrites the unit to HS06sPerEvent only when the parameters carry one).
     So cputime goes in plain ``HS06sPerEvent``, rounded up, never Fixed; ramcount
-    (whose Fixed unit PanDA reads from JEDI_TASKS) follows ``fixed_units``.
+    (whose Fixed unit PanDA reads from JEDI_TASKS) follows ``fixed_units``, and
+    where that is None, the unit the decision chose (``MBPerCoreFixed`` where
+    training found its values better kept than re-measured).
     """
     if prediction.target == "cputime":
         return prediction_to_panda(prediction, fixed=False, milli=False)

@@ -440,7 +440,7 @@ class ReplayJobs:
         applied: Any = None,
         *,
         retry_request: Any = None,
-        remeasure: bool = True,
+        remeasure: Any = True,
     ) -> ReplayOutcome:
         """Return the row of a strategy whose applied tasks start at once.
 
@@ -451,19 +451,24 @@ class ReplayJobs:
             first job decides; default: every task).
         :param retry_request: (n,) a strategy's own retry value (0: PanDA's rule).
         :param remeasure: whether PanDA re-measures the task after
-            ``rules.remeasure_after`` finished jobs.
+            ``rules.remeasure_after`` finished jobs: one bool, or (n,) per job (a
+            task's first job decides; False: the value was written ``...Fixed``).
         """
         return replay(strategy, self._case(value, applied, retry_request, remeasure))
 
-    def by_job(self, value: Any = None, applied: Any = None) -> JobOutcomes:
+    def by_job(
+        self, value: Any = None, applied: Any = None, remeasure: Any = True
+    ) -> JobOutcomes:
         """Return :meth:`started_at_once`'s figures per job (re-measured as PanDA
-        does); ``value`` None: the scouts' row (:meth:`scouts`)."""
+        does unless ``remeasure`` says otherwise); ``value`` None: the scouts' row
+        (:meth:`scouts`)."""
         if value is None:
             value, applied = self.default, np.zeros(self.used.size, dtype=bool)
-        return replay_by_job(self._case(value, applied, None, True))
+            remeasure = True
+        return replay_by_job(self._case(value, applied, None, remeasure))
 
     def _case(
-        self, value: Any, applied: Any, retry_request: Any, remeasure: bool
+        self, value: Any, applied: Any, retry_request: Any, remeasure: Any
     ) -> ReplayCase:
         """Return the case :func:`replay` replays for a start-at-once strategy."""
         n = self.used.size
@@ -474,11 +479,14 @@ class ReplayJobs:
         )
         value = np.maximum(np.minimum(np.asarray(value, dtype=float), self.cap), 1.0)
         delay = scout_delay(self.task, self.run_s, self.rules.n_scouts)
+        # A task that ran its scouts holds PanDA's measured value, never a Fixed
+        # one: PanDA re-measures it whatever the strategy writes elsewhere.
+        remeasure = np.broadcast_to(np.asarray(remeasure, dtype=bool), (n,))
         return ReplayCase(
             requested=np.where(applied, value, self.default),
             bulk_delay_s=np.where(applied, 0.0, delay),
             scouts=np.where(applied, 0, self.rules.n_scouts),
-            remeasure=remeasure,
+            remeasure=remeasure | ~applied,
             retry_request=retry_request,
             **self._common(),
         )

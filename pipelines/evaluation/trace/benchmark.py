@@ -286,6 +286,12 @@ def _self_tuning_lines(choices: dict[str, dict[str, Any]]) -> list[str]:
         f"{t} " + ", ".join(f"{p:g} x{n}" for p, n in sorted(c.items()))
         for t, c in by_target.items()
     )
+    fixed = Counter(
+        t
+        for c in choices.values()
+        for t in (c.get("cost") or {}).get("fixed_targets", [])
+    )
+    kept = ", ".join(f"{t} in {n} of {len(choices)}" for t, n in fixed.items())
     return [
         f"- self-tuning: {len(choices)} retrainings; days to the next one chosen: "
         f"{every}",
@@ -293,6 +299,8 @@ def _self_tuning_lines(choices: dict[str, dict[str, Any]]) -> list[str]:
         f"- self-tuning: delay price chosen per target (core-hours per core-hour "
         f"of delay; replay against scouts on the validation part, "
         f"docs/decisions.md): {priced or 'none'}",
+        f"- self-tuning: values written ...Fixed (kept through PanDA's "
+        f"re-measurement): {kept or 'none'}",
     ]
 
 

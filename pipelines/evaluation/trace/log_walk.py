@@ -213,6 +213,7 @@ def _predict_period(
         ]
         run.applied[PRODUCTION][here] = applied_all[pick]
         run.values[PRODUCTION][here] = table[f"{target}_value"].to_numpy()[pick]
+        run.fixed[PRODUCTION][here] = target in predictor.fixed_targets
         run.predicted["model:xgboost"][here] = classified.model_chosen[target][pick]
         run.confidence["model:xgboost"][here] = classified.proba[target][pick].max(
             axis=1

@@ -15,6 +15,8 @@ Strategies, one table row each:
   flags, else confidence >= threshold; a task's decision is its first job's) starts
   at once with the value written (``run.values[<model row>]`` where the run has it,
   else the predicted class's value); a task that kept its scouts runs as scouts.
+  PanDA re-measures it too, unless the decision wrote the value ``...Fixed``
+  (``run.fixed``; training chooses that per deployment, memory only).
 - ``peer (<method>)``: the sizing methods of the literature (Tovar et al. 2018,
   Witt et al. 2019), computed by the caller (``peers``): every task starts at once
   with the method's first request and a failed job retries at least at the method's
@@ -71,8 +73,13 @@ def task_decision(
     applied = getattr(run, "applied", {}).get(model)
     if applied is None:
         applied = np.asarray(run.confidence[model]) >= threshold
+    return _first_job_decides(np.asarray(applied, dtype=bool), task)
+
+
+def _first_job_decides(flags: np.ndarray, task: np.ndarray) -> np.ndarray:
+    """Return, per job, the flag of its task's first job."""
     _, first = np.unique(task, return_index=True)
-    per_task = pd.Series(np.asarray(applied, dtype=bool)[first], index=task[first])
+    per_task = pd.Series(flags[first], index=task[first])
     return per_task.reindex(task).to_numpy(dtype=bool)
 
 
@@ -91,6 +98,15 @@ def _first_values(run: TargetRun, model: str, ladder: np.ndarray) -> np.ndarray:
         written = np.asarray(written, dtype=float)
         value = np.where(np.isfinite(written) & (written > 0), written, value)
     return value
+
+
+def _remeasured(run: TargetRun, model: str, task: np.ndarray) -> np.ndarray:
+    """Return, per job, whether PanDA re-measures what ``model`` wrote: everywhere
+    but where the value was written ``...Fixed`` (its task's first job decides)."""
+    fixed = getattr(run, "fixed", {}).get(model)
+    if fixed is None:
+        return np.ones(task.size, dtype=bool)
+    return _first_job_decides(~np.asarray(fixed, dtype=bool), task)
 
 
 def _peer_requests(
@@ -157,6 +173,7 @@ def replay_target(
                 f"predictor ({model})",
                 _first_values(run, model, jobs.ladder),
                 task_decision(run, model, task, threshold),
+                remeasure=_remeasured(run, model, task),
             )
         )
     for name, pair in (peers or {}).items():

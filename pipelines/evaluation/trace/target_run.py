@@ -52,6 +52,9 @@ class TargetRun:
     #: Per row, the concrete value a strategy writes (trace unit), where it is not
     #: its class's value: the production decision's cost choice.
     values: dict[str, np.ndarray] = field(default_factory=dict)
+    #: Per row, whether a strategy wrote its value ``...Fixed`` (PanDA does not
+    #: re-measure it): the production decision, where its retraining chose so.
+    fixed: dict[str, np.ndarray] = field(default_factory=dict)
     followed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     combination: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Per row (n x K) the production's calibrated served distribution and, per
@@ -72,6 +75,7 @@ def new_target_run(
         run.confidence[name] = np.zeros(rows.size)
         run.applied[name] = np.zeros(rows.size, dtype=bool)
     run.values[PRODUCTION] = np.full(rows.size, np.nan)
+    run.fixed[PRODUCTION] = np.zeros(rows.size, dtype=bool)
     run.followed = np.full(rows.size, -1)
     for name in (PRODUCTION, *(f"calibration:{m}" for m in METHODS)):
         run.distribution[name] = np.zeros((rows.size, bins.n_classes))

@@ -136,3 +136,40 @@ def test_fractional_bins_are_carried_as_floats_and_written_exactly(
     # up once, 2.3 -> 3 HS06sPerEvent.
     expected = math.ceil(first.targets["cputime"].value)
     assert (row["cputime"], row["cputimeunit"]) == (expected, "HS06sPerEvent")
+
+
+@pytest.mark.parametrize(
+    ("unit", "fixed", "stored_unit"),
+    [
+        ("MBPerCoreFixed", None, "MBPerCoreFixed"),  # the decision's choice stands
+        ("MBPerCore", None, "MBPerCore"),
+        ("MBPerCoreFixed", False, "MBPerCore"),  # the setting says never
+        ("MBPerCore", True, "MBPerCoreFixed"),  # the setting says always
+        ("MBPerCoreFixed", True, "MBPerCoreFixed"),  # never fixed twice
+    ],
+)
+def test_the_fixed_units_setting_overrides_the_unit_the_decision_chose(
+    unit, fixed, stored_unit
+):
+    assert to_panda(1500.4, unit, fixed) == (1501, stored_unit)
+
+
+@pytest.mark.parametrize(
+    ("fixed_units", "stored_unit"),
+    [(None, "MBPerCoreFixed"), (False, "MBPerCore"), (True, "MBPerCoreFixed")],
+)
+def test_the_database_writes_the_fixed_unit_the_decision_chose(
+    db, settings, fixed_units, stored_unit
+):
+    prediction = make_prediction(7)
+    ram = dataclasses.replace(prediction.targets["ramcount"], unit="MBPerCoreFixed")
+    prediction = dataclasses.replace(
+        prediction, targets={**prediction.targets, "ramcount": ram}
+    )
+    add_task(db, settings, 7, splitrule="US=2", ramcount=None, ramunit=None)
+    result = write_predictions(db, settings, [prediction], fixed_units)
+    assert result.applied == [7], result.reasons
+    row = task_row(db, settings, 7)
+    assert (row["ramcount"], row["ramunit"]) == (3000, stored_unit)
+    # cputime is never written Fixed on the database path (database_value).
+    assert row["cputimeunit"] == "HS06sPerEvent"

@@ -255,3 +255,17 @@ def test_a_time_retry_stops_at_the_request_until_the_request_failed():
     assert over.retries_per_job == 2.0
     # 200 s spares 50; the failed 90 s and 120 s attempts are wasted whole.
     assert over.wasted_core_hours == pytest.approx((50 + 90 + 120) / 3600)
+
+
+def test_a_value_written_fixed_is_kept_through_pandas_re_measurement():
+    jobs = ReplayJobs(**SIX)
+    # Re-measured, job 6 asks for PanDA's 150 s (50 s spare); written ...Fixed it
+    # keeps the 120 s (20 s spare), like the five before it.
+    remeasured = jobs.by_job(np.full(6, 120.0))
+    assert remeasured.wasted_hours[-1] == pytest.approx(50 / 3600)
+    fixed = jobs.by_job(np.full(6, 120.0), remeasure=False)
+    assert fixed.wasted_hours == pytest.approx(np.full(6, 20.0) / 3600)
+    # A task that keeps its scouts holds PanDA's measured value, never a Fixed
+    # one: it is re-measured whatever the strategy writes elsewhere.
+    kept = jobs.started_at_once("p", np.full(6, 120.0), [False] * 6, remeasure=False)
+    assert kept == replace(jobs.scouts(), strategy="p")

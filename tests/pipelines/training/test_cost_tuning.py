@@ -7,6 +7,8 @@ setting replaces them all).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,6 +16,7 @@ import pytest
 from panda_predictor.bins_file import load_bins
 from panda_predictor.core.assess.day_bootstrap import DayBootstrap
 from panda_predictor.core.decide.cost_choice import CostSettings
+from panda_predictor.core.features.pipeline import TASK_COLUMNS
 from panda_predictor.core.replay.engine import JobOutcomes
 from panda_predictor.serving.loader import served_cost
 from panda_predictor.serving.predictor import Predictor
@@ -21,6 +24,7 @@ from pipelines.training.config import TrainingConfig
 from pipelines.training.cost_tuning import (
     TUNED_PRICES,
     _best_price,
+    _keeps,
     choose_price,
     price_margin,
 )
@@ -199,9 +203,54 @@ def test_cost_settings_round_trip_with_target_prices():
     [
         ({"target_prices": (("memory", 1.0),)}, "'target_prices' field must hold"),
         ({"target_prices": (("walltime", -1.0),)}, "'target_prices.walltime' field"),
+        ({"fixed_targets": ("walltime",)}, "'fixed_targets' field must be a tuple"),
+        ({"fixed_targets": ["ramcount"]}, "'fixed_targets' field must be a tuple"),
     ],
-    ids=["unknown-target", "negative-price"],
+    ids=["unknown-target", "negative-price", "unfixable-target", "not-a-tuple"],
 )
 def test_cost_settings_refuse_bad_target_prices(kwargs, match):
     with pytest.raises(ValueError, match=match):
         CostSettings(**kwargs)
+
+
+def test_values_are_written_fixed_only_where_that_beats_re_measurement():
+    # The best fixed margin must beat the best re-measured one, at any price.
+    assert _keeps({1.0: 0.10, 4.0: 0.30}, {1.0: 0.20, 4.0: 0.25})
+    assert not _keeps({1.0: 0.25}, {1.0: 0.10, 4.0: 0.25})  # a tie: PanDA's own
+    assert not _keeps({}, {1.0: 0.1})  # a target PanDA cannot keep fixed
+
+
+def test_training_chooses_fixed_values_on_the_validation_replay(
+    tuned, labelled_history
+):
+    cost, info = tuned.bundle.cost, tuned.bundle.info["cost"]
+    # Only memory can be written Fixed; it is tried at every price.
+    assert set(info["fixed_margin_at"]) == {"ramcount"} & set(PRICED)
+    kept = info["fixed_margin_at"].get("ramcount", {})
+    remeasured = info["margin_at"].get("ramcount", {})
+    assert set(kept) == set(remeasured)
+    fixed = bool(kept) and max(kept.values()) > max(remeasured.values())
+    assert cost.fixed_targets == (("ramcount",) if fixed else ())
+    assert info["fixed_targets"] == list(cost.fixed_targets)
+    # The served records carry the choice in their unit.
+    predictor = Predictor(tuned.bundle, "t", "1")
+    assert predictor.fixed_targets == cost.fixed_targets
+    tasks = labelled_history.history[list(TASK_COLUMNS)].head(5)
+    units = {p.targets["ramcount"].unit for p in predictor.predict(tasks)}
+    assert units == {"MBPerCoreFixed" if fixed else "MBPerCore"}
+    chosen = dataclasses.replace(cost, fixed_targets=("ramcount",))
+    forced = Predictor(tuned.bundle, "t", "1", chosen)
+    assert {p.targets["ramcount"].unit for p in forced.predict(tasks)} == {
+        "MBPerCoreFixed"
+    }
+    assert {p.targets["walltime"].unit for p in forced.predict(tasks)} == {
+        tuned.bundle.bins["walltime"].unit  # never Fixed
+    }
+
+
+def test_cost_settings_round_trip_with_fixed_targets():
+    cost = CostSettings(target_prices=(("ramcount", 0.5),), fixed_targets=("ramcount",))
+    assert CostSettings.from_dict(cost.to_dict()) == cost
+    # An operator's single price keeps the choice (``fixed_units`` overrides it).
+    assert cost.with_price(2.0).fixed_targets == ("ramcount",)
+    assert CostSettings.from_dict({"delay_price": 1.0}).fixed_targets == ()

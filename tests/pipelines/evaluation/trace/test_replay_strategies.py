@@ -247,3 +247,21 @@ def test_a_class_whose_value_is_zero_still_asks_for_one_unit():
     run.predicted["model:x"] = np.zeros(len(frame), dtype=int)
     out = {o.strategy: o for o in replay_target(frame, run, key, ["model:x"], 0.6)}
     assert out["predictor (model:x)"].failed_job_rate > 0  # 1 MB fails every job
+
+
+def test_a_value_the_decision_wrote_fixed_is_not_re_measured():
+    # Task A's first five jobs use 1000 MB, its last two 1900 MB; the model asks
+    # 2000 MB at once. After 5 finished jobs PanDA measures 1000 MB -> 1100, so
+    # jobs 6-7 fail; written ...Fixed, the 2000 MB stays and no job fails.
+    frame, run, key = make_case([1000.0] * 5 + [1900.0] * 2, [900.0])
+
+    def predictor() -> ReplayOutcome:
+        rows = replay_target(frame, run, key, ["model:x"], 0.6)
+        return {o.strategy: o for o in rows}["predictor (model:x)"]
+
+    assert predictor().failed_job_rate == pytest.approx(2 / 8)
+    run.fixed = {"model:x": np.ones(8, dtype=bool)}
+    fixed = predictor()
+    assert fixed.failed_job_rate == 0.0
+    # A's spare, and task B's one scout at the request (it kept its scouts).
+    assert fixed.wasted_gb_hours == pytest.approx((5 * 1000 + 2 * 100 + 3100) / GB_H)
