@@ -169,9 +169,8 @@ def replay_inputs(
     n_scouts = scout_counts(jobs)
     delay = scout_delay(task, jobs["run_s"].to_numpy(), n_scouts)
     first = np.full(len(jobs), float(default))
-    table = Predictor(inputs.bundle, "replay", "1").predict_table(
-        inputs.test_tasks, inputs.history
-    )
+    predictor = Predictor(inputs.bundle, "replay", "1")
+    table = predictor.predict_table(inputs.test_tasks, inputs.history)
     table = table[table["decision"] == "applied"]
     applied = pd.Series(
         table[f"{TARGET}_value"].to_numpy(dtype=float),
@@ -200,7 +199,8 @@ def replay_inputs(
                 requested=np.where(keep, first, predicted),
                 bulk_delay_s=np.where(keep, delay, 0.0),
                 scouts=np.where(keep, n_scouts, 0),
-                remeasure=True,
+                # Written MBPerCoreFixed where training chose so: not re-measured.
+                remeasure=keep | (TARGET not in predictor.fixed_targets),
                 **common,
             ),
         ),

@@ -179,3 +179,28 @@ def test_format_outcomes_has_a_row_per_strategy(outcomes):
 def test_prepare_rejects_bad_task_counts(n_tasks):
     with pytest.raises(ValueError, match="The 'n_tasks' field must be an integer"):
         prepare(n_tasks, 1)
+
+
+def test_memory_written_fixed_is_replayed_without_re_measurement(inputs, monkeypatch):
+    import pipelines.evaluation.replay_simulated as simulated
+
+    cases: dict[str, ReplayCase] = {}
+
+    def recording(strategy, case):
+        cases[strategy] = case
+        return replay(strategy, case)
+
+    monkeypatch.setattr(simulated, "replay", recording)
+    simulated.replay_inputs(inputs)
+    assert np.asarray(cases["predictor"].remeasure).all()  # PanDA's default
+    cost = dataclasses.replace(inputs.bundle.cost, fixed_targets=("ramcount",))
+    fixed = dataclasses.replace(
+        inputs, bundle=dataclasses.replace(inputs.bundle, cost=cost)
+    )
+    simulated.replay_inputs(fixed)
+    case = cases["predictor"]
+    applied = np.asarray(case.scouts) == 0
+    remeasure = np.broadcast_to(np.asarray(case.remeasure), applied.shape)
+    assert applied.any() and not remeasure[applied].any()
+    # A task that kept its scouts holds PanDA's measurement: re-measured.
+    assert remeasure[~applied].all()
