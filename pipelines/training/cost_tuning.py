@@ -1,6 +1,6 @@
-"""Fit the cost policy's parts on a training run: use spreads and delay prices.
+"""Fit the cost policy's parts on a training run: spreads, prices, Fixed units.
 
-Two parts of the decision (docs/decisions.md) come from the deployment's own past,
+Three parts of the decision (docs/decisions.md) come from the deployment's own past,
 like the half-life and the combination's settings:
 
 - **the use spread per class**
