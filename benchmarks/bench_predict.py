@@ -69,19 +69,53 @@ def build_history(n_tasks: int, settings, seed: int):
         engine.dispose()
 
 
-def train_bundle(history, kind: str, args: argparse.Namespace, folder: Path) -> Path:
+def bench_training_config(settings, kind: str, args: argparse.Namespace):
+    """Return the production training config for one model kind.
+
+    The parameters are ``pipelines/params/training.yaml``'s, as ``train`` and
+    ``retrain`` use them: the number of trees and their depth are what a single
+    task's latency pays for, so the timed booster must be the one production
+    trains. Only the Keras epochs are capped (``--keras-epochs``; the network's
+    shape, and so its latency, does not depend on them) and ``--xgb-estimators``
+    replaces the rounds where given.
+    """
+    from dataclasses import replace
+
+    from pipelines.training.config import training_config
+
+    config = training_config(settings, kinds=(kind,))
+    if kind == "xgboost" and args.xgb_estimators is not None:
+        return replace(
+            config, xgboost={**config.xgboost, "n_estimators": args.xgb_estimators}
+        )
+    if kind == "keras":
+        return replace(config, keras={**config.keras, "epochs": args.keras_epochs})
+    return config
+
+
+def xgboost_parameters(args: argparse.Namespace) -> str:
+    """Return the timed booster's training parameters, for the report."""
+    from pipelines.params import load_params
+
+    xgb = dict(load_params("training").get("xgboost", {}))
+    if args.xgb_estimators is not None:
+        xgb["n_estimators"] = args.xgb_estimators
+    return (
+        f"XGBoost up to {xgb.get('n_estimators')} rounds at learning rate "
+        f"{xgb.get('learning_rate')}, depth {xgb.get('max_depth')}, early stopping "
+        f"after {xgb.get('early_stopping_rounds')}"
+    )
+
+
+def train_bundle(
+    history, kind: str, args: argparse.Namespace, folder: Path, settings
+) -> Path:
     """Train a one-kind bundle on ``history``, save it in ``folder``; return it."""
     from panda_predictor.bins_file import load_bins
     from panda_predictor.serving.bundle import save_bundle
-    from pipelines.training.config import TrainingConfig
     from pipelines.training.train import train
 
-    params = (
-        {"n_estimators": args.xgb_estimators}
-        if kind == "xgboost"
-        else {"epochs": args.keras_epochs}
-    )
-    config = TrainingConfig(model_kinds=(kind,), **{kind: params})  # type: ignore[arg-type]
+    config = bench_training_config(settings, kind, args)
     start = time.perf_counter()
     result = train(history, load_bins(), config)
     print(f"  trained {kind} in {time.perf_counter() - start:.0f} s", flush=True)
@@ -306,8 +340,9 @@ def report(results: list[dict], args: argparse.Namespace, command: str) -> str:
         "",
         f"Measured {time.strftime('%Y-%m-%d %H:%M %Z')} on {cpu_model()} "
         f"({platform.machine()}, {os.cpu_count()} cores), {versions()}; bundles "
-        f"trained on {args.tasks:,} simulated tasks (XGBoost {args.xgb_estimators} "
-        f"rounds with early stopping, Keras {args.keras_epochs} epochs); history "
+        f"trained on {args.tasks:,} simulated tasks with the production training "
+        f"parameters ({xgboost_parameters(args)}, Keras {args.keras_epochs} "
+        "epochs); history "
         "features and the experts' records served from that history as of its last "
         "label (`ServingHistory`). Command: "
         f"`{command}`.",
@@ -364,7 +399,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--frame-calls", type=int, default=200)
     parser.add_argument("--batch", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--xgb-estimators", type=int, default=400)
+    parser.add_argument(
+        "--xgb-estimators",
+        type=int,
+        help="XGBoost rounds (default: pipelines/params/training.yaml's)",
+    )
     parser.add_argument("--keras-epochs", type=int, default=10)
     parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
     parser.add_argument("--bundle-xgboost", type=Path)
@@ -388,7 +427,7 @@ def main(argv: list[str] | None = None) -> None:
         for kind in args.kinds:
             given = getattr(args, f"bundle_{kind}")
             folder = args.keep or workdir
-            bundle_dir = given or train_bundle(labelled, kind, args, folder)
+            bundle_dir = given or train_bundle(labelled, kind, args, folder, settings)
             results.append(
                 measure(
                     kind, bundle_dir, labelled.history, labelled.tasks, settings, args

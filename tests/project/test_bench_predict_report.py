@@ -30,7 +30,7 @@ def _result(prices: dict) -> dict:
 def test_the_report_prints_per_target_prices_and_the_verdicts():
     args = argparse.Namespace(
         tasks=20_000,
-        xgb_estimators=400,
+        xgb_estimators=None,
         keras_epochs=10,
         calls=2_000,
         frame_calls=200,
@@ -45,3 +45,26 @@ def test_the_report_prints_per_target_prices_and_the_verdicts():
     assert "delay_price 16, gb_per_core 2" in text
     assert "target_prices (ramcount 4, walltime 256)" in text
     assert "p99 <= 2 ms met (1.80 ms)" in text
+
+
+def test_the_timed_booster_is_trained_with_the_production_parameters():
+    """What bench_predict times is what production trains: training.yaml's trees."""
+    from types import SimpleNamespace
+
+    from benchmarks.bench_predict import bench_training_config, xgboost_parameters
+    from pipelines.params import load_params
+
+    wanted = load_params("training")["xgboost"]
+    settings = SimpleNamespace(tail_recall_target=0.95, delay_price=None)
+    args = argparse.Namespace(xgb_estimators=None, keras_epochs=3)
+    config = bench_training_config(settings, "xgboost", args)
+    assert config.model_kinds == ("xgboost",)
+    assert dict(config.xgboost) == dict(wanted)
+    assert f"learning rate {wanted['learning_rate']}" in xgboost_parameters(args)
+
+    capped = argparse.Namespace(xgb_estimators=7, keras_epochs=3)
+    rounds = bench_training_config(settings, "xgboost", capped).xgboost
+    assert rounds["n_estimators"] == 7
+    assert rounds["max_depth"] == wanted["max_depth"]
+    keras = bench_training_config(settings, "keras", capped)
+    assert keras.keras["epochs"] == 3
