@@ -129,7 +129,11 @@ def run_benchmark(
         *_self_tuning_lines(cast(dict, wf.split.get("self_tuning", {}))),
         "",
     ]
-    if not scores:
+    one_class = cast(dict, wf.split.get("one_class_targets", {}))
+    short = [
+        p for p in cast(list, wf.split["periods_without_model"]) if p not in one_class
+    ]
+    if not scores and short:
         sections.append(
             "- no test period had enough finished history to train on "
             f"({MIN_TRAIN_TASKS} tasks with labels before it): every task keeps "
@@ -137,6 +141,7 @@ def run_benchmark(
         )
     for target, per_name in scores.items():
         sections += _target_sections(frame, wf, target, per_name, result)
+    sections += _unscored_lines(targets, scores, wf.split)
     for target in result.not_available:
         sections.append(f"- {target}: not available in this file")
     result.seconds = time.perf_counter() - started
@@ -166,6 +171,28 @@ def _read_log(
             f"{str(path)!r} instead."
         )
     return frame, report, targets
+
+
+def _unscored_lines(
+    targets: list[str], scores: dict[str, Any], split: dict[str, Any]
+) -> list[str]:
+    """Say why a recorded target has no score, and where it held one class."""
+    one_class = cast(dict, split.get("one_class_targets", {}))
+    lines = []
+    for target in targets:
+        periods = [p for p, names in one_class.items() if target in names]
+        if target not in scores and periods:
+            lines.append(
+                f"- {target}: not scored: no test period predicted it (its "
+                f"training labels held one class before {len(periods)} of the "
+                f"{len(split.get('test_periods', []))} periods)"
+            )
+        elif periods:
+            lines.append(
+                f"- {target}: its training labels held one class before "
+                f"{', '.join(periods)}: those periods' tasks are not scored"
+            )
+    return lines
 
 
 def _target_sections(

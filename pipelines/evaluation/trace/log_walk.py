@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from types import SimpleNamespace
 from typing import Any
@@ -58,7 +58,7 @@ from pipelines.evaluation.trace.target_run import (
 from pipelines.evaluation.walk_forward import check_cadence, walk_periods
 from pipelines.training.config import TrainingConfig, training_config
 from pipelines.training.dataset import LabelledHistory
-from pipelines.training.train import TrainingResult, train
+from pipelines.training.train import TrainingResult, class_labels, train
 
 logger = logging.getLogger(__name__)
 
@@ -117,11 +117,26 @@ class WalkForwardResult:
     warnings: list[str]
 
 
+def split_off_test_part(jobs: pd.DataFrame, test_fraction: float) -> TimeSplit:
+    """Split the jobs by submit time: the older part, then the newest ``test_fraction``.
+
+    A log whose jobs share too few submit times cannot be split in time; that is
+    the log's fault, so it is said as such, not as a traceback.
+    """
+    try:
+        return time_ordered_split(
+            jobs["submit_s"].to_numpy(), 1.0 - test_fraction, 0.0, test_fraction
+        )
+    except ValueError as exc:
+        raise UserInputError(
+            f"The job log's submit times must spread enough to hold out the newest "
+            f"{test_fraction:.0%} of its {len(jobs)} jobs for testing. Got: {exc}"
+        ) from exc
+
+
 def development_part(frame: pd.DataFrame, test_fraction: float) -> pd.DataFrame:
     """Return the jobs *before* the test part: the frame a design choice may see."""
-    split = time_ordered_split(
-        frame["submit_s"].to_numpy(), 1.0 - test_fraction, 0.0, test_fraction
-    )
+    split = split_off_test_part(frame, test_fraction)
     return frame.iloc[np.sort(split.train)].reset_index(drop=True)
 
 
@@ -158,6 +173,23 @@ def _window(
     n_val = max(1, len(window) // 10)
     order = np.arange(len(window))
     return window, TimeSplit(order[:-n_val], order[-n_val:], order[-n_val:])
+
+
+def trainable_bins(
+    window: pd.DataFrame, parts: TimeSplit, bins: BinSet
+) -> tuple[BinSet, list[str]]:
+    """Return the bins of the targets a retraining can learn, and the other targets.
+
+    Production refuses a target whose training labels hold one class: there is
+    nothing to tell apart. A log may have such a stretch (a site that records one
+    run time for every job, a quiet first month), and an unseen log must not fail
+    for it: that retraining learns the other targets, and the one-class target's
+    tasks of its period are left unpredicted (reported, not scored).
+    """
+    labels = class_labels(window.iloc[parts.train], bins)
+    one_class = [t for t, y in labels.items() if np.unique(y[y >= 0]).size < 2]
+    kept = {t: bins[t] for t in bins.targets if t not in one_class}
+    return BinSet(bins.version, kept), one_class
 
 
 def _retrain(
@@ -204,6 +236,8 @@ def _predict_period(
     assert isinstance(X, pd.DataFrame)  # the frame route keeps the feature frame
     applied_all = (table["decision"] == "applied").to_numpy()
     for target in targets:
+        if target not in result.bundle.bins.targets:
+            continue  # one class in this retraining's labels: left unpredicted
         run = runs[target]
         here = np.isin(run.rows, in_period)
         pick = np.searchsorted(in_period, run.rows[here])
@@ -280,7 +314,7 @@ def run_walk_forward(
     """Run the production predictor and baselines over the test part of ``jobs``."""
     f = config.test_fraction
     tasks = jobs_to_tasks(jobs)
-    split = time_ordered_split(jobs["submit_s"].to_numpy(), 1.0 - f, 0.0, f)
+    split = split_off_test_part(jobs, f)
     train_part, test_part = np.sort(split.train), np.sort(split.test)
     bins, notes = fit_trace_bins(
         {t: tasks[t].to_numpy(dtype=float)[train_part] for t in targets}
@@ -292,12 +326,15 @@ def run_walk_forward(
         t: [] for t in targets
     }
     skipped: list[str] = []
+    one_class: dict[str, list[str]] = {}
     periods: list[str] = []
     choices: dict[str, dict[str, Any]] = {}
     retrain = partial(_retrain_at, tasks=tasks, bins=bins, config=config)
     walk = walk_periods(created, test_part, config.cadence, retrain, config.max_periods)
     for period, retraining in walk:
         periods.append(retraining.period)
+        if retraining.one_class:
+            one_class[retraining.period] = retraining.one_class
         if retraining.result is None:
             skipped.append(retraining.period)
             continue
@@ -337,6 +374,7 @@ def run_walk_forward(
         "test_periods": periods,
         "self_tuning": choices,
         "periods_without_model": skipped,
+        "one_class_targets": one_class,
         "train_end": str(jobs["submit_time"].iloc[train_part].max()),
         "test_start": str(jobs["submit_time"].iloc[test_part].min()),
         "max_train_rows": config.max_train_rows,
@@ -356,6 +394,8 @@ class _Retraining:
     period: str
     window: pd.DataFrame
     result: TrainingResult | None
+    #: Targets whose training labels held one class: not predicted in this period.
+    one_class: list[str] = field(default_factory=list)
 
 
 def _retrain_at(
@@ -366,7 +406,8 @@ def _retrain_at(
 ) -> tuple[_Retraining, int | None]:
     """Retrain on the tasks known before ``boundary``; return it and its cadence.
 
-    Too few finished tasks train nothing: the period's tasks keep their scouts.
+    Too few finished tasks train nothing: the period's tasks keep their scouts;
+    so does a window where no target's training labels hold two classes.
     """
     period = str(pd.Timestamp(boundary).date())
     window, parts = _window(tasks, boundary, config)
@@ -379,9 +420,19 @@ def _retrain_at(
             MIN_TRAIN_TASKS,
         )
         return _Retraining(period, window, None), None
-    result = _retrain(window, parts, bins, config, period)
+    trainable, one_class = trainable_bins(window, parts, bins)
+    if one_class:
+        logger.warning(
+            "period %s: the training labels of %s hold one class: not predicted "
+            "in this period",
+            period,
+            ", ".join(one_class),
+        )
+    if not trainable.targets:
+        return _Retraining(period, window, None, one_class), None
+    result = _retrain(window, parts, trainable, config, period)
     chosen = result.split_info["retrain_every_days"]
-    return _Retraining(period, window, result), chosen
+    return _Retraining(period, window, result, one_class), chosen
 
 
 def _choices(retraining: _Retraining, in_period: np.ndarray) -> dict[str, Any]:

@@ -205,3 +205,24 @@ def test_benchmark_errors(tmp_path, args, match):
         benchmark, [*args, "--no-mlflow"], obj=load_settings(home=tmp_path)
     )
     assert result.exit_code != 0 and match in result.output
+
+
+def test_a_log_submitted_in_one_second_gets_a_clear_error(tmp_path):
+    """No time split exists; the command says so and names the log's fault."""
+    from panda_predictor.cli.benchmark import benchmark
+    from panda_predictor.settings import load_settings
+
+    lines = [
+        f"{i} 1000 60 {100 + i} 1 -1 -1 1 3600 -1 1 {i % 3} 1 1 1 1 -1 -1"
+        for i in range(1, 301)
+    ]
+    path = tmp_path / "burst.swf"
+    path.write_text("\n".join(lines) + "\n")
+    result = CliRunner().invoke(
+        benchmark,
+        ["--log", str(path), "--no-mlflow"],
+        obj=load_settings(home=tmp_path),
+    )
+    assert result.exit_code != 0
+    assert "submit times must spread enough" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)

@@ -1,4 +1,5 @@
-"""No log fails: a predictor or period that yields no class is reported, not fatal.
+"""No log fails: a predictor, period or target that yields no class is reported,
+not fatal.
 
 A grid log that is not in shared/ recorded requests only from some day on, so the
 request baselines existed in some test periods and not in others; their rows of
@@ -11,10 +12,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 
-from panda_predictor.core.bins import TargetBins
+from panda_predictor.core.assess.splits import TimeSplit
+from panda_predictor.core.bins import BinSet, TargetBins
 from pipelines.evaluation.trace.benchmark import run_benchmark
-from pipelines.evaluation.trace.log_walk import WalkForwardConfig
+from pipelines.evaluation.trace.log_walk import WalkForwardConfig, trainable_bins
 from pipelines.evaluation.trace.scoring import score_predictions, score_run
 from pipelines.evaluation.trace.target_run import TargetRun
 
@@ -47,6 +50,55 @@ def test_a_log_whose_requests_start_mid_test_part_is_benchmarked(tmp_path, seed)
     # request), so no row is left without a class.
     assert all(s["n_unpredicted"] == 0 for s in scores.values())
     assert len(result.split["test_periods"]) > 1
+
+
+def write_one_run_time_trace(path, seed, n=600):
+    """Write an SWF log whose jobs all run 3600 s while their CPU time spreads."""
+    rng = np.random.default_rng(seed)
+    lines = ["; UnixStartTime: 820454400", "; Note: synthetic"]
+    t = 0.0
+    for i in range(1, n + 1):
+        t += rng.exponential(4 * 3600)
+        user = int(rng.integers(0, 4))
+        cpu = float(np.exp(rng.normal(4 + 1.0 * user, 0.3)))
+        lines.append(
+            f"{i} {int(t)} 60 3600 1 {int(cpu)} -1 1 7200 "
+            f"-1 1 {user} 1 {user + 10} 1 1 -1 -1"
+        )
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_target_with_one_class_is_reported_and_the_others_scored(tmp_path, seed):
+    """Production refuses to train a one-class target; the benchmark must not fail
+    the whole log for it (a log not in shared/ stopped at its first retraining)."""
+    path = write_one_run_time_trace(tmp_path / "one.swf", seed)
+    config = WalkForwardConfig(n_estimators=10, test_fraction=0.3, cadence="week")
+    result = run_benchmark(path, config)
+    periods = result.split["test_periods"]
+    assert len(periods) > 1
+    assert result.split["one_class_targets"] == {p: ["walltime"] for p in periods}
+    assert "walltime" not in result.scores
+    assert result.scores["cputime"]["model:production"]["n_test"] > 0
+    assert "- walltime: not scored: no test period predicted it" in result.report
+
+
+def test_a_window_learns_only_the_targets_with_two_classes():
+    bins = BinSet(
+        "t",
+        {
+            "walltime": TargetBins("walltime", (10.0,), (5.0, 50.0)),
+            "cputime": TargetBins("cputime", (10.0,), (5.0, 50.0)),
+        },
+    )
+    window = pd.DataFrame(
+        {"walltime": [1.0, 2.0, 30.0, 3.0], "cputime": [1.0, 2.0, 3.0, 40.0]}
+    )
+    # The last row validates: its second class of CPU time is not training's.
+    parts = TimeSplit(np.arange(3), np.array([3]), np.array([3]))
+    kept, one_class = trainable_bins(window, parts, bins)
+    assert list(kept.targets) == ["walltime"] and one_class == ["cputime"]
+    assert kept.version == "t"
 
 
 def test_rows_without_a_class_are_counted_not_scored():
