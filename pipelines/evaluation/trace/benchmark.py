@@ -129,9 +129,9 @@ def run_benchmark(
         *_self_tuning_lines(cast(dict, wf.split.get("self_tuning", {}))),
         "",
     ]
-    one_class = cast(dict, wf.split.get("one_class_targets", {}))
+    left_out = cast(dict, wf.split.get("targets_left_out", {}))
     short = [
-        p for p in cast(list, wf.split["periods_without_model"]) if p not in one_class
+        p for p in cast(list, wf.split["periods_without_model"]) if p not in left_out
     ]
     if not scores and short:
         sections.append(
@@ -176,21 +176,32 @@ def _read_log(
 def _unscored_lines(
     targets: list[str], scores: dict[str, Any], split: dict[str, Any]
 ) -> list[str]:
-    """Say why a recorded target has no score, and where it held one class."""
-    one_class = cast(dict, split.get("one_class_targets", {}))
+    """Say why a recorded target has no score, or which periods left it out."""
+    unbinned = cast(dict, split.get("targets_without_classes", {}))
+    left_out = cast(dict, split.get("targets_left_out", {}))
+    n_periods = len(cast(list, split.get("test_periods", [])))
     lines = []
     for target in targets:
-        periods = [p for p, names in one_class.items() if target in names]
-        if target not in scores and periods:
+        if target in unbinned:
             lines.append(
-                f"- {target}: not scored: no test period predicted it (its "
-                f"training labels held one class before {len(periods)} of the "
-                f"{len(split.get('test_periods', []))} periods)"
+                f"- {target}: not benchmarked: recorded by no job of the older "
+                "part, so it has no classes to fit"
             )
-        elif periods:
+            continue
+        reasons = Counter(why[target] for why in left_out.values() if target in why)
+        if not reasons:
+            continue
+        said = "; ".join(f"{why}: {n}" for why, n in reasons.items())
+        if target not in scores:
             lines.append(
-                f"- {target}: its training labels held one class before "
-                f"{', '.join(periods)}: those periods' tasks are not scored"
+                f"- {target}: not scored: no retraining could learn it ({said} "
+                f"of the {n_periods} periods)"
+            )
+        else:
+            lines.append(
+                f"- {target}: left out of {sum(reasons.values())} of the "
+                f"{n_periods} retrainings ({said}); those periods' tasks are not "
+                "scored"
             )
     return lines
 

@@ -175,21 +175,36 @@ def _window(
     return window, TimeSplit(order[:-n_val], order[-n_val:], order[-n_val:])
 
 
+#: Why a retraining leaves a target out (``trainable_bins``).
+ONE_CLASS = "one class in its training labels"
+NOT_VALIDATED = "no validation task with its label and the others'"
+
+
 def trainable_bins(
     window: pd.DataFrame, parts: TimeSplit, bins: BinSet
-) -> tuple[BinSet, list[str]]:
-    """Return the bins of the targets a retraining can learn, and the other targets.
+) -> tuple[BinSet, dict[str, str]]:
+    """Return the bins of the targets a retraining can learn, and why not the others.
 
-    Production refuses a target whose training labels hold one class: there is
-    nothing to tell apart. A log may have such a stretch (a site that records one
-    run time for every job, a quiet first month), and an unseen log must not fail
-    for it: that retraining learns the other targets, and the one-class target's
-    tasks of its period are left unpredicted (reported, not scored).
+    Production refuses a target whose training labels hold one class (nothing to
+    tell apart), and a validation part with no task whose labels are all known
+    (nothing to stop, calibrate or compare on). A log may have such a stretch: a
+    site that records one run time for every job, or memory only for some
+    months. An unseen log must not fail for it: the retraining learns the other
+    targets, and the left-out target's tasks of that period stay unpredicted
+    (reported, not scored). Where the targets' known validation labels do not
+    meet, the one known on the fewest validation tasks goes first.
     """
-    labels = class_labels(window.iloc[parts.train], bins)
-    one_class = [t for t, y in labels.items() if np.unique(y[y >= 0]).size < 2]
-    kept = {t: bins[t] for t in bins.targets if t not in one_class}
-    return BinSet(bins.version, kept), one_class
+    train_labels = class_labels(window.iloc[parts.train], bins)
+    left_out = {
+        t: ONE_CLASS for t, y in train_labels.items() if np.unique(y[y >= 0]).size < 2
+    }
+    known = {t: y >= 0 for t, y in class_labels(window.iloc[parts.val], bins).items()}
+    kept = [t for t in bins.targets if t not in left_out]
+    while kept and not np.logical_and.reduce([known[t] for t in kept]).any():
+        fewest = min(kept, key=lambda t: int(known[t].sum()))
+        kept.remove(fewest)
+        left_out[fewest] = NOT_VALIDATED
+    return BinSet(bins.version, {t: bins[t] for t in kept}), left_out
 
 
 def _retrain(
@@ -237,7 +252,7 @@ def _predict_period(
     applied_all = (table["decision"] == "applied").to_numpy()
     for target in targets:
         if target not in result.bundle.bins.targets:
-            continue  # one class in this retraining's labels: left unpredicted
+            continue  # this retraining could not learn it: left unpredicted
         run = runs[target]
         here = np.isin(run.rows, in_period)
         pick = np.searchsorted(in_period, run.rows[here])
@@ -316,9 +331,16 @@ def run_walk_forward(
     tasks = jobs_to_tasks(jobs)
     split = split_off_test_part(jobs, f)
     train_part, test_part = np.sort(split.train), np.sort(split.test)
-    bins, notes = fit_trace_bins(
-        {t: tasks[t].to_numpy(dtype=float)[train_part] for t in targets}
-    )
+    older = {t: tasks[t].to_numpy(dtype=float)[train_part] for t in targets}
+    # A target recorded only in the test part has nothing to fit classes on.
+    unbinned = {t: 0 for t, v in older.items() if not np.isfinite(v).any()}
+    targets = [t for t in targets if t not in unbinned]
+    if not targets:
+        raise UserInputError(
+            f"The job log must record a target for some job of its older "
+            f"{1 - f:.0%} to fit classes on. Got none for {sorted(unbinned)}."
+        )
+    bins, notes = fit_trace_bins({t: older[t] for t in targets})
     check_cadence(config.cadence)
     created = tasks["creationdate"].to_numpy(dtype="datetime64[ns]")
     runs = {t: new_target_run(tasks, t, bins[t], test_part) for t in targets}
@@ -326,15 +348,15 @@ def run_walk_forward(
         t: [] for t in targets
     }
     skipped: list[str] = []
-    one_class: dict[str, list[str]] = {}
+    left_out: dict[str, dict[str, str]] = {}
     periods: list[str] = []
     choices: dict[str, dict[str, Any]] = {}
     retrain = partial(_retrain_at, tasks=tasks, bins=bins, config=config)
     walk = walk_periods(created, test_part, config.cadence, retrain, config.max_periods)
     for period, retraining in walk:
         periods.append(retraining.period)
-        if retraining.one_class:
-            one_class[retraining.period] = retraining.one_class
+        if retraining.left_out:
+            left_out[retraining.period] = retraining.left_out
         if retraining.result is None:
             skipped.append(retraining.period)
             continue
@@ -374,7 +396,8 @@ def run_walk_forward(
         "test_periods": periods,
         "self_tuning": choices,
         "periods_without_model": skipped,
-        "one_class_targets": one_class,
+        "targets_left_out": left_out,
+        "targets_without_classes": unbinned,
         "train_end": str(jobs["submit_time"].iloc[train_part].max()),
         "test_start": str(jobs["submit_time"].iloc[test_part].min()),
         "max_train_rows": config.max_train_rows,
@@ -394,8 +417,8 @@ class _Retraining:
     period: str
     window: pd.DataFrame
     result: TrainingResult | None
-    #: Targets whose training labels held one class: not predicted in this period.
-    one_class: list[str] = field(default_factory=list)
+    #: Targets this retraining could not learn, and why: not predicted in its period.
+    left_out: dict[str, str] = field(default_factory=dict)
 
 
 def _retrain_at(
@@ -407,7 +430,7 @@ def _retrain_at(
     """Retrain on the tasks known before ``boundary``; return it and its cadence.
 
     Too few finished tasks train nothing: the period's tasks keep their scouts;
-    so does a window where no target's training labels hold two classes.
+    so does a window where no target can be learnt (``trainable_bins``).
     """
     period = str(pd.Timestamp(boundary).date())
     window, parts = _window(tasks, boundary, config)
@@ -420,19 +443,14 @@ def _retrain_at(
             MIN_TRAIN_TASKS,
         )
         return _Retraining(period, window, None), None
-    trainable, one_class = trainable_bins(window, parts, bins)
-    if one_class:
-        logger.warning(
-            "period %s: the training labels of %s hold one class: not predicted "
-            "in this period",
-            period,
-            ", ".join(one_class),
-        )
+    trainable, left_out = trainable_bins(window, parts, bins)
+    for target, reason in left_out.items():
+        logger.warning("period %s: %s not predicted (%s)", period, target, reason)
     if not trainable.targets:
-        return _Retraining(period, window, None, one_class), None
+        return _Retraining(period, window, None, left_out), None
     result = _retrain(window, parts, trainable, config, period)
     chosen = result.split_info["retrain_every_days"]
-    return _Retraining(period, window, result, one_class), chosen
+    return _Retraining(period, window, result, left_out), chosen
 
 
 def _choices(retraining: _Retraining, in_period: np.ndarray) -> dict[str, Any]:

@@ -17,7 +17,12 @@ import pandas as pd
 from panda_predictor.core.assess.splits import TimeSplit
 from panda_predictor.core.bins import BinSet, TargetBins
 from pipelines.evaluation.trace.benchmark import run_benchmark
-from pipelines.evaluation.trace.log_walk import WalkForwardConfig, trainable_bins
+from pipelines.evaluation.trace.log_walk import (
+    NOT_VALIDATED,
+    ONE_CLASS,
+    WalkForwardConfig,
+    trainable_bins,
+)
 from pipelines.evaluation.trace.scoring import score_predictions, score_run
 from pipelines.evaluation.trace.target_run import TargetRun
 
@@ -77,10 +82,69 @@ def test_a_target_with_one_class_is_reported_and_the_others_scored(tmp_path, see
     result = run_benchmark(path, config)
     periods = result.split["test_periods"]
     assert len(periods) > 1
-    assert result.split["one_class_targets"] == {p: ["walltime"] for p in periods}
+    assert result.split["targets_left_out"] == {
+        p: {"walltime": ONE_CLASS} for p in periods
+    }
     assert "walltime" not in result.scores
     assert result.scores["cputime"]["model:production"]["n_test"] > 0
-    assert "- walltime: not scored: no test period predicted it" in result.report
+    assert "- walltime: not scored: no retraining could learn it" in result.report
+
+
+def write_memory_until_trace(path, seed, until, n=600):
+    """Write an SWF log whose jobs record their memory only before job ``until``."""
+    rng = np.random.default_rng(seed)
+    lines = ["; UnixStartTime: 820454400", "; Note: synthetic"]
+    t = 0.0
+    for i in range(1, n + 1):
+        t += rng.exponential(4 * 3600)
+        user = int(rng.integers(0, 4))
+        run = float(np.exp(rng.normal(5 + 1.5 * user, 0.4)))
+        mem = int(np.exp(rng.normal(10 + user, 0.3))) if i < until else -1
+        lines.append(
+            f"{i} {int(t)} 60 {int(run)} 1 -1 {mem} 1 {int(run * 3)} "
+            f"-1 1 {user} 1 {user + 10} 1 1 -1 -1"
+        )
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_target_recorded_only_early_is_left_out_where_it_cannot_be_validated(
+    tmp_path, seed
+):
+    """Memory stops being recorded before the test part: the retrainings whose
+    validation part has none learn run time alone (a log not in shared/ stopped
+    with "the test part must hold tasks with all four labels known")."""
+    path = write_memory_until_trace(tmp_path / "early.swf", seed, until=300)
+    config = WalkForwardConfig(n_estimators=10, test_fraction=0.3, cadence="week")
+    result = run_benchmark(path, config)
+    left_out = result.split["targets_left_out"]
+    assert left_out and all(
+        why == {"ramcount": NOT_VALIDATED} for why in left_out.values()
+    )
+    assert result.scores["walltime"]["model:production"]["n_test"] > 0
+    assert "ramcount" not in result.scores
+
+
+def test_a_target_recorded_only_in_the_test_part_is_not_benchmarked(tmp_path, seed):
+    path = write_memory_until_trace(tmp_path / "late.swf", seed, until=10**9)
+    lines = path.read_text().splitlines()
+    # Memory only from the 450th job on: none in the older 70 % (420 jobs).
+    body = [
+        line if int(line.split()[0]) >= 450 else _without_memory(line)
+        for line in lines[2:]
+    ]
+    path.write_text("\n".join(lines[:2] + body) + "\n")
+    config = WalkForwardConfig(n_estimators=10, test_fraction=0.3, cadence="week")
+    result = run_benchmark(path, config)
+    assert result.split["targets_without_classes"] == {"ramcount": 0}
+    assert "- ramcount: not benchmarked: recorded by no job" in result.report
+    assert result.scores["walltime"]["model:production"]["n_test"] > 0
+
+
+def _without_memory(line: str) -> str:
+    fields = line.split()
+    fields[6] = "-1"
+    return " ".join(fields)
 
 
 def test_a_window_learns_only_the_targets_with_two_classes():
@@ -96,9 +160,31 @@ def test_a_window_learns_only_the_targets_with_two_classes():
     )
     # The last row validates: its second class of CPU time is not training's.
     parts = TimeSplit(np.arange(3), np.array([3]), np.array([3]))
-    kept, one_class = trainable_bins(window, parts, bins)
-    assert list(kept.targets) == ["walltime"] and one_class == ["cputime"]
+    kept, left_out = trainable_bins(window, parts, bins)
+    assert list(kept.targets) == ["walltime"] and left_out == {"cputime": ONE_CLASS}
     assert kept.version == "t"
+
+
+def test_targets_whose_validation_labels_never_meet_leave_the_sparser_out():
+    bins = BinSet(
+        "t",
+        {
+            "walltime": TargetBins("walltime", (10.0,), (5.0, 50.0)),
+            "ramcount": TargetBins("ramcount", (10.0,), (5.0, 50.0)),
+        },
+    )
+    nan = float("nan")
+    window = pd.DataFrame(
+        {
+            "walltime": [1.0, 30.0, 2.0, 40.0, 3.0, nan],
+            "ramcount": [1.0, 30.0, nan, nan, nan, 4.0],
+        }
+    )
+    # Validation: run time known on two rows, memory on one, never together.
+    parts = TimeSplit(np.arange(3), np.arange(3, 6), np.arange(3, 6))
+    kept, left_out = trainable_bins(window, parts, bins)
+    assert list(kept.targets) == ["walltime"]
+    assert left_out == {"ramcount": NOT_VALIDATED}
 
 
 def test_rows_without_a_class_are_counted_not_scored():
