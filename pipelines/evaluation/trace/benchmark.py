@@ -177,7 +177,7 @@ def _unscored_lines(
     targets: list[str], scores: dict[str, Any], split: dict[str, Any]
 ) -> list[str]:
     """Say why a recorded target has no score, or which periods left it out."""
-    unbinned = cast(dict, split.get("targets_without_classes", {}))
+    unbinned = cast(list, split.get("targets_without_classes", []))
     left_out = cast(dict, split.get("targets_left_out", {}))
     n_periods = len(cast(list, split.get("test_periods", [])))
     lines = []

@@ -333,12 +333,12 @@ def run_walk_forward(
     train_part, test_part = np.sort(split.train), np.sort(split.test)
     older = {t: tasks[t].to_numpy(dtype=float)[train_part] for t in targets}
     # A target recorded only in the test part has nothing to fit classes on.
-    unbinned = {t: 0 for t, v in older.items() if not np.isfinite(v).any()}
+    unbinned = [t for t, v in older.items() if not np.isfinite(v).any()]
     targets = [t for t in targets if t not in unbinned]
     if not targets:
         raise UserInputError(
             f"The job log must record a target for some job of its older "
-            f"{1 - f:.0%} to fit classes on. Got none for {sorted(unbinned)}."
+            f"{1 - f:.0%} to fit classes on. Got none for {unbinned}."
         )
     bins, notes = fit_trace_bins({t: older[t] for t in targets})
     check_cadence(config.cadence)
