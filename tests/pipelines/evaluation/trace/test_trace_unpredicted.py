@@ -27,22 +27,34 @@ from pipelines.evaluation.trace.scoring import score_predictions, score_run
 from pipelines.evaluation.trace.target_run import TargetRun
 
 
-def write_late_request_trace(path, seed, n=600):
-    """Write an SWF log whose jobs record a request only in the last quarter."""
+def write_swf(path, seed, fields, n=600):
+    """Write a synthetic SWF log of ``n`` jobs by 4 users, 4 h apart on average.
+
+    ``fields(i, user, rng)`` gives job ``i``'s fields 4 to 10: run time,
+    processors, CPU time, used memory, requested processors, time and memory.
+    """
     rng = np.random.default_rng(seed)
     lines = ["; UnixStartTime: 820454400", "; Note: synthetic"]
     t = 0.0
     for i in range(1, n + 1):
         t += rng.exponential(4 * 3600)
         user = int(rng.integers(0, 4))
-        run = float(np.exp(rng.normal(5 + 1.5 * user, 0.4)))
-        req = int(run * rng.uniform(1.5, 4)) if i > 0.9 * n else -1
         lines.append(
-            f"{i} {int(t)} 60 {int(run)} 2 {int(run * 0.9)} -1 2 {req} "
-            f"-1 1 {user} 1 {user + 10} 1 1 -1 -1"
+            f"{i} {int(t)} 60 {fields(i, user, rng)} 1 {user} 1 {user + 10} 1 1 -1 -1"
         )
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def write_late_request_trace(path, seed, n=600):
+    """Write an SWF log whose jobs record a request only in the last tenth."""
+
+    def fields(i, user, rng):
+        run = float(np.exp(rng.normal(5 + 1.5 * user, 0.4)))
+        req = int(run * rng.uniform(1.5, 4)) if i > 0.9 * n else -1
+        return f"{int(run)} 2 {int(run * 0.9)} -1 2 {req} -1"
+
+    return write_swf(path, seed, fields, n)
 
 
 def test_a_log_whose_requests_start_mid_test_part_is_benchmarked(tmp_path, seed):
@@ -57,21 +69,14 @@ def test_a_log_whose_requests_start_mid_test_part_is_benchmarked(tmp_path, seed)
     assert len(result.split["test_periods"]) > 1
 
 
-def write_one_run_time_trace(path, seed, n=600):
+def write_one_run_time_trace(path, seed):
     """Write an SWF log whose jobs all run 3600 s while their CPU time spreads."""
-    rng = np.random.default_rng(seed)
-    lines = ["; UnixStartTime: 820454400", "; Note: synthetic"]
-    t = 0.0
-    for i in range(1, n + 1):
-        t += rng.exponential(4 * 3600)
-        user = int(rng.integers(0, 4))
+
+    def fields(i, user, rng):
         cpu = float(np.exp(rng.normal(4 + 1.0 * user, 0.3)))
-        lines.append(
-            f"{i} {int(t)} 60 3600 1 {int(cpu)} -1 1 7200 "
-            f"-1 1 {user} 1 {user + 10} 1 1 -1 -1"
-        )
-    path.write_text("\n".join(lines) + "\n")
-    return path
+        return f"3600 1 {int(cpu)} -1 1 7200 -1"
+
+    return write_swf(path, seed, fields)
 
 
 def test_a_target_with_one_class_is_reported_and_the_others_scored(tmp_path, seed):
@@ -90,22 +95,15 @@ def test_a_target_with_one_class_is_reported_and_the_others_scored(tmp_path, see
     assert "- walltime: not scored: no retraining could learn it" in result.report
 
 
-def write_memory_until_trace(path, seed, until, n=600):
+def write_memory_until_trace(path, seed, until):
     """Write an SWF log whose jobs record their memory only before job ``until``."""
-    rng = np.random.default_rng(seed)
-    lines = ["; UnixStartTime: 820454400", "; Note: synthetic"]
-    t = 0.0
-    for i in range(1, n + 1):
-        t += rng.exponential(4 * 3600)
-        user = int(rng.integers(0, 4))
+
+    def fields(i, user, rng):
         run = float(np.exp(rng.normal(5 + 1.5 * user, 0.4)))
         mem = int(np.exp(rng.normal(10 + user, 0.3))) if i < until else -1
-        lines.append(
-            f"{i} {int(t)} 60 {int(run)} 1 -1 {mem} 1 {int(run * 3)} "
-            f"-1 1 {user} 1 {user + 10} 1 1 -1 -1"
-        )
-    path.write_text("\n".join(lines) + "\n")
-    return path
+        return f"{int(run)} 1 -1 {mem} 1 {int(run * 3)} -1"
+
+    return write_swf(path, seed, fields)
 
 
 def test_a_target_recorded_only_early_is_left_out_where_it_cannot_be_validated(
