@@ -93,13 +93,11 @@ def bench_training_config(settings, kind: str, args: argparse.Namespace):
     return config
 
 
-def xgboost_parameters(args: argparse.Namespace) -> str:
-    """Return the timed booster's training parameters, for the report."""
-    from pipelines.params import load_params
-
-    xgb = dict(load_params("training").get("xgboost", {}))
-    if args.xgb_estimators is not None:
-        xgb["n_estimators"] = args.xgb_estimators
+def trained_with(config, kind: str) -> str:
+    """Return, for the report, the parameters a bundle of ``kind`` was trained with."""
+    if kind == "keras":
+        return f"Keras {config.keras.get('epochs')} epochs"
+    xgb = config.xgboost
     return (
         f"XGBoost up to {xgb.get('n_estimators')} rounds at learning rate "
         f"{xgb.get('learning_rate')}, depth {xgb.get('max_depth')}, early stopping "
@@ -107,15 +105,12 @@ def xgboost_parameters(args: argparse.Namespace) -> str:
     )
 
 
-def train_bundle(
-    history, kind: str, args: argparse.Namespace, folder: Path, settings
-) -> Path:
+def train_bundle(history, kind: str, config, folder: Path) -> Path:
     """Train a one-kind bundle on ``history``, save it in ``folder``; return it."""
     from panda_predictor.bins_file import load_bins
     from panda_predictor.serving.bundle import save_bundle
     from pipelines.training.train import train
 
-    config = bench_training_config(settings, kind, args)
     start = time.perf_counter()
     result = train(history, load_bins(), config)
     print(f"  trained {kind} in {time.perf_counter() - start:.0f} s", flush=True)
@@ -340,11 +335,10 @@ def report(results: list[dict], args: argparse.Namespace, command: str) -> str:
         "",
         f"Measured {time.strftime('%Y-%m-%d %H:%M %Z')} on {cpu_model()} "
         f"({platform.machine()}, {os.cpu_count()} cores), {versions()}; bundles "
-        f"trained on {args.tasks:,} simulated tasks with the production training "
-        f"parameters ({xgboost_parameters(args)}, Keras {args.keras_epochs} "
-        "epochs); history "
-        "features and the experts' records served from that history as of its last "
-        "label (`ServingHistory`). Command: "
+        f"trained on {args.tasks:,} simulated tasks with `training.yaml`'s "
+        f"parameters ({'; '.join(r.get('trained_with', '?') for r in results)}); "
+        "history features and the experts' records served from that history as of "
+        "its last label (`ServingHistory`). Command: "
         f"`{command}`.",
         "",
         "Single task: what the HTTP service serves for one task, "
@@ -427,13 +421,19 @@ def main(argv: list[str] | None = None) -> None:
         for kind in args.kinds:
             given = getattr(args, f"bundle_{kind}")
             folder = args.keep or workdir
-            bundle_dir = given or train_bundle(labelled, kind, args, folder, settings)
+            config = bench_training_config(settings, kind, args)
+            bundle_dir = given or train_bundle(labelled, kind, config, folder)
             results.append(
                 measure(
                     kind, bundle_dir, labelled.history, labelled.tasks, settings, args
                 )
             )
             r = results[-1]
+            r["trained_with"] = (
+                f"{kind}: the given bundle {given}"
+                if given
+                else trained_with(config, kind)
+            )
             print(
                 f"{kind}: single task p50 {r['p50_ms']:.2f} ms, p99 "
                 f"{r['p99_ms']:.2f} ms (bare boosters {r['bare_p50_ms']:.2f} / "

@@ -10,6 +10,7 @@ from benchmarks.bench_predict import report
 def _result(prices: dict) -> dict:
     return {
         "kind": "xgboost",
+        "trained_with": "XGBoost up to 200 rounds at learning rate 0.3",
         "p50_ms": 1.2,
         "p99_ms": 1.8,
         "bare_p50_ms": 0.6,
@@ -45,13 +46,14 @@ def test_the_report_prints_per_target_prices_and_the_verdicts():
     assert "delay_price 16, gb_per_core 2" in text
     assert "target_prices (ramcount 4, walltime 256)" in text
     assert "p99 <= 2 ms met (1.80 ms)" in text
+    assert "parameters (XGBoost up to 200 rounds at learning rate 0.3);" in text
 
 
 def test_the_timed_booster_is_trained_with_the_production_parameters():
     """What bench_predict times is what production trains: training.yaml's trees."""
     from types import SimpleNamespace
 
-    from benchmarks.bench_predict import bench_training_config, xgboost_parameters
+    from benchmarks.bench_predict import bench_training_config, trained_with
     from pipelines.params import load_params
 
     wanted = load_params("training")["xgboost"]
@@ -60,7 +62,8 @@ def test_the_timed_booster_is_trained_with_the_production_parameters():
     config = bench_training_config(settings, "xgboost", args)
     assert config.model_kinds == ("xgboost",)
     assert dict(config.xgboost) == dict(wanted)
-    assert f"learning rate {wanted['learning_rate']}" in xgboost_parameters(args)
+    said = trained_with(config, "xgboost")
+    assert f"learning rate {wanted['learning_rate']}" in said
 
     capped = argparse.Namespace(xgb_estimators=7, keras_epochs=3)
     rounds = bench_training_config(settings, "xgboost", capped).xgboost
@@ -68,3 +71,4 @@ def test_the_timed_booster_is_trained_with_the_production_parameters():
     assert rounds["max_depth"] == wanted["max_depth"]
     keras = bench_training_config(settings, "keras", capped)
     assert keras.keras["epochs"] == 3
+    assert trained_with(keras, "keras") == "Keras 3 epochs"

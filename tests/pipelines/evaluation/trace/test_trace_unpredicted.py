@@ -95,12 +95,13 @@ def test_a_target_with_one_class_is_reported_and_the_others_scored(tmp_path, see
     assert "- walltime: not scored: no retraining could learn it" in result.report
 
 
-def write_memory_until_trace(path, seed, until):
-    """Write an SWF log whose jobs record their memory only before job ``until``."""
+def write_memory_trace(path, seed, recorded):
+    """Write an SWF log whose job ``i`` records its memory only where
+    ``recorded(i)``."""
 
     def fields(i, user, rng):
         run = float(np.exp(rng.normal(5 + 1.5 * user, 0.4)))
-        mem = int(np.exp(rng.normal(10 + user, 0.3))) if i < until else -1
+        mem = int(np.exp(rng.normal(10 + user, 0.3))) if recorded(i) else -1
         return f"{int(run)} 1 -1 {mem} 1 {int(run * 3)} -1"
 
     return write_swf(path, seed, fields)
@@ -112,7 +113,7 @@ def test_a_target_recorded_only_early_is_left_out_where_it_cannot_be_validated(
     """Memory stops being recorded before the test part: the retrainings whose
     validation part has none learn run time alone (a log not in shared/ stopped
     with "the test part must hold tasks with all four labels known")."""
-    path = write_memory_until_trace(tmp_path / "early.swf", seed, until=300)
+    path = write_memory_trace(tmp_path / "early.swf", seed, lambda i: i < 300)
     config = WalkForwardConfig(n_estimators=10, test_fraction=0.3, cadence="week")
     result = run_benchmark(path, config)
     left_out = result.split["targets_left_out"]
@@ -124,25 +125,13 @@ def test_a_target_recorded_only_early_is_left_out_where_it_cannot_be_validated(
 
 
 def test_a_target_recorded_only_in_the_test_part_is_not_benchmarked(tmp_path, seed):
-    path = write_memory_until_trace(tmp_path / "late.swf", seed, until=10**9)
-    lines = path.read_text().splitlines()
     # Memory only from the 450th job on: none in the older 70 % (420 jobs).
-    body = [
-        line if int(line.split()[0]) >= 450 else _without_memory(line)
-        for line in lines[2:]
-    ]
-    path.write_text("\n".join(lines[:2] + body) + "\n")
+    path = write_memory_trace(tmp_path / "late.swf", seed, lambda i: i >= 450)
     config = WalkForwardConfig(n_estimators=10, test_fraction=0.3, cadence="week")
     result = run_benchmark(path, config)
     assert result.split["targets_without_classes"] == ["ramcount"]
     assert "- ramcount: not benchmarked: recorded by no job" in result.report
     assert result.scores["walltime"]["model:production"]["n_test"] > 0
-
-
-def _without_memory(line: str) -> str:
-    fields = line.split()
-    fields[6] = "-1"
-    return " ".join(fields)
 
 
 def test_a_window_learns_only_the_targets_with_two_classes():
