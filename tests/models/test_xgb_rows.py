@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import threading
 
 import numpy as np
 import pandas as pd
@@ -77,3 +78,26 @@ def test_a_model_that_predicted_rows_still_pickles(fitted):
     np.testing.assert_array_equal(
         again.predict_proba_matrix(M[:2]), model.predict_proba_matrix(M[:2])
     )
+
+
+def test_each_thread_calls_with_its_own_proxy_and_gets_the_same_answers(fitted):
+    """The HTTP service predicts from several threads with one model."""
+    model, _, M = fitted
+    expected = [model._predict_raw(M[i : i + 1], 1) for i in range(40)]
+    rows = model._row_predictor()
+    results: dict[int, tuple[list[np.ndarray], object]] = {}
+
+    def predict_all(worker: int) -> None:
+        got = [model.predict_proba_matrix(M[i : i + 1]) for i in range(40)]
+        results[worker] = (got, rows._threads.call)
+
+    workers = [threading.Thread(target=predict_all, args=(k,)) for k in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert len({id(call) for _, call in results.values()}) == 4
+    for got, call in results.values():
+        assert call.proxy.value  # a proxy matrix was made for that thread
+        for answer, reference in zip(got, expected, strict=True):
+            np.testing.assert_array_equal(answer, reference)
