@@ -101,3 +101,21 @@ def test_each_thread_calls_with_its_own_proxy_and_gets_the_same_answers(fitted):
         assert call.proxy.value  # a proxy matrix was made for that thread
         for answer, reference in zip(got, expected, strict=True):
             np.testing.assert_array_equal(answer, reference)
+
+
+def test_one_thread_makes_its_proxy_matrix_once_not_per_call(fitted, monkeypatch):
+    """A proxy per call is what cost eleven system calls a prediction."""
+    model, _, M = fitted
+    made = []
+    original = xgb_rows._ThreadCall.__init__
+
+    def counting(self, lib):
+        made.append(self)
+        original(self, lib)
+
+    monkeypatch.setattr(xgb_rows._ThreadCall, "__init__", counting)
+    fresh = xgb_rows.RowPredictor(model._single_thread())
+    for i in range(5):
+        fresh.predict(M[i : i + 1])
+    assert len(made) == 1
+    assert fresh._threads.call is made[0]
