@@ -5,9 +5,9 @@ judged by its worst log. Some ways those logs differ from the ten in
 ``../shared/data/traces`` can be made from the ten themselves, field by field of
 the SWF format, and benchmarked with the same command:
 
-- ``no-requests``: no requested time or memory (METACENTRUM, OSC and SDSC-Par
-  among the ten, and most grid logs): scouts ask for the top class, the cost
-  choice has no request to cap its values;
+- ``no-requests``: no requested time or memory (as METACENTRUM, OSC and
+  SDSC-Par among the ten): scouts ask for the top class, the cost choice has no
+  request to cap its values;
 - ``half-requests``: the requests of a random half of the jobs removed (LLNL and
   LANL record them for only some jobs);
 - ``no-keys``: user, group and executable unrecorded (an anonymised log): every
