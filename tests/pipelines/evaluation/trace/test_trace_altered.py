@@ -1,4 +1,4 @@
-"""Altered copies of a job log, and their benchmark through the real command."""
+"""Altered copies of a job log, benchmarked by the command's own function."""
 
 from __future__ import annotations
 
