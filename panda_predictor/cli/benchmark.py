@@ -159,13 +159,14 @@ def benchmark(
     """
     import json
 
-    from panda_predictor.ingest import job_logs_in, trace_name
+    from panda_predictor.ingest import job_logs_in
     from pipelines.evaluation.trace.benchmark import (
         log_to_mlflow,
+        report_folder,
         run_benchmark,
+        walk_config,
         write_outputs,
     )
-    from pipelines.evaluation.trace.log_walk import WalkForwardConfig
 
     if (swf_file is None) == (all_dir is None):
         raise click.UsageError("Give exactly one of --log FILE or --all DIR.")
@@ -178,23 +179,21 @@ def benchmark(
         raise click.ClickException(
             f"No job log (*.swf, *.json, Nextflow trace) in {all_dir}."
         )
-    config = WalkForwardConfig(
+    config = walk_config(
+        settings,
         test_fraction=test_fraction,
         max_train_rows=max_train_rows,
         max_periods=max_periods,
         cadence=cadence,
         half_life_days=half_life,
         n_estimators=n_estimators,
-        recall_target=settings.tail_recall_target,
-        delay_price=settings.delay_price,
     )
     base = out_dir or settings.home / "benchmarks"
     documents = []
     for path in files:
         with user_errors():
             result = run_benchmark(path, config, max_jobs=max_jobs, dev=dev)
-        folder = trace_name(path) + ("-dev" if dev else "")
-        written = write_outputs(result, base / folder)
+        written = write_outputs(result, base / report_folder(path, dev))
         if not no_mlflow:
             run_id = log_to_mlflow(settings, result, written)
             click.echo(f"MLflow run {run_id} (experiment panda-predictor-traces)")

@@ -40,11 +40,17 @@ from pathlib import Path
 
 from panda_predictor.ingest.files import open_text
 from panda_predictor.ingest.swf import trace_name
-from pipelines.evaluation.trace.benchmark import run_benchmark, write_outputs
+from panda_predictor.settings import load_settings
+from pipelines.evaluation.trace.benchmark import (
+    report_folder,
+    run_benchmark,
+    walk_config,
+    write_outputs,
+)
 from pipelines.evaluation.trace.log_walk import WalkForwardConfig
 from pipelines.evaluation.trace.summary import HEADER, summary_rows
 
-#: SWF fields (0-based): requested time and memory, status, user, group, executable.
+#: SWF fields (0-based): requested time and memory, user, group, executable.
 REQUEST_TIME, REQUEST_MEMORY, USER, GROUP, EXECUTABLE = 8, 9, 11, 12, 13
 UNKNOWN = "-1"
 #: Jobs kept by ``first-jobs``.
@@ -132,23 +138,28 @@ def read_swf_lines(path: Path) -> tuple[list[str], Jobs]:
     return header, jobs
 
 
-def write_altered(path: Path, name: str, out: Path, seed: int = 1) -> Path:
-    """Write ``path`` altered by ``name`` into ``out``; return the new file."""
+def write_altered(path: Path, names: list[str], out: Path, seed: int = 1) -> list[Path]:
+    """Write ``path`` altered by each of ``names`` into ``out`` (the log read
+    once); return the new files, in the order of ``names``."""
     header, jobs = read_swf_lines(path)
-    altered = ALTERATIONS[name](jobs, random.Random(seed))
-    target = out / f"{trace_name(path)}-{name}.swf.gz"
-    with gzip.open(target, "wt") as handle:
-        handle.write("\n".join([*header, f"; Altered: {name} ({__name__})"]) + "\n")
-        handle.writelines(" ".join(job) + "\n" for job in altered)
-    return target
+    written = []
+    for name in names:
+        altered = ALTERATIONS[name](jobs, random.Random(seed))
+        target = out / f"{trace_name(path)}-{name}.swf.gz"
+        with gzip.open(target, "wt") as handle:
+            handle.write("\n".join([*header, f"; Altered: {name} ({__name__})"]))
+            handle.write("\n")
+            handle.writelines(" ".join(job) + "\n" for job in altered)
+        written.append(target)
+    return written
 
 
 def benchmark(log: Path, out: Path, config: WalkForwardConfig, dev: bool) -> Path:
     """Benchmark ``log`` as ``panda-predictor benchmark`` does, its report and
-    full.json in a folder of ``out`` named after the log; return the full.json."""
+    full.json in the folder of ``out`` the command would name; return the
+    full.json."""
     result = run_benchmark(log, config, dev=dev)
-    folder = out / (trace_name(log) + ("-dev" if dev else ""))
-    return write_outputs(result, folder)[1]
+    return write_outputs(result, out / report_folder(log, dev))[1]
 
 
 def _names(only: str | None) -> list[str]:
@@ -199,11 +210,11 @@ def main(argv: list[str] | None = None) -> None:
     names = _names(args.only)
     out = args.out or Path(tempfile.mkdtemp(prefix="altered-"))
     out.mkdir(parents=True, exist_ok=True)
-    # The command's defaults (WalkForwardConfig's): one set for every log.
-    config = WalkForwardConfig(n_estimators=args.n_estimators)
+    # The command's defaults and the deployment's settings: one set for every log.
+    config = walk_config(load_settings(), n_estimators=args.n_estimators)
     try:
         logs = [] if args.skip_original else [args.log]
-        logs += [write_altered(args.log, n, out, args.seed) for n in names]
+        logs += write_altered(args.log, names, out, args.seed)
     except (OSError, ValueError) as error:
         raise SystemExit(str(error)) from None
     fulls = []

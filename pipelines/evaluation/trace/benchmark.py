@@ -90,6 +90,23 @@ class BenchmarkResult:
         }
 
 
+def walk_config(settings: Any, **options: Any) -> WalkForwardConfig:
+    """Return the walk's settings: ``options`` (the command's), with the tail
+    recall target and the delay price from the deployment's ``settings``, so
+    every caller benchmarks with what an operator set."""
+    return WalkForwardConfig(
+        **options,
+        recall_target=settings.tail_recall_target,
+        delay_price=settings.delay_price,
+    )
+
+
+def report_folder(path: str | Path, dev: bool) -> str:
+    """Return the name of a log's report folder (``-dev`` for a development run,
+    so it never overwrites the test run's)."""
+    return trace_name(path) + ("-dev" if dev else "")
+
+
 def run_benchmark(
     path: str | Path,
     config: WalkForwardConfig,

@@ -29,8 +29,8 @@ def log(tmp_path, seed):
 
 
 def _altered(log, name, tmp_path, seed=1):
-    header, jobs = read_swf_lines(write_altered(log, name, tmp_path, seed))
-    return header, jobs
+    (path,) = write_altered(log, [name], tmp_path, seed)
+    return read_swf_lines(path)
 
 
 def test_no_requests_removes_time_and_memory_requests_and_nothing_else(log, tmp_path):
@@ -89,7 +89,7 @@ def test_first_jobs_keeps_the_first_ones(log, tmp_path, monkeypatch):
 
 
 def test_the_altered_log_keeps_its_header_and_reads_as_swf(log, tmp_path):
-    path = write_altered(log, "no-requests", tmp_path)
+    (path,) = write_altered(log, ["no-requests"], tmp_path)
     assert path.name == "small-no-requests.swf.gz"
     with gzip.open(path, "rt") as handle:
         text = handle.read()
@@ -98,6 +98,18 @@ def test_the_altered_log_keeps_its_header_and_reads_as_swf(log, tmp_path):
     frame, _ = read_swf(path)
     assert len(frame) == 200
     assert frame["req_time_s"].isna().all() and frame["req_memory_mb"].isna().all()
+
+
+def test_several_alterations_are_written_from_one_read(log, tmp_path):
+    paths = write_altered(log, ["no-keys", "first-jobs"], tmp_path)
+    assert [p.name for p in paths] == [
+        "small-no-keys.swf.gz",
+        "small-first-jobs.swf.gz",
+    ]
+    _, no_keys = read_swf_lines(paths[0])
+    _, first = read_swf_lines(paths[1])
+    assert {j[USER] for j in no_keys} == {"-1"}
+    assert first == read_swf_lines(log)[1]  # fewer than FIRST_JOBS: all kept
 
 
 def test_every_alteration_is_seeded(log, tmp_path):
