@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from panda_predictor.core.decide import row_math
+
 # The one error of every unfitted estimator; re-exported for the rule's callers.
 from panda_predictor.core.fitted import NotFittedError as NotFittedError
 from panda_predictor.core.fitted import check_is_fitted
@@ -264,13 +266,28 @@ class TailDecisionRule:
         """Return each row's class: a tail class past its threshold, or argmax."""
         self._check_fitted()
         arr = _check_proba(proba, self.n_classes_)
-        cum = _from_top(arr)
         n_low = self.n_classes_ - len(self.thresholds_)
+        if arr.shape[0] == 1 and n_low > 0:
+            # One task: the same sums and comparisons on plain floats (row_math).
+            return np.array([self._predict_row(arr[0].tolist(), n_low)])
+        cum = _from_top(arr)
         pred = np.argmax(arr[:, :n_low], axis=1)
         # Lowest tail class first so that larger classes overwrite it when they pass.
         for k in sorted(self.thresholds_):
             pred = np.where(cum[:, k] >= self.thresholds_[k], k, pred)
         return pred.astype(int)
+
+    def _predict_row(self, values: list[float], n_low: int) -> int:
+        """Return :meth:`predict` of one checked row with numpy's bits: the
+        cumulative sums from the top one after another, as ``np.cumsum`` adds."""
+        cum = values.copy()
+        for k in range(len(values) - 2, -1, -1):
+            cum[k] = cum[k + 1] + values[k]
+        pred = row_math.argmax(values[:n_low])
+        for k in sorted(self.thresholds_):
+            if cum[k] >= self.thresholds_[k]:
+                pred = k
+        return pred
 
     def explain(
         self,
