@@ -53,11 +53,16 @@ def _check_proba(proba: Any, n_classes: int | None = None) -> np.ndarray:
             f"Got {arr.shape[1]} instead."
         )
     # min >= 0 fails on NaN and -inf, max < inf on inf: two reductions, not four
-    # (called as ufunc reductions: one task's probabilities are checked often).
-    if arr.size and not (
-        np.minimum.reduce(arr, axis=None) >= 0.0
-        and np.maximum.reduce(arr, axis=None) < math.inf
-    ):
+    # (called as ufunc reductions: one task's probabilities are checked often);
+    # one task's row is checked on plain floats, cheaper than either reduction.
+    if arr.shape[0] == 1:
+        valid = all(0.0 <= v < math.inf for v in arr[0].tolist())
+    else:
+        valid = not arr.size or bool(
+            np.minimum.reduce(arr, axis=None) >= 0.0
+            and np.maximum.reduce(arr, axis=None) < math.inf
+        )
+    if not valid:
         raise ValueError(
             "The 'proba' field must hold finite, non-negative probabilities. "
             "Got NaN, infinite or negative values instead."
