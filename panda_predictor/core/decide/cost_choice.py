@@ -406,6 +406,10 @@ class CostChooser:
         """
         p = np.asarray(distribution, dtype=float)
         n = p.shape[0]
+        if n == 1 and self.kind is not None:
+            one = math.nan if request is None else float(np.asarray(request).flat[0])
+            expected, short, per_scale = self.priced(p)
+            return self._choose_one(p, expected[0], short[0], per_scale, one)
         if request is None:
             req, has_req = np.full(n, np.nan), np.zeros(n, dtype=bool)
         else:
@@ -456,6 +460,44 @@ class CostChooser:
             from_request[idx] = True
         return Sizing(
             value, cost, p_short, from_request, scouts, default, default_p_short
+        )
+
+    def _choose_one(
+        self,
+        p: np.ndarray,
+        expected: np.ndarray,
+        short: np.ndarray,
+        per_scale: np.ndarray,
+        request: float,
+    ) -> Sizing:
+        """Return :meth:`choose` of one task from its priced candidates: the same
+        steps on scalars (one task's service pays numpy's dispatch per step)."""
+        has_req = math.isfinite(request) and request > 0
+        if has_req:
+            expected = np.where(self.candidates <= request, expected, np.inf)
+        best = int(expected.argmin())
+        value, cost, p_short = (
+            float(self.candidates[best]),
+            float(expected[best]),
+            float(short[best]),
+        )
+        scouts = float(expected[self._default])
+        default, default_p_short = self.default_value, float(short[self._default])
+        from_request = False
+        if has_req:
+            default, default_p_short = request, 0.0
+            r_cost = float(self._request_cost(p, np.array([request]), per_scale)[0])
+            scouts = r_cost
+            if r_cost < cost:
+                value, cost, p_short, from_request = request, r_cost, 0.0, True
+        return Sizing(
+            np.array([value]),
+            np.array([cost]),
+            np.array([p_short]),
+            np.array([from_request]),
+            np.array([scouts]),
+            np.array([float(default)]),
+            np.array([default_p_short]),
         )
 
     def priced(self, distribution: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -513,6 +555,13 @@ def _weighted(p: np.ndarray, table: np.ndarray) -> np.ndarray:
     every row is ``((p0 * t0 + p1 * t1) + p2 * t2) + ...`` in this order, the
     same bits however many rows come with it.
     """
+    if len(p) == 1:
+        # One task: the same products and sums, without the block's slicing.
+        weights = p[0].tolist()
+        one = table[0] * weights[0]
+        for k in range(1, table.shape[0]):
+            one += table[k] * weights[k]
+        return one[None, :]
     out = np.empty((len(p), table.shape[1]))
     for start in range(0, len(p), _BLOCK_ROWS):
         rows = p[start : start + _BLOCK_ROWS]

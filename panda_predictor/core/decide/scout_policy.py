@@ -19,11 +19,13 @@ Pure numpy, like the rest of the core.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from panda_predictor.core.decide import row_math
 from panda_predictor.core.decide.cost_choice import CostChooser, CostSettings, Sizing
 from panda_predictor.core.reason_text import compared, number
 
@@ -120,6 +122,12 @@ class CostPolicy:
             out[f"{t}_from_request"] = sized.from_request
             costs.append(sized.expected_cost)
             scouts = scouts + sized.scouts_cost
+        if n == 1 and len(names) < row_math.EXACT_SUM_BELOW:
+            one = self._decide_one(
+                [float(c[0]) for c in costs], scouts, bool(dom[0]), names
+            )
+            if one is not None:
+                return {**one, **out}
         matrix = np.column_stack(costs)
         total = matrix.sum(axis=1)
         cheaper = total <= scouts
@@ -137,6 +145,30 @@ class CostPolicy:
             "scouts_cost": scouts,
             "costliest_target": np.asarray(names, dtype=object)[matrix.argmax(axis=1)],
             **out,
+        }
+
+    @staticmethod
+    def _decide_one(
+        costs: list[float], scouts: np.ndarray, in_domain: bool, names: list[str]
+    ) -> dict[str, np.ndarray] | None:
+        """Return :meth:`decide_table`'s task columns for one task, on plain
+        floats with the array route's bits (None where a cost is NaN: numpy's
+        argmax takes the NaN, so the array route answers)."""
+        if any(math.isnan(c) for c in costs):
+            return None
+        total = row_math.row_sum(costs)
+        if not in_domain:
+            kind = OUTSIDE_DOMAIN
+        else:
+            kind = CHEAPER if total <= float(scouts[0]) else COSTS_MORE
+        return {
+            "decision": np.array(
+                [APPLIED if kind != COSTS_MORE else KEPT_SCOUTS], dtype=object
+            ),
+            "reason_kind": np.array([kind], dtype=object),
+            "total_cost": np.array([total]),
+            "scouts_cost": scouts,
+            "costliest_target": np.array([names[row_math.argmax(costs)]], dtype=object),
         }
 
     def _checked(

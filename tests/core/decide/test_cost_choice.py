@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -9,6 +11,7 @@ from panda_predictor.core.bins import TargetBins
 from panda_predictor.core.decide.cost_choice import (
     CostChooser,
     CostSettings,
+    Sizing,
     candidate_points,
     job_cost,
 )
@@ -150,13 +153,20 @@ def test_a_task_alone_gets_the_same_bits_as_in_a_batch(seed, target):
     )
     n = 1024 + 300  # past one block of rows
     p = rng.dirichlet(np.ones(4) * 0.7, n)
-    request = rng.choice([np.nan, 0.0, 700.0, 2500.0, 1e5], n)
+    # no request, a request below every candidate, on a candidate, between, above
+    on_a_candidate = float(sizer.candidates[sizer.candidates.size // 2])
+    request = rng.choice(
+        [np.nan, 0.0, -1.0, 1.0, on_a_candidate, 700.0, 2500.0, 1e5], n
+    )
     fallback = p.argmax(axis=1)
     batch = sizer.choose(p, request, fallback)
-    for i in [*range(0, n, 97), n - 1]:
+    fields = [f.name for f in dataclasses.fields(Sizing)]
+    for i in [*range(0, n, 7), n - 1]:
         one = sizer.choose(p[i : i + 1], request[i : i + 1], fallback[i : i + 1])
-        for field in ("value", "expected_cost", "p_short", "from_request"):
-            assert getattr(one, field).tolist() == [getattr(batch, field)[i]], field
+        for field in fields:
+            got = getattr(one, field)
+            assert got.tolist() == [getattr(batch, field)[i]], (field, i)
+            assert got.dtype == getattr(batch, field).dtype, field
 
 
 def test_priced_shows_every_candidate_and_choose_takes_the_cheapest():

@@ -191,5 +191,7 @@ def test_one_task_at_a_time_decides_what_the_batch_decides(seed):
                 {t: r[i : i + 1] for t, r in requests.items()},
                 domain[i : i + 1],
             )
+            assert list(one) == list(batch)
             for key, column in batch.items():
                 assert one[key].tolist() == column[i : i + 1].tolist(), (key, i)
+                assert one[key].dtype == column.dtype, key
