@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,6 +68,7 @@ class TargetBins:
     labels: tuple[str, ...] = ()
     #: The edges as an array, made once for :meth:`assign` (not compared).
     _edge_array: np.ndarray = field(init=False, repr=False, compare=False)
+    _edge_list: list[float] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         get_target(self.target)
@@ -102,6 +104,7 @@ class TargetBins:
         object.__setattr__(self, "labels", labels)
         object.__setattr__(self, "unit", self.unit or TARGETS[self.target].unit)
         object.__setattr__(self, "_edge_array", np.asarray(edges, dtype=float))
+        object.__setattr__(self, "_edge_list", self._edge_array.tolist())
 
     @property
     def n_classes(self) -> int:
@@ -116,6 +119,13 @@ class TargetBins:
         array = np.asarray(values, dtype=float)
         classes = np.searchsorted(self._edge_array, array, side="right")
         return np.where(np.isnan(array), UNKNOWN_CLASS, classes).astype(np.int64)
+
+    def assign_values(self, values: Sequence[float]) -> list[int]:
+        """:meth:`assign` of a few plain floats (one task's rules), as a list."""
+        edges = self._edge_list
+        return [
+            UNKNOWN_CLASS if math.isnan(v) else bisect_right(edges, v) for v in values
+        ]
 
     def _check(self, cls: int) -> int:
         if not 0 <= int(cls) < self.n_classes:

@@ -120,6 +120,20 @@ def task_experts(
     targets = list(chosen)
     # All targets at once: one task's serving pays each array operation once.
     rules = rule_table(X, targets, params.margin)
+    if rules.shape[0] == 1:
+        # One task: the classes of its 4 x targets rule values on plain floats.
+        return np.array(
+            [
+                [
+                    [
+                        int(chosen[t][0]),
+                        *bundle.bins[t].assign_values(rules[0, i].tolist()),
+                    ]
+                    for i, t in enumerate(targets)
+                ]
+            ],
+            dtype=np.int64,
+        )
     return np.stack(
         [
             expert_classes(chosen[t], rules[:, i], bundle.bins[t].assign)

@@ -284,3 +284,21 @@ def test_bins_file_errors_name_the_file(tmp_path, text, match):
 def test_missing_bins_file(tmp_path):
     with pytest.raises(BinsFileError, match=r"bins file '.*nope\.yaml' does not exist"):
         load_bins(tmp_path / "nope.yaml")
+
+
+def test_assign_values_is_assign_for_plain_floats(seed):
+    """One task's rule values are classed on plain floats: the same classes as
+    the array route, edges (a value on an edge is in the class above), NaN and
+    infinities included."""
+    bins = TargetBins("walltime", (100, 1000, 10000), (100, 1000, 10000, 50000))
+    rng = np.random.default_rng(seed)
+    values = [
+        *rng.lognormal(6, 2, 500).tolist(),
+        *map(float, bins.edges),
+        np.nan,
+        math.inf,
+        -math.inf,
+        0.0,
+        -5.0,
+    ]
+    assert bins.assign_values(values) == bins.assign(values).tolist()

@@ -205,6 +205,19 @@ def test_one_task_at_a_time_equals_the_batch(predictor, records, served_history)
         assert one[0].decision == batch[i].decision
 
 
+def test_one_task_at_a_time_is_the_batch_to_the_last_bit(
+    xgb_predictor, records, served_history
+):
+    """One task's steps run on plain floats (core/decide/row_math.py) and the
+    batch's on arrays: the whole prediction, every value, confidence, cost and
+    reason, is the same either way."""
+    batch = xgb_predictor.predict_records(records, served_history, now=NOW)
+    assert len(batch) > 64  # past the boosters' one-row C call too
+    for i in range(len(records)):
+        one = xgb_predictor.predict_records([records[i]], served_history, now=NOW)
+        assert one == [batch[i]], records[i]["jeditaskid"]
+
+
 def test_small_frames_take_the_records_route_with_the_same_result(
     xgb_predictor, records, served_history
 ):

@@ -8,6 +8,7 @@ task follows is :mod:`panda_predictor.core.decide.experts`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeAlias
 
@@ -68,13 +69,32 @@ def rule_table(
     array operations once, not once per target).
     """
     names = [name for target in targets for name in _rule_inputs(target)]
-    V = _columns(features, names).reshape(-1, len(targets), 7)
     scale = 1.0 + margin
+    if isinstance(features, MatrixColumns) and len(features.matrix) == 1:
+        return _rule_row(features.first_row(names), len(targets), scale)
+    V = _columns(features, names).reshape(-1, len(targets), 7)
     key_p75 = np.where(np.isnan(V[..., 1]), V[..., 2], V[..., 1]) * scale
     key_p95 = np.where(np.isnan(V[..., 3]), V[..., 4], V[..., 3]) * scale
     request = V[..., 6]
     ratio = V[..., 5] * np.where(request > 0, request, np.nan)
     return np.stack([V[..., 0], key_p75, key_p95, ratio], axis=-1)
+
+
+def _rule_row(values: list[float], n_targets: int, scale: float) -> np.ndarray:
+    """Return :func:`rule_table` of one task from its rule inputs (7 per target,
+    in :func:`_rule_inputs` order): the same operations on plain floats."""
+    out = []
+    for t in range(n_targets):
+        last2, key75, user75, key95, user95, ratio5, request = values[7 * t : 7 * t + 7]
+        out.append(
+            (
+                last2,
+                (user75 if math.isnan(key75) else key75) * scale,
+                (user95 if math.isnan(key95) else key95) * scale,
+                ratio5 * (request if request > 0 else math.nan),
+            )
+        )
+    return np.array(out).reshape(1, n_targets, 4)
 
 
 def rule_values(

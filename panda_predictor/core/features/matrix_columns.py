@@ -8,6 +8,7 @@ this mapping, as they would read a feature frame's columns.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
@@ -47,3 +48,14 @@ class MatrixColumns(Mapping[str, np.ndarray]):
         out = np.full((len(self.matrix), len(names)), np.nan)
         out[:, found] = self.matrix[:, [positions[names[j]] for j in found]]
         return out
+
+    def first_row(self, names: Sequence[str]) -> list[float]:
+        """Return the first row's named values as Python floats, NaN for a name
+        the matrix does not have (what :meth:`take` gives for that row, without
+        its array steps: the one-task route reads a row at a time)."""
+        row = self.matrix[0].tolist()
+        positions = self._positions
+        return [
+            float(row[positions[name]]) if name in positions else math.nan
+            for name in names
+        ]

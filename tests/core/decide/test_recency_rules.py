@@ -11,6 +11,7 @@ from panda_predictor.core.decide.recency_rules import (
     rule_table,
     rule_values,
 )
+from panda_predictor.core.features.matrix_columns import MatrixColumns
 
 
 def test_rule_table_of_several_targets_is_each_targets_rules(seed):
@@ -53,3 +54,30 @@ def test_rule_values_use_the_key_then_the_user_and_the_request():
     expert = expert_classes(np.array([0, 1]), out, lambda v: np.where(
         np.isnan(v), -1, (np.nan_to_num(v) > 60).astype(int)))  # fmt: skip
     assert expert.tolist() == [[0, 1, 0, -1, 1], [1, -1, 1, -1, -1]]
+
+
+def test_one_task_gets_its_rows_rule_values_to_the_bit(seed):
+    """The one-task route (a one-row code matrix read as MatrixColumns) gives the
+    batch's rule values exactly, NaN where a rule abstains."""
+    rng = np.random.default_rng(seed)
+    targets = ["ramcount", "walltime", "iointensity"]
+    names = [
+        f"hist_{g}_{t}_{stat}"
+        for g in ("user", "user_transformation")
+        for t in targets
+        for stat in ("mean2", "p75", "p95", "max_ratio5")
+    ] + ["requested_ramcount", "requested_walltime", "other"]
+    matrix = rng.lognormal(3, 1, size=(200, len(names))).astype(np.float32)
+    matrix[rng.random(matrix.shape) < 0.3] = np.nan
+    matrix[:20, -3] = -1.0  # a request <= 0 is no request
+    matrix[20:40, -3] = 0.0
+    positions = {name: j for j, name in enumerate(names)}
+    batch = rule_table(MatrixColumns(matrix, positions), targets, margin=0.1)
+    for i in range(len(matrix)):
+        one = rule_table(MatrixColumns(matrix[i : i + 1], positions), targets, 0.1)
+        assert one.shape == (1, 3, len(EXPERTS) - 1)
+        np.testing.assert_array_equal(one[0], batch[i])
+    # the request column absent from the matrix: no ratio, as in the batch
+    del positions["requested_walltime"]
+    one = rule_table(MatrixColumns(matrix[:1], positions), targets, 0.1)
+    assert np.isnan(one[0, 1, 3])
