@@ -28,6 +28,7 @@ the benchmark).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -35,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from panda_predictor.core.decide import row_math
 from panda_predictor.core.features.history import latest_before
 
 #: The experts, in tie-break order (the model wins a tie).
@@ -391,6 +393,8 @@ def combine_at_snapshots(
     (task, target) row alone, so all of them go through it in one call.
     """
     n, width = len(query_keys), len(EXPERTS)
+    if n == 1:
+        return _combine_one(query_classes[0], query_keys[0], snaps, params)
     key_scores = np.full((n, len(snaps), width), np.nan)
     key_counts = np.zeros((n, len(snaps)))
     for i, key in enumerate(query_keys):
@@ -417,3 +421,38 @@ def combine_at_snapshots(
         Combined(classes[:, s], leader[:, s], confidence[:, s])
         for s in range(len(snaps))
     ]
+
+
+def _combine_one(
+    query_classes: np.ndarray,
+    key: Any,
+    snaps: Sequence[ExpertSnapshot],
+    params: CombinationParams,
+) -> list[Combined]:
+    """Return :func:`combine_at_snapshots` of one task (``query_classes``: its
+    (len(snaps), E) classes): :func:`follow`'s steps on plain floats, one snapshot
+    (target) after another."""
+    out = []
+    for snap, classes in zip(snaps, query_classes.tolist(), strict=True):
+        row = snap.keys.get(key) if isinstance(key, str) else None
+        count = 0.0 if row is None else float(snap.counts[row])
+        if count >= params.min_record:
+            scores = (
+                [math.nan] * len(classes) if row is None else snap.scores[row].tolist()
+            )
+        else:
+            scores = snap.overall.tolist()
+        scores = [-1.0 if math.isnan(v) else v for v in scores]
+        scores[0] = max(scores[0], -0.5)
+        scores = [
+            v if c >= 0 else -math.inf for v, c in zip(scores, classes, strict=True)
+        ]
+        leader = row_math.argmax(scores)
+        out.append(
+            Combined(
+                np.array([classes[leader]], dtype=query_classes.dtype),
+                np.array([leader], dtype=np.intp),
+                np.array([min(max(scores[leader], 0.0), 1.0)]),
+            )
+        )
+    return out

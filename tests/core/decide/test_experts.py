@@ -148,6 +148,50 @@ def test_snapshots_of_several_targets_at_once_answer_each_alone(seed):
             )
 
 
+@pytest.mark.parametrize("min_record", [1, 2, 5])
+def test_one_task_is_combined_as_in_a_batch_to_the_bit(seed, min_record):
+    """The one-task route (plain floats) answers each task as the batch does:
+    keys seen, unseen and missing, thin and thick records, abstaining experts."""
+    rng = np.random.default_rng(seed + min_record)
+    params = CombinationParams(decay=0.7, min_record=min_record)
+    # "e" is rare: its record is thin (judged by everyone's) for a min_record > 1
+    keys = rng.choice(
+        np.array(["a", "b", "c", "e", None], dtype=object),
+        size=300,
+        p=[0.3, 0.3, 0.3, 0.01, 0.09],
+    )
+    at = pd.Timestamp(hours(60)[0])
+    snaps = [
+        snapshot(
+            TrackRecord(
+                rng.integers(-1, 4, size=(300, len(EXPERTS))),
+                rng.integers(-1, 4, size=300),
+                keys,
+                hours(*np.sort(rng.uniform(0, 100, size=300))),
+            ),
+            params,
+            at,
+        )
+        for _ in range(3)
+    ]
+    queries = rng.integers(-1, 4, size=(120, 3, len(EXPERTS)))
+    queries[:, :, 0] = rng.integers(0, 4, size=(120, 3))
+    q_keys = rng.choice(np.array(["a", "b", "c", "d", "e", None], dtype=object), 120)
+    batch = combine_at_snapshots(queries, q_keys, snaps, params)
+    assert len({int(v) for b in batch for v in b.leader}) > 2  # the check can fail
+    thin = [0 < snap.counts[snap.keys["e"]] < min_record for snap in snaps]
+    assert any(thin) == (min_record > 2), [
+        snap.counts[snap.keys["e"]] for snap in snaps
+    ]
+    for i in range(len(q_keys)):
+        one = combine_at_snapshots(queries[i : i + 1], q_keys[i : i + 1], snaps, params)
+        for s in range(len(snaps)):
+            for field in ("classes", "leader", "confidence"):
+                got, want = getattr(one[s], field), getattr(batch[s], field)
+                assert got.tolist() == want[i : i + 1].tolist(), (i, s, field)
+                assert got.dtype == want.dtype, field
+
+
 @pytest.mark.parametrize(
     ("params", "match"),
     [
