@@ -68,6 +68,7 @@ class TargetBins:
     labels: tuple[str, ...] = ()
     #: The edges as an array, made once for :meth:`assign` (not compared).
     _edge_array: np.ndarray = field(init=False, repr=False, compare=False)
+    #: The same as plain floats, for :meth:`assign_values` (one task's rules).
     _edge_list: list[float] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

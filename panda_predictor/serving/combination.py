@@ -121,7 +121,8 @@ def task_experts(
     # All targets at once: one task's serving pays each array operation once.
     rules = rule_table(X, targets, params.margin)
     if rules.shape[0] == 1:
-        # One task: the classes of its 4 x targets rule values on plain floats.
+        # One task: the classes of its rules' values, target by target, on plain
+        # floats (the same classes as expert_classes gives the batch).
         return np.array(
             [
                 [

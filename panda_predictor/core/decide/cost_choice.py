@@ -407,9 +407,11 @@ class CostChooser:
         p = np.asarray(distribution, dtype=float)
         n = p.shape[0]
         if n == 1 and self.kind is not None:
-            one = math.nan if request is None else float(np.asarray(request).flat[0])
+            req_one = np.asarray(math.nan if request is None else request, dtype=float)
             expected, short, per_scale = self.priced(p)
-            return self._choose_one(p, expected[0], short[0], per_scale, one)
+            return self._choose_one(
+                p, expected[0], short[0], per_scale, float(req_one.reshape(1)[0])
+            )
         if request is None:
             req, has_req = np.full(n, np.nan), np.zeros(n, dtype=bool)
         else:
