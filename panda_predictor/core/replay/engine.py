@@ -38,6 +38,7 @@ __all__ = [
     "ReplayCase",
     "ReplayOutcome",
     "ReplayRules",
+    "job_rank",
     "next_class_up",
     "panda_measurement",
     "replay",
@@ -327,6 +328,16 @@ def _task_index(task: np.ndarray) -> tuple[np.ndarray, ...]:
     return code, order, starts, sizes
 
 
+def job_rank(task: Any) -> np.ndarray:
+    """Return, per job, its place in its task: 0 for a task's first row, 1 for its
+    second, ... (rows in job order, as the replay walks them)."""
+    task = np.asarray(task)
+    code, order, starts, sizes = _task_index(task)
+    rank = np.empty(task.size, dtype=np.int64)
+    rank[order] = np.arange(task.size) - np.repeat(starts, sizes)
+    return rank
+
+
 def scout_delay(task: Any, run_s: Any, n_scouts: Any = DEFAULT_N_SCOUTS) -> np.ndarray:
     """Return, per job, how long it waits for its task's scouts (rows in job order).
 
@@ -343,8 +354,7 @@ def scout_delay(task: Any, run_s: Any, n_scouts: Any = DEFAULT_N_SCOUTS) -> np.n
             f"The 'n_scouts' field must hold integers >= 1. Got {n_scouts!r} instead."
         )
     code, order, starts, sizes = _task_index(task)
-    rank = np.empty(task.size, dtype=np.int64)
-    rank[order] = np.arange(task.size) - np.repeat(starts, sizes)
+    rank = job_rank(task)
     scout = rank < counts[order[starts]][code]
     slowest = np.zeros(sizes.size)
     np.maximum.at(slowest, code[scout], run_s[scout])

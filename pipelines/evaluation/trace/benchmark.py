@@ -38,7 +38,13 @@ from pipelines.evaluation.trace.log_walk import (
     development_part,
     run_walk_forward,
 )
-from pipelines.evaluation.trace.replay import RESOURCE, format_replay, replay_target
+from pipelines.evaluation.trace.replay import (
+    RESOURCE,
+    difference_by_place,
+    format_difference,
+    format_replay,
+    replay_target,
+)
 from pipelines.evaluation.trace.scoring import (
     JSON_KEYS,
     best_model,
@@ -65,6 +71,11 @@ class BenchmarkResult:
     split: dict[str, Any]
     scores: dict[str, dict[str, dict[str, float]]]
     replay: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: Per target, where the production row's replay differs from the scouts'
+    #: (:func:`~pipelines.evaluation.trace.replay.difference_by_place`).
+    replay_difference: dict[str, dict[str, list[dict[str, Any]]]] = field(
+        default_factory=dict
+    )
     not_available: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     margins: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -261,6 +272,12 @@ def _target_sections(
         )
         result.replay[target] = [o.to_dict() for o in outcomes]
         sections += [format_replay(target, outcomes), ""]
+        if PRODUCTION in per_name:
+            groups = difference_by_place(frame, run, wf.task_key, PRODUCTION)
+            result.replay_difference[target] = {
+                kind: [r.to_dict() for r in rows] for kind, rows in groups.items()
+            }
+            sections += [format_difference(target, PRODUCTION, groups), ""]
     elif target == "iointensity":
         sections += [
             "- replay: n/a for iointensity (no log records an I/O request, and "
@@ -474,6 +491,7 @@ def write_outputs(
         **result.to_json(),
         "full_scores": result.scores,
         "replay": result.replay,
+        "replay_difference": result.replay_difference,
         "not_available": result.not_available,
         "notes": result.notes,
         "goal": {t: goal_summary(s) for t, s in result.scores.items()},

@@ -33,9 +33,17 @@ every measurement: the trace's jobs never ran past it (the system kills them), a
 it is known at submission. Where there is none, memory asks for the queue's default
 (:data:`~panda_predictor.core.decide.cost_choice.DEFAULT_RAM_MB_PER_CORE`, what a PanDA
 job without a ramCount gets) and time for the top class's value (no limit set).
+
+:func:`difference_by_place` says where the production row and the scouts differ,
+job by job: by a job's place in its task (the scouts' places, the jobs before
+PanDA's first re-measurement, the rest), by its task's size, and by how the value
+written compares with what the scouts would have asked for.
 """
 
 from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,6 +53,7 @@ from panda_predictor.core.replay.engine import (
     ReplayJobs,
     ReplayOutcome,
     ReplayRules,
+    job_rank,
     tasks_from_bursts,
 )
 from panda_predictor.core.replay.goals import GOALS, replay_goals
@@ -124,6 +133,34 @@ def _peer_requests(
     return first, retry
 
 
+def trace_jobs(
+    frame: pd.DataFrame,
+    run: TargetRun,
+    user_exe_key: np.ndarray,
+    rules: ReplayRules | None = None,
+) -> ReplayJobs:
+    """Return the test jobs of ``run`` as every strategy of the replay shares them
+    (tasks are bursts of one user-and-executable key; see :func:`replay_target`)."""
+    rows = run.rows
+    run_s = np.nan_to_num(
+        np.maximum(frame["run_s"].to_numpy(dtype=float)[rows], 0.0), posinf=0.0
+    )
+    cores = frame["procs"].to_numpy(dtype=float)[rows]
+    return ReplayJobs(
+        resource=RESOURCE[run.target],
+        task=tasks_from_bursts(frame["submit_s"].to_numpy()[rows], user_exe_key[rows]),
+        used=np.maximum(run.actual, 1.0),
+        run_s=run_s,
+        cores=np.where(np.isfinite(cores) & (cores > 0), cores, 1.0),
+        # A class whose training values were all 0 (jobs that did nothing) writes
+        # 0; the replay asks for at least one unit, as it counts use (``used``).
+        ladder=np.maximum(np.asarray(run.bins.values, dtype=float), 1.0),
+        request=frame[REQUEST_OF[run.target]].to_numpy(dtype=float)[rows],
+        rules=ReplayRules() if rules is None else rules,
+        no_request=NO_REQUEST.get(RESOURCE[run.target]),
+    )
+
+
 def replay_target(
     frame: pd.DataFrame,
     run: TargetRun,
@@ -147,25 +184,8 @@ def replay_target(
     :param peers: per sizing method, its (first request, retry request) per test
         row of ``run``, in the trace unit (NaN or 0: none).
     """
-    rows = run.rows
-    run_s = np.nan_to_num(
-        np.maximum(frame["run_s"].to_numpy(dtype=float)[rows], 0.0), posinf=0.0
-    )
-    cores = frame["procs"].to_numpy(dtype=float)[rows]
-    task = tasks_from_bursts(frame["submit_s"].to_numpy()[rows], user_exe_key[rows])
-    jobs = ReplayJobs(
-        resource=RESOURCE[run.target],
-        task=task,
-        used=np.maximum(run.actual, 1.0),
-        run_s=run_s,
-        cores=np.where(np.isfinite(cores) & (cores > 0), cores, 1.0),
-        # A class whose training values were all 0 (jobs that did nothing) writes
-        # 0; the replay asks for at least one unit, as it counts use (``used``).
-        ladder=np.maximum(np.asarray(run.bins.values, dtype=float), 1.0),
-        request=frame[REQUEST_OF[run.target]].to_numpy(dtype=float)[rows],
-        rules=ReplayRules() if rules is None else rules,
-        no_request=NO_REQUEST.get(RESOURCE[run.target]),
-    )
+    jobs = trace_jobs(frame, run, user_exe_key, rules)
+    task = jobs.task
     outcomes = [jobs.scouts()]
     for model in models:
         outcomes.append(
@@ -194,6 +214,161 @@ def replay_target(
         jobs.started_at_once(REMEASURED, jobs.default),
         jobs.exact("oracle"),
     ]
+
+
+#: How a job's first value compares with what its scouts would have asked for
+#: (:attr:`ReplayJobs.default`: the request, else the default), in the breakdown
+#: of :func:`difference_by_place`; "kept scouts": its task ran them.
+RELATIONS = ("kept scouts", "below", "same", "above")
+#: Task sizes (jobs) the breakdown by size tells apart: upper bounds.
+SIZE_BOUNDS = (1, 3, 5, 100)
+
+
+@dataclass(frozen=True)
+class DifferenceRow:
+    """One group of jobs of :func:`difference_by_place`: how many, what failed and
+    what was wasted under the model and under the scouts (core- or GB-hours)."""
+
+    group: str
+    relation: str
+    jobs: int
+    failed: int
+    scouts_failed: int
+    wasted_hours: float
+    scouts_wasted_hours: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the row as a plain mapping."""
+        return asdict(self)
+
+
+def place_names(rules: ReplayRules) -> tuple[str, ...]:
+    """Return the names of a job's places in its task that PanDA treats apart: the
+    scouts' places, those before the first re-measurement, and the rest."""
+    n = rules.n_scouts
+    first = rules.remeasure_after[0] if rules.remeasure_after else n
+    names = [f"jobs 1-{n}" if n > 1 else "job 1"]
+    if first > n:
+        names.append(f"jobs {n + 1}-{first}" if first > n + 1 else f"job {first}")
+    names.append(f"jobs {max(first, n) + 1}+")
+    return tuple(names)
+
+
+def _places(rank: np.ndarray, rules: ReplayRules) -> np.ndarray:
+    """Return, per job, the index of its place in :func:`place_names`."""
+    n = rules.n_scouts
+    first = rules.remeasure_after[0] if rules.remeasure_after else n
+    place = np.where(rank < n, 0, 1)
+    if first > n:
+        place = np.where(rank >= first, 2, place)
+    return place
+
+
+def _size_names() -> tuple[str, ...]:
+    """Return the names of the task sizes of :data:`SIZE_BOUNDS`, and one above."""
+    names, low = [], 1
+    for high in SIZE_BOUNDS:
+        jobs = f"{low} job" + ("s" if low > 1 else "")
+        names.append(
+            f"tasks of {jobs}" if high == low else f"tasks of {low}-{high} jobs"
+        )
+        low = high + 1
+    return (*names, f"tasks of {low}+ jobs")
+
+
+def difference_by_place(
+    frame: pd.DataFrame,
+    run: TargetRun,
+    user_exe_key: np.ndarray,
+    model: str,
+    *,
+    rules: ReplayRules | None = None,
+) -> dict[str, list[DifferenceRow]]:
+    """Return where ``model``'s replay differs from the scouts', job by job.
+
+    The same jobs as :func:`replay_target`'s rows ``scouts`` and ``predictor
+    (<model>)``, grouped two ways: ``"place"``, by a job's place in its task
+    (:func:`place_names`: the scouts' places, where a task that skipped them runs
+    its written value and a scouted one its request or default; the places before
+    PanDA's first re-measurement, where the scouted task runs PanDA's measurement of
+    its scouts and the other still its written value; the rest, re-measured both
+    ways) and by how the written value compares with the scouts' first value
+    (:data:`RELATIONS`); ``"size"``, by the size of the job's task (known only
+    afterwards: an explanation, not an input) and the same relation.
+    """
+    jobs = trace_jobs(frame, run, user_exe_key, rules)
+    task = jobs.task
+    value = _first_values(run, model, jobs.ladder)
+    applied = task_decision(run, model, task, 1.0)
+    mine = jobs.by_job(value, applied, _remeasured(run, model, task))
+    scouts = jobs.by_job()
+    asked = np.maximum(np.minimum(value, jobs.cap), 1.0)
+    default = jobs.default
+    same = np.isclose(asked, default, rtol=1e-9, atol=1e-9)
+    relation = np.where(~applied, 0, np.where(same, 2, np.where(asked < default, 1, 3)))
+    rank = job_rank(task)
+    codes = np.unique(task, return_inverse=True)[1].reshape(-1)
+    size = np.bincount(codes)[codes]
+    by_size = np.searchsorted(np.asarray(SIZE_BOUNDS), size, side="left")
+    groups = {
+        "place": (_places(rank, jobs.rules), place_names(jobs.rules)),
+        "size": (by_size, _size_names()),
+    }
+    out: dict[str, list[DifferenceRow]] = {}
+    for kind, (index, names) in groups.items():
+        rows = []
+        for g, name in enumerate(names):
+            for r, said in enumerate(RELATIONS):
+                sel = (index == g) & (relation == r)
+                if not sel.any():
+                    continue
+                rows.append(
+                    DifferenceRow(
+                        group=name,
+                        relation=said,
+                        jobs=int(sel.sum()),
+                        failed=int(mine.failed[sel].sum()),
+                        scouts_failed=int(scouts.failed[sel].sum()),
+                        wasted_hours=float(mine.wasted_hours[sel].sum()),
+                        scouts_wasted_hours=float(scouts.wasted_hours[sel].sum()),
+                    )
+                )
+        out[kind] = rows
+    return out
+
+
+def format_difference(
+    target: str, model: str, rows: dict[str, list[DifferenceRow]]
+) -> str:
+    """Return :func:`difference_by_place`'s groups as Markdown tables."""
+    unit = "core-h" if RESOURCE.get(target) == "time" else "GB-h"
+    heads = {"place": "place in its task", "size": "task size"}
+    lines = [f"### replay: {target}, where {model} and the scouts differ", ""]
+    for kind, groups in rows.items():
+        lines += [
+            f"| {heads.get(kind, kind)} | written value vs the scouts' first value | "
+            f"jobs | failed jobs (ours / scouts') | extra failed jobs | "
+            f"extra wasted {unit} |",
+            "|---" * 6 + "|",
+        ]
+        for row in groups:
+            lines.append(
+                f"| {row.group} | {row.relation} | {row.jobs} | {row.failed} / "
+                f"{row.scouts_failed} | {row.failed - row.scouts_failed:+d} | "
+                f"{row.wasted_hours - row.scouts_wasted_hours:+.4g} |"
+            )
+        lines.append("")
+    lines.append(
+        "Same jobs as the replay table above, each job counted once per table. "
+        "The written value is the job's own (each job of a log is predicted at its "
+        "submission; capped at the request), against what its scouts would ask for "
+        "(the request, else the default); a scouted task's jobs after its scouts "
+        "ask for PanDA's "
+        "measurement of them instead, a task that skipped them its written value "
+        "until PanDA re-measures it. Task sizes are known only after the task: an "
+        "explanation, not an input."
+    )
+    return "\n".join(lines)
 
 
 def _marks(outcomes: list[ReplayOutcome], strategy: str) -> str:

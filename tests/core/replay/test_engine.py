@@ -11,6 +11,7 @@ from panda_predictor.core.replay.engine import (
     ReplayCase,
     ReplayJobs,
     ReplayRules,
+    job_rank,
     next_class_up,
     replay,
     scout_delay,
@@ -105,6 +106,12 @@ def test_scout_delay_and_bursts():
     assert list(per_task) == [0, 5, 5, 0, 0, 7]
     codes = tasks_from_bursts([0, 100, 5000, 10], [1, 1, 1, 2], gap_s=3600)
     assert codes[0] == codes[1] and len({codes[1], codes[2], codes[3]}) == 3
+
+
+def test_job_rank_counts_each_task_in_row_order():
+    # Tasks interleaved and numbered out of order: each keeps its rows' order.
+    assert list(job_rank([7, 3, 7, 7, 3, 9])) == [0, 0, 1, 2, 1, 0]
+    assert job_rank([]).size == 0
 
 
 def test_the_scouts_row_asks_for_pandas_measurement_of_the_scouts():

@@ -11,7 +11,14 @@ import pytest
 from panda_predictor.core.bins import TargetBins
 from panda_predictor.core.replay.engine import ReplayOutcome, ReplayRules
 from panda_predictor.core.replay.goals import dominates, replay_goals
-from pipelines.evaluation.trace.replay import format_goals, format_replay, replay_target
+from pipelines.evaluation.trace.replay import (
+    difference_by_place,
+    format_difference,
+    format_goals,
+    format_replay,
+    place_names,
+    replay_target,
+)
 from pipelines.evaluation.trace.target_run import TargetRun
 
 GB_H = 1024.0  # MB-hours per GB-hour: every job below runs one hour on one core
@@ -265,3 +272,91 @@ def test_a_value_the_decision_wrote_fixed_is_not_re_measured():
     assert fixed.failed_job_rate == 0.0
     # A's spare, and task B's one scout at the request (it kept its scouts).
     assert fixed.wasted_gb_hours == pytest.approx((5 * 1000 + 2 * 100 + 3100) / GB_H)
+
+
+def _applied_case(used_a: list[float], used_b: list[float], written: float | None):
+    """make_case with task A skipping its scouts and task B keeping them; the model
+    writes ``written`` MB for every job (None: its class's value, 2000)."""
+    frame, run, key = make_case(used_a, used_b)
+    n_a, n = len(used_a), len(used_a) + len(used_b)
+    run.applied = {"model:x": np.array([True] * n_a + [False] * (n - n_a))}
+    if written is not None:
+        run.values = {"model:x": np.full(n, written)}
+    return frame, run, key
+
+
+def _rows(groups, kind):
+    return {(r.group, r.relation): r for r in groups[kind]}
+
+
+def test_the_difference_by_place_by_hand():
+    frame, run, key = _applied_case([1800.0] * 5, [900.0] * 2, None)
+    groups = difference_by_place(frame, run, key, "model:x")
+    place = _rows(groups, "place")
+    assert set(place) == {
+        ("jobs 1-3", "below"),
+        ("jobs 4-5", "below"),
+        ("jobs 1-3", "kept scouts"),
+    }
+    # A's first three jobs: 2000 MB written against the scouts' 4000 (1 h each).
+    first = place["jobs 1-3", "below"]
+    assert (first.jobs, first.failed, first.scouts_failed) == (3, 0, 0)
+    assert first.wasted_hours == pytest.approx(3 * 200 / GB_H)
+    assert first.scouts_wasted_hours == pytest.approx(3 * 2200 / GB_H)
+    # Jobs 4-5: still the written 2000 against PanDA's measurement of the scouts,
+    # 1980 MB: the place where skipping the scouts costs more.
+    bulk = place["jobs 4-5", "below"]
+    assert bulk.jobs == 2
+    assert bulk.wasted_hours == pytest.approx(2 * 200 / GB_H)
+    assert bulk.scouts_wasted_hours == pytest.approx(2 * 180 / GB_H)
+    kept = place["jobs 1-3", "kept scouts"]
+    assert (
+        kept.wasted_hours == kept.scouts_wasted_hours == pytest.approx(2 * 3100 / GB_H)
+    )
+    size = _rows(groups, "size")
+    assert set(size) == {
+        ("tasks of 4-5 jobs", "below"),
+        ("tasks of 2-3 jobs", "kept scouts"),
+    }
+    assert size["tasks of 4-5 jobs", "below"].jobs == 5
+    # Each grouping counts every job once and sums to the replay's own row.
+    row = next(
+        o
+        for o in replay_target(frame, run, key, ["model:x"], 1.0)
+        if o.strategy == "predictor (model:x)"
+    )
+    for kind in ("place", "size"):
+        assert sum(r.jobs for r in groups[kind]) == row.n_jobs == 7
+        assert sum(r.wasted_hours for r in groups[kind]) == pytest.approx(
+            row.wasted_gb_hours
+        )
+
+
+def test_writing_the_request_costs_the_jobs_before_the_re_measurement():
+    # The model writes the request itself: the first jobs cost what the scouts
+    # cost, jobs 4-5 hold the request instead of PanDA's measurement of the scouts.
+    frame, run, key = _applied_case([1800.0] * 5, [900.0] * 2, 4000.0)
+    place = _rows(difference_by_place(frame, run, key, "model:x"), "place")
+    first = place["jobs 1-3", "same"]
+    assert first.wasted_hours == pytest.approx(first.scouts_wasted_hours)
+    bulk = place["jobs 4-5", "same"]
+    assert bulk.wasted_hours - bulk.scouts_wasted_hours == pytest.approx(
+        2 * (4000 - 1980) / GB_H
+    )
+
+
+def test_a_first_value_too_small_fails_where_the_scouts_do_not():
+    frame, run, key = _applied_case([2500.0], [900.0] * 2, None)
+    groups = difference_by_place(frame, run, key, "model:x")
+    first = _rows(groups, "place")["jobs 1-3", "below"]
+    assert (first.jobs, first.failed, first.scouts_failed) == (1, 1, 0)
+    assert _rows(groups, "size")["tasks of 1 job", "below"].failed == 1
+    text = format_difference("ramcount", "model:x", groups)
+    assert "| jobs 1-3 | below | 1 | 1 / 0 | +1 |" in text
+    assert "extra wasted GB-h" in text
+
+
+def test_place_names_follow_the_rules():
+    assert place_names(ReplayRules()) == ("jobs 1-3", "jobs 4-5", "jobs 6+")
+    assert place_names(ReplayRules(n_scouts=1)) == ("job 1", "jobs 2-5", "jobs 6+")
+    assert place_names(ReplayRules(remeasure_after=())) == ("jobs 1-3", "jobs 4+")

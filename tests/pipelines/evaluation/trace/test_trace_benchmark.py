@@ -160,7 +160,24 @@ def test_benchmark_command_end_to_end(tmp_path, trace):
                 "under_allocation",
                 "over_allocation",
             }
-    assert (tmp_path / "home" / "benchmarks" / "synthetic" / "report.md").is_file()
+    folder = tmp_path / "home" / "benchmarks" / "synthetic"
+    assert (folder / "report.md").is_file()
+    assert "where model:production and the scouts differ" in result.output
+    full = json.loads((folder / "full.json").read_text())
+    for target in ("walltime", "ramcount"):
+        # The breakdown counts the same jobs as the replay's production row.
+        row = next(
+            r
+            for r in full["replay"][target]
+            if r["strategy"] == "predictor (model:production)"
+        )
+        hours = "wasted_core_hours" if target == "walltime" else "wasted_gb_hours"
+        for groups in full["replay_difference"][target].values():
+            assert sum(g["jobs"] for g in groups) == row["n_jobs"]
+            assert sum(g["failed"] for g in groups) == round(
+                row["failed_job_rate"] * row["n_jobs"]
+            )
+            assert sum(g["wasted_hours"] for g in groups) == pytest.approx(row[hours])
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=settings.tracking_uri())
