@@ -14,15 +14,21 @@ from panda_predictor.core.decide.recency_rules import (
 from panda_predictor.core.features.matrix_columns import MatrixColumns
 
 
-def test_rule_table_of_several_targets_is_each_targets_rules(seed):
-    rng = np.random.default_rng(seed)
-    targets = ["ramcount", "walltime", "iointensity"]
-    names = [
+def rule_input_names(targets: list[str]) -> list[str]:
+    """Return the history-feature and request columns the rules of ``targets``
+    read (iointensity has no request column)."""
+    return [
         f"hist_{g}_{t}_{stat}"
         for g in ("user", "user_transformation")
         for t in targets
         for stat in ("mean2", "p75", "p95", "max_ratio5")
     ] + ["requested_ramcount", "requested_walltime"]
+
+
+def test_rule_table_of_several_targets_is_each_targets_rules(seed):
+    rng = np.random.default_rng(seed)
+    targets = ["ramcount", "walltime", "iointensity"]
+    names = rule_input_names(targets)
     values = rng.lognormal(3, 1, size=(30, len(names)))
     values[rng.random(values.shape) < 0.3] = np.nan
     values[:3, -2:] = -1.0  # a request <= 0 is no request
@@ -61,12 +67,7 @@ def test_one_task_gets_its_rows_rule_values_to_the_bit(seed):
     batch's rule values exactly, NaN where a rule abstains."""
     rng = np.random.default_rng(seed)
     targets = ["ramcount", "walltime", "iointensity"]
-    names = [
-        f"hist_{g}_{t}_{stat}"
-        for g in ("user", "user_transformation")
-        for t in targets
-        for stat in ("mean2", "p75", "p95", "max_ratio5")
-    ] + ["requested_ramcount", "requested_walltime", "other"]
+    names = [*rule_input_names(targets), "other"]
     matrix = rng.lognormal(3, 1, size=(200, len(names))).astype(np.float32)
     matrix[rng.random(matrix.shape) < 0.3] = np.nan
     matrix[:20, -3] = -1.0  # a request <= 0 is no request
