@@ -40,7 +40,14 @@ def test_numpy_forward_equals_keras(saved):
     np.testing.assert_allclose(
         served.predict_proba(X.iloc[[7]]), reference[[7]], atol=1e-5
     )
-    codes = np.column_stack(
+    codes = code_matrix(model, X)
+    np.testing.assert_allclose(served.predict_proba_matrix(codes), reference, atol=1e-5)
+    assert served.classes_.tolist() == [0, 1, 2, 3]
+
+
+def code_matrix(model, X) -> np.ndarray:
+    """Return ``X`` as the float32 code matrix the records route gives."""
+    return np.column_stack(
         [
             X[c].cat.codes.to_numpy(np.float32)
             if c in model.categories_
@@ -48,8 +55,29 @@ def test_numpy_forward_equals_keras(saved):
             for c in model.feature_names_in_
         ]
     )
-    np.testing.assert_allclose(served.predict_proba_matrix(codes), reference, atol=1e-5)
-    assert served.classes_.tolist() == [0, 1, 2, 3]
+
+
+def test_code_matrix_inputs_are_the_frames_and_follow_a_new_schema(saved):
+    """The code matrix's columns are found once per schema (not by name on every
+    call): the inputs equal the frame route's exactly, and a schema replaced as
+    loading replaces it is read anew."""
+    model, folder, X = saved
+    served = load_classifier(folder)
+    codes = code_matrix(model, X)
+
+    def both() -> tuple[list[np.ndarray], list[np.ndarray]]:
+        return served._matrix_inputs(codes), served._inputs(served._align(X))
+
+    before, frame = both()
+    assert len(before) == len(frame) > 1
+    for got, want in zip(before, frame, strict=True):
+        np.testing.assert_array_equal(got, want)
+    served.numeric_features_ = served.numeric_features_[::-1]
+    served.means_, served.stds_ = served.means_[::-1], served.stds_[::-1]
+    after, frame = both()
+    for got, want in zip(after, frame, strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert not np.array_equal(after[0], before[0])
 
 
 def test_binary_sigmoid_network_equals_keras(seed, tmp_path):
