@@ -237,10 +237,11 @@ class Layers:
 
 def layers_of(arrays: dict[str, np.ndarray]) -> Layers:
     """Return :class:`Layers` of :func:`export_forward`'s arrays."""
-    embeddings = []
+    embeddings: list[np.ndarray] = []
     while f"embedding_{len(embeddings)}" in arrays:
         embeddings.append(arrays[f"embedding_{len(embeddings)}"])
-    blocks, k = [], 0
+    blocks: list[tuple[np.ndarray, ...]] = []
+    k = 0
     while f"bn_{k}_gamma" in arrays:
         scale = arrays[f"bn_{k}_gamma"] / np.sqrt(
             arrays[f"bn_{k}_var"] + arrays[f"bn_{k}_epsilon"]
