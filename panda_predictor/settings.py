@@ -194,7 +194,8 @@ class Settings(BaseSettings):
         ge=0.0,
         description="Core-hours that one core-hour of a job's delay is worth: a task "
         "skips its scouts where its written values are expected to cost less than "
-        "the scouts' delay. Default: the price its model chose on its validation part.",
+        "the scouts' delay. Default: the price (or the scouts' own value) its model "
+        "chose per target on its validation part.",
     )
     tail_recall_target: float = Field(
         0.95,

@@ -62,9 +62,14 @@ def main() -> None:
             min(best + NEIGHBOURS + 1, chooser.candidates.size),
         )
         classes = {int(np.searchsorted(chooser.candidates, v)) for v in bins.values}
+        how = (
+            "writes its scouts' value"
+            if chooser.writes_scouts_value
+            else f"delay price {chooser.settings.delay_price:g}"
+        )
         print(
-            f"\n{t} ({bins.unit}), delay price {chooser.settings.delay_price:g}; "
-            "class probabilities " + ", ".join(f"{q:.3f}" for q in p[0])
+            f"\n{t} ({bins.unit}), {how}; class probabilities "
+            + ", ".join(f"{q:.3f}" for q in p[0])
         )
         for j in sorted(classes | set(near)):
             mark = "  <- written" if j == best else ""

@@ -19,8 +19,17 @@ like the half-life and the combination's settings:
   resampled validation days
   (:class:`~panda_predictor.core.assess.day_bootstrap.DayBootstrap`) at their lower
   quartile (:data:`MARGIN_QUANTILE`), so a price whose lead holds on most days
-  beats one whose larger mean comes from a few. Ties go to the larger price (the
-  more careful values).
+  beats one whose larger mean comes from a few. A tie goes to the larger of the
+  two savings (two prices that fail no job, the scouts neither, differ in waste
+  only), then to the larger price (the more careful values).
+  One candidate lies beyond every price: **the scouts' own value** (each task
+  writes what its scouts would ask for, its request, else the default, and
+  still starts at once). Where no price beats it, training knows nothing better
+  than the scouts' first value for that target, and the target writes it
+  (:attr:`~panda_predictor.core.decide.cost_choice.CostSettings.scouts_value_targets`);
+  on a tie it wins (it is what PanDA would do anyway). On the demo's simulated
+  history every price's CPU-time values failed more jobs or wasted more hours
+  than the scouts' (docs/model-registry.md).
   An operator's ``delay_price`` setting wins over all of them at run time;
 - **whether a target's values are written ``...Fixed``** (only memory: PanDA
   reads ``MBPerCoreFixed`` from JEDI_TASKS), so that PanDA's re-measurement after
@@ -33,7 +42,9 @@ like the half-life and the combination's settings:
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import math
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -74,6 +85,11 @@ N_PRICE_RESAMPLES = 200
 #: periods; the lower quartile chose the dearer price that held there
 #: (docs/evaluation.md).
 MARGIN_QUANTILE = 0.25
+#: The candidate beyond every price in the margins: the scouts' own value
+#: (module doc). Keyed as the dearest price, so that it wins a tie.
+SCOUTS_VALUE = math.inf
+#: Its name in the margins a training run reports.
+SCOUTS_VALUE_LABEL = "scouts_value"
 
 
 def use_tables(
@@ -86,17 +102,36 @@ def use_tables(
     }
 
 
-def _worst_saving(failed: tuple[Any, Any], waste: tuple[Any, Any]) -> np.ndarray:
-    """Return the smaller relative saving from (scouts', mine) figure pairs."""
+class Margin(NamedTuple):
+    """How one candidate's values fared against the scouts on the validation
+    replay (:func:`price_margin`): ``worst`` the smaller relative saving, which
+    chooses, and ``other`` the larger one, which breaks a tie of ``worst`` (two
+    candidates that both fail no job, the scouts neither, differ in waste only)."""
+
+    worst: float
+    other: float
+
+    @property
+    def key(self) -> tuple[float, float]:
+        """Return the figures a choice compares, rounded so noise cannot decide."""
+        return round(self.worst, 6), round(self.other, 6)
+
+
+def _savings(
+    failed: tuple[Any, Any], waste: tuple[Any, Any]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return the relative savings on failed jobs and on waste from (scouts',
+    mine) figure pairs."""
     (f_s, f_m), (w_s, w_m) = failed, waste
     on_failed = (f_s - f_m) / np.maximum(f_s, MARGIN_FLOOR)
     on_waste = (w_s - w_m) / np.maximum(w_s, WASTE_FLOOR)
-    return np.minimum(on_failed, on_waste)
+    return on_failed, on_waste
 
 
-def price_margin(mine: JobOutcomes, scouts: JobOutcomes, boot: DayBootstrap) -> float:
-    """Return the smaller relative saving of ``mine`` against ``scouts`` on a bad
-    quarter of ``boot``'s resampled days (their :data:`MARGIN_QUANTILE`).
+def price_margin(mine: JobOutcomes, scouts: JobOutcomes, boot: DayBootstrap) -> Margin:
+    """Return the smaller (and the larger) relative saving of ``mine`` against
+    ``scouts`` on a bad quarter of ``boot``'s resampled days (their
+    :data:`MARGIN_QUANTILE`).
 
     The saving is ``(scouts' - mine) / scouts'`` for the failed-job rate and for
     the wasted hours per job, positive when both are lower than the scouts'; a
@@ -104,14 +139,17 @@ def price_margin(mine: JobOutcomes, scouts: JobOutcomes, boot: DayBootstrap) -> 
     :data:`WASTE_FLOOR` (waste) instead. Both rows are the same jobs (paired).
     """
     ones = np.ones(mine.failed.size)
-    margins = _worst_saving(
+    on_failed, on_waste = _savings(
         (boot.resampled(scouts.failed, ones), boot.resampled(mine.failed, ones)),
         (
             boot.resampled(scouts.wasted_hours, ones),
             boot.resampled(mine.wasted_hours, ones),
         ),
     )
-    return float(np.nanquantile(margins, MARGIN_QUANTILE))
+    return Margin(
+        float(np.nanquantile(np.minimum(on_failed, on_waste), MARGIN_QUANTILE)),
+        float(np.nanquantile(np.maximum(on_failed, on_waste), MARGIN_QUANTILE)),
+    )
 
 
 def choose_price(
@@ -154,21 +192,21 @@ def choose_price(
         for t in priced
         if known[t].any()
     }
-    margin: dict[str, dict[float, float]] = {t: {} for t in priced}
+    margin: dict[str, dict[float, Margin]] = {t: {} for t in priced}
     # The same values written ...Fixed: PanDA's re-measurement keeps them.
-    kept: dict[str, dict[float, float]] = {
+    kept: dict[str, dict[float, Margin]] = {
         t: {} for t in priced if t in FIXABLE_TARGETS
     }
     short: dict[str, dict[float, float]] = {t: {} for t in priced}
-    for price in prices:
+    for price in (*prices, SCOUTS_VALUE):
         decided = Predictor(
-            bundle, "tuning", "0", bundle.cost.with_price(price)
+            bundle, "tuning", "0", _candidate(bundle.cost, price, prices, priced)
         ).decide(parts, in_domain)
         applied = decided["decision"] == "applied"
         for t in priced:
             value = np.asarray(decided[f"{t}_value"], dtype=float)
             if t not in boots:
-                margin[t][price] = 0.0
+                margin[t][price] = Margin(0.0, 0.0)
                 continue
             mine = jobs[t].by_job(value[known[t]], applied[known[t]])
             margin[t][price] = price_margin(mine, scouts[t], boots[t])
@@ -181,46 +219,81 @@ def choose_price(
     chosen = {t: _best_price(margin[t]) for t in priced}
     fixed_targets = tuple(t for t in kept if _keeps(kept[t], margin[t]))
     chosen.update({t: _best_price(kept[t]) for t in fixed_targets})
+    scouts_valued = tuple(t for t in priced if chosen[t] == SCOUTS_VALUE)
+    own = {t: p for t, p in chosen.items() if p != SCOUTS_VALUE}
     cost = CostSettings(
-        delay_price=max(chosen.values()),
+        # The scouts' delay is priced at the dearest price a target was sized
+        # with (every price, where all targets write their scouts' value).
+        delay_price=max(own.values(), default=max(prices)),
         gb_per_core=bundle.cost.gb_per_core,
         requeue_runs=bundle.cost.requeue_runs,
-        target_prices=tuple(chosen.items()),
+        target_prices=tuple(own.items()),
         fixed_targets=fixed_targets,
+        scouts_value_targets=scouts_valued,
     )
     info = {
         "delay_price": cost.delay_price,
-        "target_prices": chosen,
+        "target_prices": own,
         "fixed_targets": list(fixed_targets),
+        "scouts_value_targets": list(scouts_valued),
         "tasks": int(len(tasks)),
         "replayed_tasks": {t: int(scouts[t].n_tasks) for t in priced},
         "replayed_jobs": {t: int(known[t].sum()) for t in priced},
-        "margin_at": {
-            t: {f"{p:g}": round(m, 4) for p, m in margin[t].items()} for t in priced
-        },
-        "fixed_margin_at": {
-            t: {f"{p:g}": round(m, 4) for p, m in kept[t].items()} for t in kept
-        },
-        "short_at": {
-            t: {f"{p:g}": round(v, 4) for p, v in short[t].items()} for t in priced
-        },
+        "margin_at": _labelled(_part(margin, "worst")),
+        "second_margin_at": _labelled(_part(margin, "other")),
+        "fixed_margin_at": _labelled(_part(kept, "worst")),
+        "fixed_second_margin_at": _labelled(_part(kept, "other")),
+        "short_at": _labelled(short),
     }
     return cost, info
+
+
+def _candidate(
+    cost: CostSettings, price: float, prices: tuple[float, ...], priced: list[str]
+) -> CostSettings:
+    """Return the settings one tuning pass decides with: ``price`` for every
+    target, or, for :data:`SCOUTS_VALUE`, every priced target at its scouts'
+    value (the task's delay priced at the dearest price)."""
+    if price != SCOUTS_VALUE:
+        return cost.with_price(price)
+    return dataclasses.replace(
+        cost.with_price(max(prices)), scouts_value_targets=tuple(priced)
+    )
+
+
+def _labelled(by_target: dict[str, dict[float, float]]) -> dict[str, dict[str, float]]:
+    """Return the figures per candidate keyed by the candidate's printed name."""
+    return {
+        t: {
+            SCOUTS_VALUE_LABEL if p == SCOUTS_VALUE else f"{p:g}": round(v, 4)
+            for p, v in figures.items()
+        }
+        for t, figures in by_target.items()
+    }
 
 
 def _rows(values: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
     return None if values is None else np.asarray(values)[rows]
 
 
-def _best_price(margin: dict[float, float]) -> float:
-    """Return the price with the largest margin; ties go to the larger price."""
-    return float(max(margin, key=lambda p: (round(margin[p], 6), p)))
+def _part(
+    by_target: dict[str, dict[float, Margin]], part: str
+) -> dict[str, dict[float, float]]:
+    """Return one figure (``worst`` or ``other``) of every candidate's margin."""
+    return {
+        t: {p: getattr(m, part) for p, m in by.items()} for t, by in by_target.items()
+    }
 
 
-def _keeps(fixed: dict[float, float], remeasured: dict[float, float]) -> bool:
+def _best_price(margin: dict[float, Margin]) -> float:
+    """Return the price with the largest margin (:attr:`Margin.key`); ties go to
+    the larger price (:data:`SCOUTS_VALUE` above every one)."""
+    return float(max(margin, key=lambda p: (*margin[p].key, p)))
+
+
+def _keeps(fixed: dict[float, Margin], remeasured: dict[float, Margin]) -> bool:
     """Return whether the best price's values written ``...Fixed`` beat the best
     re-measured ones; a tie keeps PanDA's own re-measurement."""
     if not fixed or not remeasured:
         return False
-    best = max(round(m, 6) for m in remeasured.values())
-    return max(round(m, 6) for m in fixed.values()) > best
+    return max(m.key for m in fixed.values()) > max(m.key for m in remeasured.values())

@@ -55,7 +55,11 @@ it does not fail it).
 The delay price also makes a failure dearer (a failed attempt delays its job), so
 it sets how careful the values are. Training chooses one per priced target on its
 validation part (:attr:`CostSettings.target_prices`; the replay against the scouts
-in :mod:`pipelines.training.cost_tuning`); an operator's setting replaces them all.
+in :mod:`pipelines.training.cost_tuning`), or, where no price did better than the
+scouts' own first value, has the target write that value
+(:attr:`CostSettings.scouts_value_targets`, applied by
+:class:`~panda_predictor.core.decide.scout_policy.CostPolicy`); an operator's
+setting replaces them all.
 
 Pure numpy; one matrix product per target and batch, so a single task takes
 microseconds (docs/performance.md).
@@ -149,6 +153,12 @@ class CostSettings:
         jobs keeps them (only those of :data:`FIXABLE_TARGETS`). Training chooses
         this per deployment with the prices; the ``fixed_units`` setting
         overrides it when set.
+    :param scouts_value_targets: targets that write what their scouts would ask
+        for (the request, else :attr:`CostChooser.default_value`) instead of a
+        priced value: training chooses this where, on its validation part, no
+        price's values fared better against the scouts than the scouts' own first
+        value (:mod:`pipelines.training.cost_tuning`). The task still starts at
+        once. An operator's ``delay_price`` setting replaces it with that price.
     """
 
     delay_price: float = 1.0
@@ -156,6 +166,7 @@ class CostSettings:
     requeue_runs: float = DEFAULT_REQUEUE_RUNS
     target_prices: tuple[tuple[str, float], ...] = ()
     fixed_targets: tuple[str, ...] = ()
+    scouts_value_targets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _check_number("delay_price", self.delay_price, 0.0)
@@ -174,6 +185,13 @@ class CostSettings:
                 "The 'fixed_targets' field must be a tuple of targets among "
                 f"{list(FIXABLE_TARGETS)}. Got {self.fixed_targets!r} instead."
             )
+        priced = [t for t, kind in KIND_OF.items() if kind is not None]
+        wrong = [t for t in self.scouts_value_targets if t not in priced]
+        if not isinstance(self.scouts_value_targets, tuple) or wrong:
+            raise ValueError(
+                "The 'scouts_value_targets' field must be a tuple of targets among "
+                f"{priced}. Got {self.scouts_value_targets!r} instead."
+            )
 
     @property
     def failure_cost(self) -> float:
@@ -182,18 +200,28 @@ class CostSettings:
         return self.delay_price * self.requeue_runs
 
     def for_target(self, target: str) -> CostSettings:
-        """Return the settings ``target``'s values are chosen with (its own price)."""
+        """Return the settings ``target``'s values are chosen with (its own price,
+        and whether it writes its scouts' value)."""
         price = dict(self.target_prices).get(target)
         return replace(
             self,
             delay_price=self.delay_price if price is None else float(price),
             target_prices=(),
+            scouts_value_targets=tuple(
+                t for t in self.scouts_value_targets if t == target
+            ),
         )
 
     def with_price(self, delay_price: float) -> CostSettings:
         """Return these settings with one ``delay_price`` for every target (an
-        operator's setting wins over the prices training tuned per target)."""
-        return replace(self, delay_price=float(delay_price), target_prices=())
+        operator's setting wins over the prices and the scouts' values training
+        chose per target)."""
+        return replace(
+            self,
+            delay_price=float(delay_price),
+            target_prices=(),
+            scouts_value_targets=(),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Return the settings as plain values."""
@@ -206,18 +234,19 @@ class CostSettings:
             out["target_prices"] = dict(self.target_prices)
         if self.fixed_targets:
             out["fixed_targets"] = list(self.fixed_targets)
+        if self.scouts_value_targets:
+            out["scouts_value_targets"] = list(self.scouts_value_targets)
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CostSettings:
         """Rebuild the settings from :meth:`to_dict` output."""
-        lists = {"target_prices", "fixed_targets"}
+        lists = {"target_prices", "fixed_targets", "scouts_value_targets"}
         known = {"delay_price", "gb_per_core", "requeue_runs", *lists}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(
-                "The cost settings must have only 'delay_price', 'gb_per_core', "
-                f"'requeue_runs', 'target_prices' and 'fixed_targets'. Got "
+                f"The cost settings must have only {sorted(known)}. Got "
                 f"unexpected {unknown} instead."
             )
         prices = data.get("target_prices") or {}
@@ -226,16 +255,17 @@ class CostSettings:
                 "The 'target_prices' field must be a mapping of target to price. "
                 f"Got {prices!r:.200} instead."
             )
-        fixed = data.get("fixed_targets") or []
-        if isinstance(fixed, str) or not isinstance(fixed, Sequence):
-            raise ValueError(
-                "The 'fixed_targets' field must be a list of targets. "
-                f"Got {fixed!r:.200} instead."
-            )
+        named = {name: data.get(name) or [] for name in lists - {"target_prices"}}
+        for name, targets in named.items():
+            if isinstance(targets, str) or not isinstance(targets, Sequence):
+                raise ValueError(
+                    f"The '{name}' field must be a list of targets. "
+                    f"Got {targets!r:.200} instead."
+                )
         return cls(
             **{k: float(v) for k, v in data.items() if k not in lists},
             target_prices=tuple((str(t), float(v)) for t, v in prices.items()),
-            fixed_targets=tuple(str(t) for t in fixed),
+            **{name: tuple(str(t) for t in ts) for name, ts in named.items()},
         )
 
 
@@ -347,6 +377,9 @@ class CostChooser:
         self.target = target
         self.kind = KIND_OF[target]
         self.settings = settings
+        #: Whether the target writes what its scouts would ask for instead of
+        #: its cheapest value (:attr:`CostSettings.scouts_value_targets`).
+        self.writes_scouts_value = target in settings.scouts_value_targets
         self.points = table.array
         self.ladder = np.sort(np.asarray(ladder, dtype=float))
         if self.points.shape[0] != self.ladder.size:

@@ -113,8 +113,11 @@ class CostPolicy:
         # would change nothing, so they are skipped.
         all_in = bool(dom.all())
         for t in names:
-            sized = self.choosers[t].choose(probs[t], request.get(t), fallback_class[t])
-            if self.choosers[t].kind is not None and not all_in:
+            chooser = self.choosers[t]
+            sized = chooser.choose(probs[t], request.get(t), fallback_class[t])
+            if chooser.writes_scouts_value:
+                _as_scouts_would(sized, np.ones(n, bool), request.get(t))
+            elif chooser.kind is not None and not all_in:
                 _as_scouts_would(sized, ~dom, request.get(t))
             out[f"{t}_value"] = sized.value
             out[f"{t}_cost"] = sized.expected_cost
@@ -215,8 +218,11 @@ class CostPolicy:
 def _as_scouts_would(sized: Sizing, unfamiliar: np.ndarray, request: Any) -> None:
     """Size the ``unfamiliar`` tasks as their scouts would, in place.
 
-    An unfamiliar task's distribution says little: it asks for what its scouts
-    would (its request, else the default), at the scouts' cost.
+    An unfamiliar task's distribution says little, and a target whose training
+    found no price better than the scouts' own first value
+    (:attr:`CostSettings.scouts_value_targets`, every task flagged) trusts none:
+    it asks for what its scouts would (its request, else the default), at the
+    scouts' cost.
 
     :param sized: one target's :meth:`CostChooser.choose` answer.
     :param request: (n,) the target's requests (None: none given).

@@ -350,7 +350,7 @@ def _self_tuning_lines(choices: dict[str, dict[str, Any]]) -> list[str]:
     by_target: dict[str, Counter] = {}
     for choice in choices.values():
         own = (choice.get("cost") or {}).get("target_prices")
-        if not own and choice.get("delay_price") is not None:
+        if own is None and choice.get("delay_price") is not None:
             own = {"all targets": choice["delay_price"]}
         for target, price in (own or {}).items():
             by_target.setdefault(target, Counter())[price] += 1
@@ -358,12 +358,15 @@ def _self_tuning_lines(choices: dict[str, dict[str, Any]]) -> list[str]:
         f"{t} " + ", ".join(f"{p:g} x{n}" for p, n in sorted(c.items()))
         for t, c in by_target.items()
     )
-    fixed = Counter(
-        t
-        for c in choices.values()
-        for t in (c.get("cost") or {}).get("fixed_targets", [])
-    )
-    kept = ", ".join(f"{t} in {n} of {len(choices)}" for t, n in fixed.items())
+
+    def chosen_in(key: str) -> str:
+        """Return how many retrainings chose ``key`` (a list of targets)."""
+        found = Counter(
+            t for c in choices.values() for t in (c.get("cost") or {}).get(key, [])
+        )
+        return ", ".join(f"{t} in {n} of {len(choices)}" for t, n in found.items())
+
+    kept, as_scouts = chosen_in("fixed_targets"), chosen_in("scouts_value_targets")
     return [
         f"- self-tuning: {len(choices)} retrainings; days to the next one chosen: "
         f"{every}",
@@ -373,6 +376,9 @@ def _self_tuning_lines(choices: dict[str, dict[str, Any]]) -> list[str]:
         f"docs/decisions.md): {priced or 'none'}",
         f"- self-tuning: values written ...Fixed (kept through PanDA's "
         f"re-measurement): {kept or 'none'}",
+        f"- self-tuning: the scouts' own value written (no price did better on "
+        f"the validation part; the task still starts at once): "
+        f"{as_scouts or 'none'}",
     ]
 
 

@@ -24,8 +24,10 @@ TABLES = {
 }
 
 
-def policy(price: float = 0.5) -> CostPolicy:
-    settings = CostSettings(delay_price=price, requeue_runs=0.0)
+def policy(price: float = 0.5, scouts_value: tuple[str, ...] = ()) -> CostPolicy:
+    settings = CostSettings(
+        delay_price=price, requeue_runs=0.0, scouts_value_targets=scouts_value
+    )
     return CostPolicy(
         {
             t: CostChooser(t, table, [row[0] for row in table.points], settings)
@@ -35,10 +37,10 @@ def policy(price: float = 0.5) -> CostPolicy:
     )
 
 
-def decide(p_walltime, in_domain=None, price=0.5, request=None):
+def decide(p_walltime, in_domain=None, price=0.5, request=None, scouts_value=()):
     p = np.asarray(p_walltime, dtype=float)
     n = p.shape[0]
-    return policy(price).decide_table(
+    return policy(price, scouts_value).decide_table(
         {"walltime": p, "iointensity": np.tile([1.0, 0.0], (n, 1))},
         {"walltime": np.argmax(p, axis=1), "iointensity": np.zeros(n, int)},
         {"walltime": request} if request is not None else None,
@@ -70,6 +72,27 @@ def test_outside_the_training_domain_starts_with_what_its_scouts_ask_for():
     assert table["walltime_value"].tolist() == [100.0, 1000.0]
     assert table["walltime_from_request"].tolist() == [False, False]
     assert table["walltime_cost"][1] == pytest.approx(table["scouts_cost"][1] - 0.5)
+
+
+@pytest.mark.parametrize("n_tasks", [1, 3], ids=["one-task", "batch"])
+def test_a_scouts_value_target_writes_what_its_scouts_ask_for(n_tasks):
+    # Certain of class 0 the priced choice writes 100 s; a target whose training
+    # found no price better than the scouts' own value writes the request where
+    # there is one, else the top class's 1000 s, at the scouts' cost, and the task
+    # still starts at once (its cost never exceeds the scouts' plus their delay).
+    p = [[1.0, 0.0]] * n_tasks
+    request = np.array([np.nan, 400.0, 2000.0][:n_tasks])
+    priced = decide(p, request=request)
+    table = decide(p, request=request, scouts_value=("walltime",))
+    assert priced["walltime_value"].tolist() == [100.0] * n_tasks
+    assert table["walltime_value"].tolist() == [1000.0, 400.0, 2000.0][:n_tasks]
+    assert table["walltime_from_request"].tolist() == [False, True, True][:n_tasks]
+    assert table["walltime_cost"] == pytest.approx(table["scouts_cost"] - 0.5)
+    assert table["walltime_confidence"][0] == pytest.approx(1.0)
+    assert table["decision"].tolist() == [APPLIED] * n_tasks
+    assert table["reason_kind"].tolist() == [CHEAPER] * n_tasks
+    # The other target is sized as before.
+    assert table["iointensity_value"].tolist() == priced["iointensity_value"].tolist()
 
 
 def test_the_reasons_say_the_cost_and_the_scouts_cost():

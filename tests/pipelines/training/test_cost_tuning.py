@@ -22,7 +22,10 @@ from panda_predictor.serving.loader import served_cost
 from panda_predictor.serving.predictor import Predictor
 from pipelines.training.config import TrainingConfig
 from pipelines.training.cost_tuning import (
+    SCOUTS_VALUE,
+    SCOUTS_VALUE_LABEL,
     TUNED_PRICES,
+    Margin,
     _best_price,
     _keeps,
     choose_price,
@@ -65,13 +68,18 @@ SCOUTS = jobs([True] + [False] * 9, [10.0] * 10)  # 0.1 failed, 10 h per job
 )
 def test_margin_is_the_smaller_relative_saving(mine, margin):
     # One day: every resample is that day, so the expectation is the point value.
-    assert price_margin(mine, SCOUTS, ONE_DAY) == pytest.approx(margin)
+    assert price_margin(mine, SCOUTS, ONE_DAY).worst == pytest.approx(margin)
+
+
+def test_the_margin_keeps_the_larger_saving_for_ties():
+    mine = jobs([False] * 10, [9.0] * 10)  # 100 % fewer failures, 10 % less waste
+    assert price_margin(mine, SCOUTS, ONE_DAY) == pytest.approx(Margin(0.1, 1.0))
 
 
 def test_a_scouts_rate_of_zero_divides_by_the_floor():
     never = jobs([False] * 10, [10.0] * 10)
     once = jobs([True] + [False] * 9, [1.0] * 10)
-    assert price_margin(once, never, ONE_DAY) == pytest.approx(-0.1 / 1e-3)
+    assert price_margin(once, never, ONE_DAY).worst == pytest.approx(-0.1 / 1e-3)
 
 
 def test_a_lead_within_the_days_noise_counts_for_less():
@@ -84,8 +92,8 @@ def test_a_lead_within_the_days_noise_counts_for_less():
         [True] * 3 + [False] * 7 + [True] + [False] * 9, [5.0] * 10 + [15.0] * 10
     )
     point = price_margin(mine, scouts, DayBootstrap(np.zeros(20, int), 1))
-    assert point == pytest.approx(0.0)
-    assert price_margin(mine, scouts, DayBootstrap(days, 400)) < -0.1
+    assert point.worst == pytest.approx(0.0)
+    assert price_margin(mine, scouts, DayBootstrap(days, 400)).worst < -0.1
 
 
 def test_a_lead_carried_by_few_days_loses_to_one_that_holds():
@@ -113,13 +121,37 @@ def test_a_lead_carried_by_few_days_loses_to_one_that_holds():
         return float(np.mean(np.minimum(*saved)))
 
     assert mean_margin(lucky) > mean_margin(steady)
-    assert price_margin(steady, scouts, boot) == pytest.approx(0.05)
-    assert price_margin(lucky, scouts, boot) < 0.01
+    assert price_margin(steady, scouts, boot).worst == pytest.approx(0.05)
+    assert price_margin(lucky, scouts, boot).worst < 0.01
+
+
+def margins(**worst_other: tuple[float, float]) -> dict[float, Margin]:
+    """Return margins keyed by price from ``p0_5=(worst, other)`` style names."""
+    return {
+        (SCOUTS_VALUE if k == "scouts" else float(k[1:].replace("_", "."))): Margin(*v)
+        for k, v in worst_other.items()
+    }
 
 
 def test_best_price_takes_the_largest_margin_and_the_dearer_price_on_ties():
-    assert _best_price({0.5: -0.1, 2.0: 0.03, 4.0: 0.01}) == 2.0
-    assert _best_price({1.0: 0.02, 8.0: 0.02, 16.0: -0.5}) == 8.0
+    assert _best_price(margins(p0_5=(-0.1, 0), p2=(0.03, 0), p4=(0.01, 0))) == 2.0
+    assert _best_price(margins(p1=(0.02, 0), p8=(0.02, 0), p16=(-0.5, 0))) == 8.0
+
+
+def test_a_tie_of_the_worst_saving_goes_to_the_larger_other_saving():
+    # Neither fails a job (the scouts neither): the one that wastes less wins,
+    # whatever its price, the scouts' own value included.
+    tie = margins(p16=(0.0, 0.4), p256=(0.0, 0.1), scouts=(0.0, 0.0))
+    assert _best_price(tie) == 16.0
+
+
+def test_the_scouts_value_wins_where_no_price_beats_it():
+    assert _best_price(margins(p4=(-0.3, 0.2), p256=(-0.01, 0.5), scouts=(0, 0))) == (
+        SCOUTS_VALUE
+    )
+    # ... and on a full tie: it is what PanDA would do anyway.
+    assert _best_price(margins(p256=(0.0, 0.0), scouts=(0.0, 0.0))) == SCOUTS_VALUE
+    assert _best_price(margins(p4=(0.05, 0.1), scouts=(0.0, 0.0))) == 4.0
 
 
 def test_tasks_replay_as_bursts_of_one_user_and_transformation():
@@ -160,24 +192,35 @@ def tuned(labelled_history):
     return train(labelled_history, BINS, config)
 
 
-def test_training_serves_one_tuned_price_per_priced_target(tuned, labelled_history):
+def test_training_serves_one_tuned_choice_per_priced_target(tuned, labelled_history):
     cost, info = tuned.bundle.cost, tuned.bundle.info["cost"]
     prices = dict(cost.target_prices)
-    assert set(prices) == set(PRICED) == set(info["target_prices"])
+    as_scouts = cost.scouts_value_targets
+    # Every priced target has a price or writes its scouts' value, not both.
+    assert set(prices) | set(as_scouts) == set(PRICED)
+    assert not set(prices) & set(as_scouts)
+    assert prices == info["target_prices"]
+    assert list(as_scouts) == info["scouts_value_targets"]
     assert all(p in TUNED_PRICES for p in prices.values())
-    assert cost.delay_price == max(prices.values())
+    assert cost.delay_price == max(prices.values(), default=max(TUNED_PRICES))
     for t in PRICED:
-        # The chosen price has the best validation margin of every candidate.
+        # The choice has the best validation margin of every candidate.
         margins = info["margin_at"][t]
-        assert set(margins) == {f"{p:g}" for p in TUNED_PRICES}
-        assert margins[f"{prices[t]:g}"] == max(margins.values())
-    # Each target's values are chosen with its own price ...
+        names = {f"{p:g}" for p in TUNED_PRICES} | {SCOUTS_VALUE_LABEL}
+        assert set(margins) == names == set(info["second_margin_at"][t])
+        chosen = SCOUTS_VALUE_LABEL if t in as_scouts else f"{prices[t]:g}"
+        assert margins[chosen] == max(margins.values())
+    # Each target's values are chosen with its own price or its scouts' value ...
     policy = Predictor(tuned.bundle, "t", "1").policy
     for t in PRICED:
-        assert policy.choosers[t].settings.delay_price == prices[t]
+        chooser = policy.choosers[t]
+        assert chooser.writes_scouts_value == (t in as_scouts)
+        if t in prices:
+            assert chooser.settings.delay_price == prices[t]
     # ... unless the operator sets one price for all of them.
     operator = Predictor(tuned.bundle, "t", "1", served_cost(tuned.bundle, 3.0)).policy
     assert {operator.choosers[t].settings.delay_price for t in PRICED} == {3.0}
+    assert not any(operator.choosers[t].writes_scouts_value for t in PRICED)
 
 
 def test_choose_price_tries_only_the_given_prices(tuned, labelled_history):
@@ -185,8 +228,9 @@ def test_choose_price_tries_only_the_given_prices(tuned, labelled_history):
     val = frame.iloc[-len(frame) // 10 :]
     untuned = tuned.bundle
     cost, info = choose_price(untuned, val, frame, prices=(0.5, 16.0))
-    assert set(info["margin_at"]["walltime"]) == {"0.5", "16"}
-    assert dict(cost.target_prices)["walltime"] in (0.5, 16.0)
+    assert set(info["margin_at"]["walltime"]) == {"0.5", "16", SCOUTS_VALUE_LABEL}
+    chosen = dict(cost.target_prices).get("walltime")
+    assert chosen in (0.5, 16.0) or "walltime" in cost.scouts_value_targets
 
 
 def test_cost_settings_round_trip_with_target_prices():
@@ -205,8 +249,23 @@ def test_cost_settings_round_trip_with_target_prices():
         ({"target_prices": (("walltime", -1.0),)}, "'target_prices.walltime' field"),
         ({"fixed_targets": ("walltime",)}, "'fixed_targets' field must be a tuple"),
         ({"fixed_targets": ["ramcount"]}, "'fixed_targets' field must be a tuple"),
+        (
+            {"scouts_value_targets": ("iointensity",)},
+            "'scouts_value_targets' field must be a tuple of targets among",
+        ),
+        (
+            {"scouts_value_targets": "walltime"},
+            "'scouts_value_targets' field must be a tuple",
+        ),
     ],
-    ids=["unknown-target", "negative-price", "unfixable-target", "not-a-tuple"],
+    ids=[
+        "unknown-target",
+        "negative-price",
+        "unfixable-target",
+        "not-a-tuple",
+        "unpriced-scouts-value",
+        "scouts-value-string",
+    ],
 )
 def test_cost_settings_refuse_bad_target_prices(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -215,9 +274,26 @@ def test_cost_settings_refuse_bad_target_prices(kwargs, match):
 
 def test_values_are_written_fixed_only_where_that_beats_re_measurement():
     # The best fixed margin must beat the best re-measured one, at any price.
-    assert _keeps({1.0: 0.10, 4.0: 0.30}, {1.0: 0.20, 4.0: 0.25})
-    assert not _keeps({1.0: 0.25}, {1.0: 0.10, 4.0: 0.25})  # a tie: PanDA's own
-    assert not _keeps({}, {1.0: 0.1})  # a target PanDA cannot keep fixed
+    assert _keeps(
+        margins(p1=(0.10, 0), p4=(0.30, 0)), margins(p1=(0.20, 0), p4=(0.25, 0))
+    )
+    tie = margins(p1=(0.25, 0))  # a tie: PanDA's own re-measurement
+    assert not _keeps(tie, margins(p1=(0.10, 0), p4=(0.25, 0)))
+    assert not _keeps({}, margins(p1=(0.1, 0)))  # a target PanDA cannot keep fixed
+
+
+def test_cost_settings_round_trip_with_scouts_value_targets():
+    cost = CostSettings(
+        target_prices=(("ramcount", 0.5),), scouts_value_targets=("walltime",)
+    )
+    assert CostSettings.from_dict(cost.to_dict()) == cost
+    assert cost.for_target("walltime").scouts_value_targets == ("walltime",)
+    assert cost.for_target("ramcount").scouts_value_targets == ()
+    # An operator's single price sizes every target with it.
+    assert cost.with_price(2.0).scouts_value_targets == ()
+    assert CostSettings.from_dict({"delay_price": 1.0}).scouts_value_targets == ()
+    with pytest.raises(ValueError, match="'scouts_value_targets' field must be a list"):
+        CostSettings.from_dict({"scouts_value_targets": "walltime"})
 
 
 def test_training_chooses_fixed_values_on_the_validation_replay(
@@ -226,8 +302,13 @@ def test_training_chooses_fixed_values_on_the_validation_replay(
     cost, info = tuned.bundle.cost, tuned.bundle.info["cost"]
     # Only memory can be written Fixed; it is tried at every price.
     assert set(info["fixed_margin_at"]) == {"ramcount"} & set(PRICED)
-    kept = info["fixed_margin_at"].get("ramcount", {})
-    remeasured = info["margin_at"].get("ramcount", {})
+
+    def pairs(worst: str, other: str) -> dict[str, tuple[float, float]]:
+        firsts, seconds = info[worst].get("ramcount", {}), info[other].get("ramcount")
+        return {p: (m, seconds[p]) for p, m in firsts.items()}
+
+    kept = pairs("fixed_margin_at", "fixed_second_margin_at")
+    remeasured = pairs("margin_at", "second_margin_at")
     assert set(kept) == set(remeasured)
     fixed = bool(kept) and max(kept.values()) > max(remeasured.values())
     assert cost.fixed_targets == (("ramcount",) if fixed else ())
