@@ -32,6 +32,13 @@ from panda_predictor.core.replay.panda_rules import (
     panda_measurement,
 )
 from panda_predictor.core.replay.task_replay import replay_task
+from panda_predictor.core.replay.tasks import (
+    job_rank,
+    scout_delay,
+    task_index,
+    task_size,
+    tasks_from_bursts,
+)
 
 __all__ = [
     "DEFAULT_N_SCOUTS",
@@ -43,6 +50,7 @@ __all__ = [
     "panda_measurement",
     "replay",
     "scout_delay",
+    "task_size",
     "tasks_from_bursts",
 ]
 
@@ -157,27 +165,7 @@ def replay(strategy: str, case: ReplayCase) -> ReplayOutcome:
     :param strategy: name reported with the result.
     :param case: the jobs, their requests and PanDA's rules.
     """
-    jobs = replay_by_job(case)
-    n, n_tasks = jobs.failed.size, jobs.n_tasks
-    time = case.resource == "time"
-    return ReplayOutcome(
-        strategy=strategy,
-        n_jobs=int(n),
-        n_tasks=int(n_tasks),
-        failed_job_rate=float(jobs.failed.mean()) if n else 0.0,
-        lost_core_hours=float(jobs.lost_core_hours.sum()),
-        wasted_core_hours=float(jobs.wasted_hours.sum()) if time else 0.0,
-        wasted_gb_hours=float(jobs.wasted_hours.sum()) if not time else 0.0,
-        mean_bulk_delay_hours=float(jobs.task_bulk_delay_s.mean() / 3600.0)
-        if n_tasks
-        else 0.0,
-        mean_retry_delay_hours=float(jobs.lost_s.mean() / 3600.0) if n else 0.0,
-        lost_job_rate=float(jobs.lost.mean()) if n else 0.0,
-        lost_gb_hours=float(jobs.lost_gb_hours.sum()),
-        retries_per_job=float((jobs.attempts.sum() - jobs.lost.sum()) / n)
-        if n
-        else 0.0,
-    )
+    return replay_by_job(case).summed(strategy, case.resource)
 
 
 @dataclass(frozen=True)
@@ -205,6 +193,37 @@ class JobOutcomes:
     def n_tasks(self) -> int:
         """Return how many tasks the jobs belong to."""
         return int(self.task_bulk_delay_s.size)
+
+    def summed(self, strategy: str, resource: str) -> ReplayOutcome:
+        """Return the figures summed over the jobs, as :func:`replay` reports them.
+
+        The one place a replay's row is summed, so a caller that keeps the figures
+        per job (to break them down) reports the same row as :func:`replay`.
+
+        :param strategy: name reported with the result.
+        :param resource: the replay's resource, "time" or "memory": the unit of
+            ``wasted_hours``.
+        """
+        n, n_tasks = self.failed.size, self.n_tasks
+        time = resource == "time"
+        return ReplayOutcome(
+            strategy=strategy,
+            n_jobs=int(n),
+            n_tasks=int(n_tasks),
+            failed_job_rate=float(self.failed.mean()) if n else 0.0,
+            lost_core_hours=float(self.lost_core_hours.sum()),
+            wasted_core_hours=float(self.wasted_hours.sum()) if time else 0.0,
+            wasted_gb_hours=float(self.wasted_hours.sum()) if not time else 0.0,
+            mean_bulk_delay_hours=float(self.task_bulk_delay_s.mean() / 3600.0)
+            if n_tasks
+            else 0.0,
+            mean_retry_delay_hours=float(self.lost_s.mean() / 3600.0) if n else 0.0,
+            lost_job_rate=float(self.lost.mean()) if n else 0.0,
+            lost_gb_hours=float(self.lost_gb_hours.sum()),
+            retries_per_job=float((self.attempts.sum() - self.lost.sum()) / n)
+            if n
+            else 0.0,
+        )
 
 
 def _case_arrays(case: ReplayCase) -> dict[str, np.ndarray]:
@@ -249,7 +268,7 @@ def replay_by_job(case: ReplayCase) -> JobOutcomes:
     a = _case_arrays(case)
     n = a["used"].size
     steps = np.sort(np.asarray(case.ladder, dtype=float))
-    code, order, starts, sizes = _task_index(np.asarray(case.task))
+    code, order, starts, sizes = task_index(np.asarray(case.task))
     # Every figure below is a sum over jobs: work in task order, where each task's
     # rows are one slice (a view, no copy).
     a = {name: values[order] for name, values in a.items()}
@@ -313,70 +332,6 @@ def replay_by_job(case: ReplayCase) -> JobOutcomes:
         wasted_hours=wasted[back],
         task_bulk_delay_s=bulk,
     )
-
-
-def _task_index(task: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Return (code per job, rows by task, first position and size of each task).
-
-    Tasks are numbered in sorted order and keep their rows' given order, as
-    :func:`~panda_predictor.core.replay.panda_rules.task_groups` does.
-    """
-    code = np.unique(task, return_inverse=True)[1].reshape(-1)
-    order = np.argsort(code, kind="stable")
-    sizes = np.bincount(code) if code.size else np.zeros(0, dtype=np.int64)
-    starts = np.cumsum(sizes) - sizes
-    return code, order, starts, sizes
-
-
-def job_rank(task: Any) -> np.ndarray:
-    """Return, per job, its place in its task: 0 for a task's first row, 1 for its
-    second, ... (rows in job order, as the replay walks them)."""
-    task = np.asarray(task)
-    code, order, starts, sizes = _task_index(task)
-    rank = np.empty(task.size, dtype=np.int64)
-    rank[order] = np.arange(task.size) - np.repeat(starts, sizes)
-    return rank
-
-
-def scout_delay(task: Any, run_s: Any, n_scouts: Any = DEFAULT_N_SCOUTS) -> np.ndarray:
-    """Return, per job, how long it waits for its task's scouts (rows in job order).
-
-    In each task the first ``n_scouts`` jobs (all of them for a small task) are
-    scouts and wait for nothing; every later job waits until the slowest scout
-    finished (its run time; time lost to a retried scout is ignored: a lower
-    bound). ``n_scouts`` is one number or, per job, its task's (first row counts).
-    """
-    task = np.asarray(task)
-    run_s = np.asarray(run_s, dtype=float)
-    counts = np.broadcast_to(np.asarray(n_scouts), task.shape)
-    if task.size and (np.any(counts < 1) or np.any(counts % 1)):
-        raise ValueError(
-            f"The 'n_scouts' field must hold integers >= 1. Got {n_scouts!r} instead."
-        )
-    code, order, starts, sizes = _task_index(task)
-    rank = job_rank(task)
-    scout = rank < counts[order[starts]][code]
-    slowest = np.zeros(sizes.size)
-    np.maximum.at(slowest, code[scout], run_s[scout])
-    return np.where(scout, 0.0, slowest[code])
-
-
-def tasks_from_bursts(submit: Any, key: Any, gap_s: float = 3600.0) -> np.ndarray:
-    """Group jobs into tasks: consecutive jobs of one key submitted within ``gap_s``.
-
-    Logs of batch systems have no task id; a burst of jobs of the same user and
-    executable is the closest thing to a PanDA task. Returns a task code per job.
-    """
-    submit = np.asarray(submit, dtype=float)
-    key = np.asarray(key)
-    order = np.lexsort((submit, key))
-    new = np.ones(submit.size, dtype=bool)
-    same_key = key[order][1:] == key[order][:-1]
-    close = np.diff(submit[order]) <= gap_s
-    new[1:] = ~(same_key & close)
-    codes = np.empty(submit.size, dtype=np.int64)
-    codes[order] = np.cumsum(new) - 1
-    return codes
 
 
 @dataclass(frozen=True)
@@ -508,5 +463,5 @@ class ReplayJobs:
 
 def _per_task(task: np.ndarray, flag: np.ndarray) -> np.ndarray:
     """Return, per job, the flag of its task's first job."""
-    code, order, starts, _ = _task_index(task)
+    code, order, starts, _ = task_index(task)
     return flag[order[starts]][code]

@@ -262,7 +262,7 @@ def _target_sections(
     sections.append("")
     best = best_model(per_name)
     if best is not None and target in RESOURCE:
-        outcomes = replay_target(
+        replayed = replay_target(
             frame,
             wf.runs[target],
             wf.task_key,
@@ -270,10 +270,11 @@ def _target_sections(
             1.0,  # every model row carries its own applied flags
             peers=peer_rows(frame, wf, target),
         )
+        outcomes = replayed.outcomes
         result.replay[target] = [o.to_dict() for o in outcomes]
         sections += [format_replay(target, outcomes), ""]
         if PRODUCTION in per_name:
-            groups = difference_by_place(frame, run, wf.task_key, PRODUCTION)
+            groups = difference_by_place(replayed, run, PRODUCTION)
             result.replay_difference[target] = {
                 kind: [r.to_dict() for r in rows] for kind, rows in groups.items()
             }

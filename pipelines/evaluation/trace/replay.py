@@ -37,7 +37,9 @@ job without a ramCount gets) and time for the top class's value (no limit set).
 :func:`difference_by_place` says where the production row and the scouts differ,
 job by job: by a job's place in its task (the scouts' places, the jobs before
 PanDA's first re-measurement, the rest), by its task's size, and by how the value
-written compares with what the scouts would have asked for.
+written compares with what the scouts would have asked for. It splits the very
+replay the table shows (:class:`TargetReplay` keeps the scouts' and each predictor
+row's figures per job), so its groups add up to those rows by construction.
 """
 
 from __future__ import annotations
@@ -50,10 +52,12 @@ import pandas as pd
 
 from panda_predictor.core.decide.cost_choice import DEFAULT_RAM_MB_PER_CORE
 from panda_predictor.core.replay.engine import (
+    JobOutcomes,
     ReplayJobs,
     ReplayOutcome,
     ReplayRules,
     job_rank,
+    task_size,
     tasks_from_bursts,
 )
 from panda_predictor.core.replay.goals import GOALS, replay_goals
@@ -161,6 +165,29 @@ def trace_jobs(
     )
 
 
+@dataclass(frozen=True)
+class TargetReplay:
+    """One target's replay: every strategy's row, and the figures per job of the
+    rows :func:`difference_by_place` breaks down.
+
+    The scouts and each predictor row are replayed once, job by job, and their
+    rows are those figures summed (:meth:`JobOutcomes.summed`): the breakdown
+    splits the replay the table shows instead of replaying it a second time.
+
+    :param jobs: the test jobs every strategy ran (:func:`trace_jobs`).
+    :param outcomes: one row per strategy, in the table's order (module doc).
+    :param by_job: per strategy ("scouts", "predictor (<model>)"), its figures
+        per job; each sums to its row of ``outcomes``.
+    :param applied: per model, per job, whether its task skipped its scouts (the
+        decision the predictor row was replayed with).
+    """
+
+    jobs: ReplayJobs
+    outcomes: list[ReplayOutcome]
+    by_job: dict[str, JobOutcomes]
+    applied: dict[str, np.ndarray]
+
+
 def replay_target(
     frame: pd.DataFrame,
     run: TargetRun,
@@ -170,8 +197,8 @@ def replay_target(
     *,
     rules: ReplayRules | None = None,
     peers: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
-) -> list[ReplayOutcome]:
-    """Return the outcome of each strategy (module doc) for one target's test jobs.
+) -> TargetReplay:
+    """Replay each strategy (module doc) on one target's test jobs.
 
     :param frame: the trace's job frame (``submit_s``, ``run_s``, ``procs`` and the
         target's request column).
@@ -186,16 +213,16 @@ def replay_target(
     """
     jobs = trace_jobs(frame, run, user_exe_key, rules)
     task = jobs.task
-    outcomes = [jobs.scouts()]
+    by_job = {"scouts": jobs.by_job()}
+    applied: dict[str, np.ndarray] = {}
     for model in models:
-        outcomes.append(
-            jobs.started_at_once(
-                f"predictor ({model})",
-                _first_values(run, model, jobs.ladder),
-                task_decision(run, model, task, threshold),
-                remeasure=_remeasured(run, model, task),
-            )
+        applied[model] = task_decision(run, model, task, threshold)
+        by_job[f"predictor ({model})"] = jobs.by_job(
+            _first_values(run, model, jobs.ladder),
+            applied[model],
+            _remeasured(run, model, task),
         )
+    outcomes = [o.summed(name, jobs.resource) for name, o in by_job.items()]
     for name, pair in (peers or {}).items():
         first, retry = _peer_requests(name, pair, jobs.default)
         outcomes.append(
@@ -208,12 +235,12 @@ def replay_target(
             raw = np.asarray(raw, dtype=float)
             value = np.where(np.isfinite(raw) & (raw > 0), raw, value)
         outcomes.append(jobs.started_at_once(f"rule ({name})", value))
-    return [
-        *outcomes,
+    outcomes += [
         jobs.started_at_once(NEVER_REMEASURED, jobs.default, remeasure=False),
         jobs.started_at_once(REMEASURED, jobs.default),
         jobs.exact("oracle"),
     ]
+    return TargetReplay(jobs, outcomes, by_job, applied)
 
 
 #: How a job's first value compares with what its scouts would have asked for
@@ -277,41 +304,42 @@ def _size_names() -> tuple[str, ...]:
 
 
 def difference_by_place(
-    frame: pd.DataFrame,
-    run: TargetRun,
-    user_exe_key: np.ndarray,
-    model: str,
-    *,
-    rules: ReplayRules | None = None,
+    replayed: TargetReplay, run: TargetRun, model: str
 ) -> dict[str, list[DifferenceRow]]:
     """Return where ``model``'s replay differs from the scouts', job by job.
 
-    The same jobs as :func:`replay_target`'s rows ``scouts`` and ``predictor
-    (<model>)``, grouped two ways: ``"place"``, by a job's place in its task
-    (:func:`place_names`: the scouts' places, where a task that skipped them runs
-    its written value and a scouted one its request or default; the places before
-    PanDA's first re-measurement, where the scouted task runs PanDA's measurement of
-    its scouts and the other still its written value; the rest, re-measured both
-    ways) and by how the written value compares with the scouts' first value
-    (:data:`RELATIONS`); ``"size"``, by the size of the job's task (known only
-    afterwards: an explanation, not an input) and the same relation.
+    The jobs of ``replayed``'s rows ``scouts`` and ``predictor (<model>)``, with
+    their figures as replayed there, grouped two ways: ``"place"``, by a job's place
+    in its task (:func:`place_names`: the scouts' places, where a task that skipped
+    them runs its written value and a scouted one its request or default; the
+    places before PanDA's first re-measurement, where the scouted task runs PanDA's
+    measurement of its scouts and the other still its written value; the rest,
+    re-measured both ways) and by how the written value compares with the scouts'
+    first value (:data:`RELATIONS`); ``"size"``, by the size of the job's task
+    (known only afterwards: an explanation, not an input) and the same relation.
+
+    :param replayed: :func:`replay_target`'s replay, ``model`` among its models.
+    :param run: the run it replayed (for the values ``model`` wrote).
+    :param model: the model row to compare with the scouts.
     """
-    jobs = trace_jobs(frame, run, user_exe_key, rules)
-    task = jobs.task
+    strategy = f"predictor ({model})"
+    if strategy not in replayed.by_job:
+        raise ValueError(
+            f"The 'model' field must name a replayed model row "
+            f"({sorted(replayed.applied)}). Got {model!r} instead."
+        )
+    jobs = replayed.jobs
+    mine, scouts = replayed.by_job[strategy], replayed.by_job["scouts"]
+    applied = replayed.applied[model]
     value = _first_values(run, model, jobs.ladder)
-    applied = task_decision(run, model, task, 1.0)
-    mine = jobs.by_job(value, applied, _remeasured(run, model, task))
-    scouts = jobs.by_job()
     asked = np.maximum(np.minimum(value, jobs.cap), 1.0)
     default = jobs.default
     same = np.isclose(asked, default, rtol=1e-9, atol=1e-9)
     relation = np.where(~applied, 0, np.where(same, 2, np.where(asked < default, 1, 3)))
-    rank = job_rank(task)
-    codes = np.unique(task, return_inverse=True)[1].reshape(-1)
-    size = np.bincount(codes)[codes]
+    size = task_size(jobs.task)
     by_size = np.searchsorted(np.asarray(SIZE_BOUNDS), size, side="left")
     groups = {
-        "place": (_places(rank, jobs.rules), place_names(jobs.rules)),
+        "place": (_places(job_rank(jobs.task), jobs.rules), place_names(jobs.rules)),
         "size": (by_size, _size_names()),
     }
     out: dict[str, list[DifferenceRow]] = {}

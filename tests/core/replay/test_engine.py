@@ -15,6 +15,7 @@ from panda_predictor.core.replay.engine import (
     next_class_up,
     replay,
     scout_delay,
+    task_size,
     tasks_from_bursts,
 )
 
@@ -112,6 +113,11 @@ def test_job_rank_counts_each_task_in_row_order():
     # Tasks interleaved and numbered out of order: each keeps its rows' order.
     assert list(job_rank([7, 3, 7, 7, 3, 9])) == [0, 0, 1, 2, 1, 0]
     assert job_rank([]).size == 0
+
+
+def test_task_size_counts_each_tasks_jobs():
+    assert list(task_size([7, 3, 7, 7, 3, 9])) == [3, 2, 3, 3, 2, 1]
+    assert task_size([]).size == 0
 
 
 def test_the_scouts_row_asks_for_pandas_measurement_of_the_scouts():

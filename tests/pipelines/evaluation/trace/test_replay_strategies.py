@@ -58,10 +58,16 @@ def make_case(used_a: list[float], used_b: list[float]):
     return frame, run, key
 
 
+def replayed_rows(frame, run, key, models, threshold, **options):
+    """Return :func:`replay_target`'s rows by strategy name."""
+    replayed = replay_target(frame, run, key, models, threshold, **options)
+    return {o.strategy: o for o in replayed.outcomes}
+
+
 @pytest.fixture
 def outcomes() -> dict[str, ReplayOutcome]:
     frame, run, key = make_case([1800.0] * 5, [900.0] * 2)
-    return {o.strategy: o for o in replay_target(frame, run, key, ["model:x"], 0.6)}
+    return replayed_rows(frame, run, key, ["model:x"], 0.6)
 
 
 def test_every_strategy_is_replayed_on_the_same_jobs(outcomes):
@@ -94,13 +100,13 @@ def test_scouts_and_predictor_by_hand(outcomes):
 def test_the_production_row_writes_its_concrete_value():
     frame, run, key = make_case([1800.0] * 5, [900.0] * 2)
     run.values = {"model:x": np.full(7, 1850.0)}  # a value between the classes
-    got = {o.strategy: o for o in replay_target(frame, run, key, ["model:x"], 0.6)}
+    got = replayed_rows(frame, run, key, ["model:x"], 0.6)
     assert got["predictor (model:x)"].wasted_gb_hours == pytest.approx(
         (5 * 50 + 2 * 3100) / GB_H
     )
     # A value above the user's request is capped at it; NaN falls back to the class.
     run.values = {"model:x": np.array([9000.0] + [np.nan] * 6)}
-    got = {o.strategy: o for o in replay_target(frame, run, key, ["model:x"], 0.6)}
+    got = replayed_rows(frame, run, key, ["model:x"], 0.6)
     assert got["predictor (model:x)"].wasted_gb_hours == pytest.approx(
         (2200 + 4 * 200 + 2 * 3100) / GB_H
     )
@@ -109,10 +115,7 @@ def test_the_production_row_writes_its_concrete_value():
 def test_a_peer_starts_at_once_and_retries_at_its_own_value():
     frame, run, key = make_case([1800.0] * 5, [900.0] * 2)
     peers = {"tovar": (np.full(7, 1700.0), np.full(7, 2500.0))}
-    got = {
-        o.strategy: o
-        for o in replay_target(frame, run, key, ["model:x"], 0.6, peers=peers)
-    }
+    got = replayed_rows(frame, run, key, ["model:x"], 0.6, peers=peers)
     assert list(got)[2] == "peer (tovar)"
     peer = got["peer (tovar)"]
     # A's jobs 0-2 fail at 1700 and retry at max(2500, PanDA's 2000); at job 2,
@@ -141,7 +144,7 @@ def test_a_rule_that_asks_too_little_fails_jobs_the_panda_way(outcomes):
 def test_the_production_decision_wins_over_the_confidence():
     frame, run, key = make_case([1800.0] * 5, [900.0] * 2)
     run.applied = {"model:x": np.zeros(7, dtype=bool)}  # every task kept its scouts
-    got = {o.strategy: o for o in replay_target(frame, run, key, ["model:x"], 0.0)}
+    got = replayed_rows(frame, run, key, ["model:x"], 0.0)
     assert (
         dataclasses.replace(got["predictor (model:x)"], strategy="scouts")
         == (got["scouts"])
@@ -155,7 +158,7 @@ def test_panda_re_measures_a_scouted_task_after_5_finished_jobs():
     frame, run, key = make_case(
         [1000.0, 1200.0, 1100.0, 1800.0, 1300.0] + [1400.0] * 2, [900.0]
     )
-    scouts = replay_target(frame, run, key, [], 0.6)[0]
+    scouts = replay_target(frame, run, key, [], 0.6).outcomes[0]
     assert scouts.failed_job_rate == pytest.approx(2 / 8)
     # Wasted: the spare, plus jobs 3 and 4's failed 1265 MB hours whole.
     wasted = (3000 + 2800 + 2900) + 200 + 700 + 2 * 30 + 3100 + 2 * 1265
@@ -163,7 +166,7 @@ def test_panda_re_measures_a_scouted_task_after_5_finished_jobs():
     # Without PanDA's re-measurement jobs 5-6 fail at 1265 too: job 5 gets the 2000
     # step, and at job 6 3/7 files are above the task, which is raised to 2000.
     never = ReplayRules(remeasure_after=())
-    without = replay_target(frame, run, key, [], 0.6, rules=never)[0]
+    without = replay_target(frame, run, key, [], 0.6, rules=never).outcomes[0]
     assert without.failed_job_rate == pytest.approx(4 / 8)
 
 
@@ -252,7 +255,7 @@ def test_a_class_whose_value_is_zero_still_asks_for_one_unit():
     frame, run, key = make_case([1800.0] * 3, [900.0] * 2)
     run.bins = TargetBins("ramcount", edges=(1500.0, 3000.0), values=(0, 2000, 4000))
     run.predicted["model:x"] = np.zeros(len(frame), dtype=int)
-    out = {o.strategy: o for o in replay_target(frame, run, key, ["model:x"], 0.6)}
+    out = replayed_rows(frame, run, key, ["model:x"], 0.6)
     assert out["predictor (model:x)"].failed_job_rate > 0  # 1 MB fails every job
 
 
@@ -263,8 +266,7 @@ def test_a_value_the_decision_wrote_fixed_is_not_re_measured():
     frame, run, key = make_case([1000.0] * 5 + [1900.0] * 2, [900.0])
 
     def predictor() -> ReplayOutcome:
-        rows = replay_target(frame, run, key, ["model:x"], 0.6)
-        return {o.strategy: o for o in rows}["predictor (model:x)"]
+        return replayed_rows(frame, run, key, ["model:x"], 0.6)["predictor (model:x)"]
 
     assert predictor().failed_job_rate == pytest.approx(2 / 8)
     run.fixed = {"model:x": np.ones(8, dtype=bool)}
@@ -285,13 +287,20 @@ def _applied_case(used_a: list[float], used_b: list[float], written: float | Non
     return frame, run, key
 
 
+def _difference(frame, run, key):
+    """Return the difference of model:x and the scouts in the replay of the case."""
+    return difference_by_place(
+        replay_target(frame, run, key, ["model:x"], 1.0), run, "model:x"
+    )
+
+
 def _rows(groups, kind):
     return {(r.group, r.relation): r for r in groups[kind]}
 
 
 def test_the_difference_by_place_by_hand():
     frame, run, key = _applied_case([1800.0] * 5, [900.0] * 2, None)
-    groups = difference_by_place(frame, run, key, "model:x")
+    groups = _difference(frame, run, key)
     place = _rows(groups, "place")
     assert set(place) == {
         ("jobs 1-3", "below"),
@@ -320,11 +329,7 @@ def test_the_difference_by_place_by_hand():
     }
     assert size["tasks of 4-5 jobs", "below"].jobs == 5
     # Each grouping counts every job once and sums to the replay's own row.
-    row = next(
-        o
-        for o in replay_target(frame, run, key, ["model:x"], 1.0)
-        if o.strategy == "predictor (model:x)"
-    )
+    row = replayed_rows(frame, run, key, ["model:x"], 1.0)["predictor (model:x)"]
     for kind in ("place", "size"):
         assert sum(r.jobs for r in groups[kind]) == row.n_jobs == 7
         assert sum(r.wasted_hours for r in groups[kind]) == pytest.approx(
@@ -336,7 +341,7 @@ def test_writing_the_request_costs_the_jobs_before_the_re_measurement():
     # The model writes the request itself: the first jobs cost what the scouts
     # cost, jobs 4-5 hold the request instead of PanDA's measurement of the scouts.
     frame, run, key = _applied_case([1800.0] * 5, [900.0] * 2, 4000.0)
-    place = _rows(difference_by_place(frame, run, key, "model:x"), "place")
+    place = _rows(_difference(frame, run, key), "place")
     first = place["jobs 1-3", "same"]
     assert first.wasted_hours == pytest.approx(first.scouts_wasted_hours)
     bulk = place["jobs 4-5", "same"]
@@ -347,13 +352,75 @@ def test_writing_the_request_costs_the_jobs_before_the_re_measurement():
 
 def test_a_first_value_too_small_fails_where_the_scouts_do_not():
     frame, run, key = _applied_case([2500.0], [900.0] * 2, None)
-    groups = difference_by_place(frame, run, key, "model:x")
+    groups = _difference(frame, run, key)
     first = _rows(groups, "place")["jobs 1-3", "below"]
     assert (first.jobs, first.failed, first.scouts_failed) == (1, 1, 0)
     assert _rows(groups, "size")["tasks of 1 job", "below"].failed == 1
     text = format_difference("ramcount", "model:x", groups)
     assert "| jobs 1-3 | below | 1 | 1 / 0 | +1 |" in text
     assert "extra wasted GB-h" in text
+
+
+@pytest.mark.parametrize(
+    ("threshold", "applied", "fixed"),
+    [(0.6, False, False), (1.0, True, False), (1.0, True, True)],
+    ids=["confidence", "applied-flags", "written-fixed"],
+)
+def test_the_per_job_figures_sum_to_the_replay_rows(threshold, applied, fixed):
+    """The breakdown splits the rows the table shows: the scouts' and the
+    predictor's figures per job sum to their rows, and those rows are the ones the
+    replay's own aggregate path gives for the same decision."""
+    # Task A (confident, skips its scouts): PanDA's re-measurement at 5 fails jobs
+    # 6-7, job 8 uses more than the request and is lost. Task B keeps its scouts:
+    # its bulk waits for them and fails at PanDA's measurement of them.
+    used_a, used_b = [1000.0] * 5 + [1900.0] * 2 + [4500.0], [900.0] * 3 + [3000.0]
+    frame, run, key = make_case(used_a, used_b)
+    frame["run_s"] = [600.0 * (1 + i % 4) for i in range(len(frame))]
+    n_a, n = len(used_a), len(frame)
+    decided = np.arange(n) < n_a
+    if applied:
+        run.applied = {"model:x": decided}
+    if fixed:
+        run.fixed = {"model:x": np.ones(n, dtype=bool)}
+    replayed = replay_target(frame, run, key, ["model:x"], threshold)
+    rows = {o.strategy: o for o in replayed.outcomes}
+    assert list(replayed.by_job) == ["scouts", "predictor (model:x)"]
+    assert list(replayed.applied["model:x"]) == list(decided)
+    jobs = replayed.jobs
+    again = {
+        "scouts": jobs.scouts(),
+        "predictor (model:x)": jobs.started_at_once(
+            "predictor (model:x)", np.full(n, 2000.0), decided, remeasure=not fixed
+        ),
+    }
+    for name, per_job in replayed.by_job.items():
+        row = rows[name]
+        assert row == again[name]
+        assert (row.n_jobs, row.n_tasks) == (per_job.failed.size, 2) == (n, 2)
+        assert row.failed_job_rate == pytest.approx(per_job.failed.sum() / n)
+        assert row.lost_job_rate == pytest.approx(per_job.lost.sum() / n)
+        assert row.wasted_gb_hours == pytest.approx(per_job.wasted_hours.sum())
+        assert row.lost_core_hours == pytest.approx(per_job.lost_core_hours.sum())
+        assert row.lost_gb_hours == pytest.approx(per_job.lost_gb_hours.sum())
+        assert row.mean_retry_delay_hours == pytest.approx(
+            per_job.lost_s.sum() / n / 3600
+        )
+        assert row.mean_bulk_delay_hours == pytest.approx(
+            per_job.task_bulk_delay_s.sum() / 2 / 3600
+        )
+    # The case is worth checking: both rows fail, lose and wait somewhere.
+    scouts, mine = rows["scouts"], rows["predictor (model:x)"]
+    assert scouts.mean_bulk_delay_hours > 0 and scouts.lost_job_rate > 0
+    assert mine.failed_job_rate > 0 and mine != dataclasses.replace(
+        scouts, strategy=mine.strategy
+    )
+
+
+def test_the_difference_needs_a_replayed_model():
+    frame, run, key = _applied_case([1800.0] * 5, [900.0] * 2, None)
+    replayed = replay_target(frame, run, key, [], 1.0)
+    with pytest.raises(ValueError, match="The 'model' field must name a replayed"):
+        difference_by_place(replayed, run, "model:x")
 
 
 def test_place_names_follow_the_rules():
