@@ -170,11 +170,13 @@ def write_audit(
     prediction: TaskPrediction,
     written: bool,
     fixed_units: bool | None = None,
+    convert: Callable[[TargetPrediction, bool | None], tuple[int, str]] = panda_value,
 ) -> bool:
     """Audit one decision taken elsewhere (the JEDI refiner); return False if known.
 
     Nothing in JEDI_TASKS is written: the refiner puts the values into the task
-    parameter map itself, so ``written`` says whether it did (``written_at``).
+    parameter map itself, so ``written`` says whether it did (``written_at``);
+    ``convert`` is the stored form it put there (as :func:`audit_row`).
     """
     audit = get_plugin_tables(settings, engine).audit
     now = datetime.now(UTC).replace(tzinfo=None)
@@ -186,6 +188,7 @@ def write_audit(
         fixed_units,
         socket.gethostname()[:128],
         now,
+        convert,
     )
     for name in ("model_name", "model_version", "reason", "host"):
         check_length(audit, name, row[name], prediction.jeditaskid)

@@ -13,7 +13,13 @@ split rule, resource type and work queue from the predicted values). The
 requester's own values are treated as PanDA's scouts treat them
 (:mod:`panda_predictor.core.domain.requested_values`, the same rule as the database
 hook): a ``...Fixed`` unit is never overwritten, a larger walltime stays, other preset
-values are replaced, and a prediction far from them keeps the scouts.
+values are replaced, and a prediction far from them keeps the scouts. The values go
+in the form the hook writes into JEDI_TASKS
+(:func:`~panda_predictor.core.domain.units.database_value`: cputime in whole
+``HS06sPerEvent``, never milli or Fixed): the refiner takes them out of the map
+again, so they live only in JEDI_TASKS, and PanDA's re-measurement reads the
+previous cpuTimeUnit from the task parameters; a later measurement of 10 or more
+left under our ``mHS06sPerEvent`` would be read 1000x too small.
 
 It fails open: on ``kept_scouts``, the kill switch, or any error the map is left
 exactly as it came, the reason is logged with ``jediTaskID=`` and counted in
@@ -47,6 +53,7 @@ from panda_predictor.core.domain.requested_values import (
     requested_values,
 )
 from panda_predictor.core.domain.task_prediction import TaskPrediction
+from panda_predictor.core.domain.units import database_value
 from panda_predictor.db.audit_writer import (
     TaskFailure,
     write_audit,
@@ -161,7 +168,11 @@ def predict_into_map(
         )
         requested = requested_values(task_param_map, REQUESTED_KEYS)
         plan = plan_write(
-            prediction, requested, used.fixed_units, used.never_below_preset
+            prediction,
+            requested,
+            used.fixed_units,
+            used.never_below_preset,
+            convert=database_value,
         )
         prediction = _decision(prediction, plan, jedi_task_id, used)
         if prediction.decision != "applied":
@@ -312,7 +323,14 @@ def _audit(
             )
         else:
             prediction = dataclasses.replace(prediction, jeditaskid=int(jedi_task_id))
-            write_audit(bind, settings, prediction, written, settings.fixed_units)
+            write_audit(
+                bind,
+                settings,
+                prediction,
+                written,
+                settings.fixed_units,
+                convert=database_value,
+            )
     except Exception as exc:  # noqa: BLE001  auditing never stops JEDI
         FALLBACKS.labels(HOOK, "audit_failed").inc()
         log.warning("jediTaskID=%s decision not audited: %s", jedi_task_id, exc)

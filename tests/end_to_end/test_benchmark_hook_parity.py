@@ -276,35 +276,19 @@ def _refine(panda_classes, maps, client, settings, engine) -> dict[int, tuple]:
     return refined
 
 
-def _rounded_up(value: float, steps_per_unit: int = 1) -> int:
-    """Return ``value`` in whole 1/``steps_per_unit`` steps, rounded up as PanDA
-    stores it (float noise below 1e-6 ignored: 2.3 x 1000 is 2300)."""
-    return math.ceil(round(value * steps_per_unit, 6))
-
-
 def _written(target: str, value: float, unit: str) -> dict[str, tuple]:
     """Return (value, unit) the hook writes into JEDI_TASKS and the refiner into
-    the task spec for one decided value, each in its own unit.
+    the task spec for one decided value.
 
-    Both round up to PanDA's integers, and neither writes a walltime of 0. Only
-    cputime is written in different units: below 10 HS06sPerEvent the refiner
-    puts PanDA's own stored form into the map, thousandths (``mHS06sPerEvent``,
-    Fixed where the model chose to keep the value); the hook writes whole
-    HS06sPerEvent and never Fixed into JEDI_TASKS, because PanDA's re-measurement
-    takes the cputime unit from the task parameters, not from the row
-    (core/domain/units.py, ``database_value``). Read in HS06sPerEvent, both are
-    the one decided value rounded up, in steps of 1/1000 and of 1.
+    Both write PanDA's stored form on the database path
+    (core/domain/units.py, ``database_value``): rounded up to an integer (float
+    noise below 1e-6 ignored: 2.3 x 1000 is 2300), cputime in whole
+    HS06sPerEvent and never Fixed (PanDA's re-measurement takes the cputime unit
+    from the task parameters, which hold neither's value), and no walltime of 0.
     """
-    whole = _rounded_up(value)
+    whole = math.ceil(round(value, 6))
     if target == "cputime":
-        base = unit.removesuffix("Fixed")
-        fixed = unit[len(base) :]
-        refiner = (
-            (_rounded_up(value, 1000), "mHS06sPerEvent" + fixed)
-            if value < 10
-            else (whole, unit)
-        )
-        return {"hook": (whole, base), "refiner": refiner}
+        unit = unit.removesuffix("Fixed")
     if target == "walltime" and whole == 0:
         # PanDA's "no walltime estimate": neither writes it; the row keeps its
         # NULL, the spec TaskRefinerBase's 0 for a map without walltime.

@@ -8,6 +8,7 @@ mapper are stand-ins answering the few calls ``extractCommon`` makes.
 from __future__ import annotations
 
 import copy
+import math
 import warnings
 from types import SimpleNamespace
 
@@ -23,6 +24,7 @@ from panda_predictor.metrics import (
 )
 from panda_predictor.plugins.prediction_client import PredictionUnavailable
 from panda_predictor.settings import load_settings
+from tests.test_db_support import audit_rows
 
 
 def _import_refiners():
@@ -209,18 +211,32 @@ def test_confident_prediction_sets_fields_and_skips_scouts(
     assert "taskName" not in sent and "nEventsPerJob" not in sent
 
 
-def test_fixed_units_and_milli_cputime(panda_classes, tmp_path):
+@pytest.mark.parametrize("cputime", [4.0, 2.3], ids=["whole", "fraction"])
+def test_fixed_units_and_a_small_cputime(panda_classes, db, settings, cputime):
+    """Memory takes the Fixed unit; cputime goes in whole HS06sPerEvent, never
+    milli or Fixed, as the hook writes JEDI_TASKS: the refiner takes its values
+    out of the saved parameters, and PanDA's re-measurement reads the previous
+    cpuTimeUnit only there, so a later measurement of 10 or more would stay under
+    an ``mHS06sPerEvent`` unit, read 1000x too small."""
     _, module = panda_classes
-    settings = load_settings(home=tmp_path, fixed_units=True)
+    settings = settings.model_copy(update={"fixed_units": True})
+    task_map = param_map()
     refiner = refine(
         module.PredictingGenTaskRefiner,
-        param_map(),
-        FakeClient(prediction(cputime=4)),
+        task_map,
+        FakeClient(prediction(cputime=cputime)),
         settings,
+        audit_bind=db,
     )
     spec = refiner.taskSpec
     assert (spec.ramCount, spec.ramUnit) == (3000, "MBPerCoreFixed")
-    assert (spec.cpuTime, spec.cpuTimeUnit) == (4000, "mHS06sPerEventFixed")
+    assert (spec.cpuTime, spec.cpuTimeUnit) == (math.ceil(cputime), "HS06sPerEvent")
+    assert "cpuTimeUnit" not in task_map  # PanDA's re-measurement finds none
+    audited = audit_rows(db, settings)[4242]
+    assert (audited["cputime_value"], audited["cputime_unit"]) == (
+        spec.cpuTime,
+        spec.cpuTimeUnit,
+    )
 
 
 def test_requester_values_follow_pandas_scout_rules(panda_classes, settings):
