@@ -255,18 +255,23 @@ class CostSettings:
                 "The 'target_prices' field must be a mapping of target to price. "
                 f"Got {prices!r:.200} instead."
             )
-        named = {name: data.get(name) or [] for name in lists - {"target_prices"}}
-        for name, targets in named.items():
-            if isinstance(targets, str) or not isinstance(targets, Sequence):
-                raise ValueError(
-                    f"The '{name}' field must be a list of targets. "
-                    f"Got {targets!r:.200} instead."
-                )
         return cls(
             **{k: float(v) for k, v in data.items() if k not in lists},
             target_prices=tuple((str(t), float(v)) for t, v in prices.items()),
-            **{name: tuple(str(t) for t in ts) for name, ts in named.items()},
+            fixed_targets=_targets(data, "fixed_targets"),
+            scouts_value_targets=_targets(data, "scouts_value_targets"),
         )
+
+
+def _targets(data: Mapping[str, Any], name: str) -> tuple[str, ...]:
+    """Return the list of targets ``data[name]`` as a tuple (absent: none)."""
+    targets = data.get(name) or []
+    if isinstance(targets, str) or not isinstance(targets, Sequence):
+        raise ValueError(
+            f"The '{name}' field must be a list of targets. "
+            f"Got {targets!r:.200} instead."
+        )
+    return tuple(str(t) for t in targets)
 
 
 @dataclass
