@@ -19,15 +19,15 @@ like the half-life and the combination's settings:
   resampled validation days
   (:class:`~panda_predictor.core.assess.day_bootstrap.DayBootstrap`) at their lower
   quartile (:data:`MARGIN_QUANTILE`), so a price whose lead holds on most days
-  beats one whose larger mean comes from a few. A tie goes to the larger of the
-  two savings (two prices that fail no job, the scouts neither, differ in waste
-  only), then to the larger price (the more careful values).
+  beats one whose larger mean comes from a few. Ties go to the larger price (the
+  more careful values).
   One candidate lies beyond every price: **the scouts' own value** (each task
   writes what its scouts would ask for, its request, else the default, and
-  still starts at once). Where no price beats it, training knows nothing better
-  than the scouts' first value for that target, and the target writes it
+  still starts at once). Where every price does worse than it, training knows
+  nothing better than the scouts' first value for that target, and the target
+  writes it
   (:attr:`~panda_predictor.core.decide.cost_choice.CostSettings.scouts_value_targets`);
-  on a tie it wins (it is what PanDA would do anyway). On the demo's simulated
+  a price that ties it wins (it still tries to save). On the demo's simulated
   history every price's CPU-time values failed more jobs or wasted more hours
   than the scouts' (docs/model-registry.md).
   An operator's ``delay_price`` setting wins over all of them at run time;
@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -86,7 +86,7 @@ N_PRICE_RESAMPLES = 200
 #: (docs/evaluation.md).
 MARGIN_QUANTILE = 0.25
 #: The candidate beyond every price in the margins: the scouts' own value
-#: (module doc). Keyed as the dearest price, so that it wins a tie.
+#: (module doc), keyed as the dearest price; a price that ties it wins.
 SCOUTS_VALUE = math.inf
 #: Its name in the margins a training run reports.
 SCOUTS_VALUE_LABEL = "scouts_value"
@@ -102,36 +102,17 @@ def use_tables(
     }
 
 
-class Margin(NamedTuple):
-    """How one candidate's values fared against the scouts on the validation
-    replay (:func:`price_margin`): ``worst`` the smaller relative saving, which
-    chooses, and ``other`` the larger one, which breaks a tie of ``worst`` (two
-    candidates that both fail no job, the scouts neither, differ in waste only)."""
-
-    worst: float
-    other: float
-
-    @property
-    def key(self) -> tuple[float, float]:
-        """Return the figures a choice compares, rounded so noise cannot decide."""
-        return round(self.worst, 6), round(self.other, 6)
-
-
-def _savings(
-    failed: tuple[Any, Any], waste: tuple[Any, Any]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Return the relative savings on failed jobs and on waste from (scouts',
-    mine) figure pairs."""
+def _worst_saving(failed: tuple[Any, Any], waste: tuple[Any, Any]) -> np.ndarray:
+    """Return the smaller relative saving from (scouts', mine) figure pairs."""
     (f_s, f_m), (w_s, w_m) = failed, waste
     on_failed = (f_s - f_m) / np.maximum(f_s, MARGIN_FLOOR)
     on_waste = (w_s - w_m) / np.maximum(w_s, WASTE_FLOOR)
-    return on_failed, on_waste
+    return np.minimum(on_failed, on_waste)
 
 
-def price_margin(mine: JobOutcomes, scouts: JobOutcomes, boot: DayBootstrap) -> Margin:
-    """Return the smaller (and the larger) relative saving of ``mine`` against
-    ``scouts`` on a bad quarter of ``boot``'s resampled days (their
-    :data:`MARGIN_QUANTILE`).
+def price_margin(mine: JobOutcomes, scouts: JobOutcomes, boot: DayBootstrap) -> float:
+    """Return the smaller relative saving of ``mine`` against ``scouts`` on a bad
+    quarter of ``boot``'s resampled days (their :data:`MARGIN_QUANTILE`).
 
     The saving is ``(scouts' - mine) / scouts'`` for the failed-job rate and for
     the wasted hours per job, positive when both are lower than the scouts'; a
@@ -139,17 +120,14 @@ def price_margin(mine: JobOutcomes, scouts: JobOutcomes, boot: DayBootstrap) -> 
     :data:`WASTE_FLOOR` (waste) instead. Both rows are the same jobs (paired).
     """
     ones = np.ones(mine.failed.size)
-    on_failed, on_waste = _savings(
+    margins = _worst_saving(
         (boot.resampled(scouts.failed, ones), boot.resampled(mine.failed, ones)),
         (
             boot.resampled(scouts.wasted_hours, ones),
             boot.resampled(mine.wasted_hours, ones),
         ),
     )
-    return Margin(
-        float(np.nanquantile(np.minimum(on_failed, on_waste), MARGIN_QUANTILE)),
-        float(np.nanquantile(np.maximum(on_failed, on_waste), MARGIN_QUANTILE)),
-    )
+    return float(np.nanquantile(margins, MARGIN_QUANTILE))
 
 
 def choose_price(
@@ -192,9 +170,9 @@ def choose_price(
         for t in priced
         if known[t].any()
     }
-    margin: dict[str, dict[float, Margin]] = {t: {} for t in priced}
+    margin: dict[str, dict[float, float]] = {t: {} for t in priced}
     # The same values written ...Fixed: PanDA's re-measurement keeps them.
-    kept: dict[str, dict[float, Margin]] = {
+    kept: dict[str, dict[float, float]] = {
         t: {} for t in priced if t in FIXABLE_TARGETS
     }
     short: dict[str, dict[float, float]] = {t: {} for t in priced}
@@ -206,7 +184,7 @@ def choose_price(
         for t in priced:
             value = np.asarray(decided[f"{t}_value"], dtype=float)
             if t not in boots:
-                margin[t][price] = Margin(0.0, 0.0)
+                margin[t][price] = 0.0
                 continue
             mine = jobs[t].by_job(value[known[t]], applied[known[t]])
             margin[t][price] = price_margin(mine, scouts[t], boots[t])
@@ -239,10 +217,8 @@ def choose_price(
         "tasks": int(len(tasks)),
         "replayed_tasks": {t: int(scouts[t].n_tasks) for t in priced},
         "replayed_jobs": {t: int(known[t].sum()) for t in priced},
-        "margin_at": _labelled(_part(margin, "worst")),
-        "second_margin_at": _labelled(_part(margin, "other")),
-        "fixed_margin_at": _labelled(_part(kept, "worst")),
-        "fixed_second_margin_at": _labelled(_part(kept, "other")),
+        "margin_at": _labelled(margin),
+        "fixed_margin_at": _labelled(kept),
         "short_at": _labelled(short),
     }
     return cost, info
@@ -276,24 +252,22 @@ def _rows(values: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
     return None if values is None else np.asarray(values)[rows]
 
 
-def _part(
-    by_target: dict[str, dict[float, Margin]], part: str
-) -> dict[str, dict[float, float]]:
-    """Return one figure (``worst`` or ``other``) of every candidate's margin."""
-    return {
-        t: {p: getattr(m, part) for p, m in by.items()} for t, by in by_target.items()
-    }
+def _rank(margin: dict[float, float], price: float) -> tuple[float, bool, float]:
+    """Return what a choice compares: the margin (rounded, so noise cannot
+    decide), then a price before the scouts' own value, then the dearer price."""
+    return round(margin[price], 6), price != SCOUTS_VALUE, price
 
 
-def _best_price(margin: dict[float, Margin]) -> float:
-    """Return the price with the largest margin (:attr:`Margin.key`); ties go to
-    the larger price (:data:`SCOUTS_VALUE` above every one)."""
-    return float(max(margin, key=lambda p: (*margin[p].key, p)))
+def _best_price(margin: dict[float, float]) -> float:
+    """Return the candidate with the largest margin; on a tie a price wins over
+    the scouts' own value, and the dearer price over the cheaper one."""
+    return float(max(margin, key=lambda p: _rank(margin, p)))
 
 
-def _keeps(fixed: dict[float, Margin], remeasured: dict[float, Margin]) -> bool:
+def _keeps(fixed: dict[float, float], remeasured: dict[float, float]) -> bool:
     """Return whether the best price's values written ``...Fixed`` beat the best
     re-measured ones; a tie keeps PanDA's own re-measurement."""
     if not fixed or not remeasured:
         return False
-    return max(m.key for m in fixed.values()) > max(m.key for m in remeasured.values())
+    best = max(round(m, 6) for m in remeasured.values())
+    return max(round(m, 6) for m in fixed.values()) > best

@@ -25,7 +25,6 @@ from pipelines.training.cost_tuning import (
     SCOUTS_VALUE,
     SCOUTS_VALUE_LABEL,
     TUNED_PRICES,
-    Margin,
     _best_price,
     _keeps,
     choose_price,
@@ -68,18 +67,13 @@ SCOUTS = jobs([True] + [False] * 9, [10.0] * 10)  # 0.1 failed, 10 h per job
 )
 def test_margin_is_the_smaller_relative_saving(mine, margin):
     # One day: every resample is that day, so the expectation is the point value.
-    assert price_margin(mine, SCOUTS, ONE_DAY).worst == pytest.approx(margin)
-
-
-def test_the_margin_keeps_the_larger_saving_for_ties():
-    mine = jobs([False] * 10, [9.0] * 10)  # 100 % fewer failures, 10 % less waste
-    assert price_margin(mine, SCOUTS, ONE_DAY) == pytest.approx(Margin(0.1, 1.0))
+    assert price_margin(mine, SCOUTS, ONE_DAY) == pytest.approx(margin)
 
 
 def test_a_scouts_rate_of_zero_divides_by_the_floor():
     never = jobs([False] * 10, [10.0] * 10)
     once = jobs([True] + [False] * 9, [1.0] * 10)
-    assert price_margin(once, never, ONE_DAY).worst == pytest.approx(-0.1 / 1e-3)
+    assert price_margin(once, never, ONE_DAY) == pytest.approx(-0.1 / 1e-3)
 
 
 def test_a_lead_within_the_days_noise_counts_for_less():
@@ -92,8 +86,8 @@ def test_a_lead_within_the_days_noise_counts_for_less():
         [True] * 3 + [False] * 7 + [True] + [False] * 9, [5.0] * 10 + [15.0] * 10
     )
     point = price_margin(mine, scouts, DayBootstrap(np.zeros(20, int), 1))
-    assert point.worst == pytest.approx(0.0)
-    assert price_margin(mine, scouts, DayBootstrap(days, 400)).worst < -0.1
+    assert point == pytest.approx(0.0)
+    assert price_margin(mine, scouts, DayBootstrap(days, 400)) < -0.1
 
 
 def test_a_lead_carried_by_few_days_loses_to_one_that_holds():
@@ -121,37 +115,20 @@ def test_a_lead_carried_by_few_days_loses_to_one_that_holds():
         return float(np.mean(np.minimum(*saved)))
 
     assert mean_margin(lucky) > mean_margin(steady)
-    assert price_margin(steady, scouts, boot).worst == pytest.approx(0.05)
-    assert price_margin(lucky, scouts, boot).worst < 0.01
-
-
-def margins(**worst_other: tuple[float, float]) -> dict[float, Margin]:
-    """Return margins keyed by price from ``p0_5=(worst, other)`` style names."""
-    return {
-        (SCOUTS_VALUE if k == "scouts" else float(k[1:].replace("_", "."))): Margin(*v)
-        for k, v in worst_other.items()
-    }
+    assert price_margin(steady, scouts, boot) == pytest.approx(0.05)
+    assert price_margin(lucky, scouts, boot) < 0.01
 
 
 def test_best_price_takes_the_largest_margin_and_the_dearer_price_on_ties():
-    assert _best_price(margins(p0_5=(-0.1, 0), p2=(0.03, 0), p4=(0.01, 0))) == 2.0
-    assert _best_price(margins(p1=(0.02, 0), p8=(0.02, 0), p16=(-0.5, 0))) == 8.0
+    assert _best_price({0.5: -0.1, 2.0: 0.03, 4.0: 0.01}) == 2.0
+    assert _best_price({1.0: 0.02, 8.0: 0.02, 16.0: -0.5}) == 8.0
 
 
-def test_a_tie_of_the_worst_saving_goes_to_the_larger_other_saving():
-    # Neither fails a job (the scouts neither): the one that wastes less wins,
-    # whatever its price, the scouts' own value included.
-    tie = margins(p16=(0.0, 0.4), p256=(0.0, 0.1), scouts=(0.0, 0.0))
-    assert _best_price(tie) == 16.0
-
-
-def test_the_scouts_value_wins_where_no_price_beats_it():
-    assert _best_price(margins(p4=(-0.3, 0.2), p256=(-0.01, 0.5), scouts=(0, 0))) == (
-        SCOUTS_VALUE
-    )
-    # ... and on a full tie: it is what PanDA would do anyway.
-    assert _best_price(margins(p256=(0.0, 0.0), scouts=(0.0, 0.0))) == SCOUTS_VALUE
-    assert _best_price(margins(p4=(0.05, 0.1), scouts=(0.0, 0.0))) == 4.0
+def test_the_scouts_value_wins_only_where_every_price_does_worse():
+    assert _best_price({4.0: -0.3, 256.0: -0.01, SCOUTS_VALUE: 0.0}) == SCOUTS_VALUE
+    # A price that ties it wins: it saves where it can (the demo's walltime).
+    assert _best_price({16.0: -0.2, 256.0: 0.0, SCOUTS_VALUE: 0.0}) == 256.0
+    assert _best_price({4.0: 0.05, SCOUTS_VALUE: 0.0}) == 4.0
 
 
 def test_tasks_replay_as_bursts_of_one_user_and_transformation():
@@ -207,7 +184,7 @@ def test_training_serves_one_tuned_choice_per_priced_target(tuned, labelled_hist
         # The choice has the best validation margin of every candidate.
         margins = info["margin_at"][t]
         names = {f"{p:g}" for p in TUNED_PRICES} | {SCOUTS_VALUE_LABEL}
-        assert set(margins) == names == set(info["second_margin_at"][t])
+        assert set(margins) == names
         chosen = SCOUTS_VALUE_LABEL if t in as_scouts else f"{prices[t]:g}"
         assert margins[chosen] == max(margins.values())
     # Each target's values are chosen with its own price or its scouts' value ...
@@ -274,12 +251,9 @@ def test_cost_settings_refuse_bad_target_prices(kwargs, match):
 
 def test_values_are_written_fixed_only_where_that_beats_re_measurement():
     # The best fixed margin must beat the best re-measured one, at any price.
-    assert _keeps(
-        margins(p1=(0.10, 0), p4=(0.30, 0)), margins(p1=(0.20, 0), p4=(0.25, 0))
-    )
-    tie = margins(p1=(0.25, 0))  # a tie: PanDA's own re-measurement
-    assert not _keeps(tie, margins(p1=(0.10, 0), p4=(0.25, 0)))
-    assert not _keeps({}, margins(p1=(0.1, 0)))  # a target PanDA cannot keep fixed
+    assert _keeps({1.0: 0.10, 4.0: 0.30}, {1.0: 0.20, 4.0: 0.25})
+    assert not _keeps({1.0: 0.25}, {1.0: 0.10, 4.0: 0.25})  # a tie: PanDA's own
+    assert not _keeps({}, {1.0: 0.1})  # a target PanDA cannot keep fixed
 
 
 def test_cost_settings_round_trip_with_scouts_value_targets():
@@ -303,12 +277,8 @@ def test_training_chooses_fixed_values_on_the_validation_replay(
     # Only memory can be written Fixed; it is tried at every price.
     assert set(info["fixed_margin_at"]) == {"ramcount"} & set(PRICED)
 
-    def pairs(worst: str, other: str) -> dict[str, tuple[float, float]]:
-        firsts, seconds = info[worst].get("ramcount", {}), info[other].get("ramcount")
-        return {p: (m, seconds[p]) for p, m in firsts.items()}
-
-    kept = pairs("fixed_margin_at", "fixed_second_margin_at")
-    remeasured = pairs("margin_at", "second_margin_at")
+    kept = info["fixed_margin_at"].get("ramcount", {})
+    remeasured = info["margin_at"].get("ramcount", {})
     assert set(kept) == set(remeasured)
     fixed = bool(kept) and max(kept.values()) > max(remeasured.values())
     assert cost.fixed_targets == (("ramcount",) if fixed else ())
