@@ -17,8 +17,8 @@ from model_registry.tracking import disable_mlflow_telemetry
 from panda_predictor.http_api import health, metrics, models, predictions, tasks
 from panda_predictor.http_api.admission import LoadShedder
 from panda_predictor.http_api.errors import register_error_handlers
-from panda_predictor.http_api.history import HistoryRefresher
 from panda_predictor.http_api.state import ServiceState
+from panda_predictor.serving.history_refresher import HistoryRefresher
 from panda_predictor.serving.predictor import Predictor
 from panda_predictor.settings import Settings, get_settings
 
@@ -71,7 +71,7 @@ def create_app(
     )
     if history_refresh_seconds > 0:
         state.history = HistoryRefresher(
-            lambda: _read_history(state), history_refresh_seconds
+            lambda: _read_history(state), history_refresh_seconds, hook="http"
         )
         state.history.start()
     app.extensions["panda_predictor"] = state
@@ -104,10 +104,8 @@ def _last_drift_run(state: ServiceState):
 
 def _read_history(state: ServiceState):
     """Return the recent labelled history indexed as of now (features + experts)."""
-    from datetime import UTC, datetime
+    from panda_predictor.serving.recent import read_serving_history
 
-    from panda_predictor.serving.combination import ServingHistory
-    from panda_predictor.serving.recent import read_history_frame
-
-    now = datetime.now(UTC).replace(tzinfo=None)
-    return ServingHistory(read_history_frame(state.engine(), state.settings, now), now)
+    loaded = state.loaded
+    bundle = loaded.bundle if loaded is not None else None
+    return read_serving_history(state.engine(), state.settings, bundle=bundle)

@@ -1,7 +1,8 @@
 """``POST /v1/predictions``: predict task definitions; no database access.
 
 History features (what similar tasks needed recently) are NaN unless the service
-keeps a recent-history index (see :mod:`panda_predictor.http_api.history`).
+keeps a recent-history index (see
+:mod:`panda_predictor.serving.history_refresher`).
 """
 
 from __future__ import annotations

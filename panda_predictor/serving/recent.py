@@ -4,12 +4,15 @@ The history features (last value, mean of the last two, count, per transformatio
 release, processing type + framework and user) come from the scouts and jobs that
 finished before the prediction. The hook keeps the last ``days`` of history between
 passes (:class:`IncrementalHistory`) and reads only the tasks that changed since its
-previous pass; the service and the benchmark read it whole (:func:`read_history_frame`).
+previous pass; the service and the benchmark read it whole (:func:`read_history_frame`),
+and the service and the JEDI refiner index it as of now
+(:func:`read_serving_history`).
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from sqlalchemy.engine import Connection, Engine
@@ -27,7 +30,11 @@ from panda_predictor.db.reader import (
     iter_history,
     iter_task_history,
 )
+from panda_predictor.serving.combination import ServingHistory
 from panda_predictor.settings import Settings
+
+if TYPE_CHECKING:
+    from panda_predictor.serving.bundle import Bundle
 
 DEFAULT_DAYS = 180
 #: A change stamped up to this long before the previous read is read again: jobs
@@ -80,6 +87,43 @@ def read_history_frame(
     if not parts:
         return _empty_history(keep)
     return _known_before(pd.concat(parts, ignore_index=True), now)
+
+
+def read_serving_history(
+    bind: Engine | Connection,
+    settings: Settings,
+    now: datetime | None = None,
+    days: int = DEFAULT_DAYS,
+    bundle: Bundle | None = None,
+) -> ServingHistory:
+    """Return the recent labelled history indexed as of ``now`` (features + experts).
+
+    What the HTTP service and the JEDI refiner predict with, read in the background
+    (:class:`~panda_predictor.serving.history_refresher.HistoryRefresher`): for a task
+    created at ``now`` it gives the answer the frame gives the hook and the benchmark.
+    With a ``bundle`` the index and that bundle's expert records are built here too
+    (in the reader's thread), not by the first prediction that needs them.
+
+    Parameters
+    ----------
+    bind:
+        Where to read.
+    settings:
+        Settings naming the PanDA schema.
+    now:
+        The time the history is known at; default: the clock (UTC).
+    days:
+        The history window: tasks created in the last ``days``.
+    bundle:
+        The bundle served now (None: nothing is built ahead).
+    """
+    now = now or datetime.now(UTC).replace(tzinfo=None)
+    history = ServingHistory(read_history_frame(bind, settings, now, days), now)
+    if bundle is not None:
+        history.index  # noqa: B018  built now, off the prediction path
+        if bundle.combination is not None:
+            history.snapshots(bundle)
+    return history
 
 
 class IncrementalHistory:

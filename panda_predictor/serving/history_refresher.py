@@ -1,11 +1,12 @@
 """Keep a recent-history index fresh in the background, for the history features.
 
-``POST /v1/predictions`` never queries the database on the request path. When
-enabled, a daemon thread reads the recent labelled history
-(:func:`panda_predictor.serving.recent.read_recent_history`) every
-``interval`` seconds and swaps the index in; requests use whatever index is current.
-Until the first read succeeds, or if the database is unreachable, history features
-are NaN (the models were trained to cope: a new kind of task has no history either).
+The HTTP service (``POST /v1/predictions``) and the JEDI refiner's in-process client
+never query the database on the request path. When enabled, a daemon thread reads
+the recent labelled history
+(:func:`panda_predictor.serving.recent.read_serving_history`) every ``interval``
+seconds and swaps the index in; predictions use whatever index is current. Until
+the first read succeeds, or if the database is unreachable, history features are
+NaN (the models were trained to cope: a new kind of task has no history either).
 """
 
 from __future__ import annotations
@@ -26,15 +27,20 @@ class HistoryRefresher:
     Parameters
     ----------
     loader:
-        Returns a fresh
-        :class:`~panda_predictor.core.features.history.RecentHistoryIndex`.
+        Returns a fresh index, e.g. a
+        :class:`~panda_predictor.serving.combination.ServingHistory`.
     interval:
         Seconds between refreshes.
+    hook:
+        The ``hook`` label a failed read is counted under in
+        ``panda_predictor_fallbacks_total`` (``"http"``, ``"jedi"``), with the
+        reason ``history_<exception class>``.
     """
 
-    def __init__(self, loader: Callable[[], Any], interval: float) -> None:
+    def __init__(self, loader: Callable[[], Any], interval: float, hook: str) -> None:
         self._loader = loader
         self.interval = interval
+        self.hook = hook
         self.index: Any = None
         self.error: str | None = None
         self._stop = threading.Event()
@@ -47,9 +53,11 @@ class HistoryRefresher:
             self.error = None
         except Exception as exc:  # noqa: BLE001  history is optional: fail open
             self.error = f"{type(exc).__name__}: {exc}"
-            FALLBACKS.labels("http", "history_" + type(exc).__name__).inc()
+            FALLBACKS.labels(self.hook, "history_" + type(exc).__name__).inc()
             log.warning(
-                "recent history not refreshed (features stay as they were): %s",
+                "recent history not refreshed for hook=%s (features stay as they "
+                "were): %s",
+                self.hook,
                 self.error,
             )
 
@@ -57,9 +65,14 @@ class HistoryRefresher:
         """Start the background thread (first refresh right away)."""
         if self._thread is None:
             self._thread = threading.Thread(
-                target=self._run, name="history-refresher", daemon=True
+                target=self._run, name=f"history-refresher-{self.hook}", daemon=True
             )
             self._thread.start()
+
+    @property
+    def running(self) -> bool:
+        """Return whether the background thread is alive."""
+        return self._thread is not None and self._thread.is_alive()
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -1,20 +1,23 @@
-"""The service's recent-history index: refreshed in the background, failing open."""
+"""The recent-history index of the HTTP service and the JEDI refiner: refreshed in
+the background, failing open, counted under the hook's label."""
 
 from __future__ import annotations
 
 import threading
 
+import pytest
 from prometheus_client import REGISTRY
 
-from panda_predictor.http_api.history import HistoryRefresher
+from panda_predictor.serving.history_refresher import HistoryRefresher
 
 
-def _fallbacks(reason: str) -> float:
-    labels = {"hook": "http", "reason": f"history_{reason}"}
+def _fallbacks(reason: str, hook: str = "http") -> float:
+    labels = {"hook": hook, "reason": f"history_{reason}"}
     return REGISTRY.get_sample_value("panda_predictor_fallbacks_total", labels) or 0.0
 
 
-def test_a_failed_read_keeps_the_last_index_and_is_counted():
+@pytest.mark.parametrize("hook", ["http", "jedi"])
+def test_a_failed_read_keeps_the_last_index_and_is_counted(hook):
     answers = iter(["index-1", OSError("database down"), "index-2"])
 
     def loader():
@@ -23,16 +26,17 @@ def test_a_failed_read_keeps_the_last_index_and_is_counted():
             raise answer
         return answer
 
-    refresher = HistoryRefresher(loader, interval=60)
+    refresher = HistoryRefresher(loader, interval=60, hook=hook)
     assert refresher.index is None
     refresher.refresh()
     assert (refresher.index, refresher.error) == ("index-1", None)
 
-    before = _fallbacks("OSError")
+    before = {h: _fallbacks("OSError", h) for h in ("http", "jedi")}
     refresher.refresh()
     assert refresher.index == "index-1"
     assert refresher.error == "OSError: database down"
-    assert _fallbacks("OSError") == before + 1
+    after = {h: _fallbacks("OSError", h) for h in ("http", "jedi")}
+    assert after == {h: before[h] + (h == hook) for h in before}
 
     refresher.refresh()
     assert (refresher.index, refresher.error) == ("index-2", None)
@@ -45,7 +49,8 @@ def test_the_thread_reads_at_once_and_stops_when_asked():
         read.set()
         return "index"
 
-    refresher = HistoryRefresher(loader, interval=3600)
+    refresher = HistoryRefresher(loader, interval=3600, hook="http")
+    assert not refresher.running
     refresher.start()
     refresher.start()  # a second start does not start a second thread
     try:
@@ -53,4 +58,4 @@ def test_the_thread_reads_at_once_and_stops_when_asked():
     finally:
         refresher.stop()
     assert refresher.index == "index"
-    assert not refresher._thread.is_alive()
+    assert not refresher.running
