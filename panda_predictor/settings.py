@@ -328,6 +328,14 @@ class Settings(BaseSettings):
         description="JEDI refiner, in-process mode: seconds between looks for a newly "
         "promoted champion.",
     )
+    refiner_history_refresh_seconds: float = Field(
+        300.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="JEDI refiner, in-process mode: seconds between background reads "
+        "of the recent history from db_url, for the history features and the expert "
+        "combination, as 'serve --history-refresh' (0: off, history features NaN).",
+    )
     operator: str | None = Field(
         None,
         description="Who acts, recorded on a manual 'model promote' or 'model "
@@ -411,7 +419,12 @@ class Settings(BaseSettings):
             raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
         return name
 
-    @field_validator("refiner_timeout", "refiner_reload_seconds", mode="before")
+    @field_validator(
+        "refiner_timeout",
+        "refiner_reload_seconds",
+        "refiner_history_refresh_seconds",
+        mode="before",
+    )
     @classmethod
     def _blank_refiner_seconds(cls, value: Any, info: ValidationInfo) -> Any:
         """Read an empty variable as the default, as the refiner did before these

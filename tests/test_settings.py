@@ -58,6 +58,20 @@ def test_empty_schema_means_none():
             id="replaced-short-share",
         ),
         pytest.param("HOOK_BATCH_SIZE", "many", "hook_batch_size", id="type"),
+        pytest.param(
+            "REFINER_HISTORY_REFRESH_SECONDS",
+            "-1",
+            r"refiner_history_refresh_seconds: Input should be greater than or equal "
+            r"to 0 \(got '-1'\)",
+            id="refiner-history-negative",
+        ),
+        pytest.param(
+            "REFINER_HISTORY_REFRESH_SECONDS",
+            "inf",
+            r"refiner_history_refresh_seconds: Input should be a finite number "
+            r"\(got 'inf'\)",
+            id="refiner-history-infinite",
+        ),
         pytest.param("MODE", "panic", "mode", id="choice"),
     ],
 )

@@ -68,6 +68,7 @@ from panda_predictor.metrics import (
     record_kill_switch,
 )
 from panda_predictor.plugins.prediction_client import (
+    HOOK,
     PARAM_MAP_KEYS,
     REQUESTED_KEYS,
     PredictionClient,
@@ -79,9 +80,6 @@ from panda_predictor.settings import Settings, load_settings
 
 # One logger for all the refiner plugin logs (docs/jedi-plugin.md names it).
 log = logging.getLogger("panda_predictor.plugins.jedi_refiner")
-
-#: Label of this hook in the panda_predictor_* metrics.
-HOOK = "jedi"
 
 _shared_lock = threading.Lock()
 _shared: dict[str, Any] = {}
@@ -99,10 +97,18 @@ def _shared_settings_and_client() -> tuple[Settings, PredictionClient]:
 
 
 def reset_shared_client() -> None:
-    """Forget the process-wide settings and client (tests, or after a config change)."""
+    """Forget the process-wide settings and client (tests, or after a config change).
+
+    The in-process client's history refresher stops and its engine and the audit
+    engine are disposed of.
+    """
     with _shared_lock:
         engine = _shared.get("audit_engine")
+        client = _shared.get("client")
         _shared.clear()
+    close = getattr(client, "close", None)
+    if close is not None:
+        close()
     if engine is not None:
         engine.dispose()
 

@@ -7,7 +7,11 @@ at that point: NaN) and asks one of two clients:
 
 - :class:`InProcessClient` loads the registry's champion once (through
   :func:`panda_predictor.serving.loader.load_champion`, which falls back to the local
-  cache) and reloads it every ``reload_seconds`` to pick up a new champion;
+  cache) and reloads it every ``reload_seconds`` to pick up a new champion; like the
+  HTTP service it keeps the recent labelled history fresh in a background thread
+  (:class:`~panda_predictor.serving.history_refresher.HistoryRefresher`, reading the
+  database of ``db_url``), so the history features and the expert combination are
+  those of the service and the database hook;
 - :class:`HttpClient` posts the definition to ``POST /v1/predictions`` of the
   panda-predictor service with a strict total timeout (stdlib only).
 
@@ -33,6 +37,8 @@ from typing import Any, Protocol
 from panda_predictor.core.domain.task_prediction import TargetPrediction, TaskPrediction
 from panda_predictor.core.domain.units import prediction_to_panda
 from panda_predictor.db.audit_writer import panda_value
+from panda_predictor.metrics import FALLBACKS
+from panda_predictor.serving.history_refresher import HistoryRefresher
 from panda_predictor.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -41,6 +47,8 @@ log = logging.getLogger(__name__)
 # built from the settings agree.
 DEFAULT_TIMEOUT: float = Settings.model_fields["refiner_timeout"].default
 DEFAULT_RELOAD_SECONDS: float = Settings.model_fields["refiner_reload_seconds"].default
+#: Label of the refiner in the panda_predictor_* metrics (history reads that fail).
+HOOK = "jedi"
 #: Largest HTTP response read (a prediction is about 2 kB).
 MAX_RESPONSE_BYTES = 1 << 20
 
@@ -169,14 +177,19 @@ class InProcessClient:
     Parameters
     ----------
     settings:
-        Registry, model name and cache folder of the champion.
+        Registry, model name and cache folder of the champion; the database of
+        ``db_url`` the history is read from.
     predictor_factory:
         Returns the predictor (default: ``load_champion(settings)``).
     history_factory:
-        Returns the recent-history index for the history features; default None,
-        as in the HTTP service: the refiner path never queries the database.
+        Returns the history to predict with, called at each (re)load of the
+        predictor (tests); default: the background refresher's current index.
     reload_seconds:
         Age after which the champion is looked up again.
+    history_refresh_seconds:
+        Without a ``history_factory``: seconds between background reads of the
+        recent labelled history (0: no history, its features are NaN); default:
+        the ``refiner_history_refresh_seconds`` setting.
     """
 
     def __init__(
@@ -185,15 +198,21 @@ class InProcessClient:
         predictor_factory: Callable[[], Any] | None = None,
         history_factory: Callable[[], Any] | None = None,
         reload_seconds: float = DEFAULT_RELOAD_SECONDS,
+        history_refresh_seconds: float | None = None,
     ) -> None:
         self.settings = settings
         self.predictor_factory = predictor_factory
         self.history_factory = history_factory
         self.reload_seconds = reload_seconds
+        if history_refresh_seconds is None:
+            history_refresh_seconds = settings.refiner_history_refresh_seconds
+        self.history_refresh_seconds = history_refresh_seconds
         self._lock = threading.Lock()
         self._predictor: Any = None
         self._history: Any = None
         self._loaded_at = 0.0
+        self._refresher: HistoryRefresher | None = None
+        self._history_engine: Any = None
 
     def _load(self) -> tuple[Any, Any]:
         if self.predictor_factory is not None:
@@ -206,7 +225,12 @@ class InProcessClient:
         return predictor, history
 
     def current(self) -> tuple[Any, Any]:
-        """Return (predictor, history), loading them on first use and when stale."""
+        """Return (predictor, history), loading them on first use and when stale.
+
+        Without a ``history_factory`` the history is the background refresher's
+        current index (started here on first use), None until its first read
+        succeeds or when the history is off; it is never read here.
+        """
         with self._lock:
             age = time.monotonic() - self._loaded_at
             if self._predictor is None or age >= self.reload_seconds:
@@ -223,7 +247,59 @@ class InProcessClient:
                         exc,
                     )
                 self._loaded_at = time.monotonic()
-            return self._predictor, self._history
+            if self.history_factory is not None:
+                return self._predictor, self._history
+            return self._predictor, self._refreshed_history()
+
+    @property
+    def history_refresher(self) -> HistoryRefresher | None:
+        """Return the background history refresher, None before the first use."""
+        return self._refresher
+
+    def _refreshed_history(self) -> Any:
+        """Return the refresher's current index, starting the refresher first.
+
+        Never raises: a thread that cannot start is logged and counted, and the
+        task is predicted without history (the next one tries again).
+        """
+        if self.history_refresh_seconds <= 0:
+            return None
+        if self._refresher is None:
+            refresher = HistoryRefresher(
+                self._read_history, self.history_refresh_seconds, HOOK
+            )
+            try:
+                refresher.start()
+            except RuntimeError as exc:  # no thread left: predict without history
+                FALLBACKS.labels(HOOK, "history_" + type(exc).__name__).inc()
+                log.warning("recent history refresher not started: %s", exc)
+                return None
+            self._refresher = refresher
+        return self._refresher.index
+
+    def _read_history(self) -> Any:
+        """Read the recent history indexed as of now (in the refresher's thread).
+
+        The index and the current champion's expert records are built here too,
+        so no prediction has to build them.
+        """
+        from panda_predictor.db.engine import make_engine
+        from panda_predictor.serving.recent import read_serving_history
+
+        if self._history_engine is None:  # one engine (and pool) per client
+            self._history_engine = make_engine(self.settings)
+        bundle = getattr(self._predictor, "bundle", None)
+        return read_serving_history(self._history_engine, self.settings, bundle=bundle)
+
+    def close(self) -> None:
+        """Stop the history refresher and dispose of its database engine."""
+        with self._lock:
+            refresher, self._refresher = self._refresher, None
+        if refresher is not None:
+            refresher.stop()  # waits for a read under way, so the engine is free
+        engine, self._history_engine = self._history_engine, None
+        if engine is not None:
+            engine.dispose()
 
     def predict(self, definition: Mapping[str, Any]) -> TaskPrediction:
         """Return the prediction for one definition; raise PredictionUnavailable."""
@@ -386,17 +462,24 @@ def client_from_environment(settings: Settings) -> PredictionClient:
     """Return the HTTP client when the ``refiner_url`` setting is set, else local.
 
     The settings come from the environment (``PANDA_PREDICTOR_REFINER_URL``,
-    ``..._TIMEOUT``, ``..._RELOAD_SECONDS``) or the config file, checked there:
-    ``refiner_timeout`` (seconds) bounds an HTTP call; ``refiner_reload_seconds`` is
-    how often the in-process client looks for a new champion.
+    ``..._TIMEOUT``, ``..._RELOAD_SECONDS``, ``..._HISTORY_REFRESH_SECONDS``) or the
+    config file, checked there: ``refiner_timeout`` (seconds) bounds an HTTP call;
+    ``refiner_reload_seconds`` is how often the in-process client looks for a new
+    champion, ``refiner_history_refresh_seconds`` how often it reads the recent
+    history (0: never).
     """
     url = (settings.refiner_url or "").strip()
     if url:
         return HttpClient(url, settings.refiner_timeout)
-    return InProcessClient(settings, reload_seconds=settings.refiner_reload_seconds)
+    return InProcessClient(
+        settings,
+        reload_seconds=settings.refiner_reload_seconds,
+        history_refresh_seconds=settings.refiner_history_refresh_seconds,
+    )
 
 
 __all__ = [
+    "HOOK",
     "HttpClient",
     "InProcessClient",
     "PARAM_MAP_KEYS",

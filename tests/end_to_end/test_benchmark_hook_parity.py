@@ -401,8 +401,8 @@ def test_hook_http_refiner_and_benchmark_write_the_same_values(
     # it refines it (taskdef's clock), here when the hook saw the tasks created.
     monkeypatch.setattr(taskdef, "datetime", _CreatedNow)
     # The project's real local client, on the service's history as of that time
-    # (its history_factory; unset in production, where this path computes no
-    # history features: docs/jedi-plugin.md).
+    # (its history_factory; in production its background refresher reads the same
+    # history as of the clock: tests/plugins/test_prediction_client_history.py).
     client = InProcessClient(
         settings, predictor_factory=lambda: predictor, history_factory=lambda: served
     )

@@ -53,19 +53,14 @@ def predictor(trained_bundle_dir):
     return Predictor(load_bundle(trained_bundle_dir), "panda-predictor", "1")
 
 
-@pytest.fixture(scope="module")
-def defined_maps(simulated_sqlite):
-    """Return PanDA-style parameter maps of the simulated database's defined tasks."""
-    from panda_predictor.db.engine import make_engine
+def param_maps(engine, settings, limit=10) -> list[tuple[int, dict]]:
+    """Return (jediTaskID, PanDA-style parameter map) of a simulated database's
+    defined tasks, up to ``limit``."""
     from panda_predictor.db.reader import find_eligible_tasks, read_task_features
 
-    engine = make_engine(simulated_sqlite)
-    try:
-        with engine.connect() as conn:
-            ids = find_eligible_tasks(conn, simulated_sqlite, limit=10)
-            frame = read_task_features(conn, simulated_sqlite, ids)
-    finally:
-        engine.dispose()
+    with engine.connect() as conn:
+        ids = find_eligible_tasks(conn, settings, limit=limit)
+        frame = read_task_features(conn, settings, ids)
     names = {
         "processingtype": "processingType",
         "tasktype": "taskType",
@@ -93,6 +88,18 @@ def defined_maps(simulated_sqlite):
         )
         maps.append((int(row["jeditaskid"]), task))
     return maps
+
+
+@pytest.fixture(scope="module")
+def defined_maps(simulated_sqlite):
+    """Return PanDA-style parameter maps of the simulated database's defined tasks."""
+    from panda_predictor.db.engine import make_engine
+
+    engine = make_engine(simulated_sqlite)
+    try:
+        return param_maps(engine, simulated_sqlite)
+    finally:
+        engine.dispose()
 
 
 def test_definition_keeps_what_the_models_read():
@@ -223,8 +230,12 @@ def test_client_from_environment(monkeypatch, tmp_path):
     """The PANDA_PREDICTOR_REFINER_* variables reach the client through the settings."""
     monkeypatch.delenv("PANDA_PREDICTOR_REFINER_URL", raising=False)
     monkeypatch.setenv("PANDA_PREDICTOR_REFINER_RELOAD_SECONDS", "30")
+    monkeypatch.delenv("PANDA_PREDICTOR_REFINER_HISTORY_REFRESH_SECONDS", raising=False)
     local = client_from_environment(load_settings(home=tmp_path))
     assert isinstance(local, InProcessClient) and local.reload_seconds == 30
+    assert local.history_refresh_seconds == 300  # as 'serve --history-refresh'
+    monkeypatch.setenv("PANDA_PREDICTOR_REFINER_HISTORY_REFRESH_SECONDS", "0")
+    assert client_from_environment(load_settings()).history_refresh_seconds == 0
     monkeypatch.setenv("PANDA_PREDICTOR_REFINER_URL", "http://h:8080/")
     monkeypatch.setenv("PANDA_PREDICTOR_REFINER_TIMEOUT", "0.3")
     client = client_from_environment(load_settings(home=tmp_path))
@@ -258,7 +269,13 @@ def test_in_process_client_loads_once_and_keeps_a_model(
             raise ConnectionError("registry down")
         return predictor
 
-    client = InProcessClient(settings, predictor_factory=factory, reload_seconds=3600)
+    # No history here (tests/plugins/test_prediction_client_history.py has it).
+    client = InProcessClient(
+        settings,
+        predictor_factory=factory,
+        reload_seconds=3600,
+        history_refresh_seconds=0,
+    )
     from panda_predictor.taskdef import read_task_definitions
 
     for task_id, task in defined_maps[:3]:

@@ -1,0 +1,242 @@
+"""The refiner's in-process client predicts with the history the HTTP service has.
+
+A real database (SQLite and PostgreSQL) holds a simulated recent history; the
+refiner's default client, built by JEDI's path from the environment with a champion
+in a real MLflow store, reads it in the background and must predict every task
+exactly as ``serving.decision.decide`` does on the refresher's current
+``ServingHistory``. With the database unreachable it still predicts (no history)
+and counts the failed read under ``hook="jedi"``; with the setting 0 it starts no
+thread.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from prometheus_client import REGISTRY
+
+from model_registry.registry import register_bundle, set_alias
+from panda_predictor import taskdef
+from panda_predictor.plugins import jedi_prediction
+from panda_predictor.plugins.prediction_client import (
+    InProcessClient,
+    definition_from_param_map,
+)
+from panda_predictor.serving.combination import ServingHistory
+from panda_predictor.serving.decision import decide
+from panda_predictor.serving.recent import read_history_frame
+from panda_predictor.settings import load_settings
+from pipelines.simulation import SimulationConfig, simulate_history
+from pipelines.simulation.history_writer import load_history
+from tests.plugins.test_prediction_client import param_maps
+
+#: Generous bound on the refresher's first read (it takes about a second).
+FIRST_READ_TIMEOUT = 300.0
+#: The refiner's thread name (serving/history_refresher.py).
+THREAD_NAME = "history-refresher-jedi"
+#: Nothing listens on port 1: connecting is refused at once.
+UNREACHABLE_DB = "postgresql+psycopg://postgres@127.0.0.1:1/test"
+#: When the simulated history ends: recent, so inside the 180 days the client reads.
+HISTORY_END = datetime.now(UTC).replace(
+    tzinfo=None, hour=0, minute=0, second=0, microsecond=0
+) - timedelta(days=7)
+#: The one time the tasks are refined at (taskdef's clock stopped for the test).
+REFINED_AT = HISTORY_END + timedelta(days=6)
+
+
+class _RefinedAt(datetime):
+    """taskdef's clock, stopped at REFINED_AT: the client and ``decide`` read one
+    creation time."""
+
+    @classmethod
+    def now(cls, tz=None):
+        return REFINED_AT.replace(tzinfo=tz)
+
+
+@pytest.fixture(scope="module")
+def predictor(trained_bundle_dir):
+    from panda_predictor.serving.bundle import load_bundle
+    from panda_predictor.serving.predictor import Predictor
+
+    return Predictor(load_bundle(trained_bundle_dir), "panda-predictor", "1")
+
+
+@pytest.fixture
+def recent_db(db, settings, seed):
+    """Return the test database holding 600 tasks of the last four months."""
+    config = SimulationConfig(
+        n_tasks=600, n_defined=20, seed=seed, months=4, end_date=HISTORY_END
+    )
+    load_history(db, settings, simulate_history(config, progress=False))
+    return db
+
+
+def _history_fallbacks() -> float:
+    """Return panda_predictor_fallbacks_total{hook="jedi", reason="history_..."}."""
+    return sum(
+        sample.value
+        for metric in REGISTRY.collect()
+        if metric.name == "panda_predictor_fallbacks"
+        for sample in metric.samples
+        if sample.name.endswith("_total")
+        and sample.labels.get("hook") == "jedi"
+        and sample.labels.get("reason", "").startswith("history_")
+    )
+
+
+def _first_read(refresher, failing=False):
+    """Wait for the refresher's first read (its thread reads at once) and return
+    its index; ``failing``: wait for its first failure instead."""
+    deadline = time.monotonic() + FIRST_READ_TIMEOUT
+    while (refresher.error is None) if failing else (refresher.index is None):
+        assert failing or refresher.error is None, refresher.error
+        assert time.monotonic() < deadline, "no history read in time"
+        time.sleep(0.05)
+    return refresher.index
+
+
+def _comparable(prediction):
+    """Return a prediction without its time stamp (each call stamps its own)."""
+    return (
+        prediction.jeditaskid,
+        prediction.model_version,
+        prediction.decision,
+        prediction.reason,
+        prediction.targets,
+    )
+
+
+def _refiner_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == THREAD_NAME]
+
+
+@pytest.fixture
+def refiner_environment(recent_db, settings, empty_mlflow_store, trained_bundle_dir):
+    """Set the environment JEDI's refiner reads its settings from (the test
+    database, a registry whose champion is the small trained bundle) and return
+    those settings; the process-wide client is forgotten before and after."""
+    store = settings.home / "registry" / "mlflow.db"
+    store.parent.mkdir()
+    shutil.copyfile(empty_mlflow_store, store)
+    env = {
+        "PANDA_PREDICTOR_HOME": str(settings.home),
+        "PANDA_PREDICTOR_DB_URL": settings.database_url(),
+        "PANDA_PREDICTOR_DB_SCHEMA": settings.db_schema or "",
+        "PANDA_PREDICTOR_MLFLOW_TRACKING_URI": f"sqlite:///{store}",
+        # One read in the test: the next one would come an hour later.
+        "PANDA_PREDICTOR_REFINER_HISTORY_REFRESH_SECONDS": "3600",
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in env.items():
+            patch.setenv(name, value)
+        configured = load_settings()
+        set_alias(
+            configured,
+            register_bundle(configured, trained_bundle_dir, None, {}).version,
+            "champion",
+        )
+        jedi_prediction.reset_shared_client()
+        try:
+            yield configured
+        finally:
+            jedi_prediction.reset_shared_client()
+
+
+def test_refiner_client_predicts_as_decide_on_the_refreshed_history(
+    refiner_environment, recent_db, monkeypatch
+):
+    settings = refiner_environment
+    monkeypatch.setattr(taskdef, "datetime", _RefinedAt)
+    maps = param_maps(recent_db, settings, limit=20)
+    assert len(maps) == 20
+    # JEDI's path: the process-wide client built from the environment.
+    _, client = jedi_prediction._shared_settings_and_client()
+    assert isinstance(client, InProcessClient)
+    assert client.history_refresh_seconds == 3600
+    assert client.history_refresher is None  # nothing started before a prediction
+
+    first = definition_from_param_map(*maps[0])
+    client.predict(first)  # starts the refresher; its history may not be read yet
+    refresher = client.history_refresher
+    assert refresher is not None and refresher.hook == "jedi"
+    served = _first_read(refresher)
+    assert isinstance(served, ServingHistory)
+    # The champion's expert records were built in the refresher's thread too.
+    assert "_snapshots" in vars(served)
+    # The service's reader: the last 180 days, as known when it was read.
+    expected = read_history_frame(recent_db, settings, served.as_of.to_pydatetime())
+    assert len(served.frame) > 100
+    assert served.frame["jeditaskid"].tolist() == expected["jeditaskid"].tolist()
+
+    predictor, history = client.current()
+    assert history is served
+    changed = 0
+    for task_id, task_map in maps:
+        definition = definition_from_param_map(task_id, task_map)
+        got = client.predict(definition)
+        tasks = taskdef.read_task_definitions(definition)
+        [want] = decide(predictor, tasks, served)
+        [alone] = decide(predictor, tasks, None)
+        assert _comparable(got) == _comparable(want)
+        changed += _comparable(got) != _comparable(alone)
+    assert refresher.index is served  # one history for the whole test
+    # The history is really used: the experts' records replace the model's own
+    # confidences (and may change the class).
+    assert changed > 0
+
+    jedi_prediction.reset_shared_client()
+    assert not refresher.running
+    assert client.history_refresher is None and client._history_engine is None
+
+
+def test_unreachable_database_predicts_without_history_and_counts_it(
+    predictor, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(taskdef, "datetime", _RefinedAt)
+    settings = load_settings(home=tmp_path, db_url=UNREACHABLE_DB)
+    assert settings.refiner_history_refresh_seconds > 0
+    client = InProcessClient(settings, predictor_factory=lambda: predictor)
+    definition = definition_from_param_map(7, {"processingType": "simul"})
+    before = _history_fallbacks()
+    try:
+        client.predict(definition)  # starts the refresher; never raises
+        refresher = client.history_refresher
+        _first_read(refresher, failing=True)
+        assert refresher.index is None
+        assert refresher.error.startswith("DatabaseError: Cannot reach the database")
+        got = client.predict(definition)
+    finally:
+        client.close()
+    assert not refresher.running
+    assert _history_fallbacks() == before + 1
+    [alone] = decide(predictor, taskdef.read_task_definitions(definition), None)
+    assert _comparable(got) == _comparable(alone)
+
+
+def test_history_off_starts_no_thread(predictor, tmp_path, monkeypatch):
+    monkeypatch.setattr(taskdef, "datetime", _RefinedAt)
+    monkeypatch.setenv("PANDA_PREDICTOR_REFINER_HISTORY_REFRESH_SECONDS", "0")
+    settings = load_settings(home=tmp_path, db_url=UNREACHABLE_DB)
+    client = InProcessClient(settings, predictor_factory=lambda: predictor)
+    threads = len(_refiner_threads())
+    definition = definition_from_param_map(8, {"processingType": "simul"})
+    got = client.predict(definition)
+    assert client.current()[1] is None
+    assert client.history_refresher is None
+    assert len(_refiner_threads()) == threads
+    [alone] = decide(predictor, taskdef.read_task_definitions(definition), None)
+    assert _comparable(got) == _comparable(alone)
+
+
+def test_an_explicit_history_factory_wins_over_the_refresher(predictor, tmp_path):
+    settings = load_settings(home=tmp_path, db_url=UNREACHABLE_DB)
+    served = object()
+    client = InProcessClient(
+        settings, predictor_factory=lambda: predictor, history_factory=lambda: served
+    )
+    assert client.current() == (predictor, served)
+    assert client.history_refresher is None
