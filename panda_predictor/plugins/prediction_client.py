@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 import urllib.error
@@ -212,6 +213,7 @@ class InProcessClient:
         self._history: Any = None
         self._loaded_at = 0.0
         self._refresher: HistoryRefresher | None = None
+        self._refresher_pid = os.getpid()
         self._history_engine: Any = None
 
     def _load(self) -> tuple[Any, Any]:
@@ -264,6 +266,14 @@ class InProcessClient:
         """
         if self.history_refresh_seconds <= 0:
             return None
+        if self._refresher is not None and self._refresher_pid != os.getpid():
+            # A forked child has the parent's refresher but not its thread: the
+            # history would never change again. Start its own, on its own
+            # connections (the parent's stay open for the parent).
+            self._refresher = None
+            engine, self._history_engine = self._history_engine, None
+            if engine is not None:
+                engine.dispose(close=False)
         if self._refresher is None:
             refresher = HistoryRefresher(
                 self._read_history, self.history_refresh_seconds, HOOK
@@ -274,7 +284,7 @@ class InProcessClient:
                 FALLBACKS.labels(HOOK, "history_" + type(exc).__name__).inc()
                 log.warning("recent history refresher not started: %s", exc)
                 return None
-            self._refresher = refresher
+            self._refresher, self._refresher_pid = refresher, os.getpid()
         return self._refresher.index
 
     def _read_history(self) -> Any:

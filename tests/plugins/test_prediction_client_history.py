@@ -240,3 +240,25 @@ def test_an_explicit_history_factory_wins_over_the_refresher(predictor, tmp_path
     )
     assert client.current() == (predictor, served)
     assert client.history_refresher is None
+
+
+def test_a_forked_process_starts_its_own_refresher(predictor, tmp_path, monkeypatch):
+    """A child forked after the first prediction has the parent's refresher but
+    not its thread: its first prediction starts one of its own."""
+    monkeypatch.setattr(taskdef, "datetime", _RefinedAt)
+    settings = load_settings(home=tmp_path, db_url=UNREACHABLE_DB)
+    client = InProcessClient(settings, predictor_factory=lambda: predictor)
+    definition = definition_from_param_map(9, {"processingType": "simul"})
+    try:
+        client.predict(definition)
+        parent = client.history_refresher
+        assert parent is not None and parent.running
+        client.predict(definition)
+        assert client.history_refresher is parent  # same process: kept
+        client._refresher_pid = -1  # as a child sees it: started by its parent
+        client.predict(definition)
+        child = client.history_refresher
+        assert child is not None and child is not parent and child.running
+    finally:
+        client.close()
+        parent.stop()
