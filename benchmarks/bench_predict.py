@@ -311,12 +311,15 @@ def verdicts(r: dict) -> str:
     )
 
 
-def _price_text(name: str, value: float | dict[str, float]) -> str:
-    """Return one price for the report: ``delay_price 16`` or, for the prices
-    training chose per target, ``target_prices (ramcount 4, walltime 16)``."""
+def _price_text(name: str, value: float | dict[str, float] | list[str]) -> str:
+    """Return one price setting for the report: ``delay_price 16``, for the prices
+    training chose per target ``target_prices (ramcount 4, walltime 16)``, and for
+    its lists of targets ``scouts_value_targets (cputime)``."""
     if isinstance(value, dict):
         per_target = ", ".join(f"{t} {v:g}" for t, v in value.items())
         return f"{name} ({per_target})"
+    if isinstance(value, list):
+        return f"{name} ({', '.join(value)})"
     return f"{name} {value:g}"
 
 

@@ -41,10 +41,13 @@ def test_the_report_prints_per_target_prices_and_the_verdicts():
         "delay_price": 16.0,
         "gb_per_core": 2.0,
         "target_prices": {"ramcount": 4.0, "walltime": 256.0},
+        "fixed_targets": ["ramcount"],
+        "scouts_value_targets": ["cputime"],
     }
     text = report([_result(prices)], args, "python benchmarks/bench_predict.py")
     assert "delay_price 16, gb_per_core 2" in text
     assert "target_prices (ramcount 4, walltime 256)" in text
+    assert "fixed_targets (ramcount), scouts_value_targets (cputime)" in text
     assert "p99 <= 2 ms met (1.80 ms)" in text
     assert "parameters (XGBoost up to 200 rounds at learning rate 0.3);" in text
 
