@@ -20,7 +20,6 @@ from sqlalchemy.engine import Connection, Engine
 from panda_predictor.core.domain.targets import TARGET_NAMES
 from panda_predictor.core.features.history import (
     HISTORY_GROUPS,
-    RecentHistoryIndex,
     required_columns,
 )
 from panda_predictor.core.features.pipeline import TASK_COLUMNS
@@ -215,28 +214,3 @@ class IncrementalHistory:
         in_window = pd.to_datetime(self._rows["creationdate"]) >= pd.Timestamp(start)
         self._rows = self._rows[in_window].reset_index(drop=True)
         return _known_before(self._rows, now)
-
-
-def read_recent_history(
-    bind: Engine | Connection,
-    settings: Settings,
-    now: datetime | None = None,
-    days: int = DEFAULT_DAYS,
-    chunk_size: int = 5000,
-) -> RecentHistoryIndex:
-    """Return the labelled history of tasks created in the last ``days``, indexed."""
-    now = now or datetime.now(UTC).replace(tzinfo=None)
-    keep = ["jeditaskid", *required_columns(HISTORY_GROUPS)]
-    parts = [
-        join_labels(tasks, jobs, keep)
-        for tasks, jobs in iter_history(
-            bind, settings, chunk_size=chunk_size, since=now - timedelta(days=days)
-        )
-    ]
-    if parts:
-        frame = pd.concat(parts, ignore_index=True)
-    else:  # nothing recent: an empty history, every task "seen 0 times"
-        frame = pd.DataFrame(columns=[*keep, *TARGET_NAMES, "labels_known_at"]).astype(
-            {"labels_known_at": "datetime64[ns]"}
-        )
-    return RecentHistoryIndex.from_frame(frame, as_of=now)

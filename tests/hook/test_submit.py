@@ -346,15 +346,16 @@ def test_recent_history_reads_only_what_was_known(history_db):
     """The serving index sees finished scouts of the last days, nothing after now."""
     from datetime import datetime
 
-    from panda_predictor.serving.recent import read_recent_history
+    from panda_predictor.serving.recent import read_serving_history
 
     engine = make_engine(history_db)
     ids = defined_ids(history_db)
     tasks = get_panda_tables(history_db, engine).jedi_tasks
     with engine.connect() as conn:
         last = conn.execute(sa.select(sa.func.max(tasks.c.creationdate))).scalar()
-    known = read_recent_history(engine, history_db, now=last, days=3650)
-    before_all = read_recent_history(engine, history_db, now=datetime(2000, 1, 1))
+    known = read_serving_history(engine, history_db, now=last, days=3650).index
+    before_all = read_serving_history(engine, history_db, now=datetime(2000, 1, 1))
+    before_all = before_all.index
     frame = read_task_features(engine, history_db, ids)
     engine.dispose()
     seen = known.features(frame)
