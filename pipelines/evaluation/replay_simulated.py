@@ -42,8 +42,8 @@ from panda_predictor.core.replay.engine import (
     ReplayCase,
     ReplayOutcome,
     replay,
-    scout_delay,
 )
+from panda_predictor.core.replay.tasks import scout_delay
 from panda_predictor.errors import UserInputError
 from panda_predictor.serving.bundle import Bundle
 from panda_predictor.serving.predictor import Predictor

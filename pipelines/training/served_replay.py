@@ -45,8 +45,8 @@ from panda_predictor.core.replay.engine import (
     JobOutcomes,
     ReplayJobs,
     ReplayRules,
-    tasks_from_bursts,
 )
+from panda_predictor.core.replay.tasks import tasks_from_bursts
 from panda_predictor.serving.bundle import Bundle
 from panda_predictor.serving.classified import Classified
 from panda_predictor.serving.predictor import Predictor

@@ -32,26 +32,16 @@ from panda_predictor.core.replay.panda_rules import (
     panda_measurement,
 )
 from panda_predictor.core.replay.task_replay import replay_task
-from panda_predictor.core.replay.tasks import (
-    job_rank,
-    scout_delay,
-    task_index,
-    task_size,
-    tasks_from_bursts,
-)
+from panda_predictor.core.replay.tasks import scout_delay, task_index
 
 __all__ = [
     "DEFAULT_N_SCOUTS",
     "ReplayCase",
     "ReplayOutcome",
     "ReplayRules",
-    "job_rank",
     "next_class_up",
     "panda_measurement",
     "replay",
-    "scout_delay",
-    "task_size",
-    "tasks_from_bursts",
 ]
 
 

@@ -56,11 +56,9 @@ from panda_predictor.core.replay.engine import (
     ReplayJobs,
     ReplayOutcome,
     ReplayRules,
-    job_rank,
-    task_size,
-    tasks_from_bursts,
 )
 from panda_predictor.core.replay.goals import GOALS, replay_goals
+from panda_predictor.core.replay.tasks import job_rank, task_size, tasks_from_bursts
 from pipelines.evaluation.trace.target_run import REQUEST_OF, TargetRun
 
 #: Which replay resource each trace target is.
