@@ -6,7 +6,8 @@ in a real MLflow store, reads it in the background and must predict every task
 exactly as ``serving.decision.decide`` does on the refresher's current
 ``ServingHistory``. With the database unreachable it still predicts (no history)
 and counts the failed read under ``hook="jedi"``; with the setting 0 it starts no
-thread.
+thread. On PanDA's own DDL the read neither waits for a task row JEDI holds nor
+leaves that task out.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import sqlalchemy as sa
 from prometheus_client import REGISTRY
 
 from model_registry.registry import register_bundle, set_alias
@@ -36,6 +38,9 @@ from tests.plugins.test_prediction_client import param_maps
 
 #: Generous bound on the refresher's first read (it takes about a second).
 FIRST_READ_TIMEOUT = 300.0
+#: How long a read beside JEDI's row lock may take before it counts as waiting for
+#: the lock (a read of 60 tasks takes about a second; JEDI holds the row longer).
+LOCKED_READ_TIMEOUT = 60.0
 #: The refiner's thread name (serving/history_refresher.py).
 THREAD_NAME = "history-refresher-jedi"
 #: Nothing listens on port 1: connecting is refused at once.
@@ -88,10 +93,10 @@ def _history_fallbacks() -> float:
     )
 
 
-def _first_read(refresher, failing=False):
+def _first_read(refresher, failing=False, timeout=FIRST_READ_TIMEOUT):
     """Wait for the refresher's first read (its thread reads at once) and return
     its index; ``failing``: wait for its first failure instead."""
-    deadline = time.monotonic() + FIRST_READ_TIMEOUT
+    deadline = time.monotonic() + timeout
     while (refresher.error is None) if failing else (refresher.index is None):
         assert failing or refresher.error is None, refresher.error
         assert time.monotonic() < deadline, "no history read in time"
@@ -262,3 +267,48 @@ def test_a_forked_process_starts_its_own_refresher(predictor, tmp_path, monkeypa
     finally:
         client.close()
         parent.stop()
+
+
+@pytest.mark.postgres
+def test_on_panda_s_own_ddl_the_history_is_read_while_jedi_holds_a_task(
+    panda_ddl, predictor, seed, monkeypatch
+):
+    """JEDI's ``SELECT ... FOR UPDATE NOWAIT`` holds a task of PanDA's real
+    JEDI_TASKS (build.sh); the refiner's background read of the history neither
+    waits for it nor leaves the task out."""
+    engine, settings = panda_ddl
+    config = SimulationConfig(
+        n_tasks=60, n_defined=5, seed=seed, months=2, end_date=HISTORY_END
+    )
+    load_history(engine, settings, simulate_history(config, progress=False))
+    monkeypatch.setattr(taskdef, "datetime", _RefinedAt)
+    with engine.connect() as conn:
+        held = conn.execute(
+            sa.text(
+                "SELECT min(jeditaskid) FROM doma_panda.jedi_tasks "
+                "WHERE status = 'finished'"
+            )
+        ).scalar_one()
+    client = InProcessClient(settings, predictor_factory=lambda: predictor)
+    definition = definition_from_param_map(10, {"processingType": "simul"})
+    with engine.connect() as jedi:
+        jedi.begin()
+        jedi.execute(
+            sa.text(
+                "SELECT jeditaskid FROM doma_panda.jedi_tasks WHERE jeditaskid = "
+                ":held FOR UPDATE NOWAIT"
+            ),
+            {"held": held},
+        ).one()
+        try:
+            client.predict(definition)  # starts the refresher
+            # A read that waited for JEDI's row would wait until the rollback
+            # below, which comes only after this bound.
+            served = _first_read(client.history_refresher, timeout=LOCKED_READ_TIMEOUT)
+            got = client.predict(definition)
+        finally:
+            jedi.rollback()
+            client.close()
+    assert held in served.frame["jeditaskid"].tolist()
+    [want] = decide(predictor, taskdef.read_task_definitions(definition), served)
+    assert _comparable(got) == _comparable(want)
