@@ -35,6 +35,7 @@ from panda_predictor.settings import load_settings
 from pipelines.simulation import SimulationConfig, simulate_history
 from pipelines.simulation.history_writer import load_history
 from tests.plugins.test_prediction_client import param_maps
+from tests.serving.test_history_refresher import fail_first_refresher_start
 
 #: Generous bound on the refresher's first read (it takes about a second).
 FIRST_READ_TIMEOUT = 300.0
@@ -218,6 +219,33 @@ def test_unreachable_database_predicts_without_history_and_counts_it(
         client.close()
     assert not refresher.running
     assert _history_fallbacks() == before + 1
+    [alone] = decide(predictor, taskdef.read_task_definitions(definition), None)
+    assert _comparable(got) == _comparable(alone)
+
+
+def test_a_refresher_that_cannot_start_is_retried_on_the_next_task(
+    predictor, tmp_path, monkeypatch
+):
+    """No thread left for the refresher: the task is predicted without history,
+    counted as ``history_RuntimeError``, and the next task starts the refresher."""
+    monkeypatch.setattr(taskdef, "datetime", _RefinedAt)
+    settings = load_settings(home=tmp_path, db_url=UNREACHABLE_DB)
+    client = InProcessClient(settings, predictor_factory=lambda: predictor)
+    definition = definition_from_param_map(11, {"processingType": "simul"})
+    failed = fail_first_refresher_start(monkeypatch, "jedi")
+    labels = {"hook": "jedi", "reason": "history_RuntimeError"}
+    before = REGISTRY.get_sample_value("panda_predictor_fallbacks_total", labels) or 0
+    try:
+        got = client.predict(definition)
+        assert failed == [THREAD_NAME]
+        assert client.history_refresher is None
+        after = REGISTRY.get_sample_value("panda_predictor_fallbacks_total", labels)
+        assert after == before + 1
+        client.predict(definition)
+        refresher = client.history_refresher
+        assert refresher is not None and refresher.running
+    finally:
+        client.close()
     [alone] = decide(predictor, taskdef.read_task_definitions(definition), None)
     assert _comparable(got) == _comparable(alone)
 
