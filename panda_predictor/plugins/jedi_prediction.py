@@ -34,6 +34,13 @@ predicted, and the database hook never predicts them a second time. A task whose
 definition already skips scouts is not predicted and not audited. An audit that
 cannot be written is logged with ``jediTaskID=`` and counted
 (``reason="audit_failed"``); it never stops JEDI.
+
+Without a database it predicts nothing: with no ``db_url`` and a relative ``home``
+(the default ``var``), the settings' database would be a SQLite file under JEDI's
+working directory, where the audit rows would hide from the database hook (which
+would predict the task a second time) and no history would ever be read. Every task
+then fails open unaudited (``reason="no_database"``), and one error per process names
+the setting to fix. An absolute ``home`` is the embedded SQLite chosen on purpose.
 """
 
 from __future__ import annotations
@@ -59,7 +66,7 @@ from panda_predictor.db.audit_writer import (
     write_audit,
     write_error_audits,
 )
-from panda_predictor.db.engine import make_engine
+from panda_predictor.db.engine import URL_ENV, make_engine
 from panda_predictor.hook.submit import LEGACY_REASON, kill_switch_on
 from panda_predictor.metrics import (
     FALLBACKS,
@@ -76,13 +83,17 @@ from panda_predictor.plugins.prediction_client import (
     client_from_environment,
     definition_from_param_map,
 )
-from panda_predictor.settings import Settings, load_settings
+from panda_predictor.settings import ENV_PREFIX, Settings, load_settings
 
 # One logger for all the refiner plugin logs (docs/jedi-plugin.md names it).
 log = logging.getLogger("panda_predictor.plugins.jedi_refiner")
 
 _shared_lock = threading.Lock()
 _shared: dict[str, Any] = {}
+
+#: Fallback reasons with no audit row: the kill switch audits its own
+#: ``kept_scouts``; without a database there is nowhere to write one.
+_NOT_AUDITED = frozenset({"legacy", "no_database"})
 
 
 def _shared_settings_and_client() -> tuple[Settings, PredictionClient]:
@@ -100,7 +111,7 @@ def reset_shared_client() -> None:
     """Forget the process-wide settings and client (tests, or after a config change).
 
     The in-process client's history refresher stops and its engine and the audit
-    engine are disposed of.
+    engine are disposed of; a missing database is logged again.
     """
     with _shared_lock:
         engine = _shared.get("audit_engine")
@@ -168,6 +179,7 @@ def predict_into_map(
             log.info("jediTaskID=%s already skips scouts: not predicted", jedi_task_id)
             return None
         used, client = _configuration(client, settings)
+        _require_database(used)
         _stop_if_legacy(used, audit_bind, jedi_task_id)
         prediction = client.predict(
             definition_from_param_map(jedi_task_id, task_param_map)
@@ -200,6 +212,37 @@ def predict_into_map(
         applied.values,
     )
     return applied
+
+
+def _require_database(settings: Settings) -> None:
+    """Fail the task open when the settings name no database JEDI's operator chose.
+
+    No ``db_url`` and a relative ``home`` is the default, not a choice: the SQLite
+    file it names would sit under JEDI's working directory. The first such task of
+    the process logs the error naming the settings; each one raises
+    ``no_database``.
+    """
+    if settings.db_url or settings.home.is_absolute():
+        return
+    with _shared_lock:
+        first = not _shared.get("no_database_logged")
+        _shared["no_database_logged"] = True
+    if first:
+        log.error(
+            "db_url is not set: the JEDI refiner audits its decisions in PanDA's "
+            "database (pp_prediction_audit, which keeps the database hook from "
+            "predicting a task a second time) and reads the recent history from it. "
+            "Set %s to PanDA's database, or %sHOME to an absolute folder for the "
+            "embedded SQLite. Got no db_url and the relative home %r instead: no "
+            "task is predicted (reason=no_database), the scouts run.",
+            URL_ENV,
+            ENV_PREFIX,
+            str(settings.home),
+        )
+    raise PredictionUnavailable(
+        f"db_url is not set and home {str(settings.home)!r} is relative",
+        "no_database",
+    )
 
 
 def _stop_if_legacy(settings: Settings, audit_bind: Any, jedi_task_id: int) -> None:
@@ -271,7 +314,7 @@ def _fail_open(
     if task_param_map != original:
         task_param_map.clear()
         task_param_map.update(original)
-    if settings is not None and reason != "legacy":
+    if settings is not None and reason not in _NOT_AUDITED:
         _audit(
             settings,
             audit_bind,
