@@ -33,7 +33,8 @@ nothing put into the map), ``held_back`` (outside ``rollout_share``, scouts run)
 predicted, and the database hook never predicts them a second time. A task whose
 definition already skips scouts is not predicted and not audited. An audit that
 cannot be written is logged with ``jediTaskID=`` and counted
-(``reason="audit_failed"``); it never stops JEDI.
+(``reason="audit_failed"``); it never stops JEDI. The audit rows and the in-process
+client's history reads share one engine (one connection pool) per JEDI process.
 
 Without a database it predicts nothing: with no ``db_url`` and a relative ``home``
 (the default ``var``), the settings' database would be a SQLite file under JEDI's
@@ -47,7 +48,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import logging
+import os
 import threading
 from collections.abc import Mapping, MutableMapping
 from typing import Any
@@ -99,10 +102,13 @@ _NOT_AUDITED = frozenset({"legacy", "no_database"})
 def _shared_settings_and_client() -> tuple[Settings, PredictionClient]:
     # JEDI builds refiners with (taskBufferIF, ddmIF) only, possibly many times: the
     # settings and the client (with its loaded model) are built once per process.
+    # The in-process client reads the history through the audit engine.
     with _shared_lock:
         if "client" not in _shared:
             settings = load_settings()
-            _shared["client"] = client_from_environment(settings)
+            _shared["client"] = client_from_environment(
+                settings, engine_provider=functools.partial(_shared_engine, settings)
+            )
             _shared["settings"] = settings
         return _shared["settings"], _shared["client"]
 
@@ -110,27 +116,39 @@ def _shared_settings_and_client() -> tuple[Settings, PredictionClient]:
 def reset_shared_client() -> None:
     """Forget the process-wide settings and client (tests, or after a config change).
 
-    The in-process client's history refresher stops and its engine and the audit
-    engine are disposed of; a missing database is logged again.
+    The in-process client's history refresher stops first, then each shared
+    engine is disposed of once; a missing database is logged again.
     """
     with _shared_lock:
-        engine = _shared.get("audit_engine")
-        client = _shared.get("client")
-        _shared.clear()
+        client = _shared.pop("client", None)
     close = getattr(client, "close", None)
     if close is not None:
-        close()
-    if engine is not None:
+        close()  # waits for a history read under way: its engine is free after
+    with _shared_lock:
+        engines = _shared.get("engines", {})
+        _shared.clear()
+    for engine in engines.values():
         engine.dispose()
 
 
-def _shared_audit_engine(settings: Settings) -> Any:
-    # One engine (and connection pool) per process for the audit rows.
+def _shared_engine(settings: Settings) -> Any:
+    """Return the process's engine on the settings' database, built on first use.
+
+    One engine (and connection pool) per process and database: the audit rows and
+    the in-process client's history reads go through it. In a forked child it
+    first drops the parent's pooled connections (they stay open for the parent),
+    so the child opens its own.
+    """
+    url = settings.database_url()
     with _shared_lock:
-        if _shared.get("audit_url") != settings.db_url:
-            _shared["audit_engine"] = make_engine(settings)
-            _shared["audit_url"] = settings.db_url
-        return _shared["audit_engine"]
+        engines: dict[str, Any] = _shared.setdefault("engines", {})
+        if _shared.setdefault("engines_pid", os.getpid()) != os.getpid():
+            for engine in engines.values():
+                engine.dispose(close=False)
+            _shared["engines_pid"] = os.getpid()
+        if url not in engines:
+            engines[url] = make_engine(settings)
+        return engines[url]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,7 +188,8 @@ def predict_into_map(
         the environment and ``PANDA_PREDICTOR_CONFIG`` once per process.
     audit_bind:
         Engine or connection of the database holding ``pp_prediction_audit``;
-        default: one engine per process from ``settings.db_url``.
+        default: the process's engine on ``settings.db_url``, which the default
+        in-process client reads the history through too.
     """
     original = copy.deepcopy(dict(task_param_map))
     used: Settings | None = None
@@ -365,7 +384,7 @@ def _audit(
 ) -> None:
     """Record the decision in pp_prediction_audit as the hook does; never raises."""
     try:
-        bind = audit_bind or _shared_audit_engine(settings)
+        bind = audit_bind or _shared_engine(settings)
         if prediction is None:
             write_error_audits(
                 bind, settings, [TaskFailure(int(jedi_task_id), failure)]
