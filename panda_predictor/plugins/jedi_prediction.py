@@ -33,14 +33,24 @@ nothing put into the map), ``held_back`` (outside ``rollout_share``, scouts run)
 predicted, and the database hook never predicts them a second time. A task whose
 definition already skips scouts is not predicted and not audited. An audit that
 cannot be written is logged with ``jediTaskID=`` and counted
-(``reason="audit_failed"``); it never stops JEDI.
+(``reason="audit_failed"``); it never stops JEDI. The audit rows and the in-process
+client's history reads share one engine (one connection pool) per JEDI process.
+
+Without a database it predicts nothing: with no ``db_url`` and a relative ``home``
+(the default ``var``), the settings' database would be a SQLite file under JEDI's
+working directory, where the audit rows would hide from the database hook (which
+would predict the task a second time) and no history would ever be read. Every task
+then fails open unaudited (``reason="no_database"``), and one error per process names
+the setting to fix. An absolute ``home`` is the embedded SQLite chosen on purpose.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import logging
+import os
 import threading
 from collections.abc import Mapping, MutableMapping
 from typing import Any
@@ -59,7 +69,7 @@ from panda_predictor.db.audit_writer import (
     write_audit,
     write_error_audits,
 )
-from panda_predictor.db.engine import make_engine
+from panda_predictor.db.engine import URL_ENV, make_engine
 from panda_predictor.hook.submit import LEGACY_REASON, kill_switch_on
 from panda_predictor.metrics import (
     FALLBACKS,
@@ -76,7 +86,7 @@ from panda_predictor.plugins.prediction_client import (
     client_from_environment,
     definition_from_param_map,
 )
-from panda_predictor.settings import Settings, load_settings
+from panda_predictor.settings import ENV_PREFIX, Settings, load_settings
 
 # One logger for all the refiner plugin logs (docs/jedi-plugin.md names it).
 log = logging.getLogger("panda_predictor.plugins.jedi_refiner")
@@ -84,14 +94,21 @@ log = logging.getLogger("panda_predictor.plugins.jedi_refiner")
 _shared_lock = threading.Lock()
 _shared: dict[str, Any] = {}
 
+#: Fallback reasons with no audit row: the kill switch audits its own
+#: ``kept_scouts``; without a database there is nowhere to write one.
+_NOT_AUDITED = frozenset({"legacy", "no_database"})
+
 
 def _shared_settings_and_client() -> tuple[Settings, PredictionClient]:
     # JEDI builds refiners with (taskBufferIF, ddmIF) only, possibly many times: the
     # settings and the client (with its loaded model) are built once per process.
+    # The in-process client reads the history through the audit engine.
     with _shared_lock:
         if "client" not in _shared:
             settings = load_settings()
-            _shared["client"] = client_from_environment(settings)
+            _shared["client"] = client_from_environment(
+                settings, engine_provider=functools.partial(_shared_engine, settings)
+            )
             _shared["settings"] = settings
         return _shared["settings"], _shared["client"]
 
@@ -99,27 +116,39 @@ def _shared_settings_and_client() -> tuple[Settings, PredictionClient]:
 def reset_shared_client() -> None:
     """Forget the process-wide settings and client (tests, or after a config change).
 
-    The in-process client's history refresher stops and its engine and the audit
-    engine are disposed of.
+    The in-process client's history refresher stops first, then each shared
+    engine is disposed of once; a missing database is logged again.
     """
     with _shared_lock:
-        engine = _shared.get("audit_engine")
-        client = _shared.get("client")
-        _shared.clear()
+        client = _shared.pop("client", None)
     close = getattr(client, "close", None)
     if close is not None:
-        close()
-    if engine is not None:
+        close()  # waits for a history read under way: its engine is free after
+    with _shared_lock:
+        engines = _shared.get("engines", {})
+        _shared.clear()
+    for engine in engines.values():
         engine.dispose()
 
 
-def _shared_audit_engine(settings: Settings) -> Any:
-    # One engine (and connection pool) per process for the audit rows.
+def _shared_engine(settings: Settings) -> Any:
+    """Return the process's engine on the settings' database, built on first use.
+
+    One engine (and connection pool) per process and database: the audit rows and
+    the in-process client's history reads go through it. In a forked child it
+    first drops the parent's pooled connections (they stay open for the parent),
+    so the child opens its own.
+    """
+    url = settings.database_url()
     with _shared_lock:
-        if _shared.get("audit_url") != settings.db_url:
-            _shared["audit_engine"] = make_engine(settings)
-            _shared["audit_url"] = settings.db_url
-        return _shared["audit_engine"]
+        engines: dict[str, Any] = _shared.setdefault("engines", {})
+        if _shared.setdefault("engines_pid", os.getpid()) != os.getpid():
+            for engine in engines.values():
+                engine.dispose(close=False)
+            _shared["engines_pid"] = os.getpid()
+        if url not in engines:
+            engines[url] = make_engine(settings)
+        return engines[url]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,7 +188,8 @@ def predict_into_map(
         the environment and ``PANDA_PREDICTOR_CONFIG`` once per process.
     audit_bind:
         Engine or connection of the database holding ``pp_prediction_audit``;
-        default: one engine per process from ``settings.db_url``.
+        default: the process's engine on ``settings.db_url``, which the default
+        in-process client reads the history through too.
     """
     original = copy.deepcopy(dict(task_param_map))
     used: Settings | None = None
@@ -168,6 +198,7 @@ def predict_into_map(
             log.info("jediTaskID=%s already skips scouts: not predicted", jedi_task_id)
             return None
         used, client = _configuration(client, settings)
+        _require_database(used)
         _stop_if_legacy(used, audit_bind, jedi_task_id)
         prediction = client.predict(
             definition_from_param_map(jedi_task_id, task_param_map)
@@ -200,6 +231,37 @@ def predict_into_map(
         applied.values,
     )
     return applied
+
+
+def _require_database(settings: Settings) -> None:
+    """Fail the task open when the settings name no database JEDI's operator chose.
+
+    No ``db_url`` and a relative ``home`` is the default, not a choice: the SQLite
+    file it names would sit under JEDI's working directory. The first such task of
+    the process logs the error naming the settings; each one raises
+    ``no_database``.
+    """
+    if settings.db_url or settings.home.is_absolute():
+        return
+    with _shared_lock:
+        first = not _shared.get("no_database_logged")
+        _shared["no_database_logged"] = True
+    if first:
+        log.error(
+            "db_url is not set: the JEDI refiner audits its decisions in PanDA's "
+            "database (pp_prediction_audit, which keeps the database hook from "
+            "predicting a task a second time) and reads the recent history from it. "
+            "Set %s to PanDA's database, or %sHOME to an absolute folder for the "
+            "embedded SQLite. Got no db_url and the relative home %r instead: no "
+            "task is predicted (reason=no_database), the scouts run.",
+            URL_ENV,
+            ENV_PREFIX,
+            str(settings.home),
+        )
+    raise PredictionUnavailable(
+        f"db_url is not set and home {str(settings.home)!r} is relative",
+        "no_database",
+    )
 
 
 def _stop_if_legacy(settings: Settings, audit_bind: Any, jedi_task_id: int) -> None:
@@ -271,7 +333,7 @@ def _fail_open(
     if task_param_map != original:
         task_param_map.clear()
         task_param_map.update(original)
-    if settings is not None and reason != "legacy":
+    if settings is not None and reason not in _NOT_AUDITED:
         _audit(
             settings,
             audit_bind,
@@ -322,7 +384,7 @@ def _audit(
 ) -> None:
     """Record the decision in pp_prediction_audit as the hook does; never raises."""
     try:
-        bind = audit_bind or _shared_audit_engine(settings)
+        bind = audit_bind or _shared_engine(settings)
         if prediction is None:
             write_error_audits(
                 bind, settings, [TaskFailure(int(jedi_task_id), failure)]

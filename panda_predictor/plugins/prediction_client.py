@@ -10,8 +10,9 @@ at that point: NaN) and asks one of two clients:
   cache) and reloads it every ``reload_seconds`` to pick up a new champion; like the
   HTTP service it keeps the recent labelled history fresh in a background thread
   (:class:`~panda_predictor.serving.history_refresher.HistoryRefresher`, reading the
-  database of ``db_url``), so the history features and the expert combination are
-  those of the service and the database hook;
+  database of ``db_url``, through the caller's engine when it is given one: the
+  refiner's audit engine, one pool per process), so the history features and the
+  expert combination are those of the service and the database hook;
 - :class:`HttpClient` posts the definition to ``POST /v1/predictions`` of the
   panda-predictor service with a strict total timeout (stdlib only).
 
@@ -191,6 +192,12 @@ class InProcessClient:
         Without a ``history_factory``: seconds between background reads of the
         recent labelled history (0: no history, its features are NaN); default:
         the ``refiner_history_refresh_seconds`` setting.
+    engine_provider:
+        Returns the engine the history is read through, called at each read; the
+        caller owns it (the JEDI refiner hands over its audit engine, so a JEDI
+        process holds one connection pool), :meth:`close` leaves it open, and a
+        forked child's caller drops the parent's pooled connections. Default: an
+        engine of the client's own on ``db_url``, disposed by :meth:`close`.
     """
 
     def __init__(
@@ -200,10 +207,12 @@ class InProcessClient:
         history_factory: Callable[[], Any] | None = None,
         reload_seconds: float = DEFAULT_RELOAD_SECONDS,
         history_refresh_seconds: float | None = None,
+        engine_provider: Callable[[], Any] | None = None,
     ) -> None:
         self.settings = settings
         self.predictor_factory = predictor_factory
         self.history_factory = history_factory
+        self.engine_provider = engine_provider
         self.reload_seconds = reload_seconds
         if history_refresh_seconds is None:
             history_refresh_seconds = settings.refiner_history_refresh_seconds
@@ -269,7 +278,8 @@ class InProcessClient:
         if self._refresher is not None and self._refresher_pid != os.getpid():
             # A forked child has the parent's refresher but not its thread: the
             # history would never change again. Start its own, on its own
-            # connections (the parent's stay open for the parent).
+            # connections (the parent's stay open for the parent; a provided
+            # engine is its owner's to renew).
             self._refresher = None
             engine, self._history_engine = self._history_engine, None
             if engine is not None:
@@ -293,16 +303,26 @@ class InProcessClient:
         The index and the current champion's expert records are built here too,
         so no prediction has to build them.
         """
-        from panda_predictor.db.engine import make_engine
         from panda_predictor.serving.recent import read_serving_history
 
-        if self._history_engine is None:  # one engine (and pool) per client
-            self._history_engine = make_engine(self.settings)
         bundle = getattr(self._predictor, "bundle", None)
-        return read_serving_history(self._history_engine, self.settings, bundle=bundle)
+        return read_serving_history(self._engine(), self.settings, bundle=bundle)
+
+    def _engine(self) -> Any:
+        """Return the provided engine, else the client's own (built on first use)."""
+        if self.engine_provider is not None:
+            return self.engine_provider()
+        if self._history_engine is None:  # one engine (and pool) per client
+            from panda_predictor.db.engine import make_engine
+
+            self._history_engine = make_engine(self.settings)
+        return self._history_engine
 
     def close(self) -> None:
-        """Stop the history refresher and dispose of its database engine."""
+        """Stop the history refresher and dispose of the client's own engine.
+
+        A provided engine stays open: it is its owner's to dispose of.
+        """
         with self._lock:
             refresher, self._refresher = self._refresher, None
         if refresher is not None:
@@ -468,7 +488,9 @@ class HttpClient:
             ) from exc
 
 
-def client_from_environment(settings: Settings) -> PredictionClient:
+def client_from_environment(
+    settings: Settings, engine_provider: Callable[[], Any] | None = None
+) -> PredictionClient:
     """Return the HTTP client when the ``refiner_url`` setting is set, else local.
 
     The settings come from the environment (``PANDA_PREDICTOR_REFINER_URL``,
@@ -476,7 +498,8 @@ def client_from_environment(settings: Settings) -> PredictionClient:
     config file, checked there: ``refiner_timeout`` (seconds) bounds an HTTP call;
     ``refiner_reload_seconds`` is how often the in-process client looks for a new
     champion, ``refiner_history_refresh_seconds`` how often it reads the recent
-    history (0: never).
+    history (0: never), through ``engine_provider``'s engine when given (see
+    :class:`InProcessClient`).
     """
     url = (settings.refiner_url or "").strip()
     if url:
@@ -485,6 +508,7 @@ def client_from_environment(settings: Settings) -> PredictionClient:
         settings,
         reload_seconds=settings.refiner_reload_seconds,
         history_refresh_seconds=settings.refiner_history_refresh_seconds,
+        engine_provider=engine_provider,
     )
 
 

@@ -62,12 +62,20 @@ class HistoryRefresher:
             )
 
     def start(self) -> None:
-        """Start the background thread (first refresh right away)."""
+        """Start the background thread (first refresh right away).
+
+        A second call while the thread runs starts no other. A thread that cannot
+        start (``RuntimeError: can't start new thread``) raises and leaves the
+        refresher as it was, so a later call tries again.
+        """
         if self._thread is None:
-            self._thread = threading.Thread(
+            thread = threading.Thread(
                 target=self._run, name=f"history-refresher-{self.hook}", daemon=True
             )
-            self._thread.start()
+            thread.start()
+            # Kept only once started: an unstarted thread would turn every later
+            # start() into a no-op and make stop() fail on join().
+            self._thread = thread
 
     @property
     def running(self) -> bool:

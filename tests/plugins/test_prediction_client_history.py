@@ -35,6 +35,8 @@ from panda_predictor.settings import load_settings
 from pipelines.simulation import SimulationConfig, simulate_history
 from pipelines.simulation.history_writer import load_history
 from tests.plugins.test_prediction_client import param_maps
+from tests.serving.test_history_refresher import fail_first_refresher_start
+from tests.test_db_support import audit_rows
 
 #: Generous bound on the refresher's first read (it takes about a second).
 FIRST_READ_TIMEOUT = 300.0
@@ -198,6 +200,63 @@ def test_refiner_client_predicts_as_decide_on_the_refreshed_history(
     assert client.history_refresher is None and client._history_engine is None
 
 
+def test_the_refiner_audits_and_reads_the_history_through_one_engine(
+    refiner_environment, recent_db, monkeypatch
+):
+    """One engine (one connection pool) per JEDI process on db_url: the refiner's
+    audit rows (JEDI's thread) and its history reads (the refresher's thread) go
+    through the same Engine; a forked child drops the parent's pooled connections
+    of it and reads on; the reset disposes of it once."""
+    settings = refiner_environment
+    monkeypatch.setattr(taskdef, "datetime", _RefinedAt)
+    (first_id, first_map), (second_id, second_map) = param_maps(
+        recent_db, settings, limit=2
+    )
+    url = sa.make_url(settings.database_url())
+    connected: list[tuple[str, sa.Engine]] = []
+
+    def on_connect(conn):
+        if conn.engine.url == url:
+            connected.append((threading.current_thread().name, conn.engine))
+
+    parent = pool = None
+    sa.event.listen(sa.Engine, "engine_connect", on_connect)
+    try:
+        # JEDI's path: the process-wide settings, client and audit engine.
+        jedi_prediction.predict_into_map(first_id, first_map)
+        _, client = jedi_prediction._shared_settings_and_client()
+        parent = client.history_refresher
+        served = _first_read(parent)
+        engines = {e for _, e in connected}
+        assert len(engines) == 1, f"expected one engine on db_url, got {engines}"
+        [engine] = engines
+        assert {name for name, _ in connected} == {"MainThread", THREAD_NAME}
+        assert len(served.frame) > 100  # the history still arrives
+
+        # As a forked child sees it: the refresher and the engine's pooled
+        # connections are the parent's.
+        pool = engine.pool
+        client._refresher_pid = jedi_prediction._shared["engines_pid"] = -1
+        jedi_prediction.predict_into_map(second_id, second_map)
+        child = client.history_refresher
+        assert child is not parent and child.running
+        assert len(_first_read(child).frame) > 100
+        assert engine.pool is not pool  # dispose(close=False): the child's own
+        assert {e for _, e in connected} == {engine}
+    finally:
+        sa.event.remove(sa.Engine, "engine_connect", on_connect)
+        if parent is not None:
+            parent.stop()
+        if pool is not None:
+            pool.dispose()  # the parent's after a fork; one process here
+    disposed = []
+    sa.event.listen(engine, "engine_disposed", disposed.append)
+    jedi_prediction.reset_shared_client()
+    assert disposed == [engine]
+    assert not child.running
+    assert {first_id, second_id} <= set(audit_rows(recent_db, settings))
+
+
 def test_unreachable_database_predicts_without_history_and_counts_it(
     predictor, tmp_path, monkeypatch
 ):
@@ -218,6 +277,33 @@ def test_unreachable_database_predicts_without_history_and_counts_it(
         client.close()
     assert not refresher.running
     assert _history_fallbacks() == before + 1
+    [alone] = decide(predictor, taskdef.read_task_definitions(definition), None)
+    assert _comparable(got) == _comparable(alone)
+
+
+def test_a_refresher_that_cannot_start_is_retried_on_the_next_task(
+    predictor, tmp_path, monkeypatch
+):
+    """No thread left for the refresher: the task is predicted without history,
+    counted as ``history_RuntimeError``, and the next task starts the refresher."""
+    monkeypatch.setattr(taskdef, "datetime", _RefinedAt)
+    settings = load_settings(home=tmp_path, db_url=UNREACHABLE_DB)
+    client = InProcessClient(settings, predictor_factory=lambda: predictor)
+    definition = definition_from_param_map(11, {"processingType": "simul"})
+    failed = fail_first_refresher_start(monkeypatch, "jedi")
+    labels = {"hook": "jedi", "reason": "history_RuntimeError"}
+    before = REGISTRY.get_sample_value("panda_predictor_fallbacks_total", labels) or 0
+    try:
+        got = client.predict(definition)
+        assert failed == [THREAD_NAME]
+        assert client.history_refresher is None
+        after = REGISTRY.get_sample_value("panda_predictor_fallbacks_total", labels)
+        assert after == before + 1
+        client.predict(definition)
+        refresher = client.history_refresher
+        assert refresher is not None and refresher.running
+    finally:
+        client.close()
     [alone] = decide(predictor, taskdef.read_task_definitions(definition), None)
     assert _comparable(got) == _comparable(alone)
 

@@ -59,3 +59,42 @@ def test_the_thread_reads_at_once_and_stops_when_asked():
         refresher.stop()
     assert refresher.index == "index"
     assert not refresher.running
+
+
+def fail_first_refresher_start(monkeypatch, hook: str) -> list[str]:
+    """Make the first start of the ``hook`` refresher's thread raise as CPython does
+    when no thread is left; return the names of the starts that failed."""
+    original = threading.Thread.start
+    failed: list[str] = []
+
+    def start(thread: threading.Thread) -> None:
+        if thread.name == f"history-refresher-{hook}" and not failed:
+            failed.append(thread.name)
+            raise RuntimeError("can't start new thread")
+        original(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    return failed
+
+
+def test_a_thread_that_cannot_start_is_started_by_the_next_call(monkeypatch):
+    read = threading.Event()
+
+    def loader():
+        read.set()
+        return "index"
+
+    failed = fail_first_refresher_start(monkeypatch, "http")
+    refresher = HistoryRefresher(loader, interval=3600, hook="http")
+    with pytest.raises(RuntimeError, match="can't start new thread"):
+        refresher.start()
+    assert failed == ["history-refresher-http"]
+    assert not refresher.running
+    refresher.start()  # not left half-started: this one starts the thread
+    try:
+        assert refresher.running
+        assert read.wait(10)
+    finally:
+        refresher.stop()
+    assert refresher.index == "index"
+    assert not refresher.running
