@@ -31,6 +31,7 @@ from panda_predictor.ingest import (
 )
 from panda_predictor.ingest.swf import MIN_RECORDED, TRACE_TARGETS
 from pipelines.evaluation.trace.bootstrap import MarginInterval, margin_interval
+from pipelines.evaluation.trace.hindsight import format_hindsight, hindsight_row
 from pipelines.evaluation.trace.log_walk import (
     MIN_TRAIN_TASKS,
     WalkForwardConfig,
@@ -76,6 +77,9 @@ class BenchmarkResult:
     replay_difference: dict[str, dict[str, list[dict[str, Any]]]] = field(
         default_factory=dict
     )
+    #: Per target, the production row with the scouts kept on the tasks chosen
+    #: with hindsight (:func:`~pipelines.evaluation.trace.hindsight.hindsight_row`).
+    hindsight: dict[str, dict[str, Any]] = field(default_factory=dict)
     not_available: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     margins: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -279,6 +283,9 @@ def _target_sections(
                 kind: [r.to_dict() for r in rows] for kind, rows in groups.items()
             }
             sections += [format_difference(target, PRODUCTION, groups), ""]
+            hindsight = hindsight_row(replayed, PRODUCTION)
+            result.hindsight[target] = hindsight.to_dict()
+            sections += [format_hindsight(target, PRODUCTION, hindsight), ""]
     elif target == "iointensity":
         sections += [
             "- replay: n/a for iointensity (no log records an I/O request, and "
@@ -499,6 +506,7 @@ def write_outputs(
         "full_scores": result.scores,
         "replay": result.replay,
         "replay_difference": result.replay_difference,
+        "hindsight": result.hindsight,
         "not_available": result.not_available,
         "notes": result.notes,
         "goal": {t: goal_summary(s) for t, s in result.scores.items()},

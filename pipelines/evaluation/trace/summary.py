@@ -11,9 +11,14 @@ expert the production row followed how often, what each retraining chose (cadenc
 half-life of the training weights, the combination's settings) and where the
 top-class tasks went that the production row missed.
 
+A hindsight table (``--table hindsight``) puts beside the production row and the
+scouts the production row with the scouts kept on the tasks chosen after they ran
+(:mod:`pipelines.evaluation.trace.hindsight`): whether a per-task choice could meet
+the replay goals with the values written.
+
 Run (on the files ``panda-predictor benchmark`` writes)::
 
-    python -m pipelines.evaluation.trace.summary [--table choices] \
+    python -m pipelines.evaluation.trace.summary [--table choices|hindsight] \
         <home>/benchmarks/*/full.json
 """
 
@@ -105,6 +110,34 @@ def calibration_rows(full: dict[str, Any]) -> list[str]:
         )
     return rows
 
+
+def hindsight_rows(full: dict[str, Any]) -> list[str]:
+    """Return one log's hindsight rows: per target, the production row, the scouts,
+    and the production row with the scouts kept on the tasks chosen afterwards
+    (:mod:`pipelines.evaluation.trace.hindsight`)."""
+    rows = []
+    name = Path(str(full.get("file", "?"))).name.split(".swf")[0]
+    for target, row in full.get("hindsight", {}).items():
+        by_name = {o["strategy"]: o for o in full["replay"][target]}
+        mine, scouts, kept = by_name[OURS], by_name["scouts"], row["outcome"]
+        waste = _waste_key(scouts)
+        cells = [
+            f"{o['failed_job_rate']:.3f} / {o[waste]:.4g} / "
+            f"{o['mean_bulk_delay_hours']:.2f}"
+            for o in (scouts, mine, kept)
+        ]
+        marks = "".join("✓" if row["goals"][g] else "✗" for g in GOALS)
+        rows.append(
+            f"| {name} | {target} | {' | '.join(cells)} | {row['kept_tasks']} of "
+            f"{row['tasks']} | {marks} |"
+        )
+    return rows
+
+
+HINDSIGHT_HEADER = (
+    "| log | target | scouts: failed / wasted / delay | production | production, "
+    "scouts kept with hindsight | tasks kept | goals |\n" + "|---" * 7 + "|"
+)
 
 #: The calibration goal: top-label ECE at most this on every log's test part.
 ECE_GOAL = 0.05
@@ -216,12 +249,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("files", nargs="+", type=Path, help="full.json files")
     parser.add_argument(
         "--table",
-        choices=("goal", "choices", "replay", "calibration"),
+        choices=("goal", "choices", "replay", "calibration", "hindsight"),
         default="goal",
         help="goal: the goal per log and target (default); choices: the experts "
         "followed, the self-tuned choices and the top-class misses; replay: scouts, "
         "production, the request rows and the published peers per log and target; "
-        "calibration: the production distribution's test-part ECE",
+        "calibration: the production distribution's test-part ECE; hindsight: "
+        "the production row with the scouts kept on the tasks chosen after they "
+        "ran, within the delay goal",
     )
     args = parser.parse_args(argv)
     header, rows_of = {
@@ -229,6 +264,7 @@ def main(argv: list[str] | None = None) -> None:
         "choices": (CHOICES_HEADER, choice_rows),
         "replay": (REPLAY_HEADER, replay_rows),
         "calibration": (CALIBRATION_HEADER, calibration_rows),
+        "hindsight": (HINDSIGHT_HEADER, hindsight_rows),
     }[args.table]
     print(header)
     for path in args.files:

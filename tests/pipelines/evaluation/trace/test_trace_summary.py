@@ -11,7 +11,9 @@ from pipelines.evaluation.trace.log_walk import WalkForwardConfig
 from pipelines.evaluation.trace.summary import (
     CHOICES_HEADER,
     HEADER,
+    HINDSIGHT_HEADER,
     choice_rows,
+    hindsight_rows,
     main,
     summary_rows,
 )
@@ -63,3 +65,31 @@ def test_main_prints_either_table(full_json, capsys):
     assert out.startswith("| log | target | scouts skipped | model |")
     main([str(full_json)])
     assert capsys.readouterr().out.startswith(HEADER)
+
+
+def test_hindsight_rows_put_the_chosen_row_beside_the_two_it_mixes(full_json):
+    full = json.loads(full_json.read_text())
+    assert set(full["hindsight"]) == set(full["replay"]) != set()
+    header = _cells(HINDSIGHT_HEADER.splitlines()[0])
+    assert HINDSIGHT_HEADER.splitlines()[1].count("---") == len(header)
+    rows = hindsight_rows(full)
+    assert len(rows) == len(full["hindsight"])
+    for row in rows:
+        cells = dict(zip(header, _cells(row), strict=True))
+        target = cells["target"]
+        by_name = {o["strategy"]: o for o in full["replay"][target]}
+        scouts = by_name["scouts"]
+        assert cells["scouts: failed / wasted / delay"].startswith(
+            f"{scouts['failed_job_rate']:.3f} / "
+        )
+        kept, tasks = cells["tasks kept"].split(" of ")
+        assert 0 <= int(kept) <= int(tasks) == scouts["n_tasks"]
+        goals = full["hindsight"][target]["goals"]
+        assert cells["goals"] == "".join("✓" if v else "✗" for v in goals.values())
+        # The tasks are kept within the delay goal's budget (what the production
+        # row's own kept tasks wait counts against it).
+        mine = full["hindsight"][target]["outcome"]
+        ours = by_name["predictor (model:production)"]
+        assert mine["mean_bulk_delay_hours"] <= max(
+            0.2 * scouts["mean_bulk_delay_hours"], ours["mean_bulk_delay_hours"]
+        )
