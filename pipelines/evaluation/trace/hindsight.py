@@ -39,12 +39,14 @@ class HindsightRow:
     """The production row with the scouts kept on the tasks chosen with hindsight.
 
     ``kept_tasks`` of ``tasks`` keep their scouts (those the production decision
-    kept are counted too); ``outcome`` is the row's replay; ``goals`` which replay
-    goals it meets against the scouts (:data:`GOALS`).
+    kept are counted too); ``outcome`` is the row's replay of ``resource`` ("time"
+    or "memory"); ``goals`` which replay goals it meets against the scouts
+    (:data:`GOALS`).
     """
 
     kept_tasks: int
     tasks: int
+    resource: str
     outcome: ReplayOutcome
     goals: dict[str, bool]
 
@@ -53,6 +55,7 @@ class HindsightRow:
         return {
             "kept_tasks": self.kept_tasks,
             "tasks": self.tasks,
+            "resource": self.resource,
             "outcome": self.outcome.to_dict(),
             "goals": dict(self.goals),
         }
@@ -161,15 +164,20 @@ def hindsight_row(
         [*replayed.outcomes, outcome], HINDSIGHT, max_delay_share=max_delay_share
     )
     return HindsightRow(
-        int(kept.sum()), int(kept.size), outcome, {g: bool(goals[g]) for g in GOALS}
+        int(kept.sum()),
+        int(kept.size),
+        replayed.jobs.resource,
+        outcome,
+        {g: bool(goals[g]) for g in GOALS},
     )
 
 
 def format_hindsight(target: str, model: str, row: HindsightRow) -> str:
     """Return :func:`hindsight_row` as one report line."""
     o = row.outcome
-    wasted = o.wasted_core_hours if o.wasted_core_hours else o.wasted_gb_hours
-    unit = "core-h" if o.wasted_core_hours else "GB-h"
+    time = row.resource == "time"
+    wasted = o.wasted_core_hours if time else o.wasted_gb_hours
+    unit = "core-h" if time else "GB-h"
     marks = "".join("✓" if row.goals[g] else "✗" for g in GOALS)
     return (
         f"- hindsight ({target}): {model} with the scouts kept on {row.kept_tasks} "

@@ -122,6 +122,7 @@ def test_writing_the_request_is_beaten_by_scouting_it_with_enough_delay():
     }
     text = format_hindsight("ramcount", "model:x", any_delay)
     assert "scouts kept on 2 of 2 tasks" in text and "(✓✓✓✓)" in text
+    assert f"waste {scouts.wasted_gb_hours:.4g} GB-h" in text
     assert "could meet the goals" in text
     assert "does not meet" in format_hindsight("ramcount", "model:x", within_goal)
 
