@@ -7,7 +7,11 @@ for run time, GB-hours for memory), coloured and sized by its bulk delay (hours 
 task waits for its scouts), and labelled with its name. The step line joins the
 non-dominated strategies (no other row fails fewer jobs and wastes fewer hours);
 the oracle (every job asks for what it used) is given as a note, kept off
-that front. Scouts are drawn as squares, our predictor's rows as diamonds. The
+that front. Scouts are drawn as squares, our predictor's rows as diamonds, and the
+hindsight row (the production row with the scouts kept on the tasks chosen after
+they ran, :mod:`pipelines.evaluation.trace.hindsight`) as a star: a bound, kept off
+the front like the oracle, but drawn, since it shows how far a better choice of
+which tasks to scout would go with the values written. The
 view spans the front and those rows; a row far worse is drawn hollow on its edge,
 its label giving its figures. Lower left is better. Drawn with matplotlib's object
 API on the Agg canvas.
@@ -33,13 +37,16 @@ from matplotlib.figure import Figure
 
 from panda_predictor.errors import UserInputError
 from panda_predictor.ingest.swf import trace_name
+from pipelines.evaluation.trace.hindsight import HINDSIGHT
 
 #: The unit of wasted hours per replayed target (others: core-h if any, else GB-h).
 _UNIT = {"walltime": "core-h", "ramcount": "GB-h"}
 #: Rows kept off the front: references no strategy can reach.
 _REFERENCES = ("oracle",)
+#: Rows drawn but kept off the front: bounds chosen after the fact.
+_BOUNDS = (HINDSIGHT,)
 #: Marker per kind of row, by a part of its strategy name (first match wins).
-_MARKERS = (("scouts", "s"), ("predictor", "D"))
+_MARKERS = (("hindsight", "*"), ("scouts", "s"), ("predictor", "D"))
 
 
 def pareto_front(x: Any, y: Any) -> np.ndarray:
@@ -82,6 +89,25 @@ def wasted_hours(target: str, outcomes: list[dict[str, Any]]) -> tuple[str, list
     return unit, [float(o.get(field, 0.0)) for o in outcomes]
 
 
+def strategy_front(
+    names: list[str], failed: list[float], wasted: list[float]
+) -> list[int]:
+    """Return the indices of the non-dominated strategies, by ascending failed jobs.
+
+    References (the oracle) and bounds (the hindsight row) are no strategy one
+    can run: they are left out, so the front is what a deployment can choose from.
+    """
+    strategies = [
+        i for i, n in enumerate(names) if n not in _REFERENCES and n not in _BOUNDS
+    ]
+    return [
+        strategies[k]
+        for k in pareto_front(
+            [failed[i] for i in strategies], [wasted[i] for i in strategies]
+        )
+    ]
+
+
 def _marker(strategy: str) -> str:
     for part, marker in _MARKERS:
         if part in strategy:
@@ -100,10 +126,7 @@ def _panel(ax: Any, target: str, outcomes: list[dict[str, Any]], norm: Any) -> N
     delay = [float(o.get("mean_bulk_delay_hours", 0.0)) for o in outcomes]
     names = [str(o["strategy"]) for o in outcomes]
     rows = [i for i, n in enumerate(names) if n not in _REFERENCES]
-    front = [
-        rows[k]
-        for k in pareto_front([failed[i] for i in rows], [wasted[i] for i in rows])
-    ]
+    front = strategy_front(names, failed, wasted)
     if front:
         ax.plot(
             [failed[i] for i in front],
@@ -214,9 +237,22 @@ def _view(
     return limits[0], limits[1]
 
 
+def _with_hindsight(
+    full: dict[str, Any], target: str, outcomes: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Return ``target``'s replayed rows and, where the benchmark kept it, its
+    hindsight row (``full["hindsight"]``; benchmarks before it have none)."""
+    row = full.get("hindsight", {}).get(target)
+    if not row:
+        return outcomes
+    return [*outcomes, {**row["outcome"], "strategy": HINDSIGHT}]
+
+
 def draw_log(full: dict[str, Any], path: Path, name: str) -> Path:
     """Draw the Pareto figure of one benchmark's ``full`` (parsed full.json)."""
-    replayed = {t: o for t, o in full.get("replay", {}).items() if o}
+    replayed = {
+        t: _with_hindsight(full, t, o) for t, o in full.get("replay", {}).items() if o
+    }
     if not replayed:
         raise UserInputError(
             f"The benchmark of {name!r} must hold a replay (its 'replay' field). "
@@ -246,7 +282,9 @@ def draw_log(full: dict[str, Any], path: Path, name: str) -> Path:
     colour_bar.set_label("bulk delay, h per task (marker colour and size)", fontsize=8)
     fig.suptitle(
         f"{name}: replayed strategies, lower left is better. Green steps and bold "
-        "names: the non-dominated rows; squares: scouts; diamonds: the predictor",
+        "names: the non-dominated rows;\nsquares: scouts; diamonds: the predictor; "
+        "star: the predictor with the scouts kept on tasks chosen afterwards (a "
+        "bound, not a strategy)",
         fontsize=9,
     )
     path.parent.mkdir(parents=True, exist_ok=True)

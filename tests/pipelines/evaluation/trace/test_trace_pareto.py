@@ -8,11 +8,14 @@ import re
 import numpy as np
 import pytest
 
+from pipelines.evaluation.trace.hindsight import HINDSIGHT
 from pipelines.evaluation.trace.pareto import (
     _view,
+    _with_hindsight,
     log_name,
     main,
     pareto_front,
+    strategy_front,
     wasted_hours,
 )
 
@@ -137,3 +140,41 @@ def test_a_far_worse_row_does_not_stretch_the_view():
     (x_lo, x_hi), (y_lo, y_hi) = _view(failed, wasted, front, [0, 1, 2, 3], names)
     assert x_lo < 0.0 and 0.11 < x_hi < 0.2
     assert y_lo < 59_000 and 68_000 < y_hi < 75_000
+
+
+def test_the_hindsight_row_is_drawn_but_never_on_the_front():
+    # The hindsight row beats every strategy, and the oracle beats it: neither is
+    # a strategy a deployment can run, so the front is scouts and the request.
+    full = {
+        **FULL,
+        "hindsight": {
+            "walltime": {"outcome": _outcome("x", 0.04, 58_000.0, 0.0, 0.03)},
+        },
+    }
+    rows = _with_hindsight(full, "walltime", FULL["replay"]["walltime"])
+    assert [r["strategy"] for r in rows][-1] == HINDSIGHT
+    assert (
+        _with_hindsight(full, "ramcount", FULL["replay"]["ramcount"])
+        == (FULL["replay"]["ramcount"])
+    )
+    names = [r["strategy"] for r in rows]
+    failed = [r["failed_job_rate"] for r in rows]
+    wasted = [r["wasted_core_hours"] for r in rows]
+    front = [names[i] for i in strategy_front(names, failed, wasted)]
+    assert front == ["user request"]  # 0.047 / 59,310 beats the scouts' 0.061 / 59,420
+    assert pareto_front(failed, wasted).tolist() == [3]  # the oracle, if it counted
+
+
+def test_cli_draws_a_benchmark_with_its_hindsight_row(tmp_path):
+    full = {
+        **FULL,
+        "hindsight": {
+            "walltime": {"outcome": _outcome("x", 0.04, 58_000.0, 0.0, 0.03)},
+            "ramcount": {"outcome": _outcome("x", 0.01, 0.0, 49_000.0, 0.02)},
+        },
+    }
+    source = tmp_path / "bench" / "full.json"
+    source.parent.mkdir()
+    source.write_text(json.dumps(full))
+    assert main([str(source), "-o", str(tmp_path / "img")]) == 0
+    assert (tmp_path / "img" / "KTH-SP2-1996-2.1-cln.png").stat().st_size > 20000
