@@ -5,7 +5,9 @@ only when a task is refined, inside its fail-open boundary: whatever fails here,
 JEDI's refiner runs as configured.
 
 :func:`predict_into_map` predicts the task from its parameter map (in-process
-champion or the HTTP service, see :mod:`panda_predictor.plugins.prediction_client`)
+champion or the HTTP service, see :mod:`panda_predictor.plugins.prediction_client`
+and :mod:`panda_predictor.plugins.http_client`, chosen by
+:func:`client_from_environment`)
 and, when the decision is ``applied``, puts ``ramCount``/``ramUnit``,
 ``cpuTime``/``cpuTimeUnit``, ``ioIntensity``/``ioIntensityUnit`` and ``skipScout``
 into the map, so the wrapped refiner builds the task spec from them (no ``US=``
@@ -52,7 +54,7 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
 from panda_predictor.core.decide.rollout import route
@@ -77,13 +79,14 @@ from panda_predictor.metrics import (
     TASKS,
     record_kill_switch,
 )
+from panda_predictor.plugins.http_client import HttpClient
 from panda_predictor.plugins.prediction_client import (
     HOOK,
     PARAM_MAP_KEYS,
     REQUESTED_KEYS,
+    InProcessClient,
     PredictionClient,
     PredictionUnavailable,
-    client_from_environment,
     definition_from_param_map,
 )
 from panda_predictor.settings import ENV_PREFIX, Settings, load_settings
@@ -111,6 +114,30 @@ def _shared_settings_and_client() -> tuple[Settings, PredictionClient]:
             )
             _shared["settings"] = settings
         return _shared["settings"], _shared["client"]
+
+
+def client_from_environment(
+    settings: Settings, engine_provider: Callable[[], Any] | None = None
+) -> PredictionClient:
+    """Return the HTTP client when the ``refiner_url`` setting is set, else local.
+
+    The settings come from the environment (``PANDA_PREDICTOR_REFINER_URL``,
+    ``..._TIMEOUT``, ``..._RELOAD_SECONDS``, ``..._HISTORY_REFRESH_SECONDS``) or the
+    config file, checked there: ``refiner_timeout`` (seconds) bounds an HTTP call;
+    ``refiner_reload_seconds`` is how often the in-process client looks for a new
+    champion, ``refiner_history_refresh_seconds`` how often it reads the recent
+    history (0: never), through ``engine_provider``'s engine when given (see
+    :class:`InProcessClient`).
+    """
+    url = (settings.refiner_url or "").strip()
+    if url:
+        return HttpClient(url, settings.refiner_timeout)
+    return InProcessClient(
+        settings,
+        reload_seconds=settings.refiner_reload_seconds,
+        history_refresh_seconds=settings.refiner_history_refresh_seconds,
+        engine_provider=engine_provider,
+    )
 
 
 def reset_shared_client() -> None:
@@ -425,4 +452,11 @@ def _legacy(jedi_task_id: int) -> TaskPrediction:
     )
 
 
-__all__ = ["HOOK", "Applied", "fill", "predict_into_map", "reset_shared_client"]
+__all__ = [
+    "HOOK",
+    "Applied",
+    "client_from_environment",
+    "fill",
+    "predict_into_map",
+    "reset_shared_client",
+]

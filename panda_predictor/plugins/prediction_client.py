@@ -13,12 +13,14 @@ at that point: NaN) and asks one of two clients:
   database of ``db_url``, through the caller's engine when it is given one: the
   refiner's audit engine, one pool per process), so the history features and the
   expert combination are those of the service and the database hook;
-- :class:`HttpClient` posts the definition to ``POST /v1/predictions`` of the
-  panda-predictor service with a strict total timeout (stdlib only).
+- :class:`~panda_predictor.plugins.http_client.HttpClient` posts the definition to
+  ``POST /v1/predictions`` of the panda-predictor service with a strict total
+  timeout (stdlib only; its own module).
 
 Both raise :class:`PredictionUnavailable` (with a short ``reason`` used as the metric
 label) when no prediction can be made; the refiner turns that into "keep scouts".
-:func:`client_from_environment` picks one from the ``refiner_*`` settings, which
+:func:`~panda_predictor.plugins.jedi_prediction.client_from_environment` picks one
+from the ``refiner_*`` settings, which
 :func:`~panda_predictor.settings.load_settings` reads from the
 ``PANDA_PREDICTOR_REFINER_*`` environment variables (or the config file), because
 JEDI builds a refiner from ``modConfig`` with no arguments of ours.
@@ -26,17 +28,14 @@ JEDI builds a refiner from ``modConfig`` with no arguments of ours.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from panda_predictor.core.domain.task_prediction import TargetPrediction, TaskPrediction
+from panda_predictor.core.domain.task_prediction import TaskPrediction
 from panda_predictor.core.domain.units import prediction_to_panda
 from panda_predictor.db.audit_writer import panda_value
 from panda_predictor.metrics import FALLBACKS
@@ -51,8 +50,6 @@ DEFAULT_TIMEOUT: float = Settings.model_fields["refiner_timeout"].default
 DEFAULT_RELOAD_SECONDS: float = Settings.model_fields["refiner_reload_seconds"].default
 #: Label of the refiner in the panda_predictor_* metrics (history reads that fail).
 HOOK = "jedi"
-#: Largest HTTP response read (a prediction is about 2 kB).
-MAX_RESPONSE_BYTES = 1 << 20
 
 #: Parameter-map keys of the predicted targets: (value key, unit key).
 PARAM_MAP_KEYS: dict[str, tuple[str, str]] = {
@@ -350,179 +347,14 @@ class InProcessClient:
         return predictions[0]
 
 
-def _target_from_json(name: str, data: Mapping[str, Any]) -> TargetPrediction:
-    probabilities = data.get("probabilities") or ()
-    if isinstance(probabilities, Mapping):
-        probabilities = probabilities.values()
-    return TargetPrediction(
-        target=name,
-        class_index=int(data.get("class_index", data.get("class", 0))),
-        class_label=str(data.get("class_label", data.get("label", ""))),
-        lower=data.get("lower"),
-        upper=data.get("upper"),
-        value=float(data["value"]),
-        unit=str(data["unit"]),
-        confidence=float(data["confidence"]),
-        probabilities=tuple(float(p) for p in probabilities),
-    )
-
-
-def prediction_from_json(data: Any, jedi_task_id: int) -> TaskPrediction:
-    """Return the TaskPrediction of a ``POST /v1/predictions`` response body.
-
-    Accepts one prediction object, a list of them, or ``{"predictions": [...]}``;
-    each has ``decision``, ``reason``, model name/version (flat ``model_name`` /
-    ``model_version`` or a ``model`` object) and ``targets`` (an object by target
-    name, or a list of objects with a ``target`` key) holding at least ``value``,
-    ``unit`` and ``confidence``. Raises ValueError on any other shape.
-    """
-    if isinstance(data, Mapping) and "predictions" in data:
-        data = data["predictions"]
-    if isinstance(data, list):
-        if len(data) != 1:
-            raise ValueError(
-                f"The response must hold one prediction. Got {len(data)} instead."
-            )
-        data = data[0]
-    if not isinstance(data, Mapping):
-        raise ValueError(
-            f"The response must be a JSON object. Got {type(data).__name__} instead."
-        )
-    raw_targets = data.get("targets")
-    if isinstance(raw_targets, list):
-        raw_targets = {t["target"]: t for t in raw_targets}
-    if not isinstance(raw_targets, Mapping):
-        raise ValueError(
-            f"The 'targets' field must be an object. Got {raw_targets!r} instead."
-        )
-    model = data.get("model")
-    if not isinstance(model, Mapping):
-        model = {}
-    return TaskPrediction(
-        jeditaskid=jedi_task_id,
-        model_name=str(data.get("model_name", model.get("name", "?"))),
-        model_version=str(data.get("model_version", model.get("version", "?"))),
-        decision=data["decision"],
-        reason=str(data.get("reason", "")),
-        targets={n: _target_from_json(n, t) for n, t in raw_targets.items()},
-    )
-
-
-class HttpClient:
-    """Predict through the panda-predictor service, giving up after ``timeout`` s.
-
-    Parameters
-    ----------
-    url:
-        Base URL of the service, e.g. ``http://predictor.example:8080``.
-    timeout:
-        Total seconds for connect, request and response together.
-    """
-
-    def __init__(self, url: str, timeout: float = DEFAULT_TIMEOUT) -> None:
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise ValueError(
-                f"The 'url' field must be an http:// or https:// URL. Got {url!r} "
-                "instead."
-            )
-        if not isinstance(timeout, int | float) or not timeout > 0:
-            raise ValueError(
-                f"The 'timeout' field must be a positive number of seconds. "
-                f"Got {timeout!r} instead."
-            )
-        self.url = url.rstrip("/") + "/v1/predictions"
-        self.timeout = float(timeout)
-
-    def _post(self, body: bytes) -> bytes:
-        request = urllib.request.Request(
-            self.url,
-            data=body,
-            method="POST",
-            headers={"Content-Type": "application/json", "Accept": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=self.timeout) as response:
-            return response.read(MAX_RESPONSE_BYTES)
-
-    def _post_with_deadline(self, body: bytes) -> bytes:
-        # urlopen's timeout bounds each socket operation, not the whole exchange; a
-        # worker thread bounds the total so a trickling server cannot stall JEDI.
-        outcome: dict[str, Any] = {}
-
-        def run() -> None:
-            try:
-                outcome["body"] = self._post(body)
-            except BaseException as exc:  # noqa: BLE001  handed to the caller
-                outcome["error"] = exc
-
-        worker = threading.Thread(target=run, name="refiner-http", daemon=True)
-        worker.start()
-        worker.join(self.timeout)
-        if worker.is_alive():
-            raise PredictionUnavailable(
-                f"no answer from {self.url} within {self.timeout:g} s", "timeout"
-            )
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome["body"]
-
-    def predict(self, definition: Mapping[str, Any]) -> TaskPrediction:
-        """Return the service's prediction; raise PredictionUnavailable on failure."""
-        task_id = int(definition.get("jediTaskID", 0))
-        body = json.dumps(dict(definition), default=str).encode()
-        try:
-            payload = self._post_with_deadline(body)
-        except urllib.error.HTTPError as exc:
-            detail = exc.read(2000).decode(errors="replace")
-            raise PredictionUnavailable(
-                f"{self.url} answered {exc.code}: {detail}", f"http_{exc.code}"
-            ) from exc
-        except TimeoutError as exc:
-            raise PredictionUnavailable(f"{self.url}: {exc}", "timeout") from exc
-        except (urllib.error.URLError, OSError) as exc:
-            raise PredictionUnavailable(f"{self.url}: {exc}", "unreachable") from exc
-        try:
-            return prediction_from_json(json.loads(payload), task_id)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise PredictionUnavailable(
-                f"unexpected answer from {self.url}: {exc}", "bad_response"
-            ) from exc
-
-
-def client_from_environment(
-    settings: Settings, engine_provider: Callable[[], Any] | None = None
-) -> PredictionClient:
-    """Return the HTTP client when the ``refiner_url`` setting is set, else local.
-
-    The settings come from the environment (``PANDA_PREDICTOR_REFINER_URL``,
-    ``..._TIMEOUT``, ``..._RELOAD_SECONDS``, ``..._HISTORY_REFRESH_SECONDS``) or the
-    config file, checked there: ``refiner_timeout`` (seconds) bounds an HTTP call;
-    ``refiner_reload_seconds`` is how often the in-process client looks for a new
-    champion, ``refiner_history_refresh_seconds`` how often it reads the recent
-    history (0: never), through ``engine_provider``'s engine when given (see
-    :class:`InProcessClient`).
-    """
-    url = (settings.refiner_url or "").strip()
-    if url:
-        return HttpClient(url, settings.refiner_timeout)
-    return InProcessClient(
-        settings,
-        reload_seconds=settings.refiner_reload_seconds,
-        history_refresh_seconds=settings.refiner_history_refresh_seconds,
-        engine_provider=engine_provider,
-    )
-
-
 __all__ = [
     "HOOK",
-    "HttpClient",
     "InProcessClient",
     "PARAM_MAP_KEYS",
     "REQUESTED_KEYS",
     "PredictionClient",
     "PredictionUnavailable",
-    "client_from_environment",
     "definition_from_param_map",
     "param_map_fields",
-    "prediction_from_json",
     "walltime_of",
 ]

@@ -10,14 +10,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from panda_predictor.core.domain.task_prediction import TaskPrediction
+from panda_predictor.plugins.http_client import HttpClient, prediction_from_json
+from panda_predictor.plugins.jedi_prediction import client_from_environment
 from panda_predictor.plugins.prediction_client import (
-    HttpClient,
     InProcessClient,
     PredictionUnavailable,
-    client_from_environment,
     definition_from_param_map,
     param_map_fields,
-    prediction_from_json,
     walltime_of,
 )
 from panda_predictor.settings import SettingsError, load_settings
