@@ -10,7 +10,7 @@ fewer jobs *and* waste less at no more bulk delay. Pure Python.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from panda_predictor.core.replay.engine import ReplayOutcome
@@ -119,3 +119,9 @@ def replay_goals(
             ),
         },
     }
+
+
+def goal_marks(goals: Mapping[str, Any]) -> str:
+    """Return ✓/✗ per goal of :data:`GOALS`, in order, from :func:`replay_goals`'
+    answer (or any mapping with those keys)."""
+    return "".join("✓" if goals[g] else "✗" for g in GOALS)

@@ -20,13 +20,18 @@ input, and not a row of the replay table (no one can run it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 
 from panda_predictor.core.replay.engine import JobOutcomes, ReplayOutcome
-from panda_predictor.core.replay.goals import GOALS, MAX_DELAY_SHARE, replay_goals
+from panda_predictor.core.replay.goals import (
+    GOALS,
+    MAX_DELAY_SHARE,
+    goal_marks,
+    replay_goals,
+)
 from panda_predictor.core.replay.tasks import task_index
 from pipelines.evaluation.trace.replay import TargetReplay
 
@@ -70,10 +75,11 @@ def _per_task(code: np.ndarray, n_tasks: int, values: np.ndarray) -> np.ndarray:
 def kept_by_hindsight(
     mine: JobOutcomes,
     scouts: JobOutcomes,
-    task: np.ndarray,
+    code: np.ndarray,
     max_delay_share: float = MAX_DELAY_SHARE,
 ) -> np.ndarray:
-    """Return, per task (in :func:`task_index` order), whether to keep its scouts.
+    """Return, per task (numbered as :func:`task_index` numbers them), whether to
+    keep its scouts.
 
     A task is worth scouting where the scouts fail fewer jobs or waste less in it,
     weighed relative to the scouts' totals. Those that add no bulk delay come
@@ -82,11 +88,10 @@ def kept_by_hindsight(
 
     :param mine: the production row's figures per job.
     :param scouts: the scouts' figures per job (same jobs, same order).
-    :param task: (n,) task code per job.
+    :param code: (n,) per job, its task's number (``task_index(task)[0]``).
     :param max_delay_share: the delay goal's share of the scouts' bulk delay.
     """
-    code, _, _, sizes = task_index(np.asarray(task))
-    n_tasks = sizes.size
+    n_tasks = mine.task_bulk_delay_s.size
     failed_scouts = _per_task(code, n_tasks, scouts.failed)
     wasted_scouts = _per_task(code, n_tasks, scouts.wasted_hours)
     benefit = (_per_task(code, n_tasks, mine.wasted_hours) - wasted_scouts) / max(
@@ -113,24 +118,18 @@ def kept_by_hindsight(
 def _mixed(
     mine: JobOutcomes, scouts: JobOutcomes, code: np.ndarray, kept: np.ndarray
 ) -> JobOutcomes:
-    """Return per job the scouts' figures where its task is kept, else ``mine``."""
+    """Return per job the scouts' figures where its task is kept, else ``mine``
+    (per task for ``task_bulk_delay_s``, the one field kept per task)."""
     job = kept[code]
     return JobOutcomes(
         **{
-            name: np.where(job, getattr(scouts, name), getattr(mine, name))
-            for name in (
-                "failed",
-                "lost",
-                "attempts",
-                "lost_s",
-                "lost_core_hours",
-                "lost_gb_hours",
-                "wasted_hours",
+            f.name: np.where(
+                kept if f.name == "task_bulk_delay_s" else job,
+                getattr(scouts, f.name),
+                getattr(mine, f.name),
             )
-        },
-        task_bulk_delay_s=np.where(
-            kept, scouts.task_bulk_delay_s, mine.task_bulk_delay_s
-        ),
+            for f in fields(JobOutcomes)
+        }
     )
 
 
@@ -153,9 +152,8 @@ def hindsight_row(
             f"({sorted(replayed.applied)}). Got {model!r} instead."
         )
     mine, scouts = replayed.by_job[strategy], replayed.by_job["scouts"]
-    task = replayed.jobs.task
-    kept = kept_by_hindsight(mine, scouts, task, max_delay_share)
-    code, order, starts, _ = task_index(np.asarray(task))
+    code, order, starts, _ = task_index(np.asarray(replayed.jobs.task))
+    kept = kept_by_hindsight(mine, scouts, code, max_delay_share)
     # The tasks the decision itself kept are counted too (their figures are the
     # scouts' either way).
     kept |= ~np.asarray(replayed.applied[model], dtype=bool)[order[starts]]
@@ -178,7 +176,7 @@ def format_hindsight(target: str, model: str, row: HindsightRow) -> str:
     time = row.resource == "time"
     wasted = o.wasted_core_hours if time else o.wasted_gb_hours
     unit = "core-h" if time else "GB-h"
-    marks = "".join("✓" if row.goals[g] else "✗" for g in GOALS)
+    marks = goal_marks(row.goals)
     return (
         f"- hindsight ({target}): {model} with the scouts kept on {row.kept_tasks} "
         f"of {row.tasks} tasks chosen after they ran (within the delay goal) would "

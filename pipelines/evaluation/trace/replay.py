@@ -57,7 +57,7 @@ from panda_predictor.core.replay.engine import (
     ReplayOutcome,
     ReplayRules,
 )
-from panda_predictor.core.replay.goals import GOALS, replay_goals
+from panda_predictor.core.replay.goals import goal_marks, replay_goals
 from panda_predictor.core.replay.tasks import job_rank, task_size, tasks_from_bursts
 from pipelines.evaluation.trace.target_run import REQUEST_OF, TargetRun
 
@@ -404,7 +404,7 @@ def _marks(outcomes: list[ReplayOutcome], strategy: str) -> str:
     }:
         return "-"
     goals = replay_goals(outcomes, strategy)
-    return "".join("✓" if goals[g] else "✗" for g in GOALS)
+    return goal_marks(goals)
 
 
 def format_replay(

@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from panda_predictor.core.replay.engine import ReplayOutcome
-from panda_predictor.core.replay.goals import GOALS, replay_goals
+from panda_predictor.core.replay.goals import goal_marks, replay_goals
+from panda_predictor.ingest.swf import trace_name
 
 PRODUCTION = "model:production"
 OURS = f"predictor ({PRODUCTION})"
@@ -67,7 +68,7 @@ def _replay_marks(outcomes: list[dict[str, Any]]) -> str:
         f"{ours[waste]:.3g}/{scouts[waste]:.3g}, "
         f"{ours['mean_bulk_delay_hours']:.2f}/{scouts['mean_bulk_delay_hours']:.2f}"
     )
-    marks = "".join("✓" if goals[g] else "✗" for g in GOALS)
+    marks = goal_marks(goals)
     beaten = ", ".join(goals["dominated_by"])
     return marks + f" ({figures})" + (f"; dominated by {beaten}" if beaten else "")
 
@@ -76,7 +77,7 @@ def replay_rows(full: dict[str, Any]) -> list[str]:
     """Return the replay table's rows of one log: scouts, production, the request
     rows and the published peers, per replayed target."""
     rows = []
-    name = Path(str(full.get("file", "?"))).name.split(".swf")[0]
+    name = trace_name(str(full.get("file", "?")))
     for target, outcomes in full.get("replay", {}).items():
         by_name = {o["strategy"]: o for o in outcomes}
         names = [n for n in REPLAY_ROWS if n in by_name] + sorted(
@@ -97,7 +98,7 @@ def calibration_rows(full: dict[str, Any]) -> list[str]:
     """Return the test-part ECE rows of one log: the production distribution's,
     and the uncalibrated one's (``none``), per target."""
     rows = []
-    name = Path(str(full.get("file", "?"))).name.split(".swf")[0]
+    name = trace_name(str(full.get("file", "?")))
     for target, per_name in full.get("calibration", {}).items():
         ours = per_name.get(PRODUCTION, {})
         raw = per_name.get("calibration:none", {})
@@ -116,7 +117,7 @@ def hindsight_rows(full: dict[str, Any]) -> list[str]:
     and the production row with the scouts kept on the tasks chosen afterwards
     (:mod:`pipelines.evaluation.trace.hindsight`)."""
     rows = []
-    name = Path(str(full.get("file", "?"))).name.split(".swf")[0]
+    name = trace_name(str(full.get("file", "?")))
     for target, row in full.get("hindsight", {}).items():
         by_name = {o["strategy"]: o for o in full["replay"][target]}
         mine, scouts, kept = by_name[OURS], by_name["scouts"], row["outcome"]
@@ -126,7 +127,7 @@ def hindsight_rows(full: dict[str, Any]) -> list[str]:
             f"{o['mean_bulk_delay_hours']:.2f}"
             for o in (scouts, mine, kept)
         ]
-        marks = "".join("✓" if row["goals"][g] else "✗" for g in GOALS)
+        marks = goal_marks(row["goals"])
         rows.append(
             f"| {name} | {target} | {' | '.join(cells)} | {row['kept_tasks']} of "
             f"{row['tasks']} | {marks} |"
@@ -155,7 +156,7 @@ REPLAY_HEADER = (
 
 def summary_rows(full: dict[str, Any]) -> list[str]:
     """Return the Markdown rows of one log's full.json."""
-    name = full["file"].removesuffix(".gz").removesuffix(".swf")
+    name = trace_name(full["file"])
     rows = []
     for target, scores in full["full_scores"].items():
         ours = scores.get(PRODUCTION)
@@ -197,7 +198,7 @@ def _days(value: float | None) -> str:
 
 def choice_rows(full: dict[str, Any]) -> list[str]:
     """Return the Markdown rows of what one log chose, per target."""
-    name = full["file"].removesuffix(".gz").removesuffix(".swf")
+    name = trace_name(full["file"])
     tuning = full["split"].get("self_tuning", {})
     cadences = _counts([c["retrain_every_days"] for c in tuning.values()], _days)
     rows = []
