@@ -398,3 +398,68 @@ def test_on_panda_s_own_ddl_the_history_is_read_while_jedi_holds_a_task(
     assert held in served.frame["jeditaskid"].tolist()
     [want] = decide(predictor, taskdef.read_task_definitions(definition), served)
     assert _comparable(got) == _comparable(want)
+
+
+@pytest.mark.postgres
+def test_on_panda_s_own_ddl_jedi_s_path_audits_while_jedi_holds_a_task(
+    panda_ddl, predictor, seed, monkeypatch
+):
+    """The refiner's whole path as JEDI runs it (one process-wide engine for the
+    audit row and the history thread) on PanDA's real JEDI_TASKS while JEDI holds a
+    finished task FOR UPDATE NOWAIT: the decision is audited and the held task is
+    in the history read, with neither waiting for JEDI's lock."""
+    import functools
+
+    engine, settings = panda_ddl
+    config = SimulationConfig(
+        n_tasks=60, n_defined=5, seed=seed, months=2, end_date=HISTORY_END
+    )
+    load_history(engine, settings, simulate_history(config, progress=False))
+    monkeypatch.setattr(taskdef, "datetime", _RefinedAt)
+    with engine.connect() as conn:
+        held = conn.execute(
+            sa.text(
+                "SELECT min(jeditaskid) FROM doma_panda.jedi_tasks "
+                "WHERE status = 'finished'"
+            )
+        ).scalar_one()
+    client = InProcessClient(
+        settings,
+        predictor_factory=lambda: predictor,
+        engine_provider=functools.partial(jedi_prediction._shared_engine, settings),
+    )
+    refined_id = 9_000_001  # a task being refined: not in JEDI_TASKS yet
+    done = threading.Event()
+
+    def refine() -> None:
+        jedi_prediction.predict_into_map(
+            refined_id, {"processingType": "simul"}, client=client, settings=settings
+        )
+        done.set()
+
+    try:
+        with engine.connect() as jedi:
+            jedi.begin()
+            jedi.execute(
+                sa.text(
+                    "SELECT jeditaskid FROM doma_panda.jedi_tasks WHERE jeditaskid "
+                    "= :held FOR UPDATE NOWAIT"
+                ),
+                {"held": held},
+            ).one()
+            try:
+                worker = threading.Thread(target=refine, daemon=True)
+                worker.start()
+                # A write or read that waited for JEDI's row would wait until
+                # the rollback below, which comes only after these bounds.
+                assert done.wait(LOCKED_READ_TIMEOUT), "the refiner waited for JEDI"
+                served = _first_read(
+                    client.history_refresher, timeout=LOCKED_READ_TIMEOUT
+                )
+            finally:
+                jedi.rollback()
+        assert held in served.frame["jeditaskid"].tolist()
+        assert refined_id in audit_rows(engine, settings)
+    finally:
+        client.close()
+        jedi_prediction.reset_shared_client()
