@@ -12,6 +12,8 @@ leaves that task out.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import shutil
 import threading
 import time
@@ -355,6 +357,42 @@ def test_a_forked_process_starts_its_own_refresher(predictor, tmp_path, monkeypa
         parent.stop()
 
 
+def _finished_task_of_a_loaded_history(engine, settings, seed, monkeypatch) -> int:
+    """Load a small simulated history into PanDA's own DDL, refine as of its end,
+    and return the id of a finished task (one the history must hold)."""
+    config = SimulationConfig(
+        n_tasks=60, n_defined=5, seed=seed, months=2, end_date=HISTORY_END
+    )
+    load_history(engine, settings, simulate_history(config, progress=False))
+    monkeypatch.setattr(taskdef, "datetime", _RefinedAt)
+    with engine.connect() as conn:
+        return conn.execute(
+            sa.text(
+                "SELECT min(jeditaskid) FROM doma_panda.jedi_tasks "
+                "WHERE status = 'finished'"
+            )
+        ).scalar_one()
+
+
+@contextlib.contextmanager
+def _jedi_holds(engine, task_id: int):
+    """Hold JEDI_TASKS' row of ``task_id`` as JEDI does (``SELECT ... FOR UPDATE
+    NOWAIT`` in an open transaction) until the block ends, then roll back."""
+    with engine.connect() as jedi:
+        jedi.begin()
+        jedi.execute(
+            sa.text(
+                "SELECT jeditaskid FROM doma_panda.jedi_tasks WHERE jeditaskid = "
+                ":held FOR UPDATE NOWAIT"
+            ),
+            {"held": task_id},
+        ).one()
+        try:
+            yield
+        finally:
+            jedi.rollback()
+
+
 @pytest.mark.postgres
 def test_on_panda_s_own_ddl_the_history_is_read_while_jedi_holds_a_task(
     panda_ddl, predictor, seed, monkeypatch
@@ -363,38 +401,18 @@ def test_on_panda_s_own_ddl_the_history_is_read_while_jedi_holds_a_task(
     JEDI_TASKS (build.sh); the refiner's background read of the history neither
     waits for it nor leaves the task out."""
     engine, settings = panda_ddl
-    config = SimulationConfig(
-        n_tasks=60, n_defined=5, seed=seed, months=2, end_date=HISTORY_END
-    )
-    load_history(engine, settings, simulate_history(config, progress=False))
-    monkeypatch.setattr(taskdef, "datetime", _RefinedAt)
-    with engine.connect() as conn:
-        held = conn.execute(
-            sa.text(
-                "SELECT min(jeditaskid) FROM doma_panda.jedi_tasks "
-                "WHERE status = 'finished'"
-            )
-        ).scalar_one()
+    held = _finished_task_of_a_loaded_history(engine, settings, seed, monkeypatch)
     client = InProcessClient(settings, predictor_factory=lambda: predictor)
     definition = definition_from_param_map(10, {"processingType": "simul"})
-    with engine.connect() as jedi:
-        jedi.begin()
-        jedi.execute(
-            sa.text(
-                "SELECT jeditaskid FROM doma_panda.jedi_tasks WHERE jeditaskid = "
-                ":held FOR UPDATE NOWAIT"
-            ),
-            {"held": held},
-        ).one()
-        try:
+    try:
+        with _jedi_holds(engine, held):
             client.predict(definition)  # starts the refresher
-            # A read that waited for JEDI's row would wait until the rollback
-            # below, which comes only after this bound.
+            # A read that waited for JEDI's row would wait until the rollback,
+            # which comes only after this bound.
             served = _first_read(client.history_refresher, timeout=LOCKED_READ_TIMEOUT)
             got = client.predict(definition)
-        finally:
-            jedi.rollback()
-            client.close()
+    finally:
+        client.close()
     assert held in served.frame["jeditaskid"].tolist()
     [want] = decide(predictor, taskdef.read_task_definitions(definition), served)
     assert _comparable(got) == _comparable(want)
@@ -408,21 +426,8 @@ def test_on_panda_s_own_ddl_jedi_s_path_audits_while_jedi_holds_a_task(
     audit row and the history thread) on PanDA's real JEDI_TASKS while JEDI holds a
     finished task FOR UPDATE NOWAIT: the decision is audited and the held task is
     in the history read, with neither waiting for JEDI's lock."""
-    import functools
-
     engine, settings = panda_ddl
-    config = SimulationConfig(
-        n_tasks=60, n_defined=5, seed=seed, months=2, end_date=HISTORY_END
-    )
-    load_history(engine, settings, simulate_history(config, progress=False))
-    monkeypatch.setattr(taskdef, "datetime", _RefinedAt)
-    with engine.connect() as conn:
-        held = conn.execute(
-            sa.text(
-                "SELECT min(jeditaskid) FROM doma_panda.jedi_tasks "
-                "WHERE status = 'finished'"
-            )
-        ).scalar_one()
+    held = _finished_task_of_a_loaded_history(engine, settings, seed, monkeypatch)
     client = InProcessClient(
         settings,
         predictor_factory=lambda: predictor,
@@ -438,26 +443,12 @@ def test_on_panda_s_own_ddl_jedi_s_path_audits_while_jedi_holds_a_task(
         done.set()
 
     try:
-        with engine.connect() as jedi:
-            jedi.begin()
-            jedi.execute(
-                sa.text(
-                    "SELECT jeditaskid FROM doma_panda.jedi_tasks WHERE jeditaskid "
-                    "= :held FOR UPDATE NOWAIT"
-                ),
-                {"held": held},
-            ).one()
-            try:
-                worker = threading.Thread(target=refine, daemon=True)
-                worker.start()
-                # A write or read that waited for JEDI's row would wait until
-                # the rollback below, which comes only after these bounds.
-                assert done.wait(LOCKED_READ_TIMEOUT), "the refiner waited for JEDI"
-                served = _first_read(
-                    client.history_refresher, timeout=LOCKED_READ_TIMEOUT
-                )
-            finally:
-                jedi.rollback()
+        with _jedi_holds(engine, held):
+            threading.Thread(target=refine, daemon=True).start()
+            # A write or read that waited for JEDI's row would wait until the
+            # rollback, which comes only after these bounds.
+            assert done.wait(LOCKED_READ_TIMEOUT), "the refiner waited for JEDI"
+            served = _first_read(client.history_refresher, timeout=LOCKED_READ_TIMEOUT)
         assert held in served.frame["jeditaskid"].tolist()
         assert refined_id in audit_rows(engine, settings)
     finally:
