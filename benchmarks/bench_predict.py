@@ -292,6 +292,9 @@ def versions() -> str:
 #: Issue 20's goals for one task's full decision.
 P99_GOAL_MS = 2.0
 RATIO_GOAL = 3.0
+#: Issue 3's goal for a batch, judged on the table route (the column form the bulk
+#: callers run: the benchmark's walk forward, the simulated replay, MLflow's pyfunc).
+BATCH_GOAL_TASKS_PER_S = 50_000
 
 
 def verdicts(r: dict) -> str:
@@ -305,9 +308,14 @@ def verdicts(r: dict) -> str:
         within += (
             f" ({ratio:.1f}x at p50, {r['p99_ms'] / r['bare_p99_ms']:.1f}x at p99)"
         )
+    table = r["table_tasks_per_s"]
+    batch = "met" if table > BATCH_GOAL_TASKS_PER_S else "**not met**"
     return (
         f"{r['kind']}: p99 <= {P99_GOAL_MS:g} ms {p99} ({r['p99_ms']:.2f} ms); "
-        f"within {RATIO_GOAL:g}x of the four bare boosters {within}."
+        f"within {RATIO_GOAL:g}x of the four bare boosters {within}; "
+        f"> {BATCH_GOAL_TASKS_PER_S:,} tasks/s in a batch {batch} ({table:,.0f} on "
+        f"the table route; the record route, one TaskPrediction with its reason "
+        f"sentences per task, {r['tasks_per_s']:,.0f})."
     )
 
 
@@ -357,7 +365,7 @@ def report(results: list[dict], args: argparse.Namespace, command: str) -> str:
         "TaskPrediction per task) and `Predictor.predict_table` (the same "
         f"predictions as columns) on a {args.batch:,}-task frame. Goals: "
         f"p99 <= {P99_GOAL_MS:g} ms, within {RATIO_GOAL:g}x of the bare boosters, "
-        "> 50,000 tasks/s.",
+        f"> {BATCH_GOAL_TASKS_PER_S:,} tasks/s on the table route.",
         "",
         "| model kind | p50 (ms) | p99 (ms) | bare boosters p50 / p99 (ms) "
         "| ratio p50 / p99 | DataFrame route p50 / p99 (ms) "
@@ -366,11 +374,16 @@ def report(results: list[dict], args: argparse.Namespace, command: str) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
+        bare, ratio = "-", "-"  # no bare boosters to time: not an XGBoost bundle
+        if not math.isnan(r["bare_p50_ms"]):
+            bare = f"{r['bare_p50_ms']:.2f} / {r['bare_p99_ms']:.2f}"
+            ratio = (
+                f"{r['p50_ms'] / r['bare_p50_ms']:.1f}x / "
+                f"{r['p99_ms'] / r['bare_p99_ms']:.1f}x"
+            )
         lines.append(
             f"| {r['kind']} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} "
-            f"| {r['bare_p50_ms']:.2f} / {r['bare_p99_ms']:.2f} "
-            f"| {r['p50_ms'] / r['bare_p50_ms']:.1f}x / "
-            f"{r['p99_ms'] / r['bare_p99_ms']:.1f}x "
+            f"| {bare} | {ratio} "
             f"| {r['frame_p50_ms']:.1f} / {r['frame_p99_ms']:.1f} "
             f"| {r['tasks_per_s']:,.0f} ({r['tasks_per_cpu_s']:,.0f}) "
             f"| {r['table_tasks_per_s']:,.0f} ({r['table_tasks_per_cpu_s']:,.0f}) "
@@ -437,11 +450,15 @@ def main(argv: list[str] | None = None) -> None:
                 if given
                 else trained_with(config, kind)
             )
+            bare = (
+                ""
+                if math.isnan(r["bare_p50_ms"])
+                else f"bare boosters {r['bare_p50_ms']:.2f} / {r['bare_p99_ms']:.2f}"
+                f" ms, ratio {r['p50_ms'] / r['bare_p50_ms']:.1f}x; "
+            )
             print(
                 f"{kind}: single task p50 {r['p50_ms']:.2f} ms, p99 "
-                f"{r['p99_ms']:.2f} ms (bare boosters {r['bare_p50_ms']:.2f} / "
-                f"{r['bare_p99_ms']:.2f} ms, ratio "
-                f"{r['p50_ms'] / r['bare_p50_ms']:.1f}x; DataFrame route "
+                f"{r['p99_ms']:.2f} ms ({bare}DataFrame route "
                 f"{r['frame_p50_ms']:.1f} / "
                 f"{r['frame_p99_ms']:.1f} ms); batch {r['tasks_per_s']:,.0f} tasks/s "
                 f"({r['batch_seconds']:.2f} s for {r['batch']:,}), table route "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from benchmarks.bench_predict import report
 
@@ -29,6 +30,7 @@ def _result(prices: dict) -> dict:
 
 
 def test_the_report_prints_per_target_prices_and_the_verdicts():
+    """The prices, and each goal's verdict from the figures (p99, batch)."""
     args = argparse.Namespace(
         tasks=20_000,
         xgb_estimators=None,
@@ -49,6 +51,13 @@ def test_the_report_prints_per_target_prices_and_the_verdicts():
     assert "target_prices (ramcount 4, walltime 256)" in text
     assert "fixed_targets (ramcount), scouts_value_targets (cputime)" in text
     assert "p99 <= 2 ms met (1.80 ms)" in text
+    assert "> 50,000 tasks/s in a batch **not met** (25,000 on the table route" in text
+    fast = {**_result(prices), "table_tasks_per_s": 60_000.0}
+    assert "in a batch met (60,000" in report([fast], args, "bench")
+    keras = {**_result(prices), "kind": "keras", "bare_p50_ms": math.nan}
+    keras["bare_p99_ms"] = math.nan
+    row = next(x for x in report([keras], args, "b").splitlines() if "| keras" in x)
+    assert "| - | - |" in row and "nan" not in row
     assert "parameters (XGBoost up to 200 rounds at learning rate 0.3);" in text
 
 
