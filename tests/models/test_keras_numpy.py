@@ -13,7 +13,9 @@ from panda_predictor.models.keras_net import KerasResourceClassifier
 from panda_predictor.models.keras_numpy import (
     NumpyKerasClassifier,
     export_forward,
+    forward_layers,
     has_forward,
+    layers_of,
 )
 from panda_predictor.models.latency import make_synthetic_tasks
 
@@ -43,6 +45,29 @@ def test_numpy_forward_equals_keras(saved):
     codes = code_matrix(model, X)
     np.testing.assert_allclose(served.predict_proba_matrix(codes), reference, atol=1e-5)
     assert served.classes_.tolist() == [0, 1, 2, 3]
+
+
+def test_the_forward_pass_updates_in_place_with_the_plain_steps_bits(saved):
+    """``forward_layers`` updates each product in place: the result must be the
+    plain one-array-per-step formula's to the last bit, and its inputs untouched."""
+    _, folder, X = saved
+    served = load_classifier(folder)
+    layers = layers_of(served.forward_)
+    inputs = served._matrix_inputs(code_matrix(served, X))
+    before = [a.copy() for a in inputs]
+    parts = [inputs[0].astype(np.float32)]
+    parts += [t[c[:, 0]] for t, c in zip(layers.embeddings, inputs[1:], strict=True)]
+    h = np.concatenate(parts, axis=1)
+    for kernel, bias, mean, scale, beta in layers.blocks:
+        h = np.maximum(((h @ kernel + bias) - mean) * scale + beta, np.float32(0))
+    logits = h @ layers.output[0] + layers.output[1]
+    exp = np.exp(logits - logits.max(axis=1, keepdims=True))
+    plain = exp / exp.sum(axis=1, keepdims=True)
+    got = forward_layers(layers, inputs)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, plain)
+    for was, now in zip(before, inputs, strict=True):
+        np.testing.assert_array_equal(was, now)
 
 
 def code_matrix(model, X) -> np.ndarray:

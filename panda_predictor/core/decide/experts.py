@@ -397,14 +397,17 @@ def combine_at_snapshots(
         return _combine_one(query_classes[0], query_keys[0], snaps, params)
     key_scores = np.full((n, len(snaps), width), np.nan)
     key_counts = np.zeros((n, len(snaps)))
-    for i, key in enumerate(query_keys):
-        if not isinstance(key, str):
-            continue
-        for s, snap in enumerate(snaps):
-            row = snap.keys.get(key)
-            if row is not None:
-                key_scores[i, s] = snap.scores[row]
-                key_counts[i, s] = snap.counts[row]
+    keys = query_keys.tolist() if isinstance(query_keys, np.ndarray) else query_keys
+    for s, snap in enumerate(snaps):
+        # Each task's row of the snapshot (-1: no record), then one fancy index.
+        rows = np.fromiter(
+            (snap.keys.get(k, -1) if isinstance(k, str) else -1 for k in keys),
+            dtype=np.intp,
+            count=n,
+        )
+        found = np.flatnonzero(rows >= 0)
+        key_scores[found, s] = snap.scores[rows[found]]
+        key_counts[found, s] = snap.counts[rows[found]]
     all_scores = np.empty_like(key_scores)
     all_scores[:] = np.array([snap.overall for snap in snaps])
     records = RecordScores(

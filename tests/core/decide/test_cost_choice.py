@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from panda_predictor.core.bins import TargetBins
+from panda_predictor.core.decide import cost_choice
 from panda_predictor.core.decide.cost_choice import (
     CostChooser,
     CostSettings,
@@ -137,10 +138,12 @@ def test_bad_input_names_the_field(make, field):
 
 
 @pytest.mark.parametrize("target", ["walltime", "ramcount", "iointensity"])
-def test_a_task_alone_gets_the_same_bits_as_in_a_batch(seed, target):
+def test_a_task_alone_gets_the_same_bits_as_in_a_batch(seed, target, monkeypatch):
     """The serving route sizes one task at a time, the bulk route thousands: the
     same task must get the same value, cost and confidence, to the last bit
-    (a BLAS product did not: its rounding depends on the batch size)."""
+    (a BLAS product did not: its rounding depends on the batch size). A large
+    batch is sized in parts (here of 500 tasks, so three parts)."""
+    monkeypatch.setattr(cost_choice, "CHOOSE_ROWS", 500)
     rng = np.random.default_rng(seed)
     table = UseTable(
         tuple(tuple(np.sort(rng.uniform(lo, lo * 3, 6))) for lo in (50, 400, 900, 3000))
