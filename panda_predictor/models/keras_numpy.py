@@ -117,10 +117,13 @@ class KerasClassifierBase(ResourceClassifier):
         """Standardise numeric values; a gap becomes 0 plus its indicator column."""
         finite = np.isfinite(values)
         with np.errstate(invalid="ignore"):
-            scaled = np.where(finite, (values - self.means_) / self.stds_, 0.0)
+            # One new array, updated in place (the steps of the plain formula).
+            scaled = values - self.means_
+            scaled /= self.stds_
+        scaled[~finite] = 0.0
         if self.indicator_features_:
             scaled = np.concatenate([scaled, ~finite[:, self._layout()[2]]], axis=1)
-        return scaled.astype(np.float32)
+        return scaled.astype(np.float32, copy=False)
 
     def _layout(self) -> tuple[list[int], list[int], list[int]]:
         """Return where the inputs come from, found once per fitted schema: the

@@ -70,6 +70,25 @@ def test_the_forward_pass_updates_in_place_with_the_plain_steps_bits(saved):
         np.testing.assert_array_equal(was, now)
 
 
+def test_scaling_in_place_gives_the_plain_formulas_bits(saved):
+    """Numeric inputs are standardised in place: the plain formula's bits, a gap
+    (NaN or infinite) at 0 with its indicator column."""
+    _, folder, X = saved
+    served = load_classifier(folder)
+    values = X[served.numeric_features_].to_numpy(np.float32, na_value=np.nan).copy()
+    values[::7, 0] = np.nan
+    values[3::11, -1] = np.inf
+    finite = np.isfinite(values)
+    with np.errstate(invalid="ignore"):
+        plain = np.where(finite, (values - served.means_) / served.stds_, 0.0)
+    indicators = [served.numeric_features_.index(c) for c in served.indicator_features_]
+    plain = np.concatenate([plain, ~finite[:, indicators]], axis=1)
+    assert served.indicator_features_  # the indicator columns are compared too
+    got = served._scaled(values)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, plain.astype(np.float32))
+
+
 def code_matrix(model, X) -> np.ndarray:
     """Return ``X`` as the float32 code matrix the records route gives."""
     return np.column_stack(
