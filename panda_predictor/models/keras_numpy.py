@@ -8,6 +8,15 @@ which :meth:`KerasResourceClassifier.save` writes next to the ``.keras`` file as
 ``forward.npz``; :class:`NumpyKerasClassifier` loads them (and ``meta.json``) without
 TensorFlow and computes the same probabilities (tested equal within 1e-5).
 
+The pass runs in float64 and rounds the probabilities to float32 at the end. In
+float32, as Keras computes, a task's probabilities changed in their last bits
+with the batch it came in (the BLAS kernel a product takes depends on the matrix
+sizes): alone through the service and in a batch through the benchmark, one task
+got costs and confidences apart in 1 to 3 % of 3,000 tasks. In float64 those
+differences are some 1e-16, far below float32's rounding, so a task gets the same
+float32 probabilities alone and in any batch (tested on every path), at about
+twice the products' time in a large batch.
+
 This module also holds what both runtimes share: the constructor parameters and the
 preprocessing from a DataFrame or a code matrix to the network's inputs.
 """
@@ -221,15 +230,17 @@ def forward(arrays: dict[str, np.ndarray], inputs: list[np.ndarray]) -> np.ndarr
     """Return the network output for ``inputs`` (numeric block first, then codes).
 
     The numeric block is present when the first input is float; each code input
-    indexes its embedding table. Computed in float32, as Keras does.
+    indexes its embedding table. Computed in float64, returned as float32
+    (module doc: the same answer alone and in any batch).
     """
     return forward_layers(layers_of(arrays), inputs)
 
 
 @dataclass(frozen=True)
 class Layers:
-    """The exported weights in the order the forward pass uses them, with each
-    BatchNormalization's ``gamma / sqrt(var + epsilon)`` computed once."""
+    """The exported weights in the order the forward pass uses them, in float64,
+    with each BatchNormalization's ``gamma / sqrt(var + epsilon)`` computed once
+    (from the float32 weights, as Keras computes it)."""
 
     embeddings: tuple[np.ndarray, ...]
     #: (kernel, bias, moving mean, scale, beta) per Dense-BatchNormalization block.
@@ -240,9 +251,13 @@ class Layers:
 
 def layers_of(arrays: dict[str, np.ndarray]) -> Layers:
     """Return :class:`Layers` of :func:`export_forward`'s arrays."""
+
+    def wide(name: str) -> np.ndarray:
+        return np.asarray(arrays[name], dtype=np.float64)
+
     embeddings: list[np.ndarray] = []
     while f"embedding_{len(embeddings)}" in arrays:
-        embeddings.append(arrays[f"embedding_{len(embeddings)}"])
+        embeddings.append(wide(f"embedding_{len(embeddings)}"))
     blocks: list[tuple[np.ndarray, ...]] = []
     k = 0
     while f"bn_{k}_gamma" in arrays:
@@ -251,18 +266,18 @@ def layers_of(arrays: dict[str, np.ndarray]) -> Layers:
         )
         blocks.append(
             (
-                arrays[f"dense_{k}_kernel"],
-                arrays[f"dense_{k}_bias"],
-                arrays[f"bn_{k}_mean"],
-                scale,
-                arrays[f"bn_{k}_beta"],
+                wide(f"dense_{k}_kernel"),
+                wide(f"dense_{k}_bias"),
+                wide(f"bn_{k}_mean"),
+                np.asarray(scale, dtype=np.float64),
+                wide(f"bn_{k}_beta"),
             )
         )
         k += 1
     return Layers(
         tuple(embeddings),
         tuple(blocks),
-        (arrays[f"dense_{k}_kernel"], arrays[f"dense_{k}_bias"]),
+        (wide(f"dense_{k}_kernel"), wide(f"dense_{k}_bias")),
         str(arrays["output_activation"]) == "sigmoid",
     )
 
@@ -272,15 +287,15 @@ def forward_layers(layers: Layers, inputs: list[np.ndarray]) -> np.ndarray:
     parts: list[np.ndarray] = []
     codes = inputs
     if inputs and inputs[0].dtype.kind == "f":
-        parts.append(inputs[0].astype(np.float32, copy=False))
+        parts.append(inputs[0].astype(np.float64))
         codes = inputs[1:]
     for table, code in zip(layers.embeddings, codes, strict=True):
         parts.append(table[code[:, 0]])
     h = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
-    zero = np.float32(0.0)
+    zero = 0.0
     # Each product makes a new array, which the steps after it update in place:
-    # the same operations in the same order (the same bits) without a temporary
-    # per step (a 100,000-task batch took half the time).
+    # the plain formula's operations in its order (its bits) without a temporary
+    # per step.
     for kernel, bias, mean, scale, beta in layers.blocks:
         h = h @ kernel
         h += bias
@@ -319,16 +334,20 @@ class NumpyKerasClassifier(KerasClassifierBase):
     def predict_proba(self, X: Any) -> np.ndarray:
         """Return the probability of each class (columns follow ``classes_``)."""
         self._check_fitted("predict_proba")
-        return self._finish(forward(self.forward_, self._inputs(self._align(X))))
+        inputs = self._inputs(self._align(X))
+        return self._finish(forward_layers(self._layers(), inputs))
 
     def predict_proba_matrix(self, M: np.ndarray) -> np.ndarray:
         """Return the class probabilities of a float32 matrix of category codes."""
         self._check_fitted("predict_proba_matrix")
         M = self._check_matrix(M)
-        layers = cached_by_identity(
+        return self._finish(forward_layers(self._layers(), self._matrix_inputs(M)))
+
+    def _layers(self) -> Layers:
+        """Return the weights as :class:`Layers`, made once per loaded network."""
+        return cached_by_identity(
             self, "_layers_cache", (self.forward_,), lambda: layers_of(self.forward_)
         )
-        return self._finish(forward_layers(layers, self._matrix_inputs(M)))
 
     def save(self, directory: str | Path) -> Path:
         """Refuse: the ``.keras`` file is the model of record; copy the folder."""

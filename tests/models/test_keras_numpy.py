@@ -49,23 +49,25 @@ def test_numpy_forward_equals_keras(saved):
 
 def test_the_forward_pass_updates_in_place_with_the_plain_steps_bits(saved):
     """``forward_layers`` updates each product in place: the result must be the
-    plain one-array-per-step formula's to the last bit, and its inputs untouched."""
+    plain one-array-per-step formula's (in float64, rounded to float32 at the
+    end) to the last bit, and its inputs untouched."""
     _, folder, X = saved
     served = load_classifier(folder)
     layers = layers_of(served.forward_)
     inputs = served._matrix_inputs(code_matrix(served, X))
     before = [a.copy() for a in inputs]
-    parts = [inputs[0].astype(np.float32)]
+    assert all(k.dtype == np.float64 for k, *_ in layers.blocks)
+    parts = [inputs[0].astype(np.float64)]
     parts += [t[c[:, 0]] for t, c in zip(layers.embeddings, inputs[1:], strict=True)]
     h = np.concatenate(parts, axis=1)
     for kernel, bias, mean, scale, beta in layers.blocks:
-        h = np.maximum(((h @ kernel + bias) - mean) * scale + beta, np.float32(0))
+        h = np.maximum(((h @ kernel + bias) - mean) * scale + beta, 0.0)
     logits = h @ layers.output[0] + layers.output[1]
     exp = np.exp(logits - logits.max(axis=1, keepdims=True))
     plain = exp / exp.sum(axis=1, keepdims=True)
     got = forward_layers(layers, inputs)
     assert got.dtype == np.float32
-    np.testing.assert_array_equal(got, plain)
+    np.testing.assert_array_equal(got, plain.astype(np.float32))
     for was, now in zip(before, inputs, strict=True):
         np.testing.assert_array_equal(was, now)
 
