@@ -226,16 +226,6 @@ def export_forward(network: keras.Model) -> dict[str, np.ndarray]:
     return arrays
 
 
-def forward(arrays: dict[str, np.ndarray], inputs: list[np.ndarray]) -> np.ndarray:
-    """Return the network output for ``inputs`` (numeric block first, then codes).
-
-    The numeric block is present when the first input is float; each code input
-    indexes its embedding table. Computed in float64, returned as float32
-    (module doc: the same answer alone and in any batch).
-    """
-    return forward_layers(layers_of(arrays), inputs)
-
-
 @dataclass(frozen=True)
 class Layers:
     """The exported weights in the order the forward pass uses them, in float64,
@@ -283,7 +273,12 @@ def layers_of(arrays: dict[str, np.ndarray]) -> Layers:
 
 
 def forward_layers(layers: Layers, inputs: list[np.ndarray]) -> np.ndarray:
-    """Return :func:`forward` from prepared :class:`Layers`."""
+    """Return the network output for ``inputs`` (numeric block first, then codes).
+
+    The numeric block is present when the first input is float; each code input
+    indexes its embedding table. Computed in float64, returned as float32
+    (module doc: the same answer alone and in any batch).
+    """
     parts: list[np.ndarray] = []
     codes = inputs
     if inputs and inputs[0].dtype.kind == "f":
@@ -292,7 +287,6 @@ def forward_layers(layers: Layers, inputs: list[np.ndarray]) -> np.ndarray:
     for table, code in zip(layers.embeddings, codes, strict=True):
         parts.append(table[code[:, 0]])
     h = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
-    zero = 0.0
     # Each product makes a new array, which the steps after it update in place:
     # the plain formula's operations in its order (its bits) without a temporary
     # per step.
@@ -302,7 +296,7 @@ def forward_layers(layers: Layers, inputs: list[np.ndarray]) -> np.ndarray:
         h -= mean
         h *= scale
         h += beta
-        np.maximum(h, zero, out=h)
+        np.maximum(h, 0.0, out=h)
     kernel, bias = layers.output
     logits = h @ kernel
     logits += bias
@@ -378,6 +372,7 @@ __all__ = [
     "KerasClassifierBase",
     "NumpyKerasClassifier",
     "export_forward",
-    "forward",
+    "forward_layers",
     "has_forward",
+    "layers_of",
 ]
