@@ -5,16 +5,16 @@ becomes 0 after scaling plus a 0/1 indicator column (only for columns that had g
 in training). Each categorical feature gets its own embedding of dimension
 ``min(32, floor(log2(cardinality)) + 1)``. The concatenation feeds Dense 256-128-64
 blocks (BatchNormalization, ReLU, Dropout 0.4/0.3/0.3, L2 on the kernels) and a
-softmax (sigmoid for two classes). Serving runs a ``tf.function`` with a fixed input
-signature instead of ``Model.predict``, whose per-call set-up costs ~50 ms, and
-``save`` exports the weights so serving can run the numpy forward pass of
-:mod:`.keras_numpy` without importing TensorFlow at all.
+softmax (sigmoid for two classes). Keras trains it; once trained it predicts with
+the numpy forward pass of :mod:`.keras_numpy` on its exported weights (not
+``Model.predict``, whose per-call set-up costs ~50 ms), and ``save`` writes those
+weights, so serving computes the same bits without importing TensorFlow at all.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,9 +27,8 @@ from .keras_numpy import FORWARD_FILE, KerasClassifierBase, export_forward
 
 if TYPE_CHECKING:
     import keras
-    import tensorflow as tf
 else:
-    keras, tf = import_keras()
+    keras, _ = import_keras()
 
 #: File name of the saved Keras model.
 MODEL_FILE = "model.keras"
@@ -112,20 +111,6 @@ class KerasResourceClassifier(KerasClassifierBase):
             )(h)
         return keras.Model(inputs, out, name="resource_classifier")
 
-    def _make_serving_fn(self) -> None:
-        """Wrap the model in a ``tf.function`` with a fixed input signature."""
-        signature = [
-            tf.TensorSpec(shape=(None, *inp.shape[1:]), dtype=inp.dtype, name=inp.name)
-            for inp in self.model_.inputs
-        ]
-        model = self.model_
-
-        @tf.function(input_signature=signature)
-        def serve(*arrays: tf.Tensor) -> tf.Tensor:
-            return model(list(arrays), training=False)
-
-        self._serve = serve
-
     # ---- estimator API --------------------------------------------------------------
     def fit(
         self,
@@ -190,55 +175,8 @@ class KerasResourceClassifier(KerasClassifierBase):
         )
         self.n_epochs_ = len(history.history["loss"])
         self.history_ = {k: [float(v) for v in vs] for k, vs in history.history.items()}
-        self._make_serving_fn()
+        self.forward_ = export_forward(self.model_)
         return self
-
-    def predict_proba(self, X: pd.DataFrame) -> np.ndarray:
-        """Return the probability of each class (columns follow ``classes_``)."""
-        self._check_fitted("predict_proba")
-        out = self._serve(*self._inputs(self._align(X))).numpy()
-        return self._finish(out)
-
-    def predict_proba_matrix(self, M: np.ndarray) -> np.ndarray:
-        """Return the class probabilities of a float32 matrix of category codes.
-
-        ``M`` has the ``feature_names_in_`` columns in order, categorical ones as
-        their codes (see :meth:`accepts_codes`). Scaling and code casting run
-        inside one ``tf.function`` on the single matrix, which saves converting a
-        dozen small arrays per call.
-        """
-        self._check_fitted("predict_proba_matrix")
-        M = self._check_matrix(M)
-        if getattr(self, "_serve_matrix_model", None) is not self.model_:
-            self._serve_matrix = joint_proba_matrix_fn([self])
-            self._serve_matrix_model = self.model_
-        return self._serve_matrix(M)[0]
-
-    def _graph_inputs(self, M: tf.Tensor) -> list[tf.Tensor]:
-        """Build the network's inputs from a code matrix inside a graph.
-
-        The same float32 operations as :meth:`_inputs`, so the values are equal.
-        """
-        names = [str(c) for c in self.feature_names_in_]
-        arrays: list[tf.Tensor] = []
-        if self.numeric_features_:
-            cols = [names.index(c) for c in self.numeric_features_]
-            values = tf.gather(M, cols, axis=1)
-            finite = tf.math.is_finite(values)
-            scaled = (values - tf.constant(self.means_)) / tf.constant(self.stds_)
-            scaled = tf.where(finite, scaled, tf.zeros_like(scaled))
-            if self.indicator_features_:
-                idx = [
-                    self.numeric_features_.index(c) for c in self.indicator_features_
-                ]
-                missing = tf.logical_not(tf.gather(finite, idx, axis=1))
-                scaled = tf.concat([scaled, tf.cast(missing, tf.float32)], axis=1)
-            arrays.append(scaled)
-        for col in self.categorical_features_:
-            j = names.index(col)
-            codes = tf.cast(M[:, j : j + 1], tf.int32)
-            arrays.append(tf.maximum(codes, 0))
-        return arrays
 
     # ---- persistence --------------------------------------------------------------
     def save(self, directory: str | Path) -> Path:
@@ -256,7 +194,7 @@ class KerasResourceClassifier(KerasClassifierBase):
         )
         write_meta(directory, meta)
         self.model_.save(directory / MODEL_FILE)
-        arrays: dict[str, Any] = export_forward(self.model_)
+        arrays: dict[str, Any] = self.forward_
         np.savez(directory / FORWARD_FILE, **arrays)
         return directory
 
@@ -268,43 +206,8 @@ class KerasResourceClassifier(KerasClassifierBase):
         model = cls(**meta["params"])
         model._restore_scaling(meta)
         model.model_ = keras.models.load_model(directory / MODEL_FILE, compile=False)
-        model._make_serving_fn()
+        model.forward_ = export_forward(model.model_)
         return model
-
-
-def joint_proba_matrix_fn(
-    models: Sequence[KerasResourceClassifier],
-) -> Callable[[np.ndarray], list[np.ndarray]]:
-    """Return a function: code matrix -> the probabilities of each of ``models``.
-
-    One ``tf.function`` runs every network on the same matrix, so predicting the
-    four targets of one task pays TensorFlow's per-call cost once, not four times.
-    The models must share their input columns (one feature pipeline).
-    """
-    models = list(models)
-    if not models:
-        raise ValueError("The 'models' field must name at least one model. Got none.")
-    names = [list(map(str, m.feature_names_in_)) for m in models]
-    if any(n != names[0] for n in names):
-        raise ValueError(
-            "The 'models' must share their input columns. Got models fitted on "
-            "different feature schemas instead."
-        )
-    networks = [m.model_ for m in models]
-    signature = [tf.TensorSpec(shape=(None, len(names[0])), dtype=tf.float32)]
-
-    @tf.function(input_signature=signature)
-    def serve(M: tf.Tensor) -> list[tf.Tensor]:
-        return [
-            net(m._graph_inputs(M), training=False)
-            for m, net in zip(models, networks, strict=True)
-        ]
-
-    def predict(M: np.ndarray) -> list[np.ndarray]:
-        outputs = serve(np.ascontiguousarray(M, dtype=np.float32))
-        return [m._finish(o.numpy()) for m, o in zip(models, outputs, strict=True)]
-
-    return predict
 
 
 def _epoch_hook(on_step: Callable[[int], None] | None) -> list[Any]:

@@ -6,7 +6,9 @@ BatchNormalization with its moving statistics, ReLU (Dropout does nothing) and a
 softmax or sigmoid. :func:`export_forward` copies those weights into plain arrays,
 which :meth:`KerasResourceClassifier.save` writes next to the ``.keras`` file as
 ``forward.npz``; :class:`NumpyKerasClassifier` loads them (and ``meta.json``) without
-TensorFlow and computes the same probabilities (tested equal within 1e-5).
+TensorFlow. Keras' own call gives the same probabilities within 1e-5 (tested); the
+network trained in memory predicts with this pass too, so training scores its
+validation part with the bits serving gives.
 
 The pass runs in float64 and rounds the probabilities to float32 at the end. In
 float32, as Keras computes, a task's probabilities changed in their last bits
@@ -17,8 +19,9 @@ differences are some 1e-16, far below float32's rounding, so a task gets the sam
 float32 probabilities alone and in any batch (tested on every path), at about
 twice the products' time in a large batch.
 
-This module also holds what both runtimes share: the constructor parameters and the
-preprocessing from a DataFrame or a code matrix to the network's inputs.
+This module also holds what both runtimes share: the constructor parameters, the
+preprocessing from a DataFrame or a code matrix to the network's inputs, and the
+prediction.
 """
 
 from __future__ import annotations
@@ -44,7 +47,12 @@ OUTPUT_ACTIVATIONS = ("softmax", "sigmoid")
 
 
 class KerasClassifierBase(ResourceClassifier):
-    """Parameters and preprocessing shared by the TensorFlow and numpy runtimes.
+    """Parameters, preprocessing and prediction shared by the two runtimes.
+
+    Both predict with the numpy forward pass of the exported weights
+    (``forward_``): a network just trained predicts what it will predict when
+    served, to the last bit, so the figures training records with it (the
+    calibration fit, the price replay, the gate's metrics) are the served ones.
 
     Parameters
     ----------
@@ -64,7 +72,8 @@ class KerasClassifierBase(ResourceClassifier):
     """
 
     kind = "keras"
-    #: Which library computes the forward pass: "tensorflow" or "numpy".
+    #: Which library holds the network: "tensorflow" (it can train and save) or
+    #: "numpy" (the exported weights alone, no TensorFlow import).
     runtime = ""
 
     numeric_features_: list[str]
@@ -72,6 +81,9 @@ class KerasClassifierBase(ResourceClassifier):
     indicator_features_: list[str]
     means_: np.ndarray
     stds_: np.ndarray
+    #: The weights as :func:`export_forward` returns them: what both runtimes
+    #: predict with.
+    forward_: dict[str, np.ndarray]
 
     def __init__(
         self,
@@ -96,6 +108,28 @@ class KerasClassifierBase(ResourceClassifier):
         self.random_state = random_state
         self.validation_fraction = validation_fraction
         self.verbose = verbose
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Return the probability of each class (columns follow ``classes_``)."""
+        self._check_fitted("predict_proba")
+        inputs = self._inputs(self._align(X))
+        return self._finish(forward_layers(self._layers(), inputs))
+
+    def predict_proba_matrix(self, M: np.ndarray) -> np.ndarray:
+        """Return the class probabilities of a float32 matrix of category codes.
+
+        ``M`` has the ``feature_names_in_`` columns in order, categorical ones as
+        their codes (see :meth:`accepts_codes`).
+        """
+        self._check_fitted("predict_proba_matrix")
+        M = self._check_matrix(M)
+        return self._finish(forward_layers(self._layers(), self._matrix_inputs(M)))
+
+    def _layers(self) -> Layers:
+        """Return the weights as :class:`Layers`, made once per set of weights."""
+        return cached_by_identity(
+            self, "_layers_cache", (self.forward_,), lambda: layers_of(self.forward_)
+        )
 
     def _inputs(self, X: pd.DataFrame) -> list[np.ndarray]:
         """Turn an aligned DataFrame into the network's input arrays."""
@@ -317,30 +351,11 @@ class NumpyKerasClassifier(KerasClassifierBase):
     """
 
     runtime = "numpy"
-    forward_: dict[str, np.ndarray]
 
     def fit(self, X: Any, y: Any, **kwargs: Any) -> NumpyKerasClassifier:
         """Refuse: this runtime only serves a network trained with Keras."""
         raise TypeError(
             "NumpyKerasClassifier only predicts; fit a KerasResourceClassifier instead."
-        )
-
-    def predict_proba(self, X: Any) -> np.ndarray:
-        """Return the probability of each class (columns follow ``classes_``)."""
-        self._check_fitted("predict_proba")
-        inputs = self._inputs(self._align(X))
-        return self._finish(forward_layers(self._layers(), inputs))
-
-    def predict_proba_matrix(self, M: np.ndarray) -> np.ndarray:
-        """Return the class probabilities of a float32 matrix of category codes."""
-        self._check_fitted("predict_proba_matrix")
-        M = self._check_matrix(M)
-        return self._finish(forward_layers(self._layers(), self._matrix_inputs(M)))
-
-    def _layers(self) -> Layers:
-        """Return the weights as :class:`Layers`, made once per loaded network."""
-        return cached_by_identity(
-            self, "_layers_cache", (self.forward_,), lambda: layers_of(self.forward_)
         )
 
     def save(self, directory: str | Path) -> Path:

@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
             "xgboost predict_proba (inplace_predict)",
             lambda: xgb_model.predict_proba(one),
         ),
-        ("keras predict_proba (tf.function)", lambda: keras_model.predict_proba(one)),
+        ("keras predict_proba (numpy forward)", lambda: keras_model.predict_proba(one)),
         (
             "keras Model.predict (for comparison)",
             lambda: keras_model.model_.predict(inputs, verbose=0),

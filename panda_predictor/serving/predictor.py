@@ -464,7 +464,7 @@ class Predictor:
         """Return the code-matrix route of every model, or None if one lacks it.
 
         A model takes codes only when its schema and categories are the feature
-        pipeline's; Keras networks run together in one ``tf.function``.
+        pipeline's.
         """
         features = self.bundle.features
         names, vocab = features.feature_names_out_, features.vocabularies_
@@ -473,23 +473,9 @@ class Predictor:
             m.accepts_codes(names, vocab) for m in models.values()
         ):
             return None
-        # Networks served by TensorFlow run in one tf.function; the numpy ones (the
-        # usual case, see models.keras_numpy) answer predict_proba_matrix cheaply.
-        keras_targets = [
-            t for t, m in models.items() if getattr(m, "runtime", "") == "tensorflow"
-        ]
-        joint = None
-        if keras_targets:
-            from panda_predictor.models.keras_net import joint_proba_matrix_fn
-
-            joint = joint_proba_matrix_fn([models[t] for t in keras_targets])  # type: ignore[misc]
 
         def probabilities(M: np.ndarray) -> dict[str, np.ndarray]:
-            out = dict(zip(keras_targets, joint(M), strict=True)) if joint else {}
-            for target, model in models.items():
-                if target not in out:
-                    out[target] = model.predict_proba_matrix(M)
-            return {t: out[t] for t in models}
+            return {t: model.predict_proba_matrix(M) for t, model in models.items()}
 
         return probabilities
 

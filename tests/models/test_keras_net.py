@@ -1,4 +1,4 @@
-"""Keras classifier: architecture, scaling, learning, the tf.function serving path."""
+"""Keras classifier: architecture, scaling, learning, predictions equal Keras' call."""
 
 from __future__ import annotations
 
