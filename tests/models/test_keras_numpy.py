@@ -8,11 +8,12 @@ import sys
 import numpy as np
 import pytest
 
-from panda_predictor.models import load_classifier
+from panda_predictor.models import keras_numpy, load_classifier
 from panda_predictor.models.keras_net import KerasResourceClassifier
 from panda_predictor.models.keras_numpy import (
     NumpyKerasClassifier,
     export_forward,
+    forward64,
     forward_layers,
     has_forward,
     layers_of,
@@ -69,29 +70,57 @@ def test_the_trained_network_predicts_the_served_bits(saved):
     np.testing.assert_array_equal(reloaded.predict_proba(X), served.predict_proba(X))
 
 
-def test_the_forward_pass_updates_in_place_with_the_plain_steps_bits(saved):
-    """``forward_layers`` updates each product in place: the result must be the
-    plain one-array-per-step formula's (in float64, rounded to float32 at the
-    end) to the last bit, and its inputs untouched."""
+def test_the_folded_pass_is_the_plain_formula(saved):
+    """``forward64`` folds each BatchNormalization into its Dense layer and
+    updates each product in place: the result must be the plain formula's on the
+    exported weights (Dense, then BatchNormalization, ReLU) to float64's
+    precision, ``forward_layers`` that rounded to float32, and the inputs
+    untouched."""
+    _, folder, X = saved
+    served = load_classifier(folder)
+    weights = served.forward_.items()
+    w = {k: np.asarray(v, np.float64) for k, v in weights if k != "output_activation"}
+    inputs = served._matrix_inputs(code_matrix(served, X))
+    before = [a.copy() for a in inputs]
+    tables = [w[f"embedding_{i}"] for i in range(len(inputs) - 1)]
+    parts = [inputs[0].astype(np.float64)]
+    parts += [t[c[:, 0]] for t, c in zip(tables, inputs[1:], strict=True)]
+    h = np.concatenate(parts, axis=1)
+    for k in range(3):
+        dense = h @ w[f"dense_{k}_kernel"] + w[f"dense_{k}_bias"]
+        scale = served.forward_[f"bn_{k}_gamma"] / np.sqrt(
+            served.forward_[f"bn_{k}_var"] + served.forward_[f"bn_{k}_epsilon"]
+        )
+        normed = (dense - w[f"bn_{k}_mean"]) * scale.astype(np.float64)
+        h = np.maximum(normed + w[f"bn_{k}_beta"], 0.0)
+    logits = h @ w["dense_3_kernel"] + w["dense_3_bias"]
+    exp = np.exp(logits - logits.max(axis=1, keepdims=True))
+    plain = exp / exp.sum(axis=1, keepdims=True)
+    layers = layers_of(served.forward_)
+    assert all(k.dtype == np.float64 for k, _ in layers.blocks)
+    wide = forward64(layers, inputs)
+    np.testing.assert_allclose(wide, plain, rtol=1e-12, atol=1e-15)
+    got = forward_layers(layers, inputs)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, wide.astype(np.float32))
+    for was, now in zip(before, inputs, strict=True):
+        np.testing.assert_array_equal(was, now)
+
+
+def test_blocks_of_rows_give_each_row_its_own_bits(saved, monkeypatch):
+    """A batch goes through the network in blocks of ROWS_PER_PASS rows: every
+    row gets the bits it gets alone, whichever block it falls in."""
     _, folder, X = saved
     served = load_classifier(folder)
     layers = layers_of(served.forward_)
     inputs = served._matrix_inputs(code_matrix(served, X))
-    before = [a.copy() for a in inputs]
-    assert all(k.dtype == np.float64 for k, *_ in layers.blocks)
-    parts = [inputs[0].astype(np.float64)]
-    parts += [t[c[:, 0]] for t, c in zip(layers.embeddings, inputs[1:], strict=True)]
-    h = np.concatenate(parts, axis=1)
-    for kernel, bias, mean, scale, beta in layers.blocks:
-        h = np.maximum(((h @ kernel + bias) - mean) * scale + beta, 0.0)
-    logits = h @ layers.output[0] + layers.output[1]
-    exp = np.exp(logits - logits.max(axis=1, keepdims=True))
-    plain = exp / exp.sum(axis=1, keepdims=True)
-    got = forward_layers(layers, inputs)
-    assert got.dtype == np.float32
-    np.testing.assert_array_equal(got, plain.astype(np.float32))
-    for was, now in zip(before, inputs, strict=True):
-        np.testing.assert_array_equal(was, now)
+    monkeypatch.setattr(keras_numpy, "ROWS_PER_PASS", 64)
+    batch = forward_layers(layers, inputs)
+    assert len(batch) == len(X) > 4 * 64
+    for i in (0, 63, 64, 65, 200, len(X) - 1):
+        alone = forward_layers(layers, [a[i : i + 1] for a in inputs])
+        np.testing.assert_array_equal(alone[0], batch[i])
+    assert forward_layers(layers, [a[:0] for a in inputs]).shape == (0, 4)
 
 
 def test_scaling_in_place_gives_the_plain_formulas_bits(saved):
