@@ -52,12 +52,27 @@ class ReliabilityTable:
         }
 
 
-def _bins(conf: np.ndarray, hit: np.ndarray, n_bins: int) -> ReliabilityTable:
+def bin_of(conf: np.ndarray, n_bins: int) -> np.ndarray:
+    """Return each confidence's equal-width bin, 0 .. ``n_bins - 1``.
+
+    Right-closed bins, (a, b], with 0 in the first: Guo et al.'s convention.
+    """
     if n_bins < 1:
         raise ValueError(f"The 'n_bins' field must be >= 1. Got {n_bins!r} instead.")
     edges = np.linspace(0.0, 1.0, n_bins + 1)
-    # Right-closed bins, (a, b], with 0 in the first: Guo et al.'s convention.
-    which = np.clip(np.searchsorted(edges, conf, side="left") - 1, 0, n_bins - 1)
+    return np.clip(np.searchsorted(edges, conf, side="left") - 1, 0, n_bins - 1)
+
+
+def top_label(proba: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Return each row's top-label confidence and whether that class was right."""
+    p = _check_proba(proba)
+    labels = check_labels(y, p.shape[0], p.shape[1])
+    return p.max(axis=1), np.argmax(p, axis=1) == labels
+
+
+def _bins(conf: np.ndarray, hit: np.ndarray, n_bins: int) -> ReliabilityTable:
+    which = bin_of(conf, n_bins)
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
     n = np.bincount(which, minlength=n_bins).astype(np.float64)
     conf_sum = np.bincount(which, weights=conf, minlength=n_bins)
     hit_sum = np.bincount(which, weights=hit.astype(np.float64), minlength=n_bins)
@@ -67,12 +82,6 @@ def _bins(conf: np.ndarray, hit: np.ndarray, n_bins: int) -> ReliabilityTable:
     share = n / max(conf.size, 1)
     table = ReliabilityTable(edges[:-1], edges[1:], share, n, mean_conf, accuracy)
     return table
-
-
-def _top_label(proba: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
-    p = _check_proba(proba)
-    labels = check_labels(y, p.shape[0], p.shape[1])
-    return p.max(axis=1), np.argmax(p, axis=1) == labels
 
 
 def _cumulative(proba: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -90,7 +99,7 @@ def expected_calibration_error(proba: Any, y: Any, n_bins: int = 15) -> float:
     ``n_bins`` equal-width bins; the ECE is the share-weighted mean gap between
     each bin's mean confidence and its accuracy. NaN for no rows.
     """
-    conf, hit = _top_label(proba, y)
+    conf, hit = top_label(proba, y)
     return _binned_gap(conf, hit, n_bins)
 
 
@@ -112,5 +121,5 @@ def reliability_table(
         raise ValueError(
             f"The 'kind' field must be 'top' or 'cumulative'. Got {kind!r} instead."
         )
-    conf, hit = _top_label(proba, y) if kind == "top" else _cumulative(proba, y)
+    conf, hit = top_label(proba, y) if kind == "top" else _cumulative(proba, y)
     return _bins(conf, hit, n_bins)

@@ -261,7 +261,8 @@ def _target_sections(
         sections.append(f"- {lead.describe()}")
     result.production[target] = _production_summary(run)
     sections += _production_lines(result.production[target])
-    result.calibration[target] = calibration_scores(run)
+    test_days = frame["submit_s"].to_numpy()[run.rows] // 86400
+    result.calibration[target] = calibration_scores(run, test_days)
     sections.append(format_calibration(result.calibration[target]))
     sections.append("")
     best = best_model(per_name)

@@ -1,4 +1,4 @@
-"""How sure is a macro-F1 lead? A paired bootstrap over test *days*.
+"""How sure is a macro-F1 lead, or an ECE? A bootstrap over test *days*.
 
 Jobs of one day are not independent (a user's burst fills a day with near-copies),
 so resampling single jobs would make every small lead look certain. The bootstrap
@@ -6,6 +6,11 @@ here resamples whole days with replacement, scores the model row and the best
 baseline on the same resampled days (paired), and reports the 5th-95th percentile
 of the macro-F1 difference. Each day is reduced to one confusion matrix per
 predictor first, so a thousand resamples cost a few milliseconds.
+
+The same resampling gives the calibration goal's figure an interval
+(:func:`ece_interval`): whether a log's ECE above 0.05 is a clear miss or within
+what its test days' luck moves it. Each day is reduced to its per-bin sums of
+hits minus confidences, whose absolute totals make the ECE.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+
+from panda_predictor.core.assess.calibration_error import bin_of, top_label
 
 #: Resamples per interval.
 N_RESAMPLES = 1000
@@ -104,3 +111,56 @@ def margin_interval(
     )
     low, high = np.quantile(diffs, [0.05, 0.95])
     return MarginInterval(names[0], names[1], margin, float(low), float(high), n_days)
+
+
+@dataclass(frozen=True)
+class EceInterval:
+    """A test part's top-label ECE with the 90 % interval over resampled days."""
+
+    ece: float
+    low: float
+    high: float
+    n_days: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the fields as a JSON-ready dict."""
+        return asdict(self)
+
+
+def ece_interval(
+    days: Any,
+    proba: Any,
+    y_true: Any,
+    n_bins: int = 15,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+) -> EceInterval:
+    """Return the top-label ECE of ``proba`` against ``y_true`` and its interval.
+
+    The ECE is :func:`~panda_predictor.core.assess.calibration_error.
+    expected_calibration_error`'s, written as ``sum over bins |hits - confidences|
+    / rows``; the interval is its 5th-95th percentile over ``n_resamples``
+    resamples of whole days. A binned ECE of finite data sits above the true
+    calibration error (each bin's noise adds to it), so the interval tells how far
+    the test days move the figure, not that the model is calibrated within it.
+
+    :param days: (n,) day of each test row (any hashable labels).
+    :param proba: (n, K) the served class probabilities.
+    :param y_true: (n,) true classes.
+    """
+    conf, hit = top_label(proba, y_true)
+    if conf.size == 0:
+        raise ValueError("The 'y_true' field must hold at least one row. Got none.")
+    _, day_index = np.unique(np.asarray(days), return_inverse=True)
+    n_days = int(day_index.max()) + 1
+    flat = day_index * n_bins + bin_of(conf, n_bins)
+    gap = np.bincount(flat, weights=hit - conf, minlength=n_days * n_bins)
+    gap = gap.reshape(n_days, n_bins)
+    rows = np.bincount(day_index, minlength=n_days).astype(np.float64)
+    ece = float(np.abs(gap.sum(axis=0)).sum() / rows.sum())
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, n_days, size=(n_resamples, n_days))
+    counts = np.stack([np.bincount(p, minlength=n_days) for p in picks])
+    resampled = np.abs(counts @ gap).sum(axis=1) / (counts @ rows)
+    low, high = np.quantile(resampled, [0.05, 0.95])
+    return EceInterval(ece, float(low), float(high), n_days)

@@ -20,7 +20,8 @@ from panda_predictor.core.assess.calibration_error import (
     expected_calibration_error,
 )
 from panda_predictor.core.assess.evaluation import evaluate_target
-from pipelines.evaluation.trace.target_run import TargetRun
+from pipelines.evaluation.trace.bootstrap import ece_interval
+from pipelines.evaluation.trace.target_run import PRODUCTION, TargetRun
 
 #: The keys written per predictor into the benchmark's JSON.
 JSON_KEYS = (
@@ -190,15 +191,20 @@ def format_table(target: str, unit: str, scores: dict[str, dict[str, float]]) ->
     return "\n".join(lines)
 
 
-def calibration_scores(run: TargetRun) -> dict[str, dict[str, float]]:
+def calibration_scores(
+    run: TargetRun, days: np.ndarray | None = None
+) -> dict[str, dict[str, float]]:
     """Return the test part's ECE of each served distribution of ``run``.
 
     Per name (``model:production``, the calibrated distribution it served, and
     ``calibration:<method>``, the same served mixture calibrated by each method
     on the retraining's validation part): ``ece`` (top-label) and
-    ``cumulative_ece`` (P(y <= k) pooled over k).
+    ``cumulative_ece`` (P(y <= k) pooled over k). Given each row's ``days``,
+    also ``ece_low``/``ece_high``, the top-label ECE's 90 % interval over
+    resampled days (:func:`~pipelines.evaluation.trace.bootstrap.ece_interval`),
+    and ``n_days``.
     """
-    out = {}
+    out: dict[str, dict[str, float]] = {}
     for name, proba in run.distribution.items():
         if not len(proba):
             continue
@@ -206,14 +212,31 @@ def calibration_scores(run: TargetRun) -> dict[str, dict[str, float]]:
             "ece": expected_calibration_error(proba, run.y_true),
             "cumulative_ece": cumulative_calibration_error(proba, run.y_true),
         }
+        if days is not None:
+            interval = ece_interval(days, proba, run.y_true)
+            out[name].update(
+                ece_low=interval.low, ece_high=interval.high, n_days=interval.n_days
+            )
     return out
 
 
 def format_calibration(scores: dict[str, dict[str, float]]) -> str:
     """Return the calibration scores of one target as one report line."""
     parts = [
-        f"{name.removeprefix('calibration:')} {s['ece']:.3f} / "
+        f"{name.removeprefix('calibration:')} {s['ece']:.3f}"
+        f"{_interval_text(s) if name == PRODUCTION else ''} / "
         f"{s['cumulative_ece']:.3f}"
         for name, s in scores.items()
     ]
     return "- calibration, test-part ECE (top-label / cumulative): " + "; ".join(parts)
+
+
+def _interval_text(score: dict[str, float]) -> str:
+    """Return " (0.041-0.062 over 120 days)", the top-label ECE's 90 % interval
+    over resampled days, or "" without one."""
+    if "ece_low" not in score:
+        return ""
+    return (
+        f" ({score['ece_low']:.3f}-{score['ece_high']:.3f} over "
+        f"{score['n_days']:.0f} days)"
+    )

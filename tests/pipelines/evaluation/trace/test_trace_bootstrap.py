@@ -1,14 +1,16 @@
-"""The day-block bootstrap of a macro-F1 lead."""
+"""The day-block bootstrap of a macro-F1 lead and of an ECE."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from panda_predictor.core.assess.calibration_error import expected_calibration_error
 from panda_predictor.core.assess.evaluation import evaluate_target
 from pipelines.evaluation.trace.bootstrap import (
     _daily_matrices,
     _macro_f1,
+    ece_interval,
     margin_interval,
 )
 
@@ -51,3 +53,45 @@ def test_days_are_resampled_as_blocks():
 def test_margin_interval_needs_jobs():
     with pytest.raises(ValueError, match="at least one job"):
         margin_interval([], [], [], [], 2)
+
+
+def test_the_ece_of_the_interval_is_the_reported_ece(seed):
+    rng = np.random.default_rng(seed)
+    n = 2000
+    proba = rng.dirichlet(np.ones(4) * 0.7, n)
+    y = rng.integers(0, 4, n)
+    days = rng.integers(0, 40, n)
+    got = ece_interval(days, proba, y)
+    assert got.ece == pytest.approx(expected_calibration_error(proba, y), abs=1e-12)
+    assert got.low <= got.ece <= got.high and got.n_days == 40
+
+
+def overconfident(rng, n, conf, hit_rate):
+    """Return (proba, y): top class ``conf`` sure, right ``hit_rate`` of the time."""
+    proba = np.column_stack([np.full(n, conf), np.full(n, 1 - conf)])
+    y = np.where(rng.random(n) < hit_rate, 0, 1)
+    return proba, y
+
+
+def test_a_calibrated_part_is_told_from_an_overconfident_one(seed):
+    rng = np.random.default_rng(seed)
+    days = np.repeat(np.arange(50), 60)
+    calibrated = ece_interval(days, *overconfident(rng, days.size, 0.8, 0.8))
+    assert calibrated.high < 0.04
+    wrong = ece_interval(days, *overconfident(rng, days.size, 0.9, 0.7))
+    assert wrong.low > 0.15 and wrong.ece == pytest.approx(0.2, abs=0.03)
+
+
+def test_ece_days_are_resampled_as_blocks(seed):
+    # Day 0 right as often as it says, day 1 never right: a row bootstrap would
+    # give a tight interval around 0.4; resampling the two days spans 0 to 0.8.
+    rng = np.random.default_rng(seed)
+    proba, y = overconfident(rng, 200, 0.8, 0.8)
+    y[100:] = 1
+    got = ece_interval(np.repeat([0, 1], 100), proba, y, n_resamples=400)
+    assert got.low < 0.15 and got.high > 0.6
+
+
+def test_ece_interval_needs_rows():
+    with pytest.raises(ValueError, match="at least one row"):
+        ece_interval([], np.zeros((0, 2)), [])

@@ -9,9 +9,11 @@ import pytest
 from pipelines.evaluation.trace.benchmark import run_benchmark, write_outputs
 from pipelines.evaluation.trace.log_walk import WalkForwardConfig
 from pipelines.evaluation.trace.summary import (
+    CALIBRATION_HEADER,
     CHOICES_HEADER,
     HEADER,
     HINDSIGHT_HEADER,
+    calibration_rows,
     choice_rows,
     hindsight_rows,
     main,
@@ -93,3 +95,23 @@ def test_hindsight_rows_put_the_chosen_row_beside_the_two_it_mixes(full_json):
         assert mine["mean_bulk_delay_hours"] <= max(
             0.2 * scouts["mean_bulk_delay_hours"], ours["mean_bulk_delay_hours"]
         )
+
+
+def test_calibration_rows_carry_the_ece_and_its_interval_over_days(full_json):
+    full = json.loads(full_json.read_text())
+    header = _cells(CALIBRATION_HEADER.splitlines()[0])
+    assert CALIBRATION_HEADER.splitlines()[1].count("---") == len(header)
+    rows = calibration_rows(full)
+    assert rows
+    for row in rows:
+        cells = dict(zip(header, _cells(row), strict=True))
+        ece = float(cells["ECE (top-label)"])
+        span, days = cells["90 % interval (days resampled)"].split(" ")
+        low, high = (float(v) for v in span.split("-"))
+        assert 0 <= low <= high <= 1 and int(days.strip("()")) > 1
+        assert cells["ECE <= 0.05"] == ("met" if ece <= 0.05 else "not met")
+    # A run recorded before the interval existed prints "-" in its place.
+    for per_name in full["calibration"].values():
+        for score in per_name.values():
+            score.pop("ece_low", None)
+    assert all("| - |" in row for row in calibration_rows(full))
