@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from model_registry.gate import (
+    SCOUTS,
     GateEvidence,
     GateThresholds,
 )
@@ -27,6 +28,7 @@ from model_registry.promotion import (
     promote_if_not_worse,
 )
 from model_registry.registry import ModelVersionInfo, register_bundle
+from model_registry.replay_table import replay_markdown
 from model_registry.tracking import (
     disable_mlflow_telemetry,
     log_feature_schema,
@@ -67,7 +69,12 @@ class RunSummary:
     evidence: GateEvidence | None = None
 
 
-def _report(result: TrainingResult, out_dir: Path, extra: dict[str, Any]) -> Path:
+def _report(
+    result: TrainingResult,
+    out_dir: Path,
+    extra: dict[str, Any],
+    replay: list[str] | None = None,
+) -> Path:
     evaluations = {k: r.evaluation for k, r in result.kinds.items() if r.evaluation}
     if len(result.kinds) > 1:
         evaluations["served (best kind per target)"] = result.served
@@ -93,6 +100,7 @@ def _report(result: TrainingResult, out_dir: Path, extra: dict[str, Any]) -> Pat
         served_kinds=result.served_kinds,
         validation_f1={k: r.val_macro_f1 for k, r in result.kinds.items()},
         calibration=result.calibration,
+        replay=replay,
         calibrators=result.bundle.calibrators,
     )
 
@@ -175,10 +183,17 @@ def train_and_register(
         )
         result = train(history, bins, config, progress=progress)
         _log_result(result, bins)
-        report = _report(result, report_dir, {"mlflow run": run.info.run_id})
-        log_report_dir(report_dir)
         # Scored before registering: the new version must not be its own champion.
         evidence = gate_evidence(settings, result, history, config.recall_target)
+        report = _report(
+            result,
+            report_dir,
+            {"mlflow run": run.info.run_id},
+            replay=replay_markdown(
+                evidence.challenger, evidence.floors.get(SCOUTS, {})
+            ),
+        )
+        log_report_dir(report_dir)
         version = _register(settings, result, history, run.info.run_id, stamp)
         trained_until = until or history.frame["creationdate"].max().to_pydatetime()
         cadence = cadence_tags(

@@ -24,7 +24,7 @@ drawn by :mod:`pipelines.training.report_figures` and released after saving.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -346,6 +346,7 @@ def write_report(
     validation_f1: Mapping[str, Mapping[str, float]] | None = None,
     calibration: Mapping[str, Any] | None = None,
     calibrators: Mapping[str, Calibrator] | None = None,
+    replay: Sequence[str] | None = None,
 ) -> Path:
     """Write ``report.md`` and its PNG plots into ``out_dir``; return the report's path.
 
@@ -362,6 +363,9 @@ def write_report(
         validation and test parts (``pipelines.training.calibration.ServedParts``); with
         ``calibrators`` (target -> fitted calibrator) the report shows the ECE
         and a reliability figure per target.
+    :param replay: markdown lines of the served decision against the scouts on the
+        test tasks (:func:`model_registry.replay_table.replay_markdown`), the
+        product's headline figure: the report opens with them.
     """
     if not evaluations:
         raise ValueError(
@@ -378,6 +382,18 @@ def write_report(
     img = out / IMG_DIR
     img.mkdir(parents=True, exist_ok=True)
     lines = [f"# {title}", ""]
+    if replay:
+        lines += [
+            "## The served decision against the scouts (test tasks replayed)",
+            "",
+            "Every test task's jobs replayed with their true use under what the "
+            "bundle serves (cost choice, calibration, combination) and under "
+            "PanDA's scouts; the champion gate judges these figures "
+            "(docs/model-registry.md in the project).",
+            "",
+            *replay,
+            "",
+        ]
     if metadata:
         lines += _table(["key", "value"], [[k, v] for k, v in metadata.items()])
     if served_kinds and validation_f1:

@@ -178,6 +178,13 @@ def test_demo_runs_end_to_end(tmp_path):
     assert result.exit_code == 0, result.output
     assert "What the submit hook wrote" in result.output
     assert "every decision is in pp_prediction_audit" in result.output
+    # The headline figure: the model's decision replayed against the scouts.
+    replay = result.output.split("against the scouts (what the gate judged):\n")
+    assert len(replay) == 2, result.output
+    header, *rows = replay[1].splitlines()[:3]
+    assert header.split()[:3] == ["target", "failed", "jobs"]
+    assert rows[0].split()[0] in ("ramcount", "cputime", "walltime")
+    assert "Tasks that keep their scouts: " in replay[1]
     assert (tmp_path / "var" / "panda.sqlite").is_file()
     assert (tmp_path / "var" / "mlflow.db").is_file()
     # It ends with feedback: the tasks' simulated jobs ran and were scored.

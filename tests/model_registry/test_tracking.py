@@ -225,3 +225,15 @@ def test_input_example_takes_tasks_with_missing_counts(labelled_history):
     counts = [c for c in example.columns if c != "jeditaskid"]
     assert not list(example[counts].select_dtypes("integer").columns)
     assert example[counts].select_dtypes("float").shape[1] >= 1
+
+
+def test_the_training_report_opens_with_the_replay_against_the_scouts(trained):
+    _, summary, _ = trained
+    text = summary.report.read_text()
+    first = text.split("\n## ")[1]
+    assert first.startswith("The served decision against the scouts")
+    assert "| target | failed jobs | scouts' failed jobs |" in first
+    served, scouts = summary.evidence.challenger, summary.evidence.floors["scouts"]
+    ram = served["served.ramcount.failed_jobs"], scouts["served.ramcount.failed_jobs"]
+    assert f"| ramcount | {ram[0]:.3f} | {ram[1]:.3f} |" in first
+    assert "Tasks that keep their scouts: " in first

@@ -1,0 +1,128 @@
+"""The gate's replay against the scouts, as a table a person reads.
+
+The product's headline figure is whether the served decision fails no more jobs
+and wastes no more than running the scouts (docs/decisions.md). The gate measures
+exactly that on every training run's test tasks (their jobs replayed with their
+true use, :mod:`pipelines.retraining.gate_evidence`), but as metric names in one
+long reason. This module lays the same figures out per target: failed jobs and
+wasted hours per job, the served decision beside the scouts, and the share of
+tasks that keep their scouts. The demo prints it and the training report opens
+with it.
+
+Reads the evidence's two mappings (the challenger's metrics and the scouts'
+figures), so it needs nothing of a training run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from model_registry.gate import SERVED_DELAY
+from panda_predictor.core.replay.goals import MAX_DELAY_SHARE
+
+#: Wasted hours are GB-hours for memory, core-hours for time.
+WASTE_UNITS = {"ramcount": "GB-h"}
+DEFAULT_WASTE_UNIT = "core-h"
+
+
+@dataclass(frozen=True)
+class ReplayRow:
+    """One target's replayed figures: the served decision's and the scouts'."""
+
+    target: str
+    failed: float
+    scouts_failed: float
+    wasted: float
+    scouts_wasted: float
+
+    @property
+    def unit(self) -> str:
+        """Return the unit of the wasted hours (GB-h for memory, else core-h)."""
+        return WASTE_UNITS.get(self.target, DEFAULT_WASTE_UNIT)
+
+
+def replay_rows(
+    served: Mapping[str, float], scouts: Mapping[str, float]
+) -> list[ReplayRow]:
+    """Return a row per target replayed on both sides, in the order ``served``
+    names them.
+
+    :param served: the challenger's metrics (``served.<target>.failed_jobs`` and
+        ``served.<target>.wasted_hours``, among others).
+    :param scouts: the scouts' figures under the same names.
+    """
+    rows = []
+    for name, failed in served.items():
+        parts = name.split(".")
+        if len(parts) != 3 or parts[0] != "served" or parts[2] != "failed_jobs":
+            continue
+        waste = f"served.{parts[1]}.wasted_hours"
+        if name in scouts and waste in served and waste in scouts:
+            rows.append(
+                ReplayRow(parts[1], failed, scouts[name], served[waste], scouts[waste])
+            )
+    return rows
+
+
+COLUMNS = ("target", "failed jobs", "scouts", "wasted h per job", "scouts")
+
+
+def replay_text(served: Mapping[str, float], scouts: Mapping[str, float]) -> list[str]:
+    """Return the replay as aligned text lines: a header, a row per target, and
+    the share of tasks that keep their scouts (no replayed target: no lines)."""
+    rows = replay_rows(served, scouts)
+    cells = [
+        (
+            r.target,
+            f"{r.failed:.3f}",
+            f"{r.scouts_failed:.3f}",
+            f"{r.wasted:.3g} {r.unit}",
+            f"{r.scouts_wasted:.3g} {r.unit}",
+        )
+        for r in rows
+    ]
+    if not cells:
+        return []
+    widths = [max(len(c[i]) for c in [COLUMNS, *cells]) for i in range(len(COLUMNS))]
+
+    def line(row: tuple[str, ...]) -> str:
+        first = row[0].ljust(widths[0])
+        rest = [c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)]
+        return "  ".join([first, *rest])
+
+    lines = [line(COLUMNS), *(line(c) for c in cells)]
+    if SERVED_DELAY in served:
+        lines.append(kept_scouts_text(served[SERVED_DELAY]))
+    return lines
+
+
+def replay_markdown(
+    served: Mapping[str, float], scouts: Mapping[str, float]
+) -> list[str]:
+    """Return the replay as a markdown table and the share of tasks that keep
+    their scouts (no replayed target: no lines)."""
+    rows = replay_rows(served, scouts)
+    if not rows:
+        return []
+    lines = [
+        "| target | failed jobs | scouts' failed jobs | wasted hours per job | "
+        "scouts' wasted hours per job |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {r.target} | {r.failed:.3f} | {r.scouts_failed:.3f} | "
+        f"{r.wasted:.3g} {r.unit} | {r.scouts_wasted:.3g} {r.unit} |"
+        for r in rows
+    ]
+    if SERVED_DELAY in served:
+        lines += ["", kept_scouts_text(served[SERVED_DELAY])]
+    return lines
+
+
+def kept_scouts_text(delay_share: float) -> str:
+    """Return the share of tasks that keep their scouts, in words."""
+    return (
+        f"Tasks that keep their scouts: {100 * delay_share:.1f} % (with scouts: "
+        f"100 %; the goal: at most {100 * MAX_DELAY_SHARE:.0f} %)."
+    )
