@@ -18,6 +18,7 @@ import pandas as pd
 import sqlalchemy as sa
 
 from model_registry.registry import CHAMPION, set_alias
+from model_registry.tracking import disable_mlflow_telemetry
 from panda_predictor.db.engine import get_panda_tables, make_engine
 from panda_predictor.db.migrations import init_database
 from panda_predictor.errors import UserInputError
@@ -89,7 +90,7 @@ def run_demo(
     The steps' own INFO log lines (one per task in the hook and the feedback) would
     repeat what the demo prints, so they are held back unless the level is DEBUG.
     """
-    with _quiet(*DEMO_LOGGERS):
+    with quiet_steps():
         return _run_steps(settings, n_tasks, n_defined, seed, fresh, progress, say)
 
 
@@ -154,6 +155,21 @@ def _run_steps(
 
 #: Loggers whose INFO lines the demo's own step lines and table replace.
 DEMO_LOGGERS = ("panda_predictor", "pipelines", "model_registry", "mlflow")
+
+
+@contextmanager
+def quiet_steps() -> Iterator[None]:
+    """Hold the steps' INFO log lines back for the block (:data:`DEMO_LOGGERS`).
+
+    MLflow sets its own logger to INFO when it is first imported (and then says
+    "Creating initial MLflow database tables..." on a new store), which would undo
+    the quieting: it is imported first, telemetry off as everywhere.
+    """
+    disable_mlflow_telemetry()
+    import mlflow  # noqa: F401
+
+    with _quiet(*DEMO_LOGGERS):
+        yield
 
 
 @contextmanager

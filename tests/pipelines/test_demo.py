@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -28,3 +31,28 @@ def test_the_reset_touches_only_the_embedded_default(tmp_path):
     explicit = load_settings(home=tmp_path, db_url=f"sqlite:///{tmp_path}/other.db")
     with pytest.raises(UserInputError, match="embedded default"):
         reset_embedded_store(explicit)
+
+
+def test_mlflow_says_nothing_at_info_while_the_demo_runs(tmp_path):
+    """MLflow sets its logger to INFO on its first import: in a fresh process, a
+    new store made inside the demo's quiet block must print none of its INFO
+    lines ("Creating initial MLflow database tables...")."""
+    code = (
+        "import logging\n"
+        "logging.basicConfig(level=logging.INFO)\n"
+        "from pipelines.demo import quiet_steps\n"
+        "with quiet_steps():\n"
+        "    import mlflow\n"
+        f"    mlflow.set_tracking_uri('sqlite:///{tmp_path}/mlflow.db')\n"
+        "    mlflow.MlflowClient().search_experiments()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"},
+    )
+    assert (tmp_path / "mlflow.db").is_file()
+    assert "Creating initial MLflow database tables" not in done.stderr, done.stderr
+    assert "INFO" not in done.stderr, done.stderr
