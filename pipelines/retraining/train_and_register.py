@@ -82,8 +82,10 @@ def _report(
         k: {t: rule.report_ for t, rule in r.rules.items()}
         for k, r in result.kinds.items()
     }
+    # The prices get their own section: each candidate's figures are a table.
+    meta = {k: v for k, v in result.split_info.items() if k != "cost"}
     meta = {
-        **result.split_info,
+        **meta,
         **extra,
         "served kinds": ", ".join(f"{t}: {k}" for t, k in result.served_kinds.items()),
         "fit seconds": ", ".join(
@@ -101,6 +103,7 @@ def _report(
         validation_f1={k: r.val_macro_f1 for k, r in result.kinds.items()},
         calibration=result.calibration,
         replay=replay,
+        prices=result.split_info.get("cost"),
         calibrators=result.bundle.calibrators,
     )
 

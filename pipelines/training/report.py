@@ -41,6 +41,7 @@ from panda_predictor.core.assess.evaluation import (
 from panda_predictor.core.decide.calibration import Calibrator
 from panda_predictor.core.decide.tail_rule import CoverageCurve
 from panda_predictor.core.reason_text import number
+from pipelines.training.cost_tuning import SCOUTS_VALUE_LABEL
 from pipelines.training.report_figures import (
     plot_confusion,
     plot_coverage,
@@ -53,10 +54,80 @@ IMG_DIR = "img"
 
 
 def _cell(value: Any) -> str:
-    """Format one Markdown table cell: 3 decimals for floats, pipes escaped."""
+    """Format one Markdown table cell: 3 decimals for floats, a mapping as
+    ``key: value`` pairs, pipes escaped."""
     if isinstance(value, float | np.floating):
         return "n/a" if np.isnan(value) else f"{value:.3f}"
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}: {_short(v)}" for k, v in value.items())
     return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _short(value: Any) -> str:
+    """Return a value inside a cell: 4 significant digits for floats."""
+    if isinstance(value, float | np.floating):
+        return f"{value:.4g}"
+    if isinstance(value, Mapping):
+        return "{" + _cell(value) + "}"
+    return _cell(value)
+
+
+def _prices_section(cost: Mapping[str, Any]) -> list[str]:
+    """Return the delay prices training chose, with every candidate's figures.
+
+    ``cost`` is the bundle's ``info["cost"]``
+    (:func:`pipelines.training.cost_tuning.choose_price`); without its
+    ``margin_at`` (a configured price) only the price is told.
+    """
+    lines = ["## Delay prices chosen on the validation part", ""]
+    margins: Mapping[str, Mapping[str, float]] = cost.get("margin_at") or {}
+    if not margins:
+        price = cost.get("delay_price")
+        return [*lines, f"One delay price for every target: {price} (configured).", ""]
+    lines += [
+        "Per target the served decision ran over the validation tasks once per "
+        "candidate delay price (the core-hours one hour of a job's delay is worth; "
+        "dearer is more careful) and its values were replayed against the scouts. "
+        "*margin*: the smaller of the relative savings in failed jobs and in "
+        "wasted hours against the scouts, at the lower quartile of resampled days "
+        "(0.2: both 20 % better; negative: worse than the scouts on one). *short*: "
+        "the share of jobs given less than they used. The chosen candidate is in "
+        f"bold; `{SCOUTS_VALUE_LABEL}` writes what the scouts would ask for and "
+        "still starts at once.",
+        "",
+    ]
+    fixed = set(cost.get("fixed_targets", ()))
+    shorts: Mapping[str, Mapping[str, float]] = cost.get("short_at") or {}
+    targets = list(margins)
+    chosen = {t: _chosen_label(cost, t) for t in targets}
+    header = ["candidate"]
+    for t in targets:
+        header += [f"{t} margin{' (Fixed)' if t in fixed else ''}", f"{t} short"]
+    rows = []
+    for label in margins[targets[0]]:
+        row: list[Any] = [label]
+        for t in targets:
+            by = cost["fixed_margin_at"][t] if t in fixed else margins[t]
+            mark = "**" if chosen[t] == label else ""
+            row += [f"{mark}{by.get(label, float('nan')):.3g}{mark}"]
+            row += [f"{shorts.get(t, {}).get(label, float('nan')):.3f}"]
+        rows.append(row)
+    lines += _table(header, rows)
+    if fixed:
+        lines += [
+            f"Written `...Fixed` (PanDA's re-measurement keeps them): "
+            f"{', '.join(sorted(fixed))}; their margins are the fixed values'.",
+            "",
+        ]
+    return lines
+
+
+def _chosen_label(cost: Mapping[str, Any], target: str) -> str:
+    """Return the candidate label training chose for ``target``."""
+    if target in cost.get("scouts_value_targets", ()):
+        return SCOUTS_VALUE_LABEL
+    price = cost.get("target_prices", {}).get(target, cost.get("delay_price"))
+    return "" if price is None else f"{float(price):g}"
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
@@ -347,6 +418,7 @@ def write_report(
     calibration: Mapping[str, Any] | None = None,
     calibrators: Mapping[str, Calibrator] | None = None,
     replay: Sequence[str] | None = None,
+    prices: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write ``report.md`` and its PNG plots into ``out_dir``; return the report's path.
 
@@ -366,6 +438,8 @@ def write_report(
     :param replay: markdown lines of the served decision against the scouts on the
         test tasks (:func:`model_registry.replay_table.replay_markdown`), the
         product's headline figure: the report opens with them.
+    :param prices: the bundle's ``info["cost"]``: the delay prices training chose
+        and every candidate's figures on the validation part.
     """
     if not evaluations:
         raise ValueError(
@@ -396,6 +470,8 @@ def write_report(
         ]
     if metadata:
         lines += _table(["key", "value"], [[k, v] for k, v in metadata.items()])
+    if prices:
+        lines += _prices_section(prices)
     if served_kinds and validation_f1:
         lines += _kind_choice_section(served_kinds, validation_f1, evaluations)
     lines += _joint_section(evaluations)

@@ -237,3 +237,6 @@ def test_the_training_report_opens_with_the_replay_against_the_scouts(trained):
     ram = served["served.ramcount.failed_jobs"], scouts["served.ramcount.failed_jobs"]
     assert f"| ramcount | {ram[0]:.3f} | {ram[1]:.3f} |" in first
     assert "Tasks that keep their scouts: " in first
+    # The delay prices have their own section, not a dict in the summary table.
+    assert "## Delay prices chosen on the validation part" in text
+    assert "| cost |" not in text

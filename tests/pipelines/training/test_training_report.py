@@ -179,3 +179,68 @@ def test_report_shows_the_calibration_of_each_target(tmp_path, results, seed):
         png = path.parent / "img" / f"reliability_{target}.png"
         assert png.read_bytes()[:8] == PNG_SIGNATURE
         assert f"| {target} | test | temperature | 200 |" in text
+
+
+#: A bundle's info["cost"] as choose_price writes it (the demo's shape).
+COST = {
+    "delay_price": 0.25,
+    "target_prices": {"ramcount": 0.25},
+    "fixed_targets": [],
+    "scouts_value_targets": ["cputime"],
+    "tasks": 2967,
+    "margin_at": {
+        "ramcount": {"0.25": 0.2389, "4": -0.2891, "scouts_value": 0.0},
+        "cputime": {"0.25": -57.9167, "4": -16.6364, "scouts_value": 0.0},
+    },
+    "fixed_margin_at": {"ramcount": {"0.25": 0.1, "4": 0.3, "scouts_value": 0.0}},
+    "short_at": {
+        "ramcount": {"0.25": 0.0586, "4": 0.0131, "scouts_value": 0.4907},
+        "cputime": {"0.25": 0.2289, "4": 0.0694, "scouts_value": 0.0047},
+    },
+}
+
+
+def _section(text, title):
+    return text.split(f"## {title}\n")[1].split("\n## ")[0]
+
+
+def test_the_prices_get_a_table_with_the_chosen_candidate_in_bold(tmp_path, results):
+    evaluations, _, _ = results
+    text = write_report(
+        tmp_path / "p",
+        evaluations,
+        metadata={"cadence": {"days": 91, "loss": 0.5}},
+        prices=COST,
+    ).read_text()
+    # Mappings in the summary table read as pairs, not as Python dicts.
+    assert "| cadence | days: 91, loss: 0.5 |" in text
+    table = [
+        line
+        for line in _section(
+            text, "Delay prices chosen on the validation part"
+        ).splitlines()
+        if line.startswith("| ")
+    ]
+    assert table[0] == (
+        "| candidate | ramcount margin | ramcount short | cputime margin | "
+        "cputime short |"
+    )
+    assert table[1] == "| 0.25 | **0.239** | 0.059 | -57.9 | 0.229 |"
+    assert table[2] == "| 4 | -0.289 | 0.013 | -16.6 | 0.069 |"
+    assert table[3] == "| scouts_value | 0 | 0.491 | **0** | 0.005 |"
+
+
+def test_fixed_targets_show_their_fixed_margins_and_a_configured_price_one_line(
+    tmp_path, results
+):
+    evaluations, _, _ = results
+    fixed = {**COST, "fixed_targets": ["ramcount"], "target_prices": {"ramcount": 4}}
+    text = write_report(tmp_path / "f", evaluations, prices=fixed).read_text()
+    section = _section(text, "Delay prices chosen on the validation part")
+    assert "| candidate | ramcount margin (Fixed) |" in section
+    assert "| 4 | **0.3** | 0.013 |" in section
+    assert "Written `...Fixed` (PanDA's re-measurement keeps them): ramcount" in section
+    configured = write_report(
+        tmp_path / "c", evaluations, prices={"delay_price": 2.0}
+    ).read_text()
+    assert "One delay price for every target: 2.0 (configured)." in configured
