@@ -469,6 +469,7 @@ def write_report(
             "",
         ]
     if metadata:
+        lines += ["## The run", ""]
         lines += _table(["key", "value"], [[k, v] for k, v in metadata.items()])
     if prices:
         lines += _prices_section(prices)

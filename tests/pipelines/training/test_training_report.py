@@ -213,7 +213,7 @@ def test_the_prices_get_a_table_with_the_chosen_candidate_in_bold(tmp_path, resu
         prices=COST,
     ).read_text()
     # Mappings in the summary table read as pairs, not as Python dicts.
-    assert "| cadence | days: 91, loss: 0.5 |" in text
+    assert "| cadence | days: 91, loss: 0.5 |" in _section(text, "The run")
     table = [
         line
         for line in _section(
