@@ -24,6 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from model_registry.replay_table import kept_scouts_text  # noqa: E402
 from panda_predictor.bins_file import bins_from_settings, load_bins  # noqa: E402
 from panda_predictor.core.bins import BinSet  # noqa: E402
 from panda_predictor.core.domain.targets import TARGET_NAMES  # noqa: E402
@@ -242,12 +243,32 @@ def _gate_section(
                     ],
                 )
             )
+    if gate is not None and gate.replay:
+        out += _replay_section(gate)
     if reports:
         out.append(
             "<p>Training reports (newest first): "
             + ", ".join(_link(folder, p, p.parent.name) for p in reports)
             + "</p>"
         )
+    return out
+
+
+def _replay_section(gate: GateResult) -> list[str]:
+    """Return the latest challenger's decision against the scouts on its test
+    tasks (the figures the gate judged), a row per target."""
+    wasted = ("wasted hours per job", "scouts' wasted hours per job")
+    rows = [
+        {**r, **{c: f"{r[c]:.3g} {r['unit']}" for c in wasted}} for r in gate.replay
+    ]
+    columns = ["target", "failed jobs", "scouts' failed jobs", *wasted]
+    out = [
+        f"<h3>Version {gate.version}'s decision against the scouts "
+        "(its test tasks' jobs replayed)</h3>",
+        _table(rows, columns),
+    ]
+    if gate.kept_scouts is not None:
+        out.append(f"<p>{html.escape(kept_scouts_text(gate.kept_scouts))}</p>")
     return out
 
 

@@ -399,3 +399,42 @@ def test_report_draws_the_drift_trend_from_the_database(settings, db):
     newest = text.index("2026-11-03 00:00")
     assert text.index("2026-11-01 00:00") > newest  # newest run first
     assert "too_few_outcomes" in text
+
+
+def test_the_gate_section_shows_the_decision_against_the_scouts(tmp_path):
+    folder = tmp_path / "reports" / "train-2"
+    folder.mkdir(parents=True)
+    verdict = MetricVerdict("mean_accuracy", "higher", 0.7, None, 0.01, 0.0, None)
+    decision = GateDecision(3, "champion", True, None, "replay goals met", (verdict,))
+    evidence = {
+        "challenger": {
+            "served.delay_share": 0.125,
+            "served.ramcount.failed_jobs": 0.0667,
+            "served.ramcount.wasted_hours": 0.8002,
+        },
+        "floors": {
+            "scouts": {
+                "served.ramcount.failed_jobs": 0.5076,
+                "served.ramcount.wasted_hours": 1.1774,
+            }
+        },
+    }
+    (folder / "gate.json").write_text(
+        json.dumps({"version": 3, "decision": decision.to_dict(), "evidence": evidence})
+    )
+    gate = latest_gate(tmp_path)
+    assert gate is not None and gate.kept_scouts == 0.125
+    assert gate.replay[0]["target"] == "ramcount" and gate.replay[0]["unit"] == "GB-h"
+    empty = pd.DataFrame()
+    page = write_monitoring_report(
+        tmp_path / "out", empty, weekly_summary(empty), None, [], None, gate=gate
+    )
+    text = page.read_text()
+    assert "Version 3's decision against the scouts" in text
+    row = "<tr><td>ramcount</td><td>0.0667</td><td>0.5076</td><td>0.8 GB-h</td>"
+    assert row + "<td>1.18 GB-h</td></tr>" in text
+    assert "Tasks that keep their scouts: 12.5 %" in text
+    # A gate.json written before the evidence was kept shows no such table.
+    (folder / "gate.json").write_text(json.dumps({"decision": decision.to_dict()}))
+    older = latest_gate(tmp_path)
+    assert older is not None and older.replay == [] and older.kept_scouts is None
