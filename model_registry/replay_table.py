@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from model_registry.gate import SERVED_DELAY
+from model_registry.gate import SCOUTS, SERVED_DELAY
 from panda_predictor.core.replay.goals import MAX_DELAY_SHARE
 
 #: Wasted hours are GB-hours for memory, core-hours for time.
@@ -95,6 +95,22 @@ def replay_text(served: Mapping[str, float], scouts: Mapping[str, float]) -> lis
     if SERVED_DELAY in served:
         lines.append(kept_scouts_text(served[SERVED_DELAY]))
     return lines
+
+
+#: What the command line prints above the table.
+HEADING = "The decision replayed on the test tasks' jobs against the scouts:"
+
+
+def replay_block(evidence: object) -> list[str]:
+    """Return the gate evidence's replay as printed lines: :data:`HEADING`, then
+    the table indented (none when the run could not be replayed).
+
+    ``evidence`` is a :class:`model_registry.gate.GateEvidence` or None.
+    """
+    served = getattr(evidence, "challenger", None) or {}
+    scouts = (getattr(evidence, "floors", None) or {}).get(SCOUTS, {})
+    table = replay_text(served, scouts)
+    return [HEADING, *(f"  {line}" for line in table)] if table else []
 
 
 def replay_markdown(

@@ -60,6 +60,7 @@ def demo(
       panda-predictor demo
       panda-predictor demo --tasks 3000 --defined 12 --seed 1 --no-progress
     """
+    from model_registry.replay_table import replay_block
     from panda_predictor.cli.errors import user_errors
     from panda_predictor.cli.render import predictions_table
     from pipelines.demo import run_demo
@@ -81,8 +82,9 @@ def demo(
         f"{m['mean_accuracy']:.3f}, exact match {m['joint.exact_match_rate']:.3f}; "
         f"report {result.training.report}"
     )
-    for line in replay_lines(result):
-        click.echo(line)
+    replay = replay_block(result.training.evidence)
+    if replay:
+        click.echo("\n" + "\n".join(replay))
     click.echo("\nWhat the submit hook wrote (value unit (confidence) per target):\n")
     # Applied tasks first: with the kept ones cut at DEMO_TABLE_ROWS, the demo's
     # output stays within a screen (60 lines) and still shows what was written.
@@ -98,25 +100,6 @@ def demo(
     )
     for line in after_hook_lines(result):
         click.echo(line)
-
-
-def replay_lines(result: DemoResult) -> list[str]:
-    """Return the new model's decision replayed on its test tasks against the
-    scouts (the gate's evidence), or nothing when it could not be replayed."""
-    from model_registry.gate import SCOUTS
-    from model_registry.replay_table import replay_text
-
-    evidence = result.training.evidence
-    if evidence is None:
-        return []
-    table = replay_text(evidence.challenger, evidence.floors.get(SCOUTS, {}))
-    if not table:
-        return []
-    head = (
-        "\nIts decision replayed on the test tasks' jobs against the scouts "
-        "(what the gate judged):"
-    )
-    return [head, *(f"  {line}" for line in table)]
 
 
 def after_hook_lines(result: DemoResult) -> list[str]:

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 import pytest
 from click.testing import CliRunner
 
+from model_registry.replay_table import HEADING
 from panda_predictor.cli import main
 from panda_predictor.core.domain.splitrule import has_scout_rule
 from panda_predictor.db.engine import make_engine
@@ -105,6 +106,10 @@ def test_train_registers_a_champion_then_the_hook_uses_it(
     assert trained.exit_code == 0, trained.output
     assert "Registered panda-predictor version 1: " in trained.output
     assert "ramcount" in trained.output and "Report:" in trained.output
+    # The headline: the new model's decision replayed against the scouts.
+    replay = trained.output.split(f"{HEADING}\n")[1].splitlines()
+    assert replay[0].split()[:3] == ["target", "failed", "jobs"]
+    assert replay[1].split()[0] == "ramcount"
     if "version 1: champion" not in trained.output:
         # Refused on its merits (this world is small and drawn anew with the
         # labels' rules): an operator overrules the gate by hand, as documented.
@@ -179,7 +184,7 @@ def test_demo_runs_end_to_end(tmp_path):
     assert "What the submit hook wrote" in result.output
     assert "every decision is in pp_prediction_audit" in result.output
     # The headline figure: the model's decision replayed against the scouts.
-    replay = result.output.split("against the scouts (what the gate judged):\n")
+    replay = result.output.split(f"\n{HEADING}\n")
     assert len(replay) == 2, result.output
     header, *rows = replay[1].splitlines()[:3]
     assert header.split()[:3] == ["target", "failed", "jobs"]

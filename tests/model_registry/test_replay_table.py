@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from model_registry.gate import SERVED_COST, SERVED_DELAY
+from model_registry.gate import SERVED_COST, SERVED_DELAY, GateEvidence
 from model_registry.replay_table import (
+    HEADING,
+    replay_block,
     replay_markdown,
     replay_rows,
     replay_text,
@@ -72,3 +74,12 @@ def test_nothing_replayed_gives_no_lines():
     assert replay_text(unscored, {}) == [] and replay_markdown(unscored, {}) == []
     no_scouts = replay_text(SERVED, {})
     assert no_scouts == []
+
+
+def test_the_printed_block_reads_the_gate_evidence():
+    evidence = GateEvidence(challenger=SERVED, floors={"scouts": SCOUTS})
+    block = replay_block(evidence)
+    assert block[0] == HEADING
+    assert block[1:] == [f"  {line}" for line in replay_text(SERVED, SCOUTS)]
+    unscored = GateEvidence(challenger={}, unscored="could not be scored")
+    assert replay_block(unscored) == [] and replay_block(None) == []
