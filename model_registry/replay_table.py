@@ -6,8 +6,9 @@ exactly that on every training run's test tasks (their jobs replayed with their
 true use, :mod:`pipelines.retraining.gate_evidence`), but as metric names in one
 long reason. This module lays the same figures out per target: failed jobs and
 wasted hours per job, the served decision beside the scouts, and the share of
-tasks that keep their scouts. The demo prints it and the training report opens
-with it.
+tasks that keep their scouts. Every training report opens with it, the
+monitoring page shows it under the gate's verdict, and ``train`` and the demo
+print it.
 
 Reads the evidence's two mappings (the challenger's metrics and the scouts'
 figures), so it needs nothing of a training run.
