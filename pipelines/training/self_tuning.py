@@ -125,6 +125,12 @@ def choose_cadence(
         f"(fit {fitted:.4f}, {np.size(age_days)} validation tasks over "
         f"{observed:.1f} days): {days} days cost at most {tolerance:.0%}"
     )
+    if loss == 0:
+        why = (
+            "no fall of accuracy with model age stands out of the noise (fit "
+            f"{fitted:.4f} a day, {np.size(age_days)} validation tasks over "
+            f"{observed:.1f} days): the longest cadence, {days} days"
+        )
     if not affordable:
         why = (
             f"accuracy falls by at least {loss:.4f} a day of model age: even "
