@@ -98,6 +98,43 @@ def replay_text(served: Mapping[str, float], scouts: Mapping[str, float]) -> lis
     return lines
 
 
+#: Prefix of the scouts' figures among a run's metrics (``scouts.<target>.
+#: failed_jobs``): the gate names them as the challenger's, ``served.``...
+SCOUTS_PREFIX = "scouts."
+
+
+def replay_metrics(
+    served: Mapping[str, float], scouts: Mapping[str, float]
+) -> dict[str, float]:
+    """Return the replay as run metrics: the served decision's figures under
+    their names, the scouts' under :data:`SCOUTS_PREFIX` (``model show`` reads
+    them back with :func:`split_replay_metrics`)."""
+    out: dict[str, float] = {}
+    for row in replay_rows(served, scouts):
+        for kind, mine, theirs in (
+            ("failed_jobs", row.failed, row.scouts_failed),
+            ("wasted_hours", row.wasted, row.scouts_wasted),
+        ):
+            out[f"served.{row.target}.{kind}"] = mine
+            out[f"{SCOUTS_PREFIX}{row.target}.{kind}"] = theirs
+    if out and SERVED_DELAY in served:
+        out[SERVED_DELAY] = served[SERVED_DELAY]
+    return out
+
+
+def split_replay_metrics(
+    metrics: Mapping[str, float],
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Return (served, scouts) figures of a run's metrics, the scouts' renamed as
+    the gate names them, ready for :func:`replay_text`."""
+    scouts = {
+        "served." + k.removeprefix(SCOUTS_PREFIX): v
+        for k, v in metrics.items()
+        if k.startswith(SCOUTS_PREFIX)
+    }
+    return dict(metrics), scouts
+
+
 #: What the command line prints above the table.
 HEADING = "The decision replayed on the test tasks' jobs against the scouts:"
 
@@ -110,6 +147,13 @@ def replay_block(evidence: object) -> list[str]:
     """
     served = getattr(evidence, "challenger", None) or {}
     scouts = (getattr(evidence, "floors", None) or {}).get(SCOUTS, {})
+    return replay_block_of(served, scouts)
+
+
+def replay_block_of(
+    served: Mapping[str, float], scouts: Mapping[str, float]
+) -> list[str]:
+    """Return :data:`HEADING` and the replay's table indented (none: no lines)."""
     table = replay_text(served, scouts)
     return [HEADING, *(f"  {line}" for line in table)] if table else []
 

@@ -28,7 +28,7 @@ from model_registry.promotion import (
     promote_if_not_worse,
 )
 from model_registry.registry import ModelVersionInfo, register_bundle
-from model_registry.replay_table import replay_markdown
+from model_registry.replay_table import replay_markdown, replay_metrics
 from model_registry.tracking import (
     disable_mlflow_telemetry,
     log_feature_schema,
@@ -188,13 +188,13 @@ def train_and_register(
         _log_result(result, bins)
         # Scored before registering: the new version must not be its own champion.
         evidence = gate_evidence(settings, result, history, config.recall_target)
+        scouts = evidence.floors.get(SCOUTS, {})
+        log_metrics(replay_metrics(evidence.challenger, scouts))
         report = _report(
             result,
             report_dir,
             {"mlflow run": run.info.run_id},
-            replay=replay_markdown(
-                evidence.challenger, evidence.floors.get(SCOUTS, {})
-            ),
+            replay=replay_markdown(evidence.challenger, scouts),
         )
         log_report_dir(report_dir)
         version = _register(settings, result, history, run.info.run_id, stamp)

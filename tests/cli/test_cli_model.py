@@ -21,6 +21,7 @@ from model_registry.registry import (
     register_bundle,
     version_by_alias,
 )
+from model_registry.replay_table import HEADING, replay_metrics
 from model_registry.tolerances import (
     ToleranceError,
     parse_tolerances,
@@ -108,6 +109,21 @@ def test_show_prints_params_metrics_tags_and_lineage(three_versions):
     assert "mean_accuracy = 0.7200" in out
     assert "gate.decision = champion" in out
     assert "run:" in out
+
+
+def test_show_prints_the_versions_replay_against_the_scouts(three_versions, tmp_path):
+    settings, _ = three_versions
+    scouts = {"served.ramcount.failed_jobs": 0.02, "served.ramcount.wasted_hours": 1.5}
+    metrics = {**METRICS, **replay_metrics(REPLAY, scouts)}
+    assert metrics["scouts.ramcount.failed_jobs"] == 0.02
+    info = register_bundle(settings, make_bundle(tmp_path / "b4", "4"), None, metrics)
+    out = run(settings, "model", "show", str(info.version)).output
+    block = out.split(f"{HEADING}\n")[1].splitlines()
+    cells = block[1].split()
+    assert cells == ["ramcount", "0.010", "0.020", "1", "GB-h", "1.5", "GB-h"]
+    assert block[2].strip().startswith("Tasks that keep their scouts: 10.0 %")
+    # A version registered without the replay shows none.
+    assert HEADING not in run(settings, "model", "show", "2").output
 
 
 def test_promote_then_rollback_moves_alias_and_records_who_when_why(three_versions):

@@ -7,8 +7,10 @@ from model_registry.replay_table import (
     HEADING,
     replay_block,
     replay_markdown,
+    replay_metrics,
     replay_rows,
     replay_text,
+    split_replay_metrics,
 )
 
 SERVED = {
@@ -83,3 +85,21 @@ def test_the_printed_block_reads_the_gate_evidence():
     assert block[1:] == [f"  {line}" for line in replay_text(SERVED, SCOUTS)]
     unscored = GateEvidence(challenger={}, unscored="could not be scored")
     assert replay_block(unscored) == [] and replay_block(None) == []
+
+
+def test_the_replay_goes_into_run_metrics_and_comes_back():
+    metrics = replay_metrics(SERVED, SCOUTS)
+    assert metrics == {
+        "served.ramcount.failed_jobs": 0.0667,
+        "scouts.ramcount.failed_jobs": 0.5076,
+        "served.ramcount.wasted_hours": 0.8002,
+        "scouts.ramcount.wasted_hours": 1.1774,
+        "served.walltime.failed_jobs": 0.0003,
+        "scouts.walltime.failed_jobs": 0.0004,
+        "served.walltime.wasted_hours": 6.0864,
+        "scouts.walltime.wasted_hours": 6.1,
+        SERVED_DELAY: 0.05,
+    }
+    served, scouts = split_replay_metrics({**metrics, "mean_accuracy": 0.7})
+    assert replay_text(served, scouts) == replay_text(SERVED, SCOUTS)
+    assert replay_metrics({}, SCOUTS) == {}

@@ -13,7 +13,12 @@ import mlflow
 import pandas as pd
 import pytest
 
-from model_registry.registry import BUNDLE_PATH_TAG, champion_version, set_alias
+from model_registry.registry import (
+    BUNDLE_PATH_TAG,
+    champion_version,
+    set_alias,
+    version_metrics,
+)
 from model_registry.tracking import (
     GIT_COMMIT_TAG,
     configure_mlflow,
@@ -240,3 +245,13 @@ def test_the_training_report_opens_with_the_replay_against_the_scouts(trained):
     # The delay prices have their own section, not a dict in the summary table.
     assert "## Delay prices chosen on the validation part" in text
     assert "| cost |" not in text
+
+
+def test_the_run_keeps_the_replay_for_model_show(trained):
+    settings, summary, _ = trained
+    metrics = version_metrics(settings, summary.version)
+    scouts = summary.evidence.floors["scouts"]
+    for kind in ("failed_jobs", "wasted_hours"):
+        name = f"served.ramcount.{kind}"
+        assert metrics[name] == pytest.approx(summary.evidence.challenger[name])
+        assert metrics[f"scouts.ramcount.{kind}"] == pytest.approx(scouts[name])
