@@ -159,11 +159,19 @@ def test_watching_hook_serves_decision_fallback_and_kill_switch_series(
     try:
         # 1. The champion handles every eligible task; decisions are counted.
         first = len(defined) - HELD_BACK
-        ok = scrape_until(
-            url,
-            lambda s: total(s, "panda_predictor_tasks_total", hook="db") >= first,
-            proc,
-        )
+
+        def first_pass_done(s: Samples) -> bool:
+            # The tasks are counted during the pass, the pass at its end: a scrape
+            # between the two saw every task and no pass (CI, 2026-12-05).
+            passes = value(
+                s, "panda_predictor_hook_passes_total", hook="db", outcome="ok"
+            )
+            return (
+                total(s, "panda_predictor_tasks_total", hook="db") >= first
+                and (passes or 0) >= 1
+            )
+
+        ok = scrape_until(url, first_pass_done, proc)
         applied = value(
             ok, "panda_predictor_tasks_total", hook="db", decision="applied"
         )
