@@ -4,11 +4,11 @@ The product's headline figure is whether the served decision fails no more jobs
 and wastes no more than running the scouts (docs/decisions.md). The gate measures
 exactly that on every training run's test tasks (their jobs replayed with their
 true use, :mod:`pipelines.retraining.gate_evidence`), but as metric names in one
-long reason. This module lays the same figures out per target: failed jobs and
-wasted hours per job, the served decision beside the scouts, and the share of
+long reason. :class:`Replay` lays the same figures out per target: failed jobs
+and wasted hours per job, the served decision beside the scouts, and the share of
 tasks that keep their scouts. Every training report opens with it, the
-monitoring page shows it under the gate's verdict, and ``train`` and the demo
-print it.
+monitoring page shows it under the gate's verdict, and ``train``, ``model show``
+and the demo print it; each cell is formatted here once (:meth:`ReplayRow.cells`).
 
 Reads the evidence's two mappings (the challenger's metrics and the scouts'
 figures), so it needs nothing of a training run.
@@ -20,11 +20,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from model_registry.gate import SCOUTS, SERVED_DELAY
+from model_registry.verdict_table import aligned_lines
+from panda_predictor.core.decide.cost_choice import KIND_OF, MEMORY
 from panda_predictor.core.replay.goals import MAX_DELAY_SHARE
 
-#: Wasted hours are GB-hours for memory, core-hours for time.
-WASTE_UNITS = {"ramcount": "GB-h"}
-DEFAULT_WASTE_UNIT = "core-h"
+#: Column names of the tables (the training report, the monitoring page).
+HEADERS = (
+    "target",
+    "failed jobs",
+    "scouts' failed jobs",
+    "wasted hours per job",
+    "scouts' wasted hours per job",
+)
+#: The same columns, short, for a terminal.
+SHORT_HEADERS = ("target", "failed jobs", "scouts", "wasted h per job", "scouts")
+#: What the command line prints above the table.
+HEADING = "The decision replayed on the test tasks' jobs against the scouts:"
+#: Prefix of the scouts' figures among a run's metrics (``scouts.<target>.
+#: failed_jobs``); the gate names them as the challenger's, ``served.``...
+SCOUTS_PREFIX = "scouts."
 
 
 @dataclass(frozen=True)
@@ -39,18 +53,46 @@ class ReplayRow:
 
     @property
     def unit(self) -> str:
-        """Return the unit of the wasted hours (GB-h for memory, else core-h)."""
-        return WASTE_UNITS.get(self.target, DEFAULT_WASTE_UNIT)
+        """Return the unit of the wasted hours: GB-h for memory, core-h for time
+        (the served replay's own split, ``cost_choice.KIND_OF``)."""
+        return "GB-h" if KIND_OF.get(self.target) == MEMORY else "core-h"
+
+    def cells(self) -> tuple[str, ...]:
+        """Return the row's cells as every table prints them (:data:`HEADERS`)."""
+        return (
+            self.target,
+            f"{self.failed:.3f}",
+            f"{self.scouts_failed:.3f}",
+            f"{self.wasted:.3g} {self.unit}",
+            f"{self.scouts_wasted:.3g} {self.unit}",
+        )
 
 
-def replay_rows(
-    served: Mapping[str, float], scouts: Mapping[str, float]
-) -> list[ReplayRow]:
-    """Return a row per target replayed on both sides, in the order ``served``
-    names them.
+@dataclass(frozen=True)
+class Replay:
+    """The rows of every target replayed on both sides, and the share of tasks
+    that keep their scouts (None: not measured)."""
+
+    rows: tuple[ReplayRow, ...] = ()
+    kept_scouts: float | None = None
+
+    def kept_scouts_text(self) -> str:
+        """Return the share of tasks that keep their scouts, in words ("" when
+        it was not measured)."""
+        if self.kept_scouts is None:
+            return ""
+        return (
+            f"Tasks that keep their scouts: {100 * self.kept_scouts:.1f} % (with "
+            f"scouts: 100 %; the goal: at most {100 * MAX_DELAY_SHARE:.0f} %)."
+        )
+
+
+def replay_of(served: Mapping[str, float], scouts: Mapping[str, float]) -> Replay:
+    """Return the :class:`Replay` of the gate's figures: a row per target that
+    both sides replayed, in the order ``served`` names them.
 
     :param served: the challenger's metrics (``served.<target>.failed_jobs`` and
-        ``served.<target>.wasted_hours``, among others).
+        ``served.<target>.wasted_hours``, ``served.delay_share``, among others).
     :param scouts: the scouts' figures under the same names.
     """
     rows = []
@@ -63,127 +105,49 @@ def replay_rows(
             rows.append(
                 ReplayRow(parts[1], failed, scouts[name], served[waste], scouts[waste])
             )
-    return rows
+    return Replay(tuple(rows), served.get(SERVED_DELAY) if rows else None)
 
 
-COLUMNS = ("target", "failed jobs", "scouts", "wasted h per job", "scouts")
+def evidence_replay(evidence: object) -> Replay:
+    """Return the :class:`Replay` of a :class:`model_registry.gate.GateEvidence`
+    (or of None: no rows)."""
+    served = getattr(evidence, "challenger", None) or {}
+    scouts = (getattr(evidence, "floors", None) or {}).get(SCOUTS, {})
+    return replay_of(served, scouts)
 
 
-def replay_text(served: Mapping[str, float], scouts: Mapping[str, float]) -> list[str]:
-    """Return the replay as aligned text lines: a header, a row per target, and
-    the share of tasks that keep their scouts (no replayed target: no lines)."""
-    rows = replay_rows(served, scouts)
-    cells = [
-        (
-            r.target,
-            f"{r.failed:.3f}",
-            f"{r.scouts_failed:.3f}",
-            f"{r.wasted:.3g} {r.unit}",
-            f"{r.scouts_wasted:.3g} {r.unit}",
-        )
-        for r in rows
-    ]
-    if not cells:
+def replay_block(replay: Replay) -> list[str]:
+    """Return the replay as printed lines: :data:`HEADING`, the table in columns
+    and the share of tasks that keep their scouts, indented (no rows: none)."""
+    if not replay.rows:
         return []
-    widths = [max(len(c[i]) for c in [COLUMNS, *cells]) for i in range(len(COLUMNS))]
-
-    def line(row: tuple[str, ...]) -> str:
-        first = row[0].ljust(widths[0])
-        rest = [c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)]
-        return "  ".join([first, *rest])
-
-    lines = [line(COLUMNS), *(line(c) for c in cells)]
-    if SERVED_DELAY in served:
-        lines.append(kept_scouts_text(served[SERVED_DELAY]))
-    return lines
+    table = aligned_lines(SHORT_HEADERS, [r.cells() for r in replay.rows])
+    kept = [replay.kept_scouts_text()] if replay.kept_scouts is not None else []
+    return [HEADING, *(f"  {line}" for line in [*table, *kept])]
 
 
-#: Prefix of the scouts' figures among a run's metrics (``scouts.<target>.
-#: failed_jobs``): the gate names them as the challenger's, ``served.``...
-SCOUTS_PREFIX = "scouts."
-
-
-def replay_metrics(
-    served: Mapping[str, float], scouts: Mapping[str, float]
-) -> dict[str, float]:
-    """Return the replay as run metrics: the served decision's figures under
-    their names, the scouts' under :data:`SCOUTS_PREFIX` (``model show`` reads
-    them back with :func:`split_replay_metrics`)."""
+def replay_metrics(replay: Replay) -> dict[str, float]:
+    """Return the replay as run metrics: the served decision's figures under the
+    gate's names, the scouts' under :data:`SCOUTS_PREFIX` (``model show`` reads
+    them back with :func:`replay_from_metrics`)."""
     out: dict[str, float] = {}
-    for row in replay_rows(served, scouts):
+    for row in replay.rows:
         for kind, mine, theirs in (
             ("failed_jobs", row.failed, row.scouts_failed),
             ("wasted_hours", row.wasted, row.scouts_wasted),
         ):
             out[f"served.{row.target}.{kind}"] = mine
             out[f"{SCOUTS_PREFIX}{row.target}.{kind}"] = theirs
-    if out and SERVED_DELAY in served:
-        out[SERVED_DELAY] = served[SERVED_DELAY]
+    if replay.kept_scouts is not None:
+        out[SERVED_DELAY] = replay.kept_scouts
     return out
 
 
-def split_replay_metrics(
-    metrics: Mapping[str, float],
-) -> tuple[dict[str, float], dict[str, float]]:
-    """Return (served, scouts) figures of a run's metrics, the scouts' renamed as
-    the gate names them, ready for :func:`replay_text`."""
+def replay_from_metrics(metrics: Mapping[str, float]) -> Replay:
+    """Return the :class:`Replay` a run's metrics hold (:func:`replay_metrics`)."""
     scouts = {
         "served." + k.removeprefix(SCOUTS_PREFIX): v
         for k, v in metrics.items()
         if k.startswith(SCOUTS_PREFIX)
     }
-    return dict(metrics), scouts
-
-
-#: What the command line prints above the table.
-HEADING = "The decision replayed on the test tasks' jobs against the scouts:"
-
-
-def replay_block(evidence: object) -> list[str]:
-    """Return the gate evidence's replay as printed lines: :data:`HEADING`, then
-    the table indented (none when the run could not be replayed).
-
-    ``evidence`` is a :class:`model_registry.gate.GateEvidence` or None.
-    """
-    served = getattr(evidence, "challenger", None) or {}
-    scouts = (getattr(evidence, "floors", None) or {}).get(SCOUTS, {})
-    return replay_block_of(served, scouts)
-
-
-def replay_block_of(
-    served: Mapping[str, float], scouts: Mapping[str, float]
-) -> list[str]:
-    """Return :data:`HEADING` and the replay's table indented (none: no lines)."""
-    table = replay_text(served, scouts)
-    return [HEADING, *(f"  {line}" for line in table)] if table else []
-
-
-def replay_markdown(
-    served: Mapping[str, float], scouts: Mapping[str, float]
-) -> list[str]:
-    """Return the replay as a markdown table and the share of tasks that keep
-    their scouts (no replayed target: no lines)."""
-    rows = replay_rows(served, scouts)
-    if not rows:
-        return []
-    lines = [
-        "| target | failed jobs | scouts' failed jobs | wasted hours per job | "
-        "scouts' wasted hours per job |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    lines += [
-        f"| {r.target} | {r.failed:.3f} | {r.scouts_failed:.3f} | "
-        f"{r.wasted:.3g} {r.unit} | {r.scouts_wasted:.3g} {r.unit} |"
-        for r in rows
-    ]
-    if SERVED_DELAY in served:
-        lines += ["", kept_scouts_text(served[SERVED_DELAY])]
-    return lines
-
-
-def kept_scouts_text(delay_share: float) -> str:
-    """Return the share of tasks that keep their scouts, in words."""
-    return (
-        f"Tasks that keep their scouts: {100 * delay_share:.1f} % (with scouts: "
-        f"100 %; the goal: at most {100 * MAX_DELAY_SHARE:.0f} %)."
-    )
+    return replay_of(metrics, scouts)

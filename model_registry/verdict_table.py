@@ -8,7 +8,7 @@ Knows the verdicts only by their attributes, so the gate can import it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 
@@ -108,16 +108,19 @@ def verdict_table(verdicts: Iterable[Verdict]) -> list[str]:
         )
         for v in verdicts
     ]
+    return aligned_lines(TABLE_COLUMNS, rows)
+
+
+def aligned_lines(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Return ``header`` and ``rows`` as text lines in columns: the first left-,
+    the others right-aligned, two spaces apart (no rows: no lines)."""
     if not rows:
         return []
-    widths = [
-        max(len(str(r[i])) for r in [TABLE_COLUMNS, *rows])
-        for i in range(len(TABLE_COLUMNS))
-    ]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
 
-    def line(cells: tuple[str, ...]) -> str:
+    def line(cells: Sequence[str]) -> str:
         first = cells[0].ljust(widths[0])
         rest = [c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)]
         return "  ".join([first, *rest]).rstrip()
 
-    return [line(TABLE_COLUMNS), *(line(r) for r in rows)]
+    return [line(header), *(line(r) for r in rows)]

@@ -60,7 +60,7 @@ def demo(
       panda-predictor demo
       panda-predictor demo --tasks 3000 --defined 12 --seed 1 --no-progress
     """
-    from model_registry.replay_table import replay_block
+    from model_registry.replay_table import evidence_replay, replay_block
     from panda_predictor.cli.errors import user_errors
     from panda_predictor.cli.render import predictions_table
     from pipelines.demo import run_demo
@@ -82,7 +82,7 @@ def demo(
         f"{m['mean_accuracy']:.3f}, exact match {m['joint.exact_match_rate']:.3f}; "
         f"report {result.training.report}"
     )
-    replay = replay_block(result.training.evidence)
+    replay = replay_block(evidence_replay(result.training.evidence))
     if replay:
         click.echo("\n" + "\n".join(replay))
     click.echo("\nWhat the submit hook wrote (value unit (confidence) per target):\n")

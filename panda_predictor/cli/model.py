@@ -71,7 +71,7 @@ def show_command(settings: Settings, version: int, all_metrics: bool) -> None:
       panda-predictor model show 3 --all-metrics
     """
     from model_registry.manual import KEY_METRICS, show_version
-    from model_registry.replay_table import replay_block_of, split_replay_metrics
+    from model_registry.replay_table import replay_block, replay_from_metrics
     from panda_predictor.cli.errors import user_errors
 
     with user_errors():
@@ -89,8 +89,7 @@ def show_command(settings: Settings, version: int, all_metrics: bool) -> None:
     click.echo("params:")
     for key in sorted(details.params):
         click.echo(f"  {key} = {details.params[key]}")
-    served, scouts = split_replay_metrics(details.metrics)
-    for line in replay_block_of(served, scouts):
+    for line in replay_block(replay_from_metrics(details.metrics)):
         click.echo(line)
     shown = details.metrics
     if not all_metrics:

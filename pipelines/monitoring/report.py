@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from model_registry.replay_table import kept_scouts_text  # noqa: E402
+from model_registry.replay_table import HEADERS  # noqa: E402
 from panda_predictor.bins_file import bins_from_settings, load_bins  # noqa: E402
 from panda_predictor.core.bins import BinSet  # noqa: E402
 from panda_predictor.core.domain.targets import TARGET_NAMES  # noqa: E402
@@ -243,7 +243,7 @@ def _gate_section(
                     ],
                 )
             )
-    if gate is not None and gate.replay:
+    if gate is not None and gate.replay.rows:
         out += _replay_section(gate)
     if reports:
         out.append(
@@ -257,18 +257,14 @@ def _gate_section(
 def _replay_section(gate: GateResult) -> list[str]:
     """Return the latest challenger's decision against the scouts on its test
     tasks (the figures the gate judged), a row per target."""
-    wasted = ("wasted hours per job", "scouts' wasted hours per job")
-    rows = [
-        {**r, **{c: f"{r[c]:.3g} {r['unit']}" for c in wasted}} for r in gate.replay
-    ]
-    columns = ["target", "failed jobs", "scouts' failed jobs", *wasted]
+    rows = [dict(zip(HEADERS, r.cells(), strict=True)) for r in gate.replay.rows]
     out = [
         f"<h3>Version {gate.version}'s decision against the scouts "
         "(its test tasks' jobs replayed)</h3>",
-        _table(rows, columns),
+        _table(rows, HEADERS),
     ]
-    if gate.kept_scouts is not None:
-        out.append(f"<p>{html.escape(kept_scouts_text(gate.kept_scouts))}</p>")
+    if gate.replay.kept_scouts is not None:
+        out.append(f"<p>{html.escape(gate.replay.kept_scouts_text())}</p>")
     return out
 
 

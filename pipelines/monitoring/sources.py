@@ -9,12 +9,12 @@ checks leave ``<home>/monitoring/drift-*.json``.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from model_registry.gate import SCOUTS, SERVED_DELAY
-from model_registry.replay_table import replay_rows
+from model_registry.gate import SCOUTS
+from model_registry.replay_table import Replay, replay_of
 
 #: File the training runs write next to their report with the gate's verdict.
 GATE_FILE = "gate.json"
@@ -32,11 +32,9 @@ class GateResult:
     reason: str
     rows: list[dict[str, Any]]
     folder: Path
-    #: The challenger's decision replayed against the scouts on its test tasks,
-    #: one row per target (empty: not recorded), and the share of tasks that keep
-    #: their scouts (:mod:`model_registry.replay_table`).
-    replay: list[dict[str, Any]] = field(default_factory=list)
-    kept_scouts: float | None = None
+    #: The challenger's decision replayed against the scouts on its test tasks
+    #: (no rows: its gate.json did not keep the evidence).
+    replay: Replay = Replay()
 
 
 def latest_drift(home: Path) -> dict[str, Any] | None:
@@ -80,19 +78,8 @@ def latest_gate(home: Path) -> GateResult | None:
         for v in decision.get("verdicts", [])
     ]
     evidence = data.get("evidence") or {}
-    served = evidence.get("challenger") or {}
     scouts = (evidence.get("floors") or {}).get(SCOUTS) or {}
-    replay = [
-        {
-            "target": r.target,
-            "failed jobs": r.failed,
-            "scouts' failed jobs": r.scouts_failed,
-            "wasted hours per job": r.wasted,
-            "scouts' wasted hours per job": r.scouts_wasted,
-            "unit": r.unit,
-        }
-        for r in replay_rows(served, scouts)
-    ]
+    replay = replay_of(evidence.get("challenger") or {}, scouts)
     return GateResult(
         version=data.get("version"),
         champion_version=decision.get("champion_version"),
@@ -101,5 +88,4 @@ def latest_gate(home: Path) -> GateResult | None:
         rows=rows,
         folder=folders[0],
         replay=replay,
-        kept_scouts=served.get(SERVED_DELAY),
     )

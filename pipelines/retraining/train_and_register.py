@@ -19,7 +19,6 @@ from typing import Any
 import pandas as pd
 
 from model_registry.gate import (
-    SCOUTS,
     GateEvidence,
     GateThresholds,
 )
@@ -28,7 +27,7 @@ from model_registry.promotion import (
     promote_if_not_worse,
 )
 from model_registry.registry import ModelVersionInfo, register_bundle
-from model_registry.replay_table import replay_markdown, replay_metrics
+from model_registry.replay_table import Replay, evidence_replay, replay_metrics
 from model_registry.tracking import (
     disable_mlflow_telemetry,
     log_feature_schema,
@@ -73,7 +72,7 @@ def _report(
     result: TrainingResult,
     out_dir: Path,
     extra: dict[str, Any],
-    replay: list[str] | None = None,
+    replay: Replay | None = None,
 ) -> Path:
     evaluations = {k: r.evaluation for k, r in result.kinds.items() if r.evaluation}
     if len(result.kinds) > 1:
@@ -188,13 +187,13 @@ def train_and_register(
         _log_result(result, bins)
         # Scored before registering: the new version must not be its own champion.
         evidence = gate_evidence(settings, result, history, config.recall_target)
-        scouts = evidence.floors.get(SCOUTS, {})
-        log_metrics(replay_metrics(evidence.challenger, scouts))
+        replay = evidence_replay(evidence)
+        log_metrics(replay_metrics(replay))
         report = _report(
             result,
             report_dir,
             {"mlflow run": run.info.run_id},
-            replay=replay_markdown(evidence.challenger, scouts),
+            replay=replay,
         )
         log_report_dir(report_dir)
         version = _register(settings, result, history, run.info.run_id, stamp)

@@ -217,6 +217,7 @@ def choose_price(
         "tasks": int(len(tasks)),
         "replayed_tasks": {t: int(scouts[t].n_tasks) for t in priced},
         "replayed_jobs": {t: int(known[t].sum()) for t in priced},
+        "chosen": {t: _label(p) for t, p in chosen.items()},
         "margin_at": _labelled(margin),
         "fixed_margin_at": _labelled(kept),
         "short_at": _labelled(short),
@@ -237,13 +238,15 @@ def _candidate(
     )
 
 
+def _label(price: float) -> str:
+    """Return a candidate's printed name: the price, or ``scouts_value``."""
+    return SCOUTS_VALUE_LABEL if price == SCOUTS_VALUE else f"{price:g}"
+
+
 def _labelled(by_target: dict[str, dict[float, float]]) -> dict[str, dict[str, float]]:
     """Return the figures per candidate keyed by the candidate's printed name."""
     return {
-        t: {
-            SCOUTS_VALUE_LABEL if p == SCOUTS_VALUE else f"{p:g}": round(v, 4)
-            for p, v in figures.items()
-        }
+        t: {_label(p): round(v, 4) for p, v in figures.items()}
         for t, figures in by_target.items()
     }
 

@@ -24,12 +24,13 @@ drawn by :mod:`pipelines.training.report_figures` and released after saving.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from model_registry.replay_table import HEADERS, Replay
 from panda_predictor.core.assess.calibration_error import (
     cumulative_calibration_error,
     expected_calibration_error,
@@ -99,7 +100,7 @@ def _prices_section(cost: Mapping[str, Any]) -> list[str]:
     fixed = set(cost.get("fixed_targets", ()))
     shorts: Mapping[str, Mapping[str, float]] = cost.get("short_at") or {}
     targets = list(margins)
-    chosen = {t: _chosen_label(cost, t) for t in targets}
+    chosen = cost.get("chosen", {})
     header = ["candidate"]
     for t in targets:
         header += [f"{t} margin{' (Fixed)' if t in fixed else ''}", f"{t} short"]
@@ -108,7 +109,7 @@ def _prices_section(cost: Mapping[str, Any]) -> list[str]:
         row: list[Any] = [label]
         for t in targets:
             by = cost["fixed_margin_at"][t] if t in fixed else margins[t]
-            mark = "**" if chosen[t] == label else ""
+            mark = "**" if chosen.get(t) == label else ""
             row += [f"{mark}{by.get(label, float('nan')):.3g}{mark}"]
             row += [f"{shorts.get(t, {}).get(label, float('nan')):.3f}"]
         rows.append(row)
@@ -122,12 +123,21 @@ def _prices_section(cost: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _chosen_label(cost: Mapping[str, Any], target: str) -> str:
-    """Return the candidate label training chose for ``target``."""
-    if target in cost.get("scouts_value_targets", ()):
-        return SCOUTS_VALUE_LABEL
-    price = cost.get("target_prices", {}).get(target, cost.get("delay_price"))
-    return "" if price is None else f"{float(price):g}"
+def _replay_section(replay: Replay) -> list[str]:
+    """Return the served decision against the scouts: the report's first section."""
+    lines = [
+        "## The served decision against the scouts (test tasks replayed)",
+        "",
+        "Every test task's jobs replayed with their true use under what the bundle "
+        "serves (cost choice, calibration, combination) and under PanDA's scouts; "
+        "the champion gate judges these figures (docs/model-registry.md in the "
+        "project).",
+        "",
+        *_table(list(HEADERS), [list(r.cells()) for r in replay.rows]),
+    ]
+    if replay.kept_scouts is not None:
+        lines += [replay.kept_scouts_text(), ""]
+    return lines
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
@@ -417,7 +427,7 @@ def write_report(
     validation_f1: Mapping[str, Mapping[str, float]] | None = None,
     calibration: Mapping[str, Any] | None = None,
     calibrators: Mapping[str, Calibrator] | None = None,
-    replay: Sequence[str] | None = None,
+    replay: Replay | None = None,
     prices: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write ``report.md`` and its PNG plots into ``out_dir``; return the report's path.
@@ -435,9 +445,9 @@ def write_report(
         validation and test parts (``pipelines.training.calibration.ServedParts``); with
         ``calibrators`` (target -> fitted calibrator) the report shows the ECE
         and a reliability figure per target.
-    :param replay: markdown lines of the served decision against the scouts on the
-        test tasks (:func:`model_registry.replay_table.replay_markdown`), the
-        product's headline figure: the report opens with them.
+    :param replay: the served decision against the scouts on the test tasks (the
+        gate's :class:`~model_registry.replay_table.Replay`), the product's
+        headline figure: the report opens with it.
     :param prices: the bundle's ``info["cost"]``: the delay prices training chose
         and every candidate's figures on the validation part.
     """
@@ -456,18 +466,8 @@ def write_report(
     img = out / IMG_DIR
     img.mkdir(parents=True, exist_ok=True)
     lines = [f"# {title}", ""]
-    if replay:
-        lines += [
-            "## The served decision against the scouts (test tasks replayed)",
-            "",
-            "Every test task's jobs replayed with their true use under what the "
-            "bundle serves (cost choice, calibration, combination) and under "
-            "PanDA's scouts; the champion gate judges these figures "
-            "(docs/model-registry.md in the project).",
-            "",
-            *replay,
-            "",
-        ]
+    if replay is not None and replay.rows:
+        lines += _replay_section(replay)
     if metadata:
         lines += ["## The run", ""]
         lines += _table(["key", "value"], [[k, v] for k, v in metadata.items()])

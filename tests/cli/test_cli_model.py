@@ -21,7 +21,7 @@ from model_registry.registry import (
     register_bundle,
     version_by_alias,
 )
-from model_registry.replay_table import HEADING, replay_metrics
+from model_registry.replay_table import HEADING, replay_metrics, replay_of
 from model_registry.tolerances import (
     ToleranceError,
     parse_tolerances,
@@ -114,7 +114,7 @@ def test_show_prints_params_metrics_tags_and_lineage(three_versions):
 def test_show_prints_the_versions_replay_against_the_scouts(three_versions, tmp_path):
     settings, _ = three_versions
     scouts = {"served.ramcount.failed_jobs": 0.02, "served.ramcount.wasted_hours": 1.5}
-    metrics = {**METRICS, **replay_metrics(REPLAY, scouts)}
+    metrics = {**METRICS, **replay_metrics(replay_of(REPLAY, scouts))}
     assert metrics["scouts.ramcount.failed_jobs"] == 0.02
     info = register_bundle(settings, make_bundle(tmp_path / "b4", "4"), None, metrics)
     out = run(settings, "model", "show", str(info.version)).output

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from model_registry.gate import MetricVerdict
 from model_registry.promotion import GateDecision
+from model_registry.replay_table import Replay
 from panda_predictor.bins_file import load_bins
 from panda_predictor.core.assess.feedback import weekly_summary
 from pipelines.monitoring.figures import (
@@ -423,18 +424,18 @@ def test_the_gate_section_shows_the_decision_against_the_scouts(tmp_path):
         json.dumps({"version": 3, "decision": decision.to_dict(), "evidence": evidence})
     )
     gate = latest_gate(tmp_path)
-    assert gate is not None and gate.kept_scouts == 0.125
-    assert gate.replay[0]["target"] == "ramcount" and gate.replay[0]["unit"] == "GB-h"
+    assert gate is not None and gate.replay.kept_scouts == 0.125
+    assert gate.replay.rows[0].target == "ramcount"
     empty = pd.DataFrame()
     page = write_monitoring_report(
         tmp_path / "out", empty, weekly_summary(empty), None, [], None, gate=gate
     )
     text = page.read_text()
     assert "Version 3's decision against the scouts" in text
-    row = "<tr><td>ramcount</td><td>0.0667</td><td>0.5076</td><td>0.8 GB-h</td>"
+    row = "<tr><td>ramcount</td><td>0.067</td><td>0.508</td><td>0.8 GB-h</td>"
     assert row + "<td>1.18 GB-h</td></tr>" in text
     assert "Tasks that keep their scouts: 12.5 %" in text
     # A gate.json written before the evidence was kept shows no such table.
     (folder / "gate.json").write_text(json.dumps({"decision": decision.to_dict()}))
     older = latest_gate(tmp_path)
-    assert older is not None and older.replay == [] and older.kept_scouts is None
+    assert older is not None and older.replay == Replay()

@@ -178,6 +178,11 @@ def test_training_serves_one_tuned_choice_per_priced_target(tuned, labelled_hist
     assert not set(prices) & set(as_scouts)
     assert prices == info["target_prices"]
     assert list(as_scouts) == info["scouts_value_targets"]
+    # The chosen candidate by its printed name (the training report's bold cell).
+    assert info["chosen"] == {
+        **{t: f"{p:g}" for t, p in prices.items()},
+        **{t: SCOUTS_VALUE_LABEL for t in as_scouts},
+    }
     assert all(p in TUNED_PRICES for p in prices.values())
     assert cost.delay_price == max(prices.values(), default=max(TUNED_PRICES))
     for t in PRICED:

@@ -188,6 +188,7 @@ COST = {
     "fixed_targets": [],
     "scouts_value_targets": ["cputime"],
     "tasks": 2967,
+    "chosen": {"ramcount": "0.25", "cputime": "scouts_value"},
     "margin_at": {
         "ramcount": {"0.25": 0.2389, "4": -0.2891, "scouts_value": 0.0},
         "cputime": {"0.25": -57.9167, "4": -16.6364, "scouts_value": 0.0},
@@ -234,7 +235,11 @@ def test_fixed_targets_show_their_fixed_margins_and_a_configured_price_one_line(
     tmp_path, results
 ):
     evaluations, _, _ = results
-    fixed = {**COST, "fixed_targets": ["ramcount"], "target_prices": {"ramcount": 4}}
+    fixed = {
+        **COST,
+        "fixed_targets": ["ramcount"],
+        "chosen": {"ramcount": "4", "cputime": "scouts_value"},
+    }
     text = write_report(tmp_path / "f", evaluations, prices=fixed).read_text()
     section = _section(text, "Delay prices chosen on the validation part")
     assert "| candidate | ramcount margin (Fixed) |" in section
