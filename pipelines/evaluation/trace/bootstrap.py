@@ -9,8 +9,8 @@ predictor first, so a thousand resamples cost a few milliseconds.
 
 The same resampling gives the calibration goal's figure an interval
 (:func:`ece_interval`): whether a log's ECE above 0.05 is a clear miss or within
-what its test days' luck moves it. Each day is reduced to its per-bin sums of
-hits minus confidences, whose absolute totals make the ECE.
+what its test days' luck moves it, on
+:class:`~panda_predictor.core.assess.day_bootstrap.DayBootstrap`'s draws.
 """
 
 from __future__ import annotations
@@ -20,7 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from panda_predictor.core.assess.calibration_error import bin_of, top_label
+from panda_predictor.core.assess.calibration_error import (
+    bin_of,
+    expected_calibration_error,
+    top_label,
+)
+from panda_predictor.core.assess.day_bootstrap import DayBootstrap
 
 #: Resamples per interval.
 N_RESAMPLES = 1000
@@ -122,10 +127,6 @@ class EceInterval:
     high: float
     n_days: int
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return the fields as a JSON-ready dict."""
-        return asdict(self)
-
 
 def ece_interval(
     days: Any,
@@ -139,10 +140,12 @@ def ece_interval(
 
     The ECE is :func:`~panda_predictor.core.assess.calibration_error.
     expected_calibration_error`'s, written as ``sum over bins |hits - confidences|
-    / rows``; the interval is its 5th-95th percentile over ``n_resamples``
-    resamples of whole days. A binned ECE of finite data sits above the true
-    calibration error (each bin's noise adds to it), so the interval tells how far
-    the test days move the figure, not that the model is calibrated within it.
+    / rows``: each bin's term is a ratio of sums over rows, which
+    :class:`~panda_predictor.core.assess.day_bootstrap.DayBootstrap` recomputes on
+    every resample of whole days. The interval is the 5th-95th percentile. A
+    binned ECE of finite data sits above the true calibration error (each bin's
+    noise adds to it), so the interval tells how far the test days move the
+    figure, not that the model is calibrated within it.
 
     :param days: (n,) day of each test row (any hashable labels).
     :param proba: (n, K) the served class probabilities.
@@ -151,16 +154,10 @@ def ece_interval(
     conf, hit = top_label(proba, y_true)
     if conf.size == 0:
         raise ValueError("The 'y_true' field must hold at least one row. Got none.")
-    _, day_index = np.unique(np.asarray(days), return_inverse=True)
-    n_days = int(day_index.max()) + 1
-    flat = day_index * n_bins + bin_of(conf, n_bins)
-    gap = np.bincount(flat, weights=hit - conf, minlength=n_days * n_bins)
-    gap = gap.reshape(n_days, n_bins)
-    rows = np.bincount(day_index, minlength=n_days).astype(np.float64)
-    ece = float(np.abs(gap.sum(axis=0)).sum() / rows.sum())
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, n_days, size=(n_resamples, n_days))
-    counts = np.stack([np.bincount(p, minlength=n_days) for p in picks])
-    resampled = np.abs(counts @ gap).sum(axis=1) / (counts @ rows)
+    boot = DayBootstrap(days, n_resamples, seed)
+    which, gap, rows = bin_of(conf, n_bins), hit - conf, np.ones(conf.size)
+    terms = [np.where(which == b, gap, 0.0) for b in np.unique(which)]
+    resampled = sum(np.abs(boot.resampled(t, rows)) for t in terms)
     low, high = np.quantile(resampled, [0.05, 0.95])
-    return EceInterval(ece, float(low), float(high), n_days)
+    ece = expected_calibration_error(proba, y_true, n_bins)
+    return EceInterval(ece, float(low), float(high), boot.n_days)

@@ -200,9 +200,9 @@ def calibration_scores(
     ``calibration:<method>``, the same served mixture calibrated by each method
     on the retraining's validation part): ``ece`` (top-label) and
     ``cumulative_ece`` (P(y <= k) pooled over k). Given each row's ``days``,
-    also ``ece_low``/``ece_high``, the top-label ECE's 90 % interval over
-    resampled days (:func:`~pipelines.evaluation.trace.bootstrap.ece_interval`),
-    and ``n_days``.
+    the production distribution also gets ``ece_low``/``ece_high``, its
+    top-label ECE's 90 % interval over resampled days
+    (:func:`~pipelines.evaluation.trace.bootstrap.ece_interval`), and ``n_days``.
     """
     out: dict[str, dict[str, float]] = {}
     for name, proba in run.distribution.items():
@@ -212,7 +212,7 @@ def calibration_scores(
             "ece": expected_calibration_error(proba, run.y_true),
             "cumulative_ece": cumulative_calibration_error(proba, run.y_true),
         }
-        if days is not None:
+        if days is not None and name == PRODUCTION:
             interval = ece_interval(days, proba, run.y_true)
             out[name].update(
                 ece_low=interval.low, ece_high=interval.high, n_days=interval.n_days
@@ -224,7 +224,7 @@ def format_calibration(scores: dict[str, dict[str, float]]) -> str:
     """Return the calibration scores of one target as one report line."""
     parts = [
         f"{name.removeprefix('calibration:')} {s['ece']:.3f}"
-        f"{_interval_text(s) if name == PRODUCTION else ''} / "
+        f"{_interval_text(s)} / "
         f"{s['cumulative_ece']:.3f}"
         for name, s in scores.items()
     ]

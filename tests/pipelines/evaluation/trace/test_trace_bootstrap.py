@@ -60,10 +60,13 @@ def test_the_ece_of_the_interval_is_the_reported_ece(seed):
     n = 2000
     proba = rng.dirichlet(np.ones(4) * 0.7, n)
     y = rng.integers(0, 4, n)
-    days = rng.integers(0, 40, n)
-    got = ece_interval(days, proba, y)
-    assert got.ece == pytest.approx(expected_calibration_error(proba, y), abs=1e-12)
+    got = ece_interval(rng.integers(0, 40, n), proba, y)
+    assert got.ece == expected_calibration_error(proba, y)
     assert got.low <= got.ece <= got.high and got.n_days == 40
+    # One day resamples into itself: every resample's ECE is the figure's.
+    one_day = ece_interval(np.zeros(n), proba, y, n_resamples=20)
+    assert one_day.low == pytest.approx(one_day.ece, abs=1e-12)
+    assert one_day.high == pytest.approx(one_day.ece, abs=1e-12)
 
 
 def overconfident(rng, n, conf, hit_rate):
