@@ -264,7 +264,7 @@ def export_forward(network: keras.Model) -> dict[str, np.ndarray]:
 #: float64 columns, 2 MB) stays in the cache between the steps of a layer, where a
 #: whole 100,000-task batch (205 MB per layer) went to memory and back at each
 #: step: twice the speed of one pass over the batch (2026-12-05, 100,000 tasks,
-#: 0.59 s -> 0.30 s per network with the folding below). The block size changes
+#: 0.59 s -> 0.29 s per network with the folding below). The block size changes
 #: no bits a caller sees (the module doc: float64, rounded at the end).
 ROWS_PER_PASS = 1024
 
