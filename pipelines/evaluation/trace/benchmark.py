@@ -53,6 +53,7 @@ from pipelines.evaluation.trace.scoring import (
     format_calibration,
     format_table,
     goal_summary,
+    reliability_bins,
     score_run,
     verdict,
 )
@@ -87,6 +88,10 @@ class BenchmarkResult:
     #: Per target, the test part's ECE of each served distribution
     #: (:func:`~pipelines.evaluation.trace.scoring.calibration_scores`).
     calibration: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    #: Per target, the test part's reliability bins of the served distribution,
+    #: calibrated and not
+    #: (:func:`~pipelines.evaluation.trace.scoring.reliability_bins`).
+    reliability: dict[str, dict[str, dict[str, list]]] = field(default_factory=dict)
     report: str = ""
     seconds: float = 0.0
 
@@ -263,6 +268,7 @@ def _target_sections(
     sections += _production_lines(result.production[target])
     test_days = frame["submit_s"].to_numpy()[run.rows] // 86400
     result.calibration[target] = calibration_scores(run, test_days)
+    result.reliability[target] = reliability_bins(run)
     sections.append(format_calibration(result.calibration[target]))
     sections.append("")
     best = best_model(per_name)
@@ -514,6 +520,7 @@ def write_outputs(
         "macro_f1_lead": result.margins,
         "production": result.production,
         "calibration": result.calibration,
+        "reliability": result.reliability,
     }
     written[1].write_text(json.dumps(full, indent=2, default=str))
     if json_path is not None:

@@ -292,7 +292,7 @@ def draw_log(full: dict[str, Any], path: Path, name: str) -> Path:
     return path
 
 
-def _read(path: Path) -> dict[str, Any]:
+def read_full_json(path: Path) -> dict[str, Any]:
     """Return the parsed full.json at ``path``; raise a one-line error if it is not."""
     if not path.is_file():
         raise UserInputError(
@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        documents = [(p, _read(p)) for p in args.full_json]
+        documents = [(p, read_full_json(p)) for p in args.full_json]
         names = [log_name(doc, p) for p, doc in documents]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:

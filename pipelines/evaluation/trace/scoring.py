@@ -18,6 +18,7 @@ import numpy as np
 from panda_predictor.core.assess.calibration_error import (
     cumulative_calibration_error,
     expected_calibration_error,
+    reliability_table,
 )
 from panda_predictor.core.assess.evaluation import evaluate_target
 from pipelines.evaluation.trace.bootstrap import ece_interval
@@ -218,6 +219,26 @@ def calibration_scores(
                 ece_low=interval.low, ece_high=interval.high, n_days=interval.n_days
             )
     return out
+
+
+#: The distributions whose reliability bins the benchmark keeps: what production
+#: served, and the same served mixture before calibration.
+RELIABILITY_OF = (PRODUCTION, "calibration:none")
+
+
+def reliability_bins(run: TargetRun) -> dict[str, dict[str, list[float | None]]]:
+    """Return the test part's top-label reliability bins of the served
+    distribution, calibrated and not (:data:`RELIABILITY_OF`), for the figure.
+
+    Per name, the columns of
+    :func:`~panda_predictor.core.assess.calibration_error.reliability_table`
+    (the 15 bins :func:`calibration_scores`' ECE is computed on), JSON-ready.
+    """
+    return {
+        name: reliability_table(run.distribution[name], run.y_true).to_dict()
+        for name in RELIABILITY_OF
+        if len(run.distribution.get(name, ()))
+    }
 
 
 def format_calibration(scores: dict[str, dict[str, float]]) -> str:

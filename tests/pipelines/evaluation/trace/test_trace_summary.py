@@ -115,3 +115,25 @@ def test_calibration_rows_carry_the_ece_and_its_interval_over_days(full_json):
         for score in per_name.values():
             score.pop("ece_low", None)
     assert all("| - |" in row for row in calibration_rows(full))
+
+
+def test_the_reliability_bins_are_those_of_the_ece_in_the_table(full_json):
+    # The figure's bins and the table's ECE come from one distribution: the
+    # share-weighted gap of the stored bins is the stored top-label ECE, for the
+    # served distribution and the one before calibration.
+    full = json.loads(full_json.read_text())
+    assert full["reliability"].keys() == full["calibration"].keys()
+    for target, per_name in full["reliability"].items():
+        assert set(per_name) == {"model:production", "calibration:none"}
+        n_rows = {sum(bins["n"]) for bins in per_name.values()}
+        assert len(n_rows) == 1 and n_rows.pop() > 0
+        for name, bins in per_name.items():
+            assert len(bins["n"]) == 15 and sum(bins["count"]) == pytest.approx(1.0)
+            gap = sum(
+                share * abs(acc - conf)
+                for share, acc, conf in zip(
+                    bins["count"], bins["accuracy"], bins["confidence"], strict=True
+                )
+                if share > 0
+            )
+            assert gap == pytest.approx(full["calibration"][target][name]["ece"])
