@@ -404,22 +404,79 @@ def report(results: list[dict], args: argparse.Namespace, command: str) -> str:
 def main(argv: list[str] | None = None) -> None:
     """Build or load the bundles, measure both kinds, print and record the figures."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--tasks", type=int, default=20_000)
-    parser.add_argument("--calls", type=int, default=2000)
-    parser.add_argument("--frame-calls", type=int, default=200)
-    parser.add_argument("--batch", type=int, default=100_000)
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--tasks",
+        type=int,
+        default=20_000,
+        help="simulated tasks to train on and serve from (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--calls",
+        type=int,
+        default=2000,
+        help="single-task decisions timed, each a different task "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--frame-calls",
+        type=int,
+        default=200,
+        help="single-task calls of the DataFrame route (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=100_000,
+        help="tasks in the batch throughput runs (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=1,
+        help="seed of the simulation and the batch draw (default: %(default)s)",
+    )
     parser.add_argument(
         "--xgb-estimators",
         type=int,
         help="XGBoost rounds (default: pipelines/params/training.yaml's)",
     )
-    parser.add_argument("--keras-epochs", type=int, default=10)
-    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
-    parser.add_argument("--bundle-xgboost", type=Path)
-    parser.add_argument("--bundle-keras", type=Path)
-    parser.add_argument("--keep", type=Path, help="save the trained bundles here")
-    parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--keras-epochs",
+        type=int,
+        default=10,
+        help="epochs of the Keras bundle (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--kinds",
+        nargs="+",
+        choices=KINDS,
+        default=list(KINDS),
+        help="model kinds to measure (default: both)",
+    )
+    parser.add_argument(
+        "--bundle-xgboost",
+        type=Path,
+        metavar="DIR",
+        help="measure this XGBoost bundle instead of training one",
+    )
+    parser.add_argument(
+        "--bundle-keras",
+        type=Path,
+        metavar="DIR",
+        help="measure this Keras bundle instead of training one",
+    )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="save the trained bundles here (to measure them again with "
+        "--bundle-xgboost / --bundle-keras)",
+    )
+    parser.add_argument(
+        "--no-write",
+        action="store_true",
+        help="print the figures only; leave docs/performance.md as it is",
+    )
     args = parser.parse_args(argv)
     command = "python benchmarks/bench_predict.py " + " ".join(
         sys.argv[1:] if argv is None else argv
