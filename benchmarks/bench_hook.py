@@ -99,13 +99,52 @@ class Figures:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--history", type=int, default=20_000)
-    parser.add_argument("--defined", type=int, default=20_000)
-    parser.add_argument("--batch-size", type=int, default=500)
-    parser.add_argument("--singles", type=int, default=200)
-    parser.add_argument("--idle-tasks", type=int, default=1_000_000)
-    parser.add_argument("--idle-passes", type=int, default=50)
-    parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--history",
+        type=int,
+        default=20_000,
+        help="simulated finished tasks in the history the model is trained on "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--defined",
+        type=int,
+        default=20_000,
+        help="newly defined tasks in the one timed bulk hook pass "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=500,
+        help="tasks per hook batch (hook_batch_size), each written in one transaction "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--singles",
+        type=int,
+        default=200,
+        help="single-task passes (--task-id) timed for the latency, each on one more "
+        "defined task (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--idle-tasks",
+        type=int,
+        default=1_000_000,
+        help="finished tasks added to JEDI_TASKS before the idle passes "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--idle-passes",
+        type=int,
+        default=50,
+        help="idle passes timed, with no eligible task (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--no-write",
+        action="store_true",
+        help="print the figures only; leave docs/performance.md as it is",
+    )
     args = parser.parse_args()
 
     import sqlalchemy as sa

@@ -93,10 +93,33 @@ def main() -> None:
 def arguments() -> argparse.Namespace:
     """Parse the command line."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--defined", type=int, default=10_000)
-    parser.add_argument("--history", type=int, default=3_000)
-    parser.add_argument("--hooks", type=int, default=4)
-    parser.add_argument("--batch-size", type=int, default=200)
+    parser.add_argument(
+        "--defined",
+        type=int,
+        default=10_000,
+        help="newly defined tasks the hooks and the JEDI-like writer work on "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--history",
+        type=int,
+        default=3_000,
+        help="simulated finished tasks in the history the model is trained on "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--hooks",
+        type=int,
+        default=4,
+        help="hook processes run at once, one pass each (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=200,
+        help="tasks per hook batch (hook_batch_size), each written in one transaction "
+        "(default: %(default)s)",
+    )
     parser.add_argument(
         "--jedi-hold-ms",
         type=float,
@@ -109,8 +132,18 @@ def arguments() -> argparse.Namespace:
         default=3.0,
         help="every 50th JEDI transaction holds its row this long",
     )
-    parser.add_argument("--seed", type=int, default=21)
-    parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=21,
+        help="seed of the simulated history and of the JEDI-like writer's choices "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--no-write",
+        action="store_true",
+        help="print the figures only; leave docs/performance.md as it is",
+    )
     return parser.parse_args()
 
 

@@ -336,8 +336,19 @@ def main() -> None:
         default=[200.0],
         help="offered request rates, one run each",
     )
-    parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--client-threads", type=int, default=8)
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=60.0,
+        help="length of each --rate run, in seconds (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--client-threads",
+        type=int,
+        default=8,
+        help="load threads, one keep-alive connection each, of the --rate runs and "
+        "the SIGTERM run (default: %(default)s)",
+    )
     parser.add_argument(
         "--server-threads",
         type=int,
@@ -350,15 +361,32 @@ def main() -> None:
         default=1000.0,
         help="offered rate of the overload run (about 5x capacity; 0: skip it)",
     )
-    parser.add_argument("--overload-seconds", type=float, default=20.0)
-    parser.add_argument("--overload-clients", type=int, default=32)
+    parser.add_argument(
+        "--overload-seconds",
+        type=float,
+        default=20.0,
+        help="length of the overload run, in seconds (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--overload-clients",
+        type=int,
+        default=32,
+        help="load threads, one keep-alive connection each, of the overload run "
+        "(default: %(default)s)",
+    )
     parser.add_argument(
         "--sigterm-rate",
         type=float,
         default=200.0,
         help="offered rate while SIGTERM arrives (0: skip that run)",
     )
-    parser.add_argument("--sigterm-seconds", type=float, default=10.0)
+    parser.add_argument(
+        "--sigterm-seconds",
+        type=float,
+        default=10.0,
+        help="length of the SIGTERM run, in seconds; SIGTERM comes half-way "
+        "(default: %(default)s)",
+    )
     parser.add_argument(
         "--no-write",
         action="store_true",

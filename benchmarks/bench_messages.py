@@ -139,17 +139,44 @@ class FaultRun:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", type=int, default=10_000)
-    parser.add_argument("--tb-tasks", type=int, default=2_000)
-    parser.add_argument("--batch-size", type=int, default=200)
-    parser.add_argument("--publish-batch", type=int, default=500)
+    parser.add_argument(
+        "--tasks",
+        type=int,
+        default=10_000,
+        help="messages (one per task) of the SQL-writer throughput run, and again of "
+        "the fault run (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--tb-tasks",
+        type=int,
+        default=2_000,
+        help="messages of the throughput run through the task-buffer calls "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=200,
+        help="most messages a consumer receives and applies as one batch "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--publish-batch",
+        type=int,
+        default=500,
+        help="messages per publish call in the throughput runs (default: %(default)s)",
+    )
     parser.add_argument(
         "--threads",
         type=int,
         default=2,
         help="plugin instances consuming at once (JEDI's n_threads)",
     )
-    parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--no-write",
+        action="store_true",
+        help="print the figures only; leave docs/performance.md as it is",
+    )
     args = parser.parse_args()
     require_broker()
     load_before = os.getloadavg()

@@ -58,8 +58,18 @@ def main() -> None:
     from synthetic_nextflow import write_trace
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--tasks",
+        type=int,
+        default=100_000,
+        help="task attempts in the synthetic trace (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="timed reads of each trace form; the best counts (default: %(default)s)",
+    )
     parser.add_argument("--no-doc", action="store_true", help="print only")
     args = parser.parse_args()
     load = os.getloadavg()[0]

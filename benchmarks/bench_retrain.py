@@ -125,11 +125,38 @@ def _child(args: list[str]) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=1_000_000)
-    parser.add_argument("--drift-tasks", type=int, default=100_000)
-    parser.add_argument("--home", type=Path, default=None)
-    parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--tasks",
+        type=int,
+        default=1_000_000,
+        help="simulated tasks in the history, written once per home "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--drift-tasks",
+        type=int,
+        default=100_000,
+        help="newest tasks the drift check covers (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--home",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="home for the SQLite history (panda.sqlite, reused if there) and the "
+        "MLflow store (default: /tmp/pp_bench_retrain_TASKS)",
+    )
+    parser.add_argument(
+        "--n-jobs",
+        type=int,
+        default=2,
+        help="XGBoost threads (n_jobs) of the retrain (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--no-write",
+        action="store_true",
+        help="print the figures only; leave docs/performance.md as it is",
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:

@@ -164,17 +164,36 @@ def section_text(results: list[dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
-    parser.add_argument("--sizes", nargs="+", type=int, default=[100_000])
     parser.add_argument(
-        "--generate-sizes", nargs="+", type=int, default=[100_000, 1_000_000]
+        "--sizes",
+        nargs="+",
+        type=int,
+        default=[100_000],
+        help="history sizes, in tasks, written to each --targets database, one case "
+        "each (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--generate-sizes",
+        nargs="+",
+        type=int,
+        default=[100_000, 1_000_000],
+        help="history sizes, in tasks, generated without a database, one case each "
+        "(default: %(default)s)",
     )
     parser.add_argument(
         "--targets",
         nargs="+",
         default=["sqlite", "postgresql"],
         choices=["sqlite", "postgresql"],
+        help="databases the --sizes histories are written to (default: both)",
     )
-    parser.add_argument("--batch-size", type=int, default=10_000)
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=10_000,
+        help="simulated tasks per batch (one transaction per batch when written) "
+        "(default: %(default)s)",
+    )
     parser.add_argument("--no-write", action="store_true", help="Do not touch docs/.")
     args = parser.parse_args()
     if args.one:

@@ -137,12 +137,43 @@ def run_share(folder: Path, args: argparse.Namespace) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
-    parser.add_argument("--tasks", type=int, default=200_000)
-    parser.add_argument("--fractions", nargs="+", type=float, default=[0.1, 0.5, 1])
-    parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--driver-memory", default="4g")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workdir", type=Path, default=Path("/tmp/bench-spark"))
+    parser.add_argument(
+        "--tasks",
+        type=int,
+        default=200_000,
+        help="simulated tasks in the history, generated once per --workdir "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--fractions",
+        nargs="+",
+        type=float,
+        default=[0.1, 0.5, 1],
+        help="shares of the history's batches to label, each in a fresh process "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--master", default="local[2]", help="Spark master URL (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--driver-memory",
+        default="4g",
+        help="Spark driver memory (spark.driver.memory) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the simulated history (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path("/tmp/bench-spark"),
+        metavar="DIR",
+        help="folder the Parquet history is written to and reused from "
+        "(default: %(default)s)",
+    )
     parser.add_argument("--no-write", action="store_true", help="Do not touch docs/.")
     args = parser.parse_args()
     if args.one:

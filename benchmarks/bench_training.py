@@ -199,14 +199,26 @@ def markdown(results: list[dict], command: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000])
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=[100_000],
+        help="history sizes, in simulated tasks, one training run each "
+        "(default: %(default)s)",
+    )
     parser.add_argument(
         "--keras-max",
         type=int,
         default=1_000_000,
         help="Train Keras too up to this many tasks.",
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the simulated history (default: %(default)s)",
+    )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument(
         "--kinds", nargs="+", default=["xgboost"], help=argparse.SUPPRESS

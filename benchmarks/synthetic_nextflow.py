@@ -189,10 +189,24 @@ def write_trace(
 def main() -> None:
     """Write a synthetic trace from the command line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("path", type=Path)
-    parser.add_argument("--tasks", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--raw", action="store_true")
+    parser.add_argument("path", type=Path, metavar="FILE", help="trace file to write")
+    parser.add_argument(
+        "--tasks",
+        type=int,
+        default=2000,
+        help="task attempts in the trace, retries included (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the random trace (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--raw",
+        action="store_true",
+        help="write raw numbers (trace.raw = true) instead of human-readable values",
+    )
     parser.add_argument("--csv", action="store_true", help="comma-separated")
     args = parser.parse_args()
     write_trace(args.path, args.tasks, args.seed, args.raw, "," if args.csv else "\t")

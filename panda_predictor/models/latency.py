@@ -68,8 +68,19 @@ def measure(fn: Callable[[], object], calls: int) -> tuple[float, float]:
 def main(argv: list[str] | None = None) -> None:
     """Train both kinds on synthetic tasks and print single-row latency figures."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, default=5000)
-    parser.add_argument("--calls", type=int, default=500)
+    parser.add_argument(
+        "--rows",
+        type=int,
+        default=5000,
+        help="synthetic tasks both models are trained on (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--calls",
+        type=int,
+        default=500,
+        help="timed single-row calls per model (Keras Model.predict: at most 100) "
+        "(default: %(default)s)",
+    )
     args = parser.parse_args(argv)
 
     from .keras_net import KerasResourceClassifier

@@ -259,9 +259,26 @@ def main(argv: list[str] | None = None) -> None:
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=20000)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--delay-price", type=float, default=None)
+    parser.add_argument(
+        "--tasks",
+        type=int,
+        default=20000,
+        help="simulated tasks; the older ones train the bundle, the newest are "
+        "replayed (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=1,
+        help="seed of the simulation and the training (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--delay-price",
+        type=float,
+        default=None,
+        help="core-hours one core-hour of a job's delay is worth, for every target "
+        "(default: the prices training chose)",
+    )
     args = parser.parse_args(argv)
     print(format_outcomes(replay_simulated(args.tasks, args.seed, args.delay_price)))
 
