@@ -3,7 +3,7 @@
 Starts ``panda-predictor serve`` (waitress) on 127.0.0.1 on a free port as a
 subprocess, with the champion of a demo home (``--home``, made by ``panda-predictor
 demo``) or a bundle folder (``--bundle``), then runs a bounded, paced Python load
-generator on loopback: ``--rate`` requests/s for ``--seconds`` over ``--threads``
+generator on loopback: ``--rate`` requests/s for ``--seconds`` over ``--client-threads``
 persistent connections, one task definition per request. Latency is measured from
 the request's *scheduled* send time to the end of its response, so a stalled server
 is not hidden by a load generator that waits for it (no coordinated omission).
