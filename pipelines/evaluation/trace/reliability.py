@@ -143,17 +143,16 @@ def draw(documents: list[tuple[str, dict[str, Any]]], path: Path) -> Path:
             ax.set_ylabel("accuracy of the most likely class", fontsize=7)
         if k >= len(shown) - columns:
             ax.set_xlabel("its stated probability (bin mean)", fontsize=7)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper right", fontsize=8, markerscale=0.6)
+    axes.flat[0].legend(loc="upper left", fontsize=7, markerscale=0.5)
     fig.suptitle(
-        "Test parts: is the served confidence right as often as it says? "
-        "Diagonal: perfectly calibrated; marker area: the bin's share of the "
-        f"tasks; red titles: ECE above {ECE_GOAL}",
+        "Test parts: is the served confidence right as often as it says?\n"
+        "Dashed diagonal: perfectly calibrated; marker area: the bin's share of "
+        f"the tasks; red titles: ECE above {ECE_GOAL}",
         fontsize=9,
     )
-    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.5 / fig.get_figheight()))
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=90, bbox_inches="tight")
     return path
 
 
