@@ -22,8 +22,6 @@ API on the Agg canvas.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,7 +34,11 @@ from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
 from panda_predictor.errors import UserInputError
-from panda_predictor.ingest.swf import trace_name
+from pipelines.evaluation.trace.full_json import (
+    figure_parser,
+    log_name,
+    read_full_json,
+)
 from pipelines.evaluation.trace.hindsight import HINDSIGHT
 
 #: The unit of wasted hours per replayed target (others: core-h if any, else GB-h).
@@ -68,15 +70,6 @@ def pareto_front(x: Any, y: Any) -> np.ndarray:
         if not np.any((xs <= xs[i]) & (ys <= ys[i]) & ((xs < xs[i]) | (ys < ys[i])))
     ]
     return np.array(sorted(keep, key=lambda i: (xs[i], ys[i])), dtype=int)
-
-
-def log_name(full: dict[str, Any], source: Path) -> str:
-    """Return the short name of the log of ``full`` (else the folder of ``source``)."""
-    if not full.get("file"):
-        return source.resolve().parent.name
-    dev = bool(full.get("split", {}).get("development_run"))
-    # The benchmark's own folder name: a development run is "<log>-dev".
-    return trace_name(str(full["file"])) + ("-dev" if dev else "")
 
 
 def wasted_hours(target: str, outcomes: list[dict[str, Any]]) -> tuple[str, list]:
@@ -292,50 +285,14 @@ def draw_log(full: dict[str, Any], path: Path, name: str) -> Path:
     return path
 
 
-def read_full_json(path: Path) -> dict[str, Any]:
-    """Return the parsed full.json at ``path``; raise a one-line error if it is not."""
-    if not path.is_file():
-        raise UserInputError(
-            f"The FULL_JSON file must exist (a benchmark's full.json). Got "
-            f"{str(path)!r}, which does not exist, instead."
-        )
-    try:
-        document = json.loads(path.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserInputError(
-            f"The FULL_JSON file must hold JSON. Got {str(path)!r}: {exc}."
-        ) from None
-    if not isinstance(document, dict):
-        raise UserInputError(
-            f"The FULL_JSON file must hold a JSON object. Got "
-            f"{type(document).__name__} in {str(path)!r} instead."
-        )
-    return document
-
-
 def main(argv: list[str] | None = None) -> int:
     """Write ``DIR/<log>.png`` for each full.json given on the command line."""
-    parser = argparse.ArgumentParser(
-        prog="python -m pipelines.evaluation.trace.pareto",
-        description=__doc__.split("\n\n")[0].replace("\n", " "),
-        epilog=(
-            "Each FULL_JSON is a benchmark's full.json ('panda-predictor "
-            "benchmark' writes <home>/benchmarks/<log>/full.json). The log's name "
-            "is its 'file' field (else the file's folder), with '-dev' for a "
-            "--dev run. Example: python -m pipelines.evaluation.trace.pareto "
-            "/tmp/tr/benchmarks/*/full.json -o docs/img/pareto"
-        ),
-    )
-    parser.add_argument(
-        "full_json", nargs="+", type=Path, metavar="FULL_JSON", help="full.json"
-    )
-    parser.add_argument(
-        "-o",
-        "--out",
-        type=Path,
-        required=True,
-        metavar="DIR",
-        help="folder to write one <log>.png into per log",
+    parser = figure_parser(
+        "pipelines.evaluation.trace.pareto",
+        __doc__,
+        "DIR",
+        "folder to write one <log>.png into per log",
+        "docs/img/pareto",
     )
     args = parser.parse_args(argv)
     try:

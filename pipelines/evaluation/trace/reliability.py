@@ -18,7 +18,6 @@ the rest. Drawn with matplotlib's object API on the Agg canvas.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from pathlib import Path
@@ -29,7 +28,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from panda_predictor.errors import UserInputError
-from pipelines.evaluation.trace.pareto import log_name, read_full_json
+from pipelines.evaluation.trace.full_json import (
+    figure_parser,
+    log_name,
+    read_full_json,
+)
 from pipelines.evaluation.trace.scoring import RELIABILITY_OF
 from pipelines.evaluation.trace.summary import ECE_GOAL
 from pipelines.evaluation.trace.target_run import PRODUCTION
@@ -158,26 +161,12 @@ def draw(documents: list[tuple[str, dict[str, Any]]], path: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """Write the reliability figure of the full.json files on the command line."""
-    parser = argparse.ArgumentParser(
-        prog="python -m pipelines.evaluation.trace.reliability",
-        description=__doc__.split("\n\n")[0].replace("\n", " "),
-        epilog=(
-            "Each FULL_JSON is a benchmark's full.json ('panda-predictor "
-            "benchmark' writes <home>/benchmarks/<log>/full.json). Example: "
-            "python -m pipelines.evaluation.trace.reliability "
-            "/tmp/tr/benchmarks/*/full.json -o docs/img/reliability.png"
-        ),
-    )
-    parser.add_argument(
-        "full_json", nargs="+", type=Path, metavar="FULL_JSON", help="full.json"
-    )
-    parser.add_argument(
-        "-o",
-        "--out",
-        type=Path,
-        required=True,
-        metavar="PNG",
-        help="the figure to write (one panel per log and target)",
+    parser = figure_parser(
+        "pipelines.evaluation.trace.reliability",
+        __doc__,
+        "PNG",
+        "the figure to write (one panel per log and target)",
+        "docs/img/reliability.png",
     )
     args = parser.parse_args(argv)
     try:

@@ -8,11 +8,11 @@ import re
 import numpy as np
 import pytest
 
+from pipelines.evaluation.trace.full_json import log_name
 from pipelines.evaluation.trace.hindsight import HINDSIGHT
 from pipelines.evaluation.trace.pareto import (
     _view,
     _with_hindsight,
-    log_name,
     main,
     pareto_front,
     strategy_front,
