@@ -6,7 +6,7 @@ part's top-label reliability bins (the 15 equal-width bins of the ECE in
 its mean confidence per bin, for the distribution production served (calibrated on
 the retraining's validation part) and for the same distribution before calibration.
 A point on the diagonal is a bin whose stated probability came true as often as it
-said; a marker's area is its bin's share of the tasks, so the eye weighs the bins
+said; a marker's area is its bin's share of the jobs, so the eye weighs the bins
 the way the ECE does. Each panel's title gives the served ECE, its 90 % interval
 over resampled test days and the number of those days, and says whether the goal
 (ECE at most 0.05) is met. One figure for all logs, so the misses stand out among
@@ -80,7 +80,7 @@ def score_text(score: dict[str, Any]) -> str:
 
 
 def _points(bins: dict[str, list]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Return the non-empty bins' confidence, accuracy and share of the tasks."""
+    """Return the non-empty bins' confidence, accuracy and share of the jobs."""
     confidence = np.array(bins["confidence"], dtype=float)  # None -> NaN
     accuracy = np.array(bins["accuracy"], dtype=float)
     share = np.array(bins["count"], dtype=float)
@@ -150,7 +150,7 @@ def draw(documents: list[tuple[str, dict[str, Any]]], path: Path) -> Path:
     fig.suptitle(
         "Test parts: is the served confidence right as often as it says?\n"
         "Dashed diagonal: perfectly calibrated; marker area: the bin's share of "
-        f"the tasks; red titles: ECE above {ECE_GOAL}",
+        f"the test jobs; red titles: ECE above {ECE_GOAL}",
         fontsize=9,
     )
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.5 / fig.get_figheight()))
