@@ -147,7 +147,8 @@ def benchmark(
     before each test period on the tasks whose labels were known before it.
     Tables, the goal checks, the macro-F1 lead with its day-bootstrap interval
     and the replay of scouts versus prediction are printed and written to
-    <home>/benchmarks/<file>/ (see docs/evaluation.md).
+    <home>/benchmarks/<file>/ (report.md, full.json, and the figures pareto.png
+    and reliability.png; see docs/evaluation.md).
 
     \b
     Examples:
@@ -198,6 +199,9 @@ def benchmark(
             run_id = log_to_mlflow(settings, result, written)
             click.echo(f"MLflow run {run_id} (experiment panda-predictor-traces)")
         click.echo(result.report)
+        click.echo(
+            f"Written to {written[0].parent}: " + ", ".join(f.name for f in written)
+        )
         documents.append(result.to_json())
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)

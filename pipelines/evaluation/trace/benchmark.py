@@ -504,10 +504,10 @@ def _lead_interval(
 def write_outputs(
     result: BenchmarkResult, out_dir: Path, json_path: Path | None = None
 ) -> list[Path]:
-    """Write report.md and full.json into ``out_dir`` (and the documented JSON)."""
+    """Write report.md, full.json and the log's figures into ``out_dir`` (and the
+    documented JSON); return the files written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [out_dir / "report.md", out_dir / "full.json"]
-    written[0].write_text(result.report + "\n")
     full = {
         **result.to_json(),
         "full_scores": result.scores,
@@ -523,11 +523,40 @@ def write_outputs(
         "reliability": result.reliability,
     }
     written[1].write_text(json.dumps(full, indent=2, default=str))
+    # Drawn from the file as written, as the figure commands would read it.
+    figures = write_figures(json.loads(written[1].read_text()), written[1])
+    links = "".join(f"\n![{f.stem}]({f.name})\n" for f in figures)
+    written[0].write_text(
+        result.report + ("\n\n## Figures\n" + links if links else "\n")
+    )
+    written += figures
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(result.to_json(), indent=2, default=str))
         written.append(json_path)
     return written
+
+
+def write_figures(full: dict[str, Any], full_json: Path) -> list[Path]:
+    """Draw the log's Pareto and reliability figures next to its ``full_json``.
+
+    ``pareto.png`` (:mod:`~pipelines.evaluation.trace.pareto`) where a target
+    was replayed, ``reliability.png``
+    (:mod:`~pipelines.evaluation.trace.reliability`) where one was calibrated: the
+    pictures of docs/evaluation.md for this one log, so whoever benchmarks a log
+    of their own sees them without another command. Returns the files drawn.
+    """
+    from pipelines.evaluation.trace import pareto, reliability
+    from pipelines.evaluation.trace.full_json import log_name
+
+    name = log_name(full, full_json)
+    folder = full_json.parent
+    drawn = []
+    if any(full.get("replay", {}).values()):
+        drawn.append(pareto.draw_log(full, folder / "pareto.png", name))
+    if any(full.get("reliability", {}).values()):
+        drawn.append(reliability.draw([(name, full)], folder / "reliability.png"))
+    return drawn
 
 
 def _metric_name(strategy: str) -> str:

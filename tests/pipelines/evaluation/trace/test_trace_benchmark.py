@@ -162,6 +162,12 @@ def test_benchmark_command_end_to_end(tmp_path, trace):
             }
     folder = tmp_path / "home" / "benchmarks" / "synthetic"
     assert (folder / "report.md").is_file()
+    # The log's own figures, linked from its report and named in the output.
+    report = (folder / "report.md").read_text()
+    for png in ("pareto.png", "reliability.png"):
+        assert (folder / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"]({png})" in report
+    assert f"Written to {folder}: report.md, full.json, pareto.png, " in result.output
     assert "where model:production and the scouts differ" in result.output
     full = json.loads((folder / "full.json").read_text())
     for target in ("walltime", "ramcount"):
