@@ -527,7 +527,7 @@ def write_outputs(
     figures = write_figures(json.loads(written[1].read_text()), written[1])
     links = "".join(f"\n![{f.stem}]({f.name})\n" for f in figures)
     written[0].write_text(
-        result.report + ("\n\n## Figures\n" + links if links else "\n")
+        result.report + ("\n\n### Figures\n" + links if links else "\n")
     )
     written += figures
     if json_path is not None:
