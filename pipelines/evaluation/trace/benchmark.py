@@ -508,6 +508,7 @@ def write_outputs(
     documented JSON); return the files written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [out_dir / "report.md", out_dir / "full.json"]
+    written[0].write_text(result.report + "\n")
     full = {
         **result.to_json(),
         "full_scores": result.scores,
@@ -522,13 +523,15 @@ def write_outputs(
         "calibration": result.calibration,
         "reliability": result.reliability,
     }
-    written[1].write_text(json.dumps(full, indent=2, default=str))
-    # Drawn from the file as written, as the figure commands would read it.
-    figures = write_figures(json.loads(written[1].read_text()), written[1])
-    links = "".join(f"\n![{f.stem}]({f.name})\n" for f in figures)
-    written[0].write_text(
-        result.report + ("\n\n### Figures\n" + links if links else "\n")
-    )
+    text = json.dumps(full, indent=2, default=str)
+    written[1].write_text(text)
+    # The report and full.json are on disk before anything is drawn; the figures
+    # are drawn from full.json's text, as the figure commands read it.
+    figures = write_figures(json.loads(text), written[1])
+    if figures:
+        with written[0].open("a") as report:
+            report.write("\n### Figures\n")
+            report.writelines(f"\n![{f.stem}]({f.name})\n" for f in figures)
     written += figures
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)

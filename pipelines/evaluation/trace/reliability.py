@@ -33,8 +33,8 @@ from pipelines.evaluation.trace.full_json import (
     log_name,
     read_full_json,
 )
-from pipelines.evaluation.trace.scoring import RELIABILITY_OF
-from pipelines.evaluation.trace.summary import ECE_GOAL
+from pipelines.evaluation.trace.scoring import RELIABILITY_OF, interval_text
+from pipelines.evaluation.trace.summary import ECE_GOAL, ece_verdict
 from pipelines.evaluation.trace.target_run import PRODUCTION
 
 #: Colour, marker and legend label of each distribution drawn.
@@ -44,7 +44,7 @@ _STYLES = {
 }
 #: Panels per row of the figure.
 COLUMNS = 4
-#: Area in points² of a marker whose bin holds every task.
+#: Area in points² of a marker whose bin holds every test job.
 _FULL_AREA = 900.0
 
 
@@ -66,17 +66,16 @@ def panels(documents: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
 
 
 def score_text(score: dict[str, Any]) -> str:
-    """Return "ECE 0.061 (0.048-0.093, 2 days): not met", or "" without an ECE."""
-    ece = score.get("ece")
-    if ece is None or not math.isfinite(float(ece)):
+    """Return "ECE 0.061 (0.048-0.093 over 2 days): not met", or "" without an ECE."""
+    if not _has_ece(score):
         return ""
-    interval = (
-        f" ({score['ece_low']:.3f}-{score['ece_high']:.3f}, {score['n_days']:.0f} days)"
-        if "ece_low" in score
-        else ""
-    )
-    verdict = "met" if float(ece) <= ECE_GOAL else "not met"
-    return f"ECE {float(ece):.3f}{interval}: {verdict}"
+    ece = float(score["ece"])
+    return f"ECE {ece:.3f}{interval_text(score)}: {ece_verdict(ece)}"
+
+
+def _has_ece(score: dict[str, Any]) -> bool:
+    """Return whether ``score`` holds a finite ECE (an empty test part has NaN)."""
+    return score.get("ece") is not None and math.isfinite(float(score["ece"]))
 
 
 def _points(bins: dict[str, list]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -109,8 +108,9 @@ def _panel(ax: Any, panel: dict[str, Any]) -> None:
             linewidths=0.5,
             label=label,
         )
-    text = score_text(panel["score"])
-    missed = text.endswith("not met")
+    score = panel["score"]
+    text = score_text(score)
+    missed = _has_ece(score) and float(score["ece"]) > ECE_GOAL
     ax.set_title(
         panel["title"] + (f"\n{text}" if text else ""),
         fontsize=8,

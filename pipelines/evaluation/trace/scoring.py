@@ -245,14 +245,14 @@ def format_calibration(scores: dict[str, dict[str, float]]) -> str:
     """Return the calibration scores of one target as one report line."""
     parts = [
         f"{name.removeprefix('calibration:')} {s['ece']:.3f}"
-        f"{_interval_text(s)} / "
+        f"{interval_text(s)} / "
         f"{s['cumulative_ece']:.3f}"
         for name, s in scores.items()
     ]
     return "- calibration, test-part ECE (top-label / cumulative): " + "; ".join(parts)
 
 
-def _interval_text(score: dict[str, float]) -> str:
+def interval_text(score: dict[str, float]) -> str:
     """Return " (0.041-0.062 over 120 days)", the top-label ECE's 90 % interval
     over resampled days, or "" without one."""
     if "ece_low" not in score:

@@ -113,7 +113,7 @@ def calibration_rows(full: dict[str, Any]) -> list[str]:
         rows.append(
             f"| {name} | {target} | {ours['ece']:.3f} | {interval} | "
             f"{ours['cumulative_ece']:.3f} | {raw.get('ece', float('nan')):.3f} | "
-            f"{'met' if ours['ece'] <= ECE_GOAL else 'not met'} |"
+            f"{ece_verdict(ours['ece'])} |"
         )
     return rows
 
@@ -148,6 +148,13 @@ HINDSIGHT_HEADER = (
 
 #: The calibration goal: top-label ECE at most this on every log's test part.
 ECE_GOAL = 0.05
+
+
+def ece_verdict(ece: float) -> str:
+    """Return "met" or "not met": the calibration goal for a test part's ECE."""
+    return "met" if ece <= ECE_GOAL else "not met"
+
+
 CALIBRATION_HEADER = (
     "| log | target | ECE (top-label) | 90 % interval (days resampled) | "
     "ECE (cumulative) | ECE uncalibrated | ECE <= 0.05 |\n" + "|---" * 7 + "|"

@@ -39,7 +39,7 @@ FULL = {
 
 def test_the_score_text_says_the_ece_its_interval_and_the_verdict():
     score = FULL["calibration"]["walltime"]["model:production"]
-    assert score_text(score) == "ECE 0.061 (0.048-0.093, 2 days): not met"
+    assert score_text(score) == "ECE 0.061 (0.048-0.093 over 2 days): not met"
     assert score_text({"ece": 0.04}) == "ECE 0.040: met"
     assert score_text({"ece": 0.05}) == "ECE 0.050: met"  # the goal is "at most"
     assert score_text({}) == "" and score_text({"ece": float("nan")}) == ""

@@ -23,13 +23,33 @@ from tests.pipelines.evaluation.trace.test_trace_benchmark import write_trace
 
 
 @pytest.fixture(scope="module")
-def full_json(tmp_path_factory):
-    """Return the full.json of a small benchmark run with the self-tuned defaults."""
+def small_result(tmp_path_factory):
+    """Return a small benchmark run with the self-tuned defaults."""
+    path = write_trace(tmp_path_factory.mktemp("trace") / "small.swf", 7)
+    return run_benchmark(path, WalkForwardConfig(n_estimators=10, test_fraction=0.4))
+
+
+@pytest.fixture(scope="module")
+def full_json(tmp_path_factory, small_result):
+    """Return the full.json of :func:`small_result`."""
     folder = tmp_path_factory.mktemp("summary")
-    path = write_trace(folder / "small.swf", 7)
-    result = run_benchmark(path, WalkForwardConfig(n_estimators=10, test_fraction=0.4))
-    write_outputs(result, folder / "out")
+    write_outputs(small_result, folder / "out")
     return folder / "out" / "full.json"
+
+
+def test_a_figure_that_fails_loses_neither_the_report_nor_full_json(
+    tmp_path, small_result, monkeypatch
+):
+    import pipelines.evaluation.trace.benchmark as benchmark
+
+    def broken(full, full_json):
+        raise RuntimeError("no canvas")
+
+    monkeypatch.setattr(benchmark, "write_figures", broken)
+    with pytest.raises(RuntimeError, match="no canvas"):
+        write_outputs(small_result, tmp_path)
+    assert (tmp_path / "report.md").read_text() == small_result.report + "\n"
+    assert json.loads((tmp_path / "full.json").read_text())["reliability"]
 
 
 def _cells(row):
