@@ -3,8 +3,9 @@
 The Parallel Workloads Archive publishes real job logs in SWF: header comments that
 start with ``;``, then one job per line with 18 whitespace-separated numbers, ``-1``
 meaning "not recorded". Real files have blank lines, a truncated last line, negative
-or absurd values; the reader keeps every job it can place in time, turns a bad value
-into "missing" and counts it in :class:`SwfReport`, so nothing disappears silently.
+or absurd values, or the same job listed twice; the reader keeps every job it can
+place in time, once, turns a bad value into "missing" and counts it in
+:class:`SwfReport`, so nothing disappears silently.
 
 Each job becomes a task with one job. Only fields known at submission (submit time,
 requested processors, time and memory, user, group, executable, queue, partition)
@@ -102,6 +103,12 @@ class SwfReport(JobLogReport):
     n_comments: int = 0
     n_blank: int = 0
     n_truncated: int = 0
+    #: Lines equal, field for field, to an earlier job line: skipped (a log
+    #: concatenated with an overlapping extract of itself lists jobs twice).
+    n_duplicate: int = 0
+    #: Kept lines whose job number an earlier, different line already had (logs
+    #: merged with their numbering restarted): kept, since their jobs differ.
+    n_repeated_number: int = 0
     #: Rows (in file order) whose recorded wait was set aside as impossible: their
     #: finish stays unknown instead of resting on the assumed wait.
     wait_set_aside: np.ndarray = field(
@@ -115,13 +122,26 @@ class SwfReport(JobLogReport):
             if self.n_comments
             else "no header (stripped)"
         )
-        return [
+        lines = [
             f"file: {self.path}",
             f"lines: {self.n_lines} ({header}, {self.n_blank} blank)",
             f"jobs: {self.n_jobs} ({self.n_truncated} truncated lines padded as "
             f"missing, {self.n_malformed} malformed lines skipped, "
             f"{self.n_without_submit_time} without a submit time)",
         ]
+        # Said only where they occur: none of the archive's cleaned logs has either.
+        if self.n_duplicate:
+            lines.append(
+                f"duplicate lines skipped: {self.n_duplicate} (equal, field for "
+                "field, to an earlier job line)"
+            )
+        if self.n_repeated_number:
+            lines.append(
+                f"repeated job numbers: {self.n_repeated_number} lines reuse an "
+                "earlier line's job number with other values (kept as jobs of "
+                "their own)"
+            )
+        return lines
 
 
 def parse_swf_lines(
@@ -130,7 +150,9 @@ def parse_swf_lines(
     """Parse SWF text into an (n, 18) float array with NaN for missing values.
 
     A line with fewer than 18 fields (a truncated last line) is padded with missing
-    values and counted; a line with non-numeric fields is counted and skipped.
+    values and counted; a line with non-numeric fields is counted and skipped; a
+    line equal to an earlier job line is counted and skipped (the same job listed
+    twice); a different line reusing a job number is counted and kept.
     """
     report = SwfReport(path=path)
     rows: list[list[float]] = []
@@ -156,9 +178,20 @@ def parse_swf_lines(
             report.n_truncated += 1
             values += [-1.0] * (len(SWF_FIELDS) - len(values))
         rows.append(values)
-    data = np.asarray(rows, dtype=float).reshape(-1, len(SWF_FIELDS))
+    data = _once(np.asarray(rows, dtype=float).reshape(-1, len(SWF_FIELDS)), report)
     _clean(data, report)
     return data, report
+
+
+def _once(data: np.ndarray, report: SwfReport) -> np.ndarray:
+    """Drop the rows equal to an earlier row, count them and the job numbers that
+    different rows share; return the rows kept, in file order."""
+    repeated = pd.DataFrame(data).duplicated().to_numpy()
+    report.n_duplicate = int(repeated.sum())
+    data = data[~repeated]
+    numbers = pd.Series(data[:, 0])
+    report.n_repeated_number = int((numbers.duplicated() & (numbers != -1)).sum())
+    return data
 
 
 def _clean(data: np.ndarray, report: SwfReport) -> None:

@@ -103,3 +103,23 @@ def test_read_errors(tmp_path, name, content, error, match):
         path.write_bytes(content)
     with pytest.raises(error, match=match):
         read_swf(path)
+
+
+def test_a_job_listed_twice_is_read_once_and_a_reused_number_is_kept(tmp_path):
+    job = "{n} {t} 0 5 1 1 1 1 100 -1 1 1 -1 -1 -1 -1 -1 -1\n"
+    first, second = job.format(n=1, t=0), job.format(n=2, t=10)
+    # The second job repeated verbatim (tabs instead of spaces: still the same
+    # fields), then a different job that reuses number 1.
+    path = tmp_path / "twice.swf"
+    path.write_text(first + second + second.replace(" ", "\t") + job.format(n=1, t=99))
+    frame, report = read_swf(path)
+    assert frame["submit_s"].tolist() == [0.0, 10.0, 99.0]
+    assert (report.n_duplicate, report.n_repeated_number) == (1, 1)
+    lines = report.lines()
+    assert any(line.startswith("duplicate lines skipped: 1 ") for line in lines)
+    assert any(line.startswith("repeated job numbers: 1 lines") for line in lines)
+
+
+def test_a_log_without_repeats_says_nothing_of_them(swf_file):
+    _, report = read_swf(swf_file)
+    assert not any("duplicate" in line or "repeated" in line for line in report.lines())
