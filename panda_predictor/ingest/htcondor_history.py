@@ -26,7 +26,9 @@ table with units is in ``docs/job-logs.md``):
   recorded (``wait_assumed``).
 - ``status`` JobStatus 4 (completed) -> 1, 3 (removed) -> 5, any other -> 0.
 - ``job_id`` the ad's position in the file (1, 2, ...); added column
-  ``global_job_id`` GlobalJobId, else ``ClusterId.ProcId``.
+  ``global_job_id`` GlobalJobId, else ``ClusterId.ProcId``. An ad whose
+  GlobalJobId an earlier ad had is the same job exported twice: skipped and
+  counted.
 
 A missing attribute, ``null``, a date of 0 (HTCondor's "never") or an unevaluated
 expression (``"/Expr(...)/"``, e.g. the default ``MemoryUsage``) becomes ``NaN``
@@ -138,6 +140,11 @@ class HtcondorReport(JobLogReport):
             f"jobs: {self.n_jobs} ({self.n_without_submit_time} without a QDate, "
             "left out)",
         ]
+        if self.n_duplicate:
+            out.append(
+                f"duplicate ads skipped: {self.n_duplicate} (a GlobalJobId an "
+                "earlier ad already had)"
+            )
         sources = {**SOURCES, "queue": (self.queue_attribute,)}
         for column, n in sorted(self.missing.items()):
             names = " or ".join(sources.get(column, (column,)))
@@ -357,6 +364,14 @@ def _frame(
             "global_job_id": _global_job_ids(get),
         }
     )
+    # A job ad exported twice (two overlapping condor_history runs joined) is the
+    # same job: only the GlobalJobId says so; a local ClusterId.ProcId repeats
+    # across schedds.
+    global_ids = get.text("GlobalJobId")
+    repeated = (global_ids.notna() & global_ids.duplicated()).to_numpy()
+    report.n_duplicate = int(repeated.sum())
+    frame = frame[~repeated]
+    start, ended = start[~repeated], ended[~repeated]
     for column in SOURCES:
         missing = int(frame[column].isna().sum())
         if missing:

@@ -37,6 +37,9 @@ class JobLogReport:
     n_jobs: int = 0
     n_malformed: int = 0
     n_without_submit_time: int = 0
+    #: Jobs listed a second time (a log concatenated with an overlapping extract
+    #: of itself): skipped, so neither training nor the replay counts them twice.
+    n_duplicate: int = 0
     negative: Counter[str] = field(default_factory=Counter)
     absurd: Counter[str] = field(default_factory=Counter)
     #: Jobs whose finish rests on :attr:`assumed_wait_s` (their wait not recorded).

@@ -103,9 +103,6 @@ class SwfReport(JobLogReport):
     n_comments: int = 0
     n_blank: int = 0
     n_truncated: int = 0
-    #: Lines equal, field for field, to an earlier job line: skipped (a log
-    #: concatenated with an overlapping extract of itself lists jobs twice).
-    n_duplicate: int = 0
     #: Kept lines whose job number an earlier, different line already had (logs
     #: merged with their numbering restarted): kept, since their jobs differ.
     n_repeated_number: int = 0
@@ -184,7 +181,8 @@ def parse_swf_lines(
 
 
 def _once(data: np.ndarray, report: SwfReport) -> np.ndarray:
-    """Drop the rows equal to an earlier row, count them and the job numbers that
+    """Drop the rows equal to an earlier row (``n_duplicate``: a line equal to an
+    earlier one, field for field, is the same job), count the job numbers that
     different rows share; return the rows kept, in file order."""
     repeated = pd.DataFrame(data).duplicated().to_numpy()
     report.n_duplicate = int(repeated.sum())

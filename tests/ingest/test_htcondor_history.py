@@ -297,6 +297,29 @@ def test_ad_without_qdate_is_left_out_and_counted(tmp_path, ads):
     assert set(frame["job_id"]) == set(range(3, 201))  # positions in the file
 
 
+def test_an_ad_exported_twice_is_read_once(tmp_path, ads):
+    # Two overlapping exports joined: the last 20 ads again, one of them with a
+    # value set aside, so the counts must come from the ads kept.
+    again = [dict(ad) for ad in ads[-20:]]
+    again[0]["RequestMemory"] = 10**12
+    # Local ids repeat across schedds: without a GlobalJobId an ad is kept.
+    local = [{k: v for k, v in ad.items() if k != "GlobalJobId"} for ad in ads[:2]]
+    frame, report = read_htcondor_history(
+        write(tmp_path / "h.json", ads + again + local)
+    )
+    assert len(frame) == 202 and report.n_duplicate == 20
+    assert report.absurd == {}
+    assert "duplicate ads skipped: 20 (a GlobalJobId an earlier ad already had)" in (
+        report.lines()
+    )
+
+
+def test_a_history_without_repeats_says_nothing_of_them(history):
+    _, report = read_htcondor_history(history)
+    assert report.n_duplicate == 0
+    assert not any("duplicate" in line for line in report.lines())
+
+
 def test_negative_and_absurd_values_are_set_aside(tmp_path, ads):
     ads[0]["JobStartDate"] = ads[0]["QDate"] - 50  # clock skew
     ads[1]["RequestMemory"] = 10**12
