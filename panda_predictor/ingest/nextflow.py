@@ -92,6 +92,9 @@ class NextflowReport(JobLogReport):
     n_retries: int = 0
     n_cached_duplicates: int = 0
     n_not_finished: int = 0
+    #: Lines equal to their file's header after its first line: traces joined
+    #: into one file (``cat trace-*.txt``), each header skipped.
+    n_repeated_headers: int = 0
 
     def source_lines(self) -> list[str]:
         """Return the trace's own lines: files, attempts, what was ignored."""
@@ -112,6 +115,16 @@ class NextflowReport(JobLogReport):
         if self.n_not_finished:
             out.append(
                 f"not finished when the trace was written: {self.n_not_finished}"
+            )
+        if self.n_repeated_headers:
+            out.append(
+                f"header repeated: {self.n_repeated_headers} more header lines "
+                "(traces joined into one file), skipped"
+            )
+        if self.n_duplicate:
+            out.append(
+                f"duplicate rows skipped: {self.n_duplicate} (a task attempt listed "
+                "again, field for field)"
             )
         if self.ignored_fields:
             out.append(f"fields not used: {', '.join(self.ignored_fields)}")
@@ -175,6 +188,12 @@ def _read_table(
     header = _header_names(lines[first])
     numbers = [i + 1 for i in range(first + 1, len(lines)) if lines[i].strip()]
     report.n_blank += len(lines) - first - 1 - len(numbers)
+    # Traces joined with cat: the same header again starts the next trace.
+    again = lines[first].strip()
+    joined = [i for i in numbers if lines[i - 1].strip() == again]
+    if joined:
+        report.n_repeated_headers += len(joined)
+        numbers = [i for i in numbers if lines[i - 1].strip() != again]
     body = [lines[i - 1] for i in numbers]
     # Without quotes a line's fields are its separators + 1; quoted (comma-separated
     # exports may quote a name holding a comma) lines go through the csv module.
@@ -376,9 +395,15 @@ def _kept_rows(
 ) -> tuple[pd.DataFrame, np.ndarray]:
     """Return the rows that are jobs, and which of them completed.
 
-    A cached copy of a task that also ran is dropped, and so is a row without a
-    submit time (it never reached an executor); both are counted in ``report``.
+    A row equal, field for field, to an earlier one (the same attempt listed
+    again: a trace joined twice, a copy in the folder) is dropped, a cached copy
+    of a task that also ran too, and so is a row without a submit time (it never
+    reached an executor); each is counted in ``report``.
     """
+    fields = [c for c in raw.columns if c not in ("line", "trace_file")]
+    repeated = raw.duplicated(subset=fields).to_numpy()
+    report.n_duplicate += int(repeated.sum())
+    raw = raw[~repeated]
     status = raw["status"]
     has_status = status.notna().to_numpy()
     exit_code = raw["exit"].to_numpy()

@@ -343,6 +343,37 @@ def test_a_folder_of_traces_is_one_history_in_time_order(tmp_path):
     ]
 
 
+def test_traces_joined_into_one_file_read_as_the_traces_themselves(tmp_path):
+    # cat run1.txt run2.txt > all.txt, where run 2 resumed run 1 and the first
+    # FASTQC ran again verbatim (the same attempt listed twice).
+    later = [r.replace("2024-03-01", "2024-03-08") for r in HUMAN_ROWS[1:]]
+    later = [r.replace("ab/00000", "cd/00000") for r in later]
+    joined = tmp_path / "all.txt"
+    joined.write_text(trace_text(HUMAN_ROWS) + trace_text([HUMAN_ROWS[0], *later]))
+    frame, report = read_nextflow_trace(joined)
+    assert report.n_repeated_headers == 1 and report.n_duplicate == 1
+    assert len(frame) == 9 and frame["submit_s"].is_monotonic_increasing
+    lines = report.lines()
+    assert (
+        "header repeated: 1 more header lines (traces joined into one file), "
+        "skipped" in lines
+    )
+    assert any(line.startswith("duplicate rows skipped: 1 ") for line in lines)
+    # The same attempt in a copy of the trace inside a folder counts once too.
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "trace_a.txt").write_text(trace_text(HUMAN_ROWS))
+    (folder / "trace_b.txt").write_text(trace_text(HUMAN_ROWS))
+    frame, report = read_job_log(folder)
+    assert len(frame) == 5 and report.n_duplicate == 5
+
+
+def test_a_trace_without_repeats_says_nothing_of_them(human):
+    _, report = read_nextflow_trace(human)
+    assert (report.n_repeated_headers, report.n_duplicate) == (0, 0)
+    assert not any("repeated" in x or "duplicate" in x for x in report.lines())
+
+
 def test_a_folder_without_traces_is_refused(tmp_path):
     with pytest.raises(JobLogError, match="must hold Nextflow trace files"):
         read_job_log(tmp_path)
