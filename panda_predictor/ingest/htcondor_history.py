@@ -1,7 +1,8 @@
 """Read HTCondor job history (``condor_history -json``) into the job frame.
 
 ``condor_history -json`` prints a JSON array of job ClassAds; ``-jsonl`` (and tools
-such as ``condor_adstash``) one ad per line. Both are read, plain or gzip. Each
+such as ``condor_adstash``) one ad per line. Both are read, plain or gzip, and so
+are several arrays appended to one file (one per schedd). Each
 ad becomes one row of the same job frame the SWF reader builds, so a site's own
 HTCondor history runs through the benchmark like an archive log.
 
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -195,14 +197,13 @@ def _load_ads(
     text = text.removeprefix("\ufeff")
     body = text.lstrip(" \t\r\n")
     if body.startswith("["):
-        report.layout = "JSON array"
-        try:
-            values = json.loads(text, object_pairs_hook=hook)
-        except json.JSONDecodeError as exc:
-            raise _layout_error(
-                path,
-                f"invalid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})",
-            ) from None
+        arrays = _json_arrays(text, hook, path)
+        report.layout = (
+            "JSON array"
+            if len(arrays) == 1
+            else f"{len(arrays)} JSON arrays (histories appended to one file)"
+        )
+        values = [v for array in arrays for v in array]
     elif body.startswith("{"):
         report.layout = "JSON lines"
         values = _json_lines(text.splitlines(), hook, path)
@@ -213,6 +214,38 @@ def _load_ads(
     report.n_records = len(values)
     report.n_malformed += len(values) - len(ads)
     return ads
+
+
+#: JSON's whitespace, skipped between appended arrays.
+_BLANK = re.compile(r"[ \t\r\n]*")
+
+
+def _json_arrays(text: str, hook: Callable, path: Path) -> list[list[Any]]:
+    """Return the JSON arrays of ``text``, one after another.
+
+    ``condor_history -json -name SCHEDD >> history.json`` for each schedd appends
+    one array per schedd: each is read in turn. Anything else after an array is
+    invalid JSON, named by its line and column.
+    """
+    decoder = json.JSONDecoder(object_pairs_hook=hook)
+    arrays: list[list[Any]] = []
+    at = 0
+    try:
+        while True:
+            at = _BLANK.match(text, at).end()
+            if at == len(text):
+                return arrays
+            if arrays and text[at] != "[":
+                # Report it as json.loads would: extra data after the arrays.
+                raise json.JSONDecodeError("Extra data", text, at)
+            value, at = decoder.raw_decode(text, at)
+            if not isinstance(value, list):
+                raise json.JSONDecodeError("Expecting a JSON array", text, at)
+            arrays.append(value)
+    except json.JSONDecodeError as exc:
+        raise _layout_error(
+            path, f"invalid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})"
+        ) from None
 
 
 def _json_lines(lines: Iterable[str], hook: Callable, path: Path) -> list[Any]:

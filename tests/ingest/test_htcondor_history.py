@@ -289,6 +289,22 @@ def test_broken_json_line_and_non_ad_are_counted(tmp_path, ads):
     assert "records: 5 (2 not job ads, skipped)" in report.lines()
 
 
+def test_histories_of_several_schedds_appended_read_as_one(tmp_path, ads, history):
+    # for s in schedds; do condor_history -json -name $s >> all.json; done
+    path = tmp_path / "all.json"
+    path.write_text(
+        "".join(history_text(part, "json") for part in (ads[:70], ads[70:71], ads[71:]))
+    )
+    frame, report = read_htcondor_history(path)
+    whole, _ = read_htcondor_history(history)
+    pd.testing.assert_frame_equal(frame, whole)
+    assert report.n_records == 200
+    assert (
+        "format: HTCondor history, 3 JSON arrays (histories appended to one "
+        "file) (plain)" in report.lines()
+    )
+
+
 def test_ad_without_qdate_is_left_out_and_counted(tmp_path, ads):
     del ads[0]["QDate"]
     ads[1]["QDate"] = 0
@@ -357,11 +373,22 @@ def test_trace_name_strips_format_suffixes(name, suffix):
         (None, FileNotFoundError, "The HTCondor history file must exist"),
         (b"1 0 10 100 2 90\n", ValueError, r"condor_history -json output.*'1 0 10"),
         (b'[\n{"Owner": "a"}\n,\n{"Own', ValueError, r"invalid JSON at line 4"),
+        (b'[{"Owner": "a"}]\n{"Owner": "b"}\n', ValueError, r"line 2 column 1 \(Extra"),
+        (b'[{"Owner": "a"}]\n[{"Own', ValueError, r"invalid JSON at line 2"),
         (b'\n{"Owner": \nnot json\n', ValueError, r"no line that is JSON \(line 2"),
         (gzip.compress(b'[{"Owner": "a"}]' * 400)[:30], ValueError, "complete gzip"),
         (b"", ValueError, "with no content instead"),
     ],
-    ids=["missing", "swf-text", "cut-array", "no-json-line", "cut-gzip", "empty"],
+    ids=[
+        "missing",
+        "swf-text",
+        "cut-array",
+        "object-after-array",
+        "cut-second-array",
+        "no-json-line",
+        "cut-gzip",
+        "empty",
+    ],
 )
 def test_read_errors(tmp_path, content, error, match):
     path = tmp_path / "history.json"
