@@ -117,9 +117,10 @@ class NextflowReport(JobLogReport):
                 f"not finished when the trace was written: {self.n_not_finished}"
             )
         if self.n_repeated_headers:
+            times = "time" if self.n_repeated_headers == 1 else "times"
             out.append(
-                f"header repeated: {self.n_repeated_headers} more header lines "
-                "(traces joined into one file), skipped"
+                f"header repeated {self.n_repeated_headers} more {times} (traces "
+                "joined into one file), skipped"
             )
         if self.n_duplicate:
             out.append(

@@ -354,10 +354,7 @@ def test_traces_joined_into_one_file_read_as_the_traces_themselves(tmp_path):
     assert report.n_repeated_headers == 1 and report.n_duplicate == 1
     assert len(frame) == 9 and frame["submit_s"].is_monotonic_increasing
     lines = report.lines()
-    assert (
-        "header repeated: 1 more header lines (traces joined into one file), "
-        "skipped" in lines
-    )
+    assert "header repeated 1 more time (traces joined into one file), skipped" in lines
     assert any(line.startswith("duplicate rows skipped: 1 ") for line in lines)
     # The same attempt in a copy of the trace inside a folder counts once too.
     folder = tmp_path / "run"
