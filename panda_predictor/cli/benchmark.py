@@ -45,7 +45,9 @@ def _half_life(value: str) -> float | str | None:
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Benchmark every job log of a folder, one after another: *.swf(.gz), "
-    "*.json(.gz), *.jsonl, Nextflow trace files and sub-folders of them.",
+    "*.json(.gz), *.jsonl, Nextflow trace files and sub-folders of them. Other "
+    "files are named and passed over; a log that cannot be benchmarked (its "
+    "reason printed) does not stop the others, and the command then exits 1.",
 )
 @click.option(
     "--test-fraction",
@@ -160,7 +162,7 @@ def benchmark(
     """
     import json
 
-    from panda_predictor.ingest import job_logs_in
+    from panda_predictor.ingest import job_logs_in, passed_over
     from pipelines.evaluation.trace.benchmark import (
         log_to_mlflow,
         report_folder,
@@ -180,6 +182,8 @@ def benchmark(
         raise click.ClickException(
             f"No job log (*.swf, *.json, Nextflow trace) in {all_dir}."
         )
+    if all_dir is not None:
+        _say_what_all_takes(files, passed_over(all_dir, files))
     config = walk_config(
         settings,
         test_fraction=test_fraction,
@@ -191,9 +195,20 @@ def benchmark(
     )
     base = out_dir or settings.home / "benchmarks"
     documents = []
+    failed: list[str] = []
     for path in files:
-        with user_errors():
-            result = run_benchmark(path, config, max_jobs=max_jobs, dev=dev)
+        try:
+            with user_errors():
+                result = run_benchmark(path, config, max_jobs=max_jobs, dev=dev)
+        except click.UsageError:
+            raise
+        except click.ClickException as exc:
+            if all_dir is None:
+                raise
+            # One log's own fault (--all): say it and go on with the others.
+            click.echo(f"Not benchmarked: {path.name}: {exc.format_message()}")
+            failed.append(path.name)
+            continue
         written = write_outputs(result, base / report_folder(path, dev))
         if not no_mlflow:
             run_id = log_to_mlflow(settings, result, written)
@@ -208,3 +223,27 @@ def benchmark(
         payload = documents[0] if swf_file is not None else documents
         json_path.write_text(json.dumps(payload, indent=2, default=str))
         click.echo(f"JSON written: {json_path}")
+    if failed:
+        raise click.ClickException(
+            f"{len(failed)} of {len(files)} logs not benchmarked (the reasons are "
+            f"above): {', '.join(failed)}."
+        )
+
+
+def _say_what_all_takes(logs: list[Path], others: list[Path]) -> None:
+    """Print which logs ``--all`` benchmarks and which files it passes over."""
+    click.echo(f"Benchmarking {_many(len(logs), 'job log')}: " + _names(logs))
+    if others:
+        click.echo(
+            f"Passed over {_many(len(others), 'file')} ({_names(others)}): not named "
+            "*.swf(.gz) or *.json(l)(.gz) and no Nextflow header; give a log among "
+            "them with --log, which tells the format by its content."
+        )
+
+
+def _many(n: int, thing: str) -> str:
+    return f"{n} {thing}" + ("" if n == 1 else "s")
+
+
+def _names(paths: list[Path]) -> str:
+    return ", ".join(p.name for p in paths)

@@ -43,6 +43,7 @@ __all__ = [
     "available_targets",
     "job_log_format",
     "job_logs_in",
+    "passed_over",
     "read_htcondor_history",
     "read_job_log",
     "read_nextflow_trace",
@@ -123,6 +124,21 @@ def job_logs_in(folder: str | Path) -> list[Path]:
         if by_name or (path.is_dir() and trace_files(path)):
             out.append(path)
     return sorted([*out, *trace_files(folder)])
+
+
+def passed_over(folder: str | Path, logs: list[Path]) -> list[Path]:
+    """Return the files directly in ``folder`` that :func:`job_logs_in` did not take.
+
+    ``--all`` names them, so a log whose name it does not know (``site.log``) is
+    not skipped unseen: such a file can still be given with ``--log``, which tells
+    the format by content. Hidden files are left out.
+    """
+    taken = set(logs)
+    return [
+        p
+        for p in sorted(Path(folder).iterdir())
+        if p.is_file() and p not in taken and not p.name.startswith(".")
+    ]
 
 
 def read_job_log(path: str | Path, **kw: Any) -> tuple[pd.DataFrame, JobLogReport]:

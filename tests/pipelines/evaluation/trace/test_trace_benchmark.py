@@ -230,6 +230,38 @@ def test_benchmark_errors(tmp_path, args, match):
     assert result.exit_code != 0 and match in result.output
 
 
+def test_all_goes_on_past_a_log_it_cannot_benchmark_and_names_what_it_passed(
+    tmp_path, seed
+):
+    """--all over logs nobody here has seen: one log's fault loses no other."""
+    from panda_predictor.cli.benchmark import benchmark
+    from panda_predictor.settings import load_settings
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    # "a_burst" sorts first: its error must not stop the good log after it.
+    burst = [
+        f"{i} 1000 60 {100 + i} 1 -1 -1 1 3600 -1 1 1 1 1 1 1 -1 -1"
+        for i in range(1, 301)
+    ]
+    (logs / "a_burst.swf").write_text("\n".join(burst) + "\n")
+    write_trace(logs / "b_good.swf", seed)
+    (logs / "site.log").write_text("1 0 10 100 1 -1 -1 1 3600 -1 1 1 1 1 1 1 -1 -1\n")
+    result = CliRunner().invoke(
+        benchmark,
+        ["--all", str(logs), "--no-mlflow", "--n-estimators", "20"],
+        obj=load_settings(home=tmp_path / "home"),
+    )
+    out = result.output
+    assert "Benchmarking 2 job logs: a_burst.swf, b_good.swf" in out
+    assert "Passed over 1 file (site.log)" in out
+    assert "Not benchmarked: a_burst.swf: " in out
+    assert "submit times must spread enough" in out
+    assert (tmp_path / "home" / "benchmarks" / "b_good" / "report.md").is_file()
+    assert result.exit_code == 1
+    assert "1 of 2 logs not benchmarked (the reasons are above): a_burst.swf." in out
+
+
 def test_a_log_submitted_in_one_second_gets_a_clear_error(tmp_path):
     """No time split exists; the command says so and names the log's fault."""
     from panda_predictor.cli.benchmark import benchmark
