@@ -344,10 +344,11 @@ def _frame(
     Ads without a usable ``QDate`` cannot be placed in time: they are counted in
     ``report.n_without_submit_time`` and left out.
     """
+    ads, places = _first_ad_of_each_job(ads, report)
     qdate = _Columns(ads, report).number("QDate", zero_is_missing=True)
     keep = ~np.isnan(qdate)
     report.n_without_submit_time = int((~keep).sum())
-    position = np.flatnonzero(keep) + 1.0
+    position = places[keep]
     qdate = qdate[keep]
     get = _Columns([ad for ad, k in zip(ads, keep, strict=True) if k], report)
     n = len(qdate)
@@ -397,14 +398,6 @@ def _frame(
             "global_job_id": _global_job_ids(get),
         }
     )
-    # A job ad exported twice (two overlapping condor_history runs joined) is the
-    # same job: only the GlobalJobId says so; a local ClusterId.ProcId repeats
-    # across schedds.
-    global_ids = get.text("GlobalJobId")
-    repeated = (global_ids.notna() & global_ids.duplicated()).to_numpy()
-    report.n_duplicate = int(repeated.sum())
-    frame = frame[~repeated]
-    start, ended = start[~repeated], ended[~repeated]
     for column in SOURCES:
         missing = int(frame[column].isna().sum())
         if missing:
@@ -414,6 +407,31 @@ def _frame(
     _set_finish(frame, np.isnan(start), ended, assumed_wait_s)
     frame = frame.sort_values("submit_s", kind="stable")
     return frame.reset_index(drop=True)
+
+
+def _first_ad_of_each_job(
+    ads: list[dict[str, Any]], report: HtcondorReport
+) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """Return each job's first ad and its place in the file (1, 2, ...).
+
+    An ad whose GlobalJobId an earlier ad had is the same job exported twice (two
+    overlapping condor_history runs joined): counted in ``report.n_duplicate`` and
+    dropped before anything else is counted. Only the GlobalJobId says so; a local
+    ClusterId.ProcId repeats across schedds.
+    """
+    seen: set[str] = set()
+    kept: list[dict[str, Any]] = []
+    places: list[float] = []
+    for place, ad in enumerate(ads, start=1):
+        global_id = ad.get("globaljobid")
+        if isinstance(global_id, str):
+            if global_id in seen:
+                report.n_duplicate += 1
+                continue
+            seen.add(global_id)
+        kept.append(ad)
+        places.append(float(place))
+    return kept, np.asarray(places, dtype=float)
 
 
 def _status_and_end(
