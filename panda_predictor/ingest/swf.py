@@ -134,9 +134,9 @@ class SwfReport(JobLogReport):
             )
         if self.n_repeated_number:
             lines.append(
-                f"repeated job numbers: {self.n_repeated_number} lines reuse an "
-                "earlier line's job number with other values (kept as jobs of "
-                "their own)"
+                f"repeated job numbers: {self.n_repeated_number} (a line reusing "
+                "an earlier line's job number with other values is kept as a job "
+                "of its own)"
             )
         return lines
 

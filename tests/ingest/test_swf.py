@@ -117,7 +117,7 @@ def test_a_job_listed_twice_is_read_once_and_a_reused_number_is_kept(tmp_path):
     assert (report.n_duplicate, report.n_repeated_number) == (1, 1)
     lines = report.lines()
     assert any(line.startswith("duplicate lines skipped: 1 ") for line in lines)
-    assert any(line.startswith("repeated job numbers: 1 lines") for line in lines)
+    assert any(line.startswith("repeated job numbers: 1 (a line") for line in lines)
 
 
 def test_a_log_without_repeats_says_nothing_of_them(swf_file):
