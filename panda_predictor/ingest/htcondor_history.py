@@ -216,8 +216,8 @@ def _load_ads(
     return ads
 
 
-#: JSON's whitespace, skipped between appended arrays.
-_BLANK = re.compile(r"[ \t\r\n]*")
+#: Anything but JSON's whitespace: where the next appended array starts.
+_NOT_BLANK = re.compile(r"[^ \t\r\n]")
 
 
 def _json_arrays(text: str, hook: Callable, path: Path) -> list[list[Any]]:
@@ -232,9 +232,10 @@ def _json_arrays(text: str, hook: Callable, path: Path) -> list[list[Any]]:
     at = 0
     try:
         while True:
-            at = _BLANK.match(text, at).end()
-            if at == len(text):
+            start = _NOT_BLANK.search(text, at)
+            if start is None:
                 return arrays
+            at = start.start()
             if arrays and text[at] != "[":
                 # Report it as json.loads would: extra data after the arrays.
                 raise json.JSONDecodeError("Extra data", text, at)
