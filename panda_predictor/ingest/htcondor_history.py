@@ -239,9 +239,8 @@ def _json_arrays(text: str, hook: Callable, path: Path) -> list[list[Any]]:
             if arrays and text[at] != "[":
                 # Report it as json.loads would: extra data after the arrays.
                 raise json.JSONDecodeError("Extra data", text, at)
+            # Each value starts at a '[' (checked above and by the caller): a list.
             value, at = decoder.raw_decode(text, at)
-            if not isinstance(value, list):
-                raise json.JSONDecodeError("Expecting a JSON array", text, at)
             arrays.append(value)
     except json.JSONDecodeError as exc:
         raise _layout_error(

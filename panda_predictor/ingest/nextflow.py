@@ -187,14 +187,13 @@ def _read_table(
     delimiter = "\t" if "\t" in lines[first] else ","
     report.layouts.append("tab-separated" if delimiter == "\t" else "comma-separated")
     header = _header_names(lines[first])
-    numbers = [i + 1 for i in range(first + 1, len(lines)) if lines[i].strip()]
-    report.n_blank += len(lines) - first - 1 - len(numbers)
     # Traces joined with cat: the same header again starts the next trace.
     again = lines[first].strip()
-    joined = [i for i in numbers if lines[i - 1].strip() == again]
-    if joined:
-        report.n_repeated_headers += len(joined)
-        numbers = [i for i in numbers if lines[i - 1].strip() != again]
+    stripped = [(i + 1, lines[i].strip()) for i in range(first + 1, len(lines))]
+    filled = [(number, line) for number, line in stripped if line]
+    report.n_blank += len(stripped) - len(filled)
+    numbers = [number for number, line in filled if line != again]
+    report.n_repeated_headers += len(filled) - len(numbers)
     body = [lines[i - 1] for i in numbers]
     # Without quotes a line's fields are its separators + 1; quoted (comma-separated
     # exports may quote a name holding a comma) lines go through the csv module.
