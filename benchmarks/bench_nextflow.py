@@ -99,13 +99,15 @@ def main() -> None:
             f"| {form} | {size_mb:.1f} | {read:.2f} | {mapped:.2f} | {rate:,.0f} | "
             f"{cpu:.2f} |"
         )
+    # More runnable work than cores: other processes took some of the time.
+    shared = ": the machine was shared" if load >= (os.cpu_count() or 1) else ""
     body = "\n".join(
         [
             "## Nextflow trace reader (benchmarks/bench_nextflow.py)",
             "",
             f"Measured {started} on {platform.machine()}, {os.cpu_count()} cores "
-            f"(1-minute load average {load:.1f} at the start: the machine was "
-            f"shared), Python {platform.python_version()}. Command:",
+            f"(1-minute load average {load:.1f} at the start{shared}), Python "
+            f"{platform.python_version()}. Command:",
             "",
             "```",
             f"python benchmarks/bench_nextflow.py --tasks {args.tasks} "
