@@ -21,23 +21,10 @@ import argparse
 import gzip
 from pathlib import Path
 
-from panda_predictor.ingest.files import open_text
+from pipelines.evaluation.trace.altered import USER, read_swf_lines
 
-#: SWF fields (0-based) this script rewrites: job number, submit time, user.
-JOB, SUBMIT, USER = 0, 1, 11
-
-
-def read_swf_lines(path: Path) -> tuple[list[str], list[list[str]]]:
-    """Return the header/comment lines and the job lines (split) of an SWF log."""
-    header: list[str] = []
-    jobs: list[list[str]] = []
-    with open_text(path) as fh:
-        for line in fh:
-            if line.startswith(";") or not line.strip():
-                header.append(line)
-            else:
-                jobs.append(line.split())
-    return header, jobs
+#: SWF fields (0-based) rewritten here besides the user: job number, submit time.
+JOB, SUBMIT = 0, 1
 
 
 def scaled_jobs(
@@ -45,8 +32,8 @@ def scaled_jobs(
 ) -> list[list[str]]:
     """Return ``copies`` copies of ``jobs`` in submit order, copy k shifted k x shift_s.
 
-    Job numbers are offset so none repeats; with ``own_users`` each copy's user
-    numbers are offset past every user of the source (an unknown user, -1, stays).
+    Job and, with ``own_users``, user numbers are offset past every number of the
+    source, so none repeats across copies (an unknown user, -1, stays).
     """
     top_job = max(int(f[JOB]) for f in jobs)
     top_user = max(int(f[USER]) for f in jobs)
@@ -54,7 +41,7 @@ def scaled_jobs(
     for k in range(copies):
         for fields in jobs:
             copy = list(fields)
-            copy[JOB] = str(int(fields[JOB]) + k * top_job)
+            copy[JOB] = str(int(fields[JOB]) + k * (top_job + 1))
             copy[SUBMIT] = str(int(fields[SUBMIT]) + k * shift_s)
             if own_users and int(fields[USER]) >= 0:
                 copy[USER] = str(int(fields[USER]) + k * (top_user + 1))
@@ -83,9 +70,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.copies < 1:
         parser.error(f"--copies must be at least 1. Got {args.copies} instead.")
-    header, jobs = read_swf_lines(args.source)
-    if not jobs:
-        parser.error(f"The source must hold job lines. Got none in {args.source}.")
+    try:
+        header, jobs = read_swf_lines(args.source)
+    except ValueError as exc:
+        parser.error(str(exc).replace("'--log' file", "source"))
     shift = args.shift
     if args.after:
         submits = [int(f[SUBMIT]) for f in jobs]
@@ -93,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
     scaled = scaled_jobs(jobs, args.copies, shift, args.own_users)
     opener = gzip.open if args.out.suffix == ".gz" else open
     with opener(args.out, "wt") as fh:
-        fh.writelines(header)
+        fh.writelines(line + "\n" for line in header)
         fh.writelines(" ".join(fields) + "\n" for fields in scaled)
     print(f"Wrote {len(scaled):,} jobs ({args.copies} copies) to {args.out}")
 

@@ -189,9 +189,12 @@ def _read_table(
     header = _header_names(lines[first])
     # Traces joined with cat: the same header again starts the next trace.
     again = lines[first].strip()
-    stripped = [(i + 1, lines[i].strip()) for i in range(first + 1, len(lines))]
-    filled = [(number, line) for number, line in stripped if line]
-    report.n_blank += len(stripped) - len(filled)
+    filled = [
+        (i + 1, line)
+        for i in range(first + 1, len(lines))
+        if (line := lines[i].strip())
+    ]
+    report.n_blank += len(lines) - first - 1 - len(filled)
     numbers = [number for number, line in filled if line != again]
     report.n_repeated_headers += len(filled) - len(numbers)
     body = [lines[i - 1] for i in numbers]

@@ -44,3 +44,26 @@ def test_no_copies_is_a_clear_error(tmp_path, source, capsys):
     with pytest.raises(SystemExit):
         main([str(source), str(tmp_path / "x.swf"), "--copies", "0"])
     assert "--copies must be at least 1. Got 0 instead." in capsys.readouterr().err
+
+
+def test_job_numbers_from_zero_do_not_repeat_across_copies(tmp_path, source):
+    lines = source.read_text().splitlines()
+    zero_based = [
+        line
+        if line.startswith(";") or not line
+        else " ".join([str(int(line.split()[0]) - 1), *line.split()[1:]])
+        for line in lines
+    ]
+    source.write_text("\n".join(zero_based) + "\n")
+    out = tmp_path / "zero.swf"
+    main([str(source), str(out), "--copies", "2"])
+    _, report = read_job_log(out)
+    assert report.n_repeated_number == 0
+
+
+def test_a_source_without_jobs_is_a_clear_error(tmp_path, capsys):
+    empty = tmp_path / "empty.swf"
+    empty.write_text("; UnixStartTime: 0\n")
+    with pytest.raises(SystemExit):
+        main([str(empty), str(tmp_path / "x.swf")])
+    assert "The source must be an SWF job log" in capsys.readouterr().err
