@@ -46,6 +46,7 @@ from panda_predictor.serving.classified import Classified
 from panda_predictor.serving.combination import ServingHistory
 from panda_predictor.serving.decision import decide_table
 from panda_predictor.serving.predictor import Predictor
+from panda_predictor.serving.recent import DEFAULT_DAYS
 from pipelines.evaluation.trace.target_run import (
     PRODUCTION,
     REQUEST_OF,
@@ -88,6 +89,9 @@ class WalkForwardConfig:
     recall_target: float = 0.95
     delay_price: float | None = None
     seed: int = 0
+    #: The hook's history window (tasks created in the last ``history_days``);
+    #: tests widen it to show that it is what keeps older tasks out.
+    history_days: int = DEFAULT_DAYS
 
     def training_config(self) -> TrainingConfig:
         """Return the production training config with these knobs applied."""
@@ -224,6 +228,25 @@ def _retrain(
         ) from exc
 
 
+def served_history(
+    tasks: pd.DataFrame, created: np.ndarray, in_period: np.ndarray, days: int
+) -> ServingHistory:
+    """Return the labelled history a period's tasks are predicted with.
+
+    The hook reads the tasks created in the last ``days``
+    (:class:`~panda_predictor.serving.recent.IncrementalHistory`); here the window
+    starts ``days`` before the period's first task and ends at its last, and each
+    task still sees only the labels known before its own creation. So a task late
+    in a period sees at most one period (the retraining cadence) more of the oldest
+    history than the hook would: reading the window again per task would rebuild
+    the history features and the experts' records once per task.
+    """
+    period_created = created[in_period]
+    start = period_created.min() - np.timedelta64(days, "D")
+    last = period_created.max()
+    return ServingHistory(tasks[(created >= start) & (created <= last)])
+
+
 def _predict_period(
     result: TrainingResult,
     tasks: pd.DataFrame,
@@ -235,12 +258,11 @@ def _predict_period(
     runs: dict[str, TargetRun],
     baseline_parts: dict[str, list[tuple[np.ndarray, dict[str, np.ndarray]]]],
     period: str,
+    history_days: int,
 ) -> None:
     """Predict one period's tasks as the hook would, and score the baselines too."""
     predictor = Predictor(result.bundle, "trace", period)
-    history = ServingHistory(
-        tasks[created < created[in_period].max() + np.timedelta64(1, "ns")]
-    )
+    history = served_history(tasks, created, in_period, history_days)
     # The hook's schema: task columns and requests, never the labels (a label
     # column has a preset's name and must not be read as one).
     period_tasks = tasks.iloc[in_period]
@@ -373,6 +395,7 @@ def run_walk_forward(
             runs,
             baseline_parts,
             retraining.period,
+            config.history_days,
         )
         logger.info(
             "trace %s: trained on %d tasks and predicted %d in %.1f s; next "

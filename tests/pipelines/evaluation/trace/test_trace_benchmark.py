@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -24,13 +25,13 @@ LEAKY = {
 }
 
 
-def write_trace(path, seed, n=480):
+def write_trace(path, seed, n=480, mean_gap_h=6.0):
     """Write a synthetic SWF log: 4 users whose run time and memory follow them."""
     rng = np.random.default_rng(seed)
     lines = ["; UnixStartTime: 820454400", "; Note: synthetic"]
     t = 0.0
     for i in range(1, n + 1):
-        t += rng.exponential(6 * 3600)
+        t += rng.exponential(mean_gap_h * 3600)
         user = int(rng.integers(0, 4))
         run = float(np.exp(rng.normal(5 + 1.5 * user, 0.4)))
         mem = int(1000 * (user + 1) * rng.uniform(0.8, 1.2))
@@ -102,6 +103,39 @@ def test_a_jobs_own_outcome_never_changes_its_production_prediction(trace):
         assert again.predicted[name][-1] == base.predicted[name][-1]
         assert again.confidence[name][-1] == base.confidence[name][-1]
     assert again.y_true[-1] != base.y_true[-1]  # the truth did move
+
+
+@pytest.mark.parametrize("history_days", [None, 10_000])
+def test_tasks_older_than_the_hooks_window_change_no_prediction(
+    tmp_path, seed, history_days
+):
+    """A period is predicted with the hook's history window (180 days), not all.
+
+    The log spans about 480 days; its test part is the newest 20 %. Every job
+    submitted in the first 150 days gets a user of its own: outside the training
+    rows (``max_train_rows``) and older than 180 days before any test period, it
+    must not move a test task's features, prediction or confidence. With a window
+    of 10,000 days the same change does move them (the check can fail).
+    """
+    frame, _ = read_swf(write_trace(tmp_path / "long.swf", seed, mean_gap_h=24))
+    config = WalkForwardConfig(n_estimators=20, max_train_rows=150, max_periods=4)
+    if history_days is not None:
+        config = replace(config, history_days=history_days)
+    days = (frame["submit_time"] - frame["submit_time"].min()).dt.days
+    assert days.max() > 400
+    changed = frame.copy()
+    changed["user"] = changed["user"].cat.add_categories(["old"])
+    changed.loc[days < 150, "user"] = "old"
+
+    base = run_walk_forward(frame, ["walltime"], config).runs["walltime"]
+    again = run_walk_forward(changed, ["walltime"], config).runs["walltime"]
+    assert base.rows.size > 20 and np.array_equal(again.rows, base.rows)
+    same = all(
+        np.array_equal(again.predicted[name], base.predicted[name])
+        and np.array_equal(again.confidence[name], base.confidence[name])
+        for name in ("model:production", "model:xgboost")
+    )
+    assert same == (history_days is None)
 
 
 def test_walk_forward_trains_only_on_the_past(trace):
