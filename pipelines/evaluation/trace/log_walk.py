@@ -5,12 +5,12 @@ The log is first mapped onto the task and history schema the hook reads
 ``1 - test_fraction`` of the tasks (by creation) fit the bins; the newest part is
 tested period by period (a calendar month by default). Before each period the
 production training (:func:`pipelines.training.train.train`) runs on every task
-whose labels were known before the period's first submission, and the period's tasks
-are then
-predicted by the production :class:`~panda_predictor.serving.predictor.Predictor`
-with the labelled history, exactly as the hook would have predicted them at their
-submission: the same features, model, tail rule, expert combination and policy. The
-recency rules are scored as baselines from the same history features.
+whose labels were known before the period's first submission, and the period's
+tasks are then predicted by the production
+:class:`~panda_predictor.serving.predictor.Predictor` with the labelled history of
+the hook's window (:func:`served_history`), as the hook would have predicted them
+at their submission: the same features, model, tail rule, expert combination and
+policy. The recency rules are scored as baselines from the same history features.
 
 ``development_part`` drops the test part altogether, so that design choices can be
 tried on the older tasks without the real test part ever being looked at.

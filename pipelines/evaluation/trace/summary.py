@@ -16,9 +16,14 @@ scouts the production row with the scouts kept on the tasks chosen after they ra
 (:mod:`pipelines.evaluation.trace.hindsight`): whether a per-task choice could meet
 the replay goals with the values written.
 
+A methods table (``--table methods``) scores every calibration method fitted on
+the validation parts on all the logs' test parts at once (read after the fact, not
+used to choose): per method, the pairs meeting the ECE goal, the median and the
+worst ECE.
+
 Run (on the files ``panda-predictor benchmark`` writes)::
 
-    python -m pipelines.evaluation.trace.summary [--table choices|hindsight] \
+    python -m pipelines.evaluation.trace.summary [--table choices|methods|...] \
         <home>/benchmarks/*/full.json
 """
 
@@ -26,10 +31,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from panda_predictor.core.decide.calibration import DEFAULT_METHOD
 from panda_predictor.core.replay.engine import ReplayOutcome
 from panda_predictor.core.replay.goals import goal_marks, replay_goals
 from panda_predictor.ingest.swf import trace_name
@@ -160,6 +167,42 @@ CALIBRATION_HEADER = (
     "ECE (cumulative) | ECE uncalibrated | ECE <= 0.05 |\n" + "|---" * 7 + "|"
 )
 
+METHODS_HEADER = (
+    "| method | ECE <= 0.05 | median ECE | worst ECE |\n" + "|---" * 4 + "|"
+)
+
+
+def method_rows(fulls: list[dict[str, Any]]) -> list[str]:
+    """Return one row per calibration method over every log and target of
+    ``fulls``: the pairs meeting :data:`ECE_GOAL`, the median and the worst ECE.
+
+    The production row is the served distribution's (the calibration table's),
+    last, named after the method production serves.
+    """
+    scores: dict[str, list[tuple[float, str]]] = {}
+    for full in fulls:
+        name = trace_name(str(full.get("file", "?")))
+        for target, per_name in full.get("calibration", {}).items():
+            for method, score in per_name.items():
+                key = method.removeprefix("calibration:")
+                scores.setdefault(key, []).append((score["ece"], f"{name} {target}"))
+    production = scores.pop(PRODUCTION, [])
+    rows = [_method_row(method, values) for method, values in scores.items()]
+    if production:
+        rows.append(_method_row(f"**{DEFAULT_METHOD}** (production)", production))
+    return rows
+
+
+def _method_row(method: str, values: list[tuple[float, str]]) -> str:
+    eces = [ece for ece, _ in values]
+    worst, where = max(values)
+    met = sum(ece <= ECE_GOAL for ece in eces)
+    return (
+        f"| {method} | {met} of {len(eces)} | {statistics.median(eces):.3f} | "
+        f"{worst:.3f} ({where}) |"
+    )
+
+
 REPLAY_HEADER = (
     "| log | target | strategy | failed jobs | wasted hours | bulk delay (h/task) |\n"
     + "|---" * 6
@@ -263,16 +306,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("files", nargs="+", type=Path, help="full.json files")
     parser.add_argument(
         "--table",
-        choices=("goal", "choices", "replay", "calibration", "hindsight"),
+        choices=("goal", "choices", "replay", "calibration", "hindsight", "methods"),
         default="goal",
         help="goal: the goal per log and target (default); choices: the experts "
         "followed, the self-tuned choices and the top-class misses; replay: scouts, "
         "production, the request rows and the published peers per log and target; "
         "calibration: the production distribution's test-part ECE; hindsight: "
         "the production row with the scouts kept on the tasks chosen after they "
-        "ran, within the delay goal",
+        "ran, within the delay goal; methods: every calibration method's ECE "
+        "over all the files' test parts",
     )
     args = parser.parse_args(argv)
+    documents = [json.loads(path.read_text()) for path in args.files]
+    if args.table == "methods":
+        print(METHODS_HEADER)
+        print("\n".join(method_rows(documents)))
+        return
     header, rows_of = {
         "goal": (HEADER, summary_rows),
         "choices": (CHOICES_HEADER, choice_rows),
@@ -281,8 +330,8 @@ def main(argv: list[str] | None = None) -> None:
         "hindsight": (HINDSIGHT_HEADER, hindsight_rows),
     }[args.table]
     print(header)
-    for path in args.files:
-        for row in rows_of(json.loads(path.read_text())):
+    for full in documents:
+        for row in rows_of(full):
             print(row)
 
 

@@ -13,10 +13,12 @@ from pipelines.evaluation.trace.summary import (
     CHOICES_HEADER,
     HEADER,
     HINDSIGHT_HEADER,
+    METHODS_HEADER,
     calibration_rows,
     choice_rows,
     hindsight_rows,
     main,
+    method_rows,
     summary_rows,
 )
 from tests.pipelines.evaluation.trace.test_trace_benchmark import write_trace
@@ -135,6 +137,33 @@ def test_calibration_rows_carry_the_ece_and_its_interval_over_days(full_json):
         for score in per_name.values():
             score.pop("ece_low", None)
     assert all("| - |" in row for row in calibration_rows(full))
+
+
+def test_method_rows_score_each_method_over_every_file(full_json, capsys):
+    full = json.loads(full_json.read_text())
+    other = json.loads(full_json.read_text())
+    other["file"] = "other.swf"
+    for per_name in other["calibration"].values():
+        for score in per_name.values():
+            score["ece"] = 0.5  # every method misses on the second log
+    rows = method_rows([full, other])
+    header = _cells(METHODS_HEADER.splitlines()[0])
+    pairs = len(full["calibration"])
+    methods = {m for per_name in full["calibration"].values() for m in per_name}
+    assert len(rows) == len(methods)
+    assert rows[-1].startswith("| **top_isotonic+expert** (production) |")
+    for row in rows:
+        cells = dict(zip(header, _cells(row), strict=True))
+        met, of = cells["ECE <= 0.05"].split(" of ")
+        assert int(of) == 2 * pairs and int(met) <= pairs
+        assert cells["worst ECE"].startswith("0.500 (other ")
+    served = [
+        s["ece"] for s in (v["model:production"] for v in full["calibration"].values())
+    ]
+    met = sum(e <= 0.05 for e in served)
+    assert f"| {met} of {2 * pairs} |" in rows[-1]
+    main(["--table", "methods", str(full_json)])
+    assert capsys.readouterr().out.startswith(METHODS_HEADER)
 
 
 def test_the_reliability_bins_are_those_of_the_ece_in_the_table(full_json):
