@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from panda_predictor.core.decide.calibration import DEFAULT_METHOD
 from panda_predictor.ingest.swf import read_swf
 from pipelines.evaluation.trace.log_walk import WalkForwardConfig, run_walk_forward
 
@@ -136,6 +137,22 @@ def test_tasks_older_than_the_hooks_window_change_no_prediction(
         for name in ("model:production", "model:xgboost")
     )
     assert same == (history_days is None)
+
+
+def test_the_served_methods_refit_is_the_production_distribution(trace):
+    """Each calibration method is refitted and scored beside production; the
+    served one, built as the served route builds it, must give its very bits."""
+    frame, _ = read_swf(trace)
+    run = run_walk_forward(
+        frame, ["walltime"], WalkForwardConfig(n_estimators=20)
+    ).runs["walltime"]
+    served = run.distribution["model:production"]
+    assert served.shape[0] == run.rows.size and served.any()
+    np.testing.assert_array_equal(
+        run.distribution[f"calibration:{DEFAULT_METHOD}"], served
+    )
+    # Another method is a different map (so the check can fail).
+    assert not np.array_equal(run.distribution["calibration:isotonic"], served)
 
 
 def test_walk_forward_trains_only_on_the_past(trace):
