@@ -64,6 +64,18 @@ from panda_predictor.serving.prediction_records import (
 
 #: Decimals the models' probabilities are rounded to before calibration.
 PROBA_DECIMALS = 5
+
+
+def priced_probabilities(proba: Any) -> np.ndarray:
+    """Return a model's probabilities as every route calibrates them: rounded.
+
+    The frame and the records routes may differ in the last float32 digits
+    (Keras), which a steep isotonic step or the cost choice must not turn into
+    different answers; the benchmark's calibration refits start from the same.
+    """
+    return np.asarray(proba, dtype=float).round(PROBA_DECIMALS)
+
+
 #: Frames up to this many rows take the records route in :meth:`Predictor.predict`;
 #: beyond it vectorised pandas is faster per task.
 FAST_PATH_MAX_ROWS = 32
@@ -246,13 +258,10 @@ class Predictor:
         calibrator may treat rows that follow a rule apart). Both
         routes call this, so they cannot drift apart.
         """
-        # Rounded first: the frame and the records routes may differ in the last
-        # float32 digits (Keras), which a steep isotonic step or the cost choice
-        # must not turn into different answers.
         return {
             t: calibrated_mixture(
                 self.bundle.calibrator(t),
-                np.asarray(p, dtype=float).round(PROBA_DECIMALS),
+                priced_probabilities(p),
                 chosen[t],
                 followed.get(t),
                 record_accuracy.get(t),

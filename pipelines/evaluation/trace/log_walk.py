@@ -45,7 +45,7 @@ from panda_predictor.ingest.to_panda import jobs_to_tasks
 from panda_predictor.serving.classified import Classified
 from panda_predictor.serving.combination import ServingHistory
 from panda_predictor.serving.decision import decide_table
-from panda_predictor.serving.predictor import PROBA_DECIMALS, Predictor
+from panda_predictor.serving.predictor import Predictor, priced_probabilities
 from panda_predictor.serving.recent import DEFAULT_DAYS
 from pipelines.evaluation.trace.target_run import (
     PRODUCTION,
@@ -324,14 +324,15 @@ def _record_distributions(
 
     Each calibration method is fitted on the retraining's validation part, as the
     training fits the production one, and applied to the period's served mixture,
-    built as the served route builds it (the model's probabilities rounded to
-    ``PROBA_DECIMALS`` first): the refit of the served method is then the
-    production distribution itself, so the methods are compared like with like.
+    built as the served route builds it (from
+    :func:`~panda_predictor.serving.predictor.priced_probabilities`): the refit
+    of the served method is then the production distribution itself, so the
+    methods are compared like with like.
     """
     t = run.target
     followed = classified.followed.get(t)
     raw = served_mixture(
-        np.asarray(classified.proba[t], dtype=float).round(PROBA_DECIMALS),
+        priced_probabilities(classified.proba[t]),
         classified.chosen[t],
         followed,
         classified.record_accuracy.get(t),
