@@ -71,9 +71,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.copies < 1:
         parser.error(f"--copies must be at least 1. Got {args.copies} instead.")
     try:
-        header, jobs = read_swf_lines(args.source)
+        header, jobs = read_swf_lines(args.source, field="source")
     except ValueError as exc:
-        parser.error(str(exc).replace("'--log' file", "source"))
+        parser.error(str(exc))
     shift = args.shift
     if args.after:
         submits = [int(f[SUBMIT]) for f in jobs]

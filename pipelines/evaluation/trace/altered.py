@@ -122,16 +122,17 @@ ALTERATIONS: dict[str, Callable[[Jobs, random.Random], Jobs]] = {
 }
 
 
-def read_swf_lines(path: Path) -> tuple[list[str], Jobs]:
+def read_swf_lines(path: Path, field: str = "'--log' file") -> tuple[list[str], Jobs]:
     """Return an SWF log's header lines and its jobs, each a list of its fields
-    as written (the alterations change fields, not values)."""
+    as written (the alterations change fields, not values); ``field`` names the
+    input in the error a file that is no SWF log gets."""
     with open_text(path) as handle:
         lines = handle.read().splitlines()
     header = [line for line in lines if line.startswith(";")]
     jobs = [line.split() for line in lines if line.strip() and not line.startswith(";")]
     if not jobs or len(jobs[0]) <= EXECUTABLE:
         raise ValueError(
-            f"The '--log' file must be an SWF job log with at least "
+            f"The {field} must be an SWF job log with at least "
             f"{EXECUTABLE + 1} fields per job. Got {path} with "
             f"{len(jobs[0]) if jobs else 0} fields in its first job line instead."
         )
