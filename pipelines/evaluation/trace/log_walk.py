@@ -8,9 +8,10 @@ production training (:func:`pipelines.training.train.train`) runs on every task
 whose labels were known before the period's first submission, and the period's
 tasks are then predicted by the production
 :class:`~panda_predictor.serving.predictor.Predictor` with the labelled history of
-the hook's window (:func:`served_history`), as the hook would have predicted them
-at their submission: the same features, model, tail rule, expert combination and
-policy. The recency rules are scored as baselines from the same history features.
+the hook's window (:func:`served_history`, moved on every day of the period:
+:func:`serving_steps`), as the hook would have predicted them at their
+submission: the same features, model, tail rule, expert combination and policy.
+The recency rules are scored as baselines from the same history features.
 
 ``development_part`` drops the test part altogether, so that design choices can be
 tried on the older tasks without the real test part ever being looked at.
@@ -34,6 +35,7 @@ from panda_predictor.core.assess.splits import TimeSplit, time_ordered_split
 from panda_predictor.core.bins import BinSet, fit_bins
 from panda_predictor.core.decide.calibration import (
     METHODS,
+    Calibrator,
     fit_calibrator,
     served_mixture,
 )
@@ -92,6 +94,10 @@ class WalkForwardConfig:
     #: The hook's history window (tasks created in the last ``history_days``);
     #: tests widen it to show that it is what keeps older tasks out.
     history_days: int = DEFAULT_DAYS
+    #: How often the window moves on within a period (days): a period's tasks are
+    #: predicted in steps of this many days, each with the window that starts
+    #: ``history_days`` before the step's first task (:func:`serving_steps`).
+    window_step_days: float = 1.0
 
     def training_config(self) -> TrainingConfig:
         """Return the production training config with these knobs applied."""
@@ -231,15 +237,15 @@ def _retrain(
 def served_history(
     tasks: pd.DataFrame, created: np.ndarray, in_period: np.ndarray, days: int
 ) -> ServingHistory:
-    """Return the labelled history a period's tasks are predicted with.
+    """Return the labelled history a step of a period's tasks is predicted with.
 
     The hook reads the tasks created in the last ``days``
     (:class:`~panda_predictor.serving.recent.IncrementalHistory`); here the window
-    starts ``days`` before the period's first task and ends at its last, and each
+    starts ``days`` before the step's first task and ends at its last, and each
     task still sees only the labels known before its own creation. So a task late
-    in a period sees at most one period (the retraining cadence) more of the oldest
-    history than the hook would: reading the window again per task would rebuild
-    the history features and the experts' records once per task.
+    in a step sees at most one step (:func:`serving_steps`, a day by default) more
+    of the oldest history than the hook would: reading the window again per task
+    would rebuild the history features and the experts' records once per task.
     """
     period_created = created[in_period]
     start = period_created.min() - np.timedelta64(days, "D")
@@ -247,20 +253,49 @@ def served_history(
     return ServingHistory(tasks[(created >= start) & (created <= last)])
 
 
+def serving_steps(
+    created: np.ndarray, rows: np.ndarray, step_days: float
+) -> list[np.ndarray]:
+    """Split a period's ``rows`` into steps of at most ``step_days`` by creation.
+
+    Each step starts at its first task's creation and holds the tasks created
+    within ``step_days`` of it, so a step's window (:func:`served_history`) gives
+    none of its tasks more than ``step_days`` of older history than the hook's
+    window, which starts ``history_days`` before each task. Each step's rows are
+    sorted, as a period's are.
+    """
+    if step_days <= 0:
+        raise ValueError(
+            f"The 'window_step_days' field must be a positive number of days. "
+            f"Got {step_days!r} instead."
+        )
+    ordered = rows[np.argsort(created[rows], kind="stable")]
+    times = created[ordered]
+    step = np.timedelta64(int(round(step_days * 86_400e9)), "ns")
+    steps: list[np.ndarray] = []
+    first = 0
+    while first < ordered.size:
+        end = int(np.searchsorted(times, times[first] + step, side="left"))
+        steps.append(np.sort(ordered[first:end]))
+        first = end
+    return steps
+
+
 def _predict_period(
-    result: TrainingResult,
+    retraining: _Retraining,
     tasks: pd.DataFrame,
     jobs: pd.DataFrame,
     in_period: np.ndarray,
     created: np.ndarray,
-    window: pd.DataFrame,
     targets: list[str],
     runs: dict[str, TargetRun],
     baseline_parts: dict[str, list[tuple[np.ndarray, dict[str, np.ndarray]]]],
-    period: str,
     history_days: int,
 ) -> None:
-    """Predict one period's tasks as the hook would, and score the baselines too."""
+    """Predict one step of a period's tasks (``in_period``) as the hook would, and
+    score the baselines too."""
+    result, window, period = retraining.result, retraining.window, retraining.period
+    assert result is not None
     predictor = Predictor(result.bundle, "trace", period)
     history = served_history(tasks, created, in_period, history_days)
     # The hook's schema: task columns and requests, never the labels (a label
@@ -290,7 +325,9 @@ def _predict_period(
             axis=1
         )
         run.applied["model:xgboost"][here] = applied_all[pick]
-        _record_distributions(run, here, pick, classified, result)
+        _record_distributions(
+            run, here, pick, classified, retraining.method_calibrators.get(target)
+        )
         followed = table.get(f"{target}_expert")
         if followed is not None:
             names = followed.to_numpy()[pick]
@@ -313,18 +350,30 @@ def _predict_period(
         )
 
 
+def method_calibrators(result: TrainingResult) -> dict[str, dict[str, Calibrator]]:
+    """Return, per target, a calibrator of every method fitted on the retraining's
+    validation part, as the training fits the production one (for the methods'
+    comparison; a target without served parts gets none)."""
+    return {
+        t: {
+            method: fit_calibrator(parts.val, parts.y_val, method, parts.followed_val)
+            for method in METHODS
+        }
+        for t, parts in result.calibration.items()
+    }
+
+
 def _record_distributions(
     run: TargetRun,
     here: np.ndarray,
     pick: np.ndarray,
     classified: Classified,
-    result: TrainingResult,
+    calibrators: dict[str, Calibrator] | None,
 ) -> None:
-    """Keep the period's served distributions: production's and each method's.
+    """Keep the step's served distributions: production's and each method's.
 
-    Each calibration method is fitted on the retraining's validation part, as the
-    training fits the production one, and applied to the period's served mixture,
-    built as the served route builds it (from
+    Each method's calibrator (:func:`method_calibrators`) is applied to the served
+    mixture, built as the served route builds it (from
     :func:`~panda_predictor.serving.predictor.priced_probabilities`): the refit
     of the served method is then the production distribution itself, so the
     methods are compared like with like.
@@ -339,14 +388,12 @@ def _record_distributions(
     )[pick]
     followed = None if followed is None else followed[pick]
     run.distribution[PRODUCTION][here] = classified.distribution[t][pick]
-    parts = result.calibration.get(t)
     for method in METHODS:
         name = f"calibration:{method}"
-        if parts is None:
+        if calibrators is None:
             run.distribution[name][here] = raw
             continue
-        calibrator = fit_calibrator(parts.val, parts.y_val, method, parts.followed_val)
-        run.distribution[name][here] = calibrator.transform(raw, followed)
+        run.distribution[name][here] = calibrators[method].transform(raw, followed)
 
 
 def run_walk_forward(
@@ -388,19 +435,18 @@ def run_walk_forward(
             continue
         started = time.perf_counter()
         choices[retraining.period] = _choices(retraining, period.rows)
-        _predict_period(
-            retraining.result,
-            tasks,
-            jobs,
-            period.rows,
-            created,
-            retraining.window,
-            targets,
-            runs,
-            baseline_parts,
-            retraining.period,
-            config.history_days,
-        )
+        for step in serving_steps(created, period.rows, config.window_step_days):
+            _predict_period(
+                retraining,
+                tasks,
+                jobs,
+                step,
+                created,
+                targets,
+                runs,
+                baseline_parts,
+                config.history_days,
+            )
         logger.info(
             "trace %s: trained on %d tasks and predicted %d in %.1f s; next "
             "retraining in %s days",
@@ -446,6 +492,8 @@ class _Retraining:
     result: TrainingResult | None
     #: Targets this retraining could not learn, and why: not predicted in its period.
     left_out: dict[str, str] = field(default_factory=dict)
+    #: Per target, every calibration method fitted on the validation part.
+    method_calibrators: dict[str, dict[str, Calibrator]] = field(default_factory=dict)
 
 
 def _retrain_at(
@@ -477,7 +525,8 @@ def _retrain_at(
         return _Retraining(period, window, None, left_out), None
     result = _retrain(window, parts, trainable, config, period)
     chosen = result.split_info["retrain_every_days"]
-    return _Retraining(period, window, result, left_out), chosen
+    calibrators = method_calibrators(result)
+    return _Retraining(period, window, result, left_out, calibrators), chosen
 
 
 def _choices(retraining: _Retraining, in_period: np.ndarray) -> dict[str, Any]:

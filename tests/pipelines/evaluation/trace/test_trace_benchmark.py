@@ -139,6 +139,57 @@ def test_tasks_older_than_the_hooks_window_change_no_prediction(
     assert same == (history_days is None)
 
 
+@pytest.mark.parametrize("step_days", [1.0, 10_000.0])
+def test_each_task_is_served_the_window_of_its_own_day(
+    tmp_path, seed, monkeypatch, step_days
+):
+    """The hook reads the 180 days before each task; the walk moves the window on
+    every day, so no task sees more than a day of older history than that.
+
+    With one step per period (10,000 days) a task late in a 30- or 91-day period
+    would see the window of the period's first task: the check can fail.
+    """
+    from pipelines.evaluation.trace import log_walk
+
+    frame, _ = read_swf(write_trace(tmp_path / "long.swf", seed, mean_gap_h=24))
+    config = WalkForwardConfig(
+        n_estimators=20,
+        max_train_rows=150,
+        max_periods=3,
+        history_days=60,
+        window_step_days=step_days,
+    )
+    served = []
+    original = log_walk.served_history
+
+    def spy(tasks, created, in_period, days):
+        history = original(tasks, created, in_period, days)
+        served.append((created[in_period], history.frame["creationdate"].min()))
+        return history
+
+    monkeypatch.setattr(log_walk, "served_history", spy)
+    run = run_walk_forward(frame, ["walltime"], config).runs["walltime"]
+    assert sum(c.size for c, _ in served) == run.rows.size > 20
+    late = [
+        (pd.Timestamp(c.max()) - oldest) / pd.Timedelta(days=1) for c, oldest in served
+    ]
+    within_a_day = max(late) <= 60 + 1
+    assert within_a_day == (step_days == 1.0)
+
+
+def test_serving_steps_cut_a_period_by_days_of_creation():
+    from pipelines.evaluation.trace.log_walk import serving_steps
+
+    hours = np.array([0, 5, 23, 24, 30, 72, 200], dtype="timedelta64[h]")
+    created = np.datetime64("2020-01-01T00:00") + hours[[3, 0, 6, 1, 4, 2, 5]]
+    rows = np.arange(created.size)
+    steps = serving_steps(created, rows, 1.0)
+    assert [s.tolist() for s in steps] == [[1, 3, 5], [0, 4], [6], [2]]
+    assert [s.tolist() for s in serving_steps(created, rows, 10.0)] == [rows.tolist()]
+    with pytest.raises(ValueError, match="'window_step_days' .* Got 0"):
+        serving_steps(created, rows, 0)
+
+
 def test_the_served_methods_refit_is_the_production_distribution(trace):
     """Each calibration method is refitted and scored beside production; the
     served one, built as the served route builds it, must give its very bits."""
