@@ -235,7 +235,7 @@ def _retrain(
 
 
 def served_history(
-    tasks: pd.DataFrame, created: np.ndarray, in_period: np.ndarray, days: int
+    tasks: pd.DataFrame, created: np.ndarray, step: np.ndarray, days: int
 ) -> ServingHistory:
     """Return the labelled history a step of a period's tasks is predicted with.
 
@@ -247,10 +247,19 @@ def served_history(
     of the oldest history than the hook would: reading the window again per task
     would rebuild the history features and the experts' records once per task.
     """
-    period_created = created[in_period]
-    start = period_created.min() - np.timedelta64(days, "D")
-    last = period_created.max()
+    step_created = created[step]
+    start = step_created.min() - np.timedelta64(days, "D")
+    last = step_created.max()
     return ServingHistory(tasks[(created >= start) & (created <= last)])
+
+
+def check_step_days(step_days: float) -> None:
+    """Raise unless ``step_days`` is a positive number of days."""
+    if not step_days > 0:
+        raise ValueError(
+            f"The 'window_step_days' field must be a positive number of days. "
+            f"Got {step_days!r} instead."
+        )
 
 
 def serving_steps(
@@ -264,46 +273,43 @@ def serving_steps(
     window, which starts ``history_days`` before each task. Each step's rows are
     sorted, as a period's are.
     """
-    if step_days <= 0:
-        raise ValueError(
-            f"The 'window_step_days' field must be a positive number of days. "
-            f"Got {step_days!r} instead."
-        )
+    check_step_days(step_days)
     ordered = rows[np.argsort(created[rows], kind="stable")]
     times = created[ordered]
     step = np.timedelta64(int(round(step_days * 86_400e9)), "ns")
     steps: list[np.ndarray] = []
     first = 0
     while first < ordered.size:
-        end = int(np.searchsorted(times, times[first] + step, side="left"))
+        # At least the first task, whatever the step (a step below a nanosecond).
+        end = max(int(np.searchsorted(times, times[first] + step, "left")), first + 1)
         steps.append(np.sort(ordered[first:end]))
         first = end
     return steps
 
 
-def _predict_period(
+def _predict_step(
     retraining: _Retraining,
     tasks: pd.DataFrame,
     jobs: pd.DataFrame,
-    in_period: np.ndarray,
+    step: np.ndarray,
     created: np.ndarray,
     targets: list[str],
     runs: dict[str, TargetRun],
     baseline_parts: dict[str, list[tuple[np.ndarray, dict[str, np.ndarray]]]],
     history_days: int,
 ) -> None:
-    """Predict one step of a period's tasks (``in_period``) as the hook would, and
-    score the baselines too."""
+    """Predict one step of a period's tasks (:func:`serving_steps`) as the hook
+    would, and score the baselines too."""
     result, window, period = retraining.result, retraining.window, retraining.period
     assert result is not None
     predictor = Predictor(result.bundle, "trace", period)
-    history = served_history(tasks, created, in_period, history_days)
+    history = served_history(tasks, created, step, history_days)
     # The hook's schema: task columns and requests, never the labels (a label
     # column has a preset's name and must not be read as one).
-    period_tasks = tasks.iloc[in_period]
-    period_tasks = period_tasks[[c for c in HOOK_COLUMNS if c in period_tasks]]
-    classified = predictor.classified(period_tasks, history)
-    table = decide_table(predictor, period_tasks, history, classified)
+    step_tasks = tasks.iloc[step]
+    step_tasks = step_tasks[[c for c in HOOK_COLUMNS if c in step_tasks]]
+    classified = predictor.classified(step_tasks, history)
+    table = decide_table(predictor, step_tasks, history, classified)
     X = classified.features
     assert isinstance(X, pd.DataFrame)  # the frame route keeps the feature frame
     applied_all = (table["decision"] == "applied").to_numpy()
@@ -311,8 +317,8 @@ def _predict_period(
         if target not in result.bundle.bins.targets:
             continue  # this retraining could not learn it: left unpredicted
         run = runs[target]
-        here = np.isin(run.rows, in_period)
-        pick = np.searchsorted(in_period, run.rows[here])
+        here = np.isin(run.rows, step)
+        pick = np.searchsorted(step, run.rows[here])
         run.predicted[PRODUCTION][here] = table[f"{target}_class"].to_numpy()[pick]
         run.confidence[PRODUCTION][here] = table[f"{target}_confidence"].to_numpy()[
             pick
@@ -415,6 +421,7 @@ def run_walk_forward(
         )
     bins, notes = fit_trace_bins({t: older[t] for t in targets})
     check_cadence(config.cadence)
+    check_step_days(config.window_step_days)
     created = tasks["creationdate"].to_numpy(dtype="datetime64[ns]")
     runs = {t: new_target_run(tasks, t, bins[t], test_part) for t in targets}
     baseline_parts: dict[str, list[tuple[np.ndarray, dict[str, np.ndarray]]]] = {
@@ -436,7 +443,7 @@ def run_walk_forward(
         started = time.perf_counter()
         choices[retraining.period] = _choices(retraining, period.rows)
         for step in serving_steps(created, period.rows, config.window_step_days):
-            _predict_period(
+            _predict_step(
                 retraining,
                 tasks,
                 jobs,

@@ -162,9 +162,9 @@ def test_each_task_is_served_the_window_of_its_own_day(
     served = []
     original = log_walk.served_history
 
-    def spy(tasks, created, in_period, days):
-        history = original(tasks, created, in_period, days)
-        served.append((created[in_period], history.frame["creationdate"].min()))
+    def spy(tasks, created, step, days):
+        history = original(tasks, created, step, days)
+        served.append((created[step], history.frame["creationdate"].min()))
         return history
 
     monkeypatch.setattr(log_walk, "served_history", spy)
@@ -186,6 +186,7 @@ def test_serving_steps_cut_a_period_by_days_of_creation():
     steps = serving_steps(created, rows, 1.0)
     assert [s.tolist() for s in steps] == [[1, 3, 5], [0, 4], [6], [2]]
     assert [s.tolist() for s in serving_steps(created, rows, 10.0)] == [rows.tolist()]
+    assert len(serving_steps(created, rows, 1e-15)) == rows.size  # never empty
     with pytest.raises(ValueError, match="'window_step_days' .* Got 0"):
         serving_steps(created, rows, 0)
 
