@@ -255,3 +255,29 @@ def test_decayed_means_equal_pandas_ewm(seed, decay):
     )
     expected = expected.reset_index(level=0, drop=True).sort_index().to_numpy()
     np.testing.assert_allclose(_ew_means(codes, values, decay), expected)
+
+
+@pytest.mark.parametrize("decay", [0.5, 0.8, 1.0], ids=["0.5", "0.8", "1"])
+def test_decayed_means_filtered_in_blocks_equal_one_filter_per_group(seed, decay):
+    """Groups filtered together (a block per power-of-two length, zero-padded)
+    give each row the very bits of one filter run over its group alone."""
+    from scipy.signal import lfilter
+
+    from panda_predictor.core.decide.experts import _ew_means
+
+    rng = np.random.default_rng(seed)
+    # Groups of 1 to 70 rows: lengths at, below and above powers of two.
+    codes = np.repeat(np.arange(70), np.arange(1, 71))
+    rng.shuffle(codes)
+    values = rng.random((codes.size, 4))
+    expected = np.empty_like(values)
+    for code in np.unique(codes):
+        rows = np.flatnonzero(codes == code)
+        ones = np.ones(rows.size)
+        if decay < 1:
+            sums = lfilter([1.0], [1.0, -decay], values[rows], axis=0)
+            weights = lfilter([1.0], [1.0, -decay], ones)
+        else:
+            sums, weights = np.cumsum(values[rows], axis=0), np.cumsum(ones)
+        expected[rows] = sums / weights[:, None]
+    assert np.array_equal(_ew_means(codes, values, decay), expected)
