@@ -120,8 +120,7 @@ def _ew_means(codes: np.ndarray, values: np.ndarray, decay: float) -> np.ndarray
     from scipy.signal import lfilter
 
     order = np.argsort(codes, kind="stable")  # stable: time order within a group
-    sorted_values = values[order]
-    sorted_codes = codes[order]
+    sorted_codes, sorted_values = codes[order], values[order]
     bounds = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1], True])
     starts, lengths = bounds[:-1], np.diff(bounds)
     out = np.empty_like(sorted_values)
