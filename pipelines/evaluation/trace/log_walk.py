@@ -297,10 +297,11 @@ def _predict_step(
     runs: dict[str, TargetRun],
     baseline_parts: dict[str, list[tuple[np.ndarray, dict[str, np.ndarray]]]],
     history_days: int,
+    requested: dict[str, bool],
 ) -> None:
     """Predict one step of a period's tasks (:func:`serving_steps`) as the hook
     would, and score the baselines too."""
-    result, window, period = retraining.result, retraining.window, retraining.period
+    result, period = retraining.result, retraining.period
     assert result is not None
     predictor = Predictor(result.bundle, "trace", period)
     history = served_history(tasks, created, step, history_days)
@@ -338,9 +339,6 @@ def _predict_step(
         if followed is not None:
             names = followed.to_numpy()[pick]
             run.followed[here] = [EXPERTS.index(n) for n in names]
-        combo = result.bundle.combination
-        run.combination[period] = combo.to_dict() if combo else {}
-        median = float(np.nanmedian(window[target].to_numpy(dtype=float)))
         jobs_here = jobs.iloc[run.rows[here]]
         baseline_parts[target].append(
             (
@@ -349,8 +347,8 @@ def _predict_step(
                     jobs_here,
                     X.iloc[pick].reset_index(drop=True),
                     target,
-                    median,
-                    bool(np.isfinite(jobs[REQUEST_OF[target]].to_numpy(float)).any()),
+                    retraining.label_medians[target],
+                    requested[target],
                 ),
             )
         )
@@ -414,6 +412,10 @@ def run_walk_forward(
     # A target recorded only in the test part has nothing to fit classes on.
     unbinned = [t for t, v in older.items() if not np.isfinite(v).any()]
     targets = [t for t in targets if t not in unbinned]
+    # Whether the log holds any request for a target (the request baseline).
+    requested = {
+        t: bool(np.isfinite(jobs[REQUEST_OF[t]].to_numpy(float)).any()) for t in targets
+    }
     if not targets:
         raise UserInputError(
             f"The job log must record a target for some job of its older "
@@ -442,6 +444,11 @@ def run_walk_forward(
             continue
         started = time.perf_counter()
         choices[retraining.period] = _choices(retraining, period.rows)
+        bundle = retraining.result.bundle
+        for target in bundle.bins.targets:
+            runs[target].combination[retraining.period] = (
+                bundle.combination.to_dict() if bundle.combination else {}
+            )
         for step in serving_steps(created, period.rows, config.window_step_days):
             _predict_step(
                 retraining,
@@ -453,6 +460,7 @@ def run_walk_forward(
                 runs,
                 baseline_parts,
                 config.history_days,
+                requested,
             )
         logger.info(
             "trace %s: trained on %d tasks and predicted %d in %.1f s; next "
@@ -501,6 +509,8 @@ class _Retraining:
     left_out: dict[str, str] = field(default_factory=dict)
     #: Per target, every calibration method fitted on the validation part.
     method_calibrators: dict[str, dict[str, Calibrator]] = field(default_factory=dict)
+    #: Per target, the median label of the tasks it saw (the median baseline).
+    label_medians: dict[str, float] = field(default_factory=dict)
 
 
 def _retrain_at(
@@ -533,7 +543,12 @@ def _retrain_at(
     result = _retrain(window, parts, trainable, config, period)
     chosen = result.split_info["retrain_every_days"]
     calibrators = method_calibrators(result)
-    return _Retraining(period, window, result, left_out, calibrators), chosen
+    medians = {
+        t: float(np.nanmedian(window[t].to_numpy(dtype=float)))
+        for t in bins.targets
+        if t in window
+    }
+    return _Retraining(period, window, result, left_out, calibrators, medians), chosen
 
 
 def _choices(retraining: _Retraining, in_period: np.ndarray) -> dict[str, Any]:
