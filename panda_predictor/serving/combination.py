@@ -42,11 +42,12 @@ from panda_predictor.core.decide.recency_rules import (
 )
 from panda_predictor.core.features.history import (
     HISTORY_GROUPS,
+    HistoryStatistics,
     RecentHistoryIndex,
     group_key,
     to_naive_ns,
 )
-from panda_predictor.core.features.pipeline import TASK_COLUMNS
+from panda_predictor.core.features.pipeline import TASK_COLUMNS, FeaturePipeline
 from panda_predictor.core.features.task_features import REQUEST_COLUMNS
 from panda_predictor.core.identity_cache import cached_by_identity
 
@@ -67,11 +68,17 @@ def _classes(bundle: Bundle, features: pd.DataFrame) -> dict[str, np.ndarray]:
     }
 
 
-def track_records(bundle: Bundle, history: pd.DataFrame) -> dict[str, TrackRecord]:
+def track_records(
+    bundle: Bundle,
+    history: pd.DataFrame,
+    statistics: HistoryStatistics | None = None,
+) -> dict[str, TrackRecord]:
     """Return each target's record over the history tasks since ``record_start``.
 
     ``history`` is a labelled history frame that also holds the task columns
-    (:data:`~panda_predictor.core.features.pipeline.TASK_COLUMNS`).
+    (:data:`~panda_predictor.core.features.pipeline.TASK_COLUMNS`);
+    ``statistics``, if given, its running statistics for ``bundle``'s features
+    (:meth:`ServingHistory.statistics`), so that they are not built again.
     """
     params = bundle.combination
     assert params is not None
@@ -88,7 +95,9 @@ def track_records(bundle: Bundle, history: pd.DataFrame) -> dict[str, TrackRecor
     records = {}
     tasks = _task_frame(history).iloc[rows]
     if len(rows):
-        X = bundle.features.transform(tasks, history)
+        X = bundle.features.transform(
+            tasks, history if statistics is None else statistics
+        )
         classes = task_experts(bundle, X, _classes(bundle, X))
     keys = group_key(history.iloc[rows], HISTORY_GROUPS[params.key]).to_numpy(object)
     for i, target in enumerate(bundle.models):
@@ -205,7 +214,23 @@ class ServingHistory:
         """Return each target's track record of ``bundle`` over the frame (kept for
         the last bundle asked: a new champion has its own track record)."""
         return cached_by_identity(
-            self, "_records", (bundle,), lambda: track_records(bundle, self.frame)
+            self,
+            "_records",
+            (bundle,),
+            lambda: track_records(bundle, self.frame, self.statistics(bundle.features)),
+        )
+
+    def statistics(self, features: FeaturePipeline) -> HistoryStatistics:
+        """Return the frame's running history statistics for the key groups and
+        targets of ``features`` (kept for the last pipeline asked).
+
+        A frame judged per task is read twice with the same statistics: for the
+        tasks predicted and for the experts' record tasks (:meth:`records`).
+        Sorting the frame and running the rolling kernels is most of each read,
+        so it is done once.
+        """
+        return cached_by_identity(
+            self, "_statistics", (features,), lambda: features.statistics(self.frame)
         )
 
     def snapshots(self, bundle: Bundle) -> dict[str, ExpertSnapshot]:

@@ -132,11 +132,16 @@ class Predictor:
         """Return the model features of ``tasks`` (see FeaturePipeline.transform).
 
         A :class:`ServingHistory` is read as :meth:`classified` reads it: its index
-        when it is set as of one time, else its frame (each task sees what was
-        known before it).
+        when it is set as of one time, else its frame's running statistics (each
+        task sees what was known before it; built once, see
+        :meth:`ServingHistory.statistics`).
         """
         if isinstance(history, ServingHistory):
-            history = history.index if history.as_of is not None else history.frame
+            history = (
+                history.index
+                if history.as_of is not None
+                else history.statistics(self.bundle.features)
+            )
         return self.bundle.features.transform(tasks, history)
 
     def probabilities(self, X: pd.DataFrame) -> dict[str, np.ndarray]:

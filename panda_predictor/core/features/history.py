@@ -15,8 +15,10 @@ time of a task is its ``creationdate``; for serving it is "now". Both paths belo
 the same key and statistic code so they give identical features for the same as-of
 time:
 
-* :func:`history_features_at_creation` (training): vectorised per-group running
-  statistics joined with ``pandas.merge_asof(..., allow_exact_matches=False)``.
+* :func:`history_features_at_creation` (training) and :class:`HistoryStatistics`
+  (the same, its running statistics built once for several lookups): vectorised
+  per-group running statistics joined with
+  ``pandas.merge_asof(..., allow_exact_matches=False)``.
 * :class:`RecentHistoryIndex` (serving): the latest statistics per key in dicts, so one
   task costs one dict lookup per group.
 """
@@ -347,37 +349,80 @@ def history_features_at_creation(
     key columns, ``labels_known_at`` and any of the target columns (an absent target
     gives NaN features). A task without ``creationdate`` gets NaN features.
     """
-    _check_columns(tasks, "tasks", required_columns(groups) | {"creationdate"})
-    hist = _sorted_history(history, groups, targets)
-    n = len(tasks)
-    created = to_naive_ns(tasks["creationdate"], "creationdate")
-    has_time = created.notna().to_numpy()
-    known_at = hist["_known_at"].to_numpy()
-    out: dict[str, np.ndarray] = {}
-    for group in groups:
-        columns = HISTORY_GROUPS[group]
-        task_key = group_key(tasks, columns).reset_index(drop=True)
-        codes, _ = pd.factorize(pd.concat([group_key(hist, columns), task_key]))
-        hist_codes, task_codes = codes[: len(hist)], codes[len(hist) :]
-        task_times = created.to_numpy()
-        for target in targets:
-            names = [f"hist_{group}_{target}_{s}" for s in HISTORY_STATS]
-            block = np.full((n, len(HISTORY_STATS)), np.nan)
-            if target in hist.columns:
-                block[has_time, 2] = 0.0  # nothing seen yet, unless found below
-                stats = _running_stats(
-                    hist_codes,
-                    known_at,
-                    _target_values(hist, target),
-                    _request_values(hist, target),
-                )
-                rows, values = latest_before(
-                    task_codes, task_times, stats, HISTORY_STATS, "log1p_count"
-                )
-                block[rows] = values
-            for i, name in enumerate(names):
-                out[name] = block[:, i]
-    return pd.DataFrame(out, index=tasks.index)
+    return HistoryStatistics(history, groups, targets).at_creation(tasks)
+
+
+class HistoryStatistics:
+    """The running statistics of one labelled history, ready for as-of lookups.
+
+    Sorting the history and running the rolling kernels over it is most of what
+    :func:`history_features_at_creation` costs (0.8 of 0.85 s for 400 tasks over
+    60,000 history rows); looking tasks up in the result is the rest. A served
+    history is asked twice with the same frame (a day's tasks, and the experts'
+    record tasks within the same window), so
+    :meth:`~panda_predictor.serving.combination.ServingHistory.statistics` builds
+    this once and both lookups read it, with the same bits as two separate calls
+    (``tests/core/features/test_history_statistics.py``).
+    """
+
+    def __init__(
+        self,
+        history: pd.DataFrame,
+        groups: Sequence[str] = tuple(HISTORY_GROUPS),
+        targets: Sequence[str] = TARGET_NAMES,
+    ) -> None:
+        self.groups = tuple(groups)
+        self.targets = tuple(targets)
+        hist = _sorted_history(history, self.groups, self.targets)
+        known_at = hist["_known_at"].to_numpy()
+        #: Per group, its keys in order of first appearance (a key's code is its
+        #: position), and per (group, target) present, the running statistics.
+        self._keys: dict[str, pd.Index] = {}
+        self._running: dict[tuple[str, str], pd.DataFrame] = {}
+        for group in self.groups:
+            codes, keys = pd.factorize(group_key(hist, HISTORY_GROUPS[group]))
+            self._keys[group] = pd.Index(keys)
+            for target in self.targets:
+                if target in hist.columns:
+                    self._running[group, target] = _running_stats(
+                        codes,
+                        known_at,
+                        _target_values(hist, target),
+                        _request_values(hist, target),
+                    )
+
+    @property
+    def feature_names(self) -> list[str]:
+        """Return the names of the features :meth:`at_creation` returns, in order."""
+        return history_feature_names(self.groups, self.targets)
+
+    def at_creation(self, tasks: pd.DataFrame) -> pd.DataFrame:
+        """Return each task's history features as of its own ``creationdate``.
+
+        A key the history never saw gets code -1, which no lookup matches: the
+        same features as a key of its own (a count of 0, the rest NaN).
+        """
+        _check_columns(tasks, "tasks", required_columns(self.groups) | {"creationdate"})
+        n = len(tasks)
+        created = to_naive_ns(tasks["creationdate"], "creationdate").to_numpy()
+        has_time = ~np.isnat(created)
+        out: dict[str, np.ndarray] = {}
+        for group in self.groups:
+            task_key = group_key(tasks, HISTORY_GROUPS[group]).to_numpy(object)
+            task_codes = self._keys[group].get_indexer(task_key)
+            for target in self.targets:
+                names = [f"hist_{group}_{target}_{s}" for s in HISTORY_STATS]
+                block = np.full((n, len(HISTORY_STATS)), np.nan)
+                running = self._running.get((group, target))
+                if running is not None:
+                    block[has_time, 2] = 0.0  # nothing seen yet, unless found below
+                    rows, values = latest_before(
+                        task_codes, created, running, HISTORY_STATS, "log1p_count"
+                    )
+                    block[rows] = values
+                for i, name in enumerate(names):
+                    out[name] = block[:, i]
+        return pd.DataFrame(out, index=tasks.index)
 
 
 class RecentHistoryIndex:

@@ -25,6 +25,7 @@ from panda_predictor.core.domain.targets import TARGET_NAMES
 from panda_predictor.core.errors import FeatureSchemaError, check_frame
 from panda_predictor.core.features.history import (
     HISTORY_GROUPS,
+    HistoryStatistics,
     RecentHistoryIndex,
     history_feature_names,
     history_features_at_creation,
@@ -210,8 +211,10 @@ class FeaturePipeline:
         """Return the features of ``tasks`` (index aligned) in the learned schema.
 
         ``history`` is None (history features NaN), a labelled history frame (each task
-        sees what was known before its ``creationdate``: the training path) or a
-        :class:`RecentHistoryIndex` (everything known before its ``as_of``: serving).
+        sees what was known before its ``creationdate``: the training path), that
+        frame's :meth:`statistics` (the same features; built once for several
+        calls) or a :class:`RecentHistoryIndex` (everything known before its
+        ``as_of``: serving).
         """
         self._check_fitted()
         self._check_tasks(tasks)
@@ -400,21 +403,37 @@ class FeaturePipeline:
         if history is None:
             return pd.DataFrame(np.nan, index=tasks.index, columns=names)
         if isinstance(history, RecentHistoryIndex):
-            missing = [n for n in names if n not in history.feature_names]
-            if missing:
-                raise FeatureSchemaError(
-                    "The history index must cover the pipeline's history features. "
-                    f"Got one without {missing} instead.",
-                    missing=missing,
-                )
-            return history.features(tasks)
+            return self._covered(history, names).features(tasks)
         if isinstance(history, pd.DataFrame):
             return history_features_at_creation(
                 tasks, history, tuple(self.history_groups), tuple(self.targets)
             )
+        if isinstance(history, HistoryStatistics):
+            return self._covered(history, names).at_creation(tasks)[names]
         raise TypeError(
-            "The 'history' field must be None, a DataFrame or a RecentHistoryIndex. "
-            f"Got {type(history).__name__} instead."
+            "The 'history' field must be None, a DataFrame, a HistoryStatistics or "
+            f"a RecentHistoryIndex. Got {type(history).__name__} instead."
+        )
+
+    @staticmethod
+    def _covered(history: Any, names: list[str]) -> Any:
+        """Return ``history`` (an index or statistics) if it has every feature
+        of ``names``; raise :class:`FeatureSchemaError` naming the missing ones."""
+        missing = [n for n in names if n not in history.feature_names]
+        if missing:
+            raise FeatureSchemaError(
+                "The history must cover the pipeline's history features. "
+                f"Got {type(history).__name__} without {missing} instead.",
+                missing=missing,
+            )
+        return history
+
+    def statistics(self, history: pd.DataFrame) -> HistoryStatistics:
+        """Return the running statistics of a labelled ``history`` frame for this
+        pipeline's key groups and targets, to pass to :meth:`transform` as its
+        ``history`` several times (built once: see :class:`HistoryStatistics`)."""
+        return HistoryStatistics(
+            history, tuple(self.history_groups), tuple(self.targets)
         )
 
     def fit_transform(self, tasks: pd.DataFrame, history: Any = None) -> pd.DataFrame:

@@ -337,7 +337,8 @@ def _labelled(tasks: pd.DataFrame) -> pd.DataFrame:
             lambda t: t,
             lambda t: [1, 2],
             TypeError,
-            "must be None, a DataFrame or a RecentHistoryIndex. Got list instead",
+            "must be None, a DataFrame, a HistoryStatistics or a RecentHistoryIndex. "
+            "Got list instead",
             id="history-type",
         ),
         pytest.param(
