@@ -393,6 +393,11 @@ class CostChooser:
                 f"({self.ladder.size}). Got {self.points.shape[0]} instead."
             )
         self.class_mean = self.points.mean(axis=1)
+        positive = self.points[self.points > 0]
+        #: The shortest job run a time target prices against: the smallest
+        #: positive use in the table (1 unit if it has none). A task whose
+        #: expected use is 0 would otherwise count its costs in runs of nothing.
+        self.shortest_run = float(positive.min()) if positive.size else 1.0
         #: What a task without a request (and its scouts) asks for: for memory
         #: the queue's default, for time the top class's value (no limit set).
         self.default_value = (
@@ -591,10 +596,17 @@ class CostChooser:
 
     def _scale(self, expected_use: np.ndarray) -> np.ndarray:
         """Return one job run in the target's unit per task (1 for memory), from
-        the tasks' expected use (their distribution weighing the class means)."""
+        the tasks' expected use (their distribution weighing the class means).
+
+        A run is never shorter than :attr:`shortest_run`: with the floor at 1e-12
+        units, a task sure to use 0 (a first class of value 0, as the demo's
+        walltime has) counted writing 5,000 as 5e15 runs, and its skip-or-scout
+        sum then rounded every other target's cost to whole runs
+        (docs/decisions.md, "Sizing by expected cost").
+        """
         if self.kind == MEMORY:
             return np.ones(expected_use.shape[0])
-        return np.maximum(expected_use, 1e-12)
+        return np.maximum(expected_use, self.shortest_run)
 
     def _request_cost(
         self, p: np.ndarray, request: np.ndarray, scale: np.ndarray

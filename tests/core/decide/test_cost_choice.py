@@ -218,3 +218,29 @@ def test_a_careful_value_is_short_for_at_most_the_tables_blind_tail():
 def test_candidates_come_from_every_step_of_the_table_and_its_top(width, expected):
     points = np.tile(np.arange(width, dtype=float), (3, 1))
     assert candidate_points(points)[0].tolist() == [float(c) for c in expected]
+
+
+def test_a_task_sure_to_use_nothing_prices_against_the_shortest_run():
+    # Class 0 always uses 0 s (the demo's walltime has such a class), class 1
+    # 10 to 40 s. Sure of class 0, a job run is the table's shortest positive
+    # use, 10 s, not 1e-12 s: writing 40 costs 40 / 10 = 4 runs (it was 4e13);
+    # the cheapest candidate, 10 (values are positive), costs 1 run, as do the
+    # scouts, who ask for the top class's value, 10.
+    table = UseTable(((0.0,) * 4, (10.0, 20.0, 30.0, 40.0)))
+    c = chooser(table, delay_price=0.25)
+    assert c.shortest_run == 10.0
+    expected, _, scale = c.priced(np.array([[1.0, 0.0]]))
+    assert scale.tolist() == [10.0]
+    assert expected[0, c.candidates.tolist().index(40.0)] == pytest.approx(4.0)
+    sized = c.choose(np.array([[1.0, 0.0]]))
+    assert sized.value[0] == 10.0
+    assert sized.expected_cost[0] == pytest.approx(1.0)
+    assert sized.scouts_cost[0] == pytest.approx(1.0)
+    # A task expected to use more than the shortest run keeps its own scale.
+    assert c.priced(np.array([[0.0, 1.0]]))[2].tolist() == [25.0]
+
+
+def test_a_table_of_no_use_at_all_prices_in_units():
+    c = chooser(UseTable(((0.0,) * 4, (0.0,) * 4)), delay_price=0.25)
+    assert c.shortest_run == 1.0
+    assert np.isfinite(c.priced(np.array([[0.5, 0.5]]))[0]).all()
