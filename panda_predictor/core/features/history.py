@@ -348,8 +348,9 @@ def history_features_at_creation(
     Parameters: ``tasks`` needs ``creationdate`` and the key columns; ``history`` the
     key columns, ``labels_known_at`` and any of the target columns (an absent target
     gives NaN features). A task without ``creationdate`` gets NaN features.
+    One lookup: each running table is dropped once read (``keep=False``).
     """
-    return HistoryStatistics(history, groups, targets).at_creation(tasks)
+    return HistoryStatistics(history, groups, targets, keep=False).at_creation(tasks)
 
 
 class HistoryStatistics:
@@ -360,14 +361,17 @@ class HistoryStatistics:
     60,000 synthetic history rows, 2 cores); looking tasks up in the result is
     the rest. A served history is asked twice with the same frame (a day's
     tasks, and the experts' record tasks within the same window), so
-    :meth:`~panda_predictor.serving.combination.ServingHistory.statistics` builds
-    this once and both lookups read it, with the same bits as two separate calls
-    (``tests/core/features/test_history_statistics.py``).
+    :meth:`~panda_predictor.serving.combination.ServingHistory.statistics` keeps
+    this and both lookups read the same tables, with the same bits as two
+    separate builds (``tests/core/features/test_history_statistics.py``).
 
-    It holds one running table per key group and target present, 64 bytes per
-    history row that has the key and the value: about 1 KB per row with four
-    groups and four targets (61 MB for 60,000 rows). Whoever keeps it (the
-    served history, for a hook pass) keeps that memory.
+    Each running table (one per key group and target present, 64 bytes per
+    history row that has the key and the value) is built on its first lookup.
+    With ``keep=True`` it is kept: about 1 KB per row with four groups and four
+    targets (61 MB for 60,000 rows), for as long as this object lives (the
+    served history, for a hook pass). With ``keep=False`` (a single lookup, as in
+    training on millions of tasks) it is dropped once read, as the training path
+    always did.
     """
 
     def __init__(
@@ -375,31 +379,42 @@ class HistoryStatistics:
         history: pd.DataFrame,
         groups: Sequence[str] = tuple(HISTORY_GROUPS),
         targets: Sequence[str] = TARGET_NAMES,
+        keep: bool = True,
     ) -> None:
         self.groups = tuple(groups)
         self.targets = tuple(targets)
-        hist = _sorted_history(history, self.groups, self.targets)
-        known_at = hist["_known_at"].to_numpy()
-        #: Per group, its keys in order of first appearance (a key's code is its
-        #: position), and per (group, target) present, the running statistics.
+        self.keep = keep
+        self._hist = _sorted_history(history, self.groups, self.targets)
+        #: Per group, the history rows' key codes and its keys in order of first
+        #: appearance (a key's code is its position).
+        self._codes: dict[str, np.ndarray] = {}
         self._keys: dict[str, pd.Index] = {}
-        self._running: dict[tuple[str, str], pd.DataFrame] = {}
         for group in self.groups:
-            codes, keys = pd.factorize(group_key(hist, HISTORY_GROUPS[group]))
-            self._keys[group] = pd.Index(keys)
-            for target in self.targets:
-                if target in hist.columns:
-                    self._running[group, target] = _running_stats(
-                        codes,
-                        known_at,
-                        _target_values(hist, target),
-                        _request_values(hist, target),
-                    )
+            codes, keys = pd.factorize(group_key(self._hist, HISTORY_GROUPS[group]))
+            self._codes[group], self._keys[group] = codes, pd.Index(keys)
+        #: Per (group, target), the running table, once built (``keep=True``).
+        self._tables: dict[tuple[str, str], pd.DataFrame] = {}
 
     @property
     def feature_names(self) -> list[str]:
         """Return the names of the features :meth:`at_creation` returns, in order."""
         return history_feature_names(self.groups, self.targets)
+
+    def _table(self, group: str, target: str) -> pd.DataFrame | None:
+        """Return the running table of ``(group, target)`` (None: no such target)."""
+        if target not in self._hist.columns:
+            return None
+        table = self._tables.get((group, target))
+        if table is None:
+            table = _running_stats(
+                self._codes[group],
+                self._hist["_known_at"].to_numpy(),
+                _target_values(self._hist, target),
+                _request_values(self._hist, target),
+            )
+            if self.keep:
+                self._tables[group, target] = table
+        return table
 
     def at_creation(self, tasks: pd.DataFrame) -> pd.DataFrame:
         """Return each task's history features as of its own ``creationdate``.
@@ -416,17 +431,16 @@ class HistoryStatistics:
             task_key = group_key(tasks, HISTORY_GROUPS[group]).to_numpy(object)
             task_codes = self._keys[group].get_indexer(task_key)
             for target in self.targets:
-                names = [f"hist_{group}_{target}_{s}" for s in HISTORY_STATS]
                 block = np.full((n, len(HISTORY_STATS)), np.nan)
-                running = self._running.get((group, target))
+                running = self._table(group, target)
                 if running is not None:
                     block[has_time, 2] = 0.0  # nothing seen yet, unless found below
                     rows, values = latest_before(
                         task_codes, created, running, HISTORY_STATS, "log1p_count"
                     )
                     block[rows] = values
-                for i, name in enumerate(names):
-                    out[name] = block[:, i]
+                for i, stat in enumerate(HISTORY_STATS):
+                    out[f"hist_{group}_{target}_{stat}"] = block[:, i]
         return pd.DataFrame(out, index=tasks.index)
 
 

@@ -445,10 +445,10 @@ def run_walk_forward(
         started = time.perf_counter()
         choices[retraining.period] = _choices(retraining, period.rows)
         bundle = retraining.result.bundle
-        for target in bundle.bins.targets:
-            runs[target].combination[retraining.period] = (
-                bundle.combination.to_dict() if bundle.combination else {}
-            )
+        combination = bundle.combination.to_dict() if bundle.combination else {}
+        for target in targets:
+            if target in bundle.bins.targets:  # as _predict_step: learnt ones only
+                runs[target].combination[retraining.period] = dict(combination)
         for step in serving_steps(created, period.rows, config.window_step_days):
             _predict_step(
                 retraining,

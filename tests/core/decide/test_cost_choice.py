@@ -241,6 +241,9 @@ def test_a_task_sure_to_use_nothing_prices_against_the_shortest_run():
 
 
 def test_a_table_of_no_use_at_all_prices_in_units():
+    # No job ever used anything: a run is 1 unit, so the request of 10 spares
+    # 10 runs (it was 1e13 runs with the floor at 1e-12).
     c = chooser(UseTable(((0.0,) * 4, (0.0,) * 4)), delay_price=0.25)
     assert c.shortest_run == 1.0
-    assert np.isfinite(c.priced(np.array([[0.5, 0.5]]))[0]).all()
+    sized = c.choose(np.array([[0.5, 0.5]]), request=[10.0])
+    assert sized.scouts_cost[0] == pytest.approx(10.0)

@@ -94,6 +94,19 @@ def test_one_build_gives_each_lookup_the_bits_of_a_separate_build(seed: int) -> 
     assert stranger["hist_user_ramcount_last"].isna().all()
 
 
+def test_a_single_lookup_keeps_no_table_and_gives_the_same_bits(seed: int) -> None:
+    """Training's one lookup (``keep=False``) holds no running table afterwards,
+    where the kept statistics hold one per (group, target), with the same bits."""
+    tasks, history = make_frames(np.random.default_rng(seed), 300, 3000)
+    once = HistoryStatistics(history, keep=False)
+    kept = HistoryStatistics(history)
+    pd.testing.assert_frame_equal(
+        once.at_creation(tasks), kept.at_creation(tasks), check_exact=True
+    )
+    assert once._tables == {}
+    assert len(kept._tables) == len(HISTORY_GROUPS) * len(TARGET_NAMES)
+
+
 def test_a_pipeline_takes_the_statistics_as_its_history(
     trained_bundle_dir, labelled_history
 ) -> None:
