@@ -11,7 +11,7 @@ import click
     default=20000,
     show_default=True,
     type=int,
-    help="Simulated finished tasks (the newest 15 % are replayed).",
+    help="Simulated finished tasks (the newest 10 % are replayed).",
 )
 @click.option("--seed", default=1, show_default=True, type=int, help="Random seed.")
 @click.option(

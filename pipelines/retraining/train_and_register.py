@@ -49,7 +49,13 @@ from pipelines.retraining.gate_evidence import gate_evidence
 from pipelines.training.config import TrainingConfig
 from pipelines.training.dataset import LabelledHistory, read_labelled_history
 from pipelines.training.report import write_report
-from pipelines.training.train import TrainingResult, gate_metrics, train
+from pipelines.training.train import (
+    TrainingResult,
+    gate_metrics,
+    served_model,
+    train,
+    training_parts,
+)
 
 log = logging.getLogger(__name__)
 
@@ -183,23 +189,27 @@ def train_and_register(
                 **window_params(since, until),
             }
         )
-        result = train(history, bins, config, progress=progress)
+        parts = training_parts(history, bins, config)
+        result = train(history, bins, config, parts, progress=progress)
         _log_result(result, bins)
         # Scored before registering: the new version must not be its own champion.
         evidence = gate_evidence(settings, result, history, config.recall_target)
         replay = evidence_replay(evidence)
         log_metrics(replay_metrics(replay))
+        served = served_model(history, bins, config, parts, result, progress)
+        registered = _registered_params(result, served)
+        log_params(registered)
         report = _report(
             result,
             report_dir,
-            {"mlflow run": run.info.run_id},
+            {"mlflow run": run.info.run_id, **registered},
             replay=replay,
         )
         log_report_dir(report_dir)
-        version = _register(settings, result, history, run.info.run_id, stamp)
+        version = _register(settings, served, history, run.info.run_id, stamp)
         trained_until = until or history.frame["creationdate"].max().to_pydatetime()
         cadence = cadence_tags(
-            result.split_info.get("retrain_every_days"), trained_until
+            served.split_info.get("retrain_every_days"), trained_until
         )
         _tag_version(settings, version, {**cadence, **(version_tags or {})})
         gate = promote_if_not_worse(
@@ -215,11 +225,23 @@ def train_and_register(
         version,
         gate,
         report,
-        result.bundle.metrics,
-        result.served_kinds,
+        served.bundle.metrics,
+        served.served_kinds,
         dict(evidence.champion) if evidence.champion is not None else None,
         evidence,
     )
+
+
+def _registered_params(gated: TrainingResult, served: TrainingResult) -> dict[str, str]:
+    """Return what the registered model was fitted on, next to the gated one."""
+    if served is gated:
+        return {"registered_model": "the gated model"}
+    return {
+        "registered_model": "the gated configuration fitted again one part later",
+        "registered_train_period": str(served.split_info["train_period"]),
+        "registered_train_rows": str(served.split_info["train_rows"]),
+        "registered_validation_rows": str(served.split_info["val_rows"]),
+    }
 
 
 def _read_history(

@@ -22,9 +22,13 @@ class TrainingConfig:
 
     model_kinds: tuple[str, ...] = ("xgboost", "keras")
     split: str = "time"
-    train_fraction: float = 0.70
-    val_fraction: float = 0.15
-    test_fraction: float = 0.15
+    train_fraction: float = 0.80
+    val_fraction: float = 0.10
+    test_fraction: float = 0.10
+    #: Register the model fitted again one part later (the gate's test part
+    #: validating it) instead of the gated one, whose trees never saw the newest
+    #: tasks (:func:`pipelines.training.train.serving_parts`); time split only.
+    refit_for_serving: bool = True
     recall_target: float = 0.95
     tail_min_precision: float = 0.5
     #: Core-hours one core-hour of a job's delay is worth (the cost policy's one

@@ -61,7 +61,12 @@ from pipelines.evaluation.trace.target_run import (
 from pipelines.evaluation.walk_forward import check_cadence, walk_periods
 from pipelines.training.config import TrainingConfig, training_config
 from pipelines.training.dataset import LabelledHistory
-from pipelines.training.train import TrainingResult, class_labels, train
+from pipelines.training.train import (
+    TrainingResult,
+    class_labels,
+    serving_parts,
+    train,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -172,17 +177,21 @@ def _window(
 ) -> tuple[pd.DataFrame, TimeSplit]:
     """Return the tasks known before ``boundary`` and their train/validation split.
 
-    The newest tenth (by creation) validates: early stopping, the tail rule and the
-    combination's settings are chosen on tasks the trees did not fit on.
+    The split a retraining registers its model with (:func:`serving_parts` of an
+    80/10/10 split, ``training.yaml``'s): the older 90 % fit the trees, the newest
+    tenth (by creation) validates: early stopping, the tail rule, the
+    combination's settings, calibration and prices are chosen on tasks the trees
+    did not fit on.
     """
     known = tasks["labels_known_at"].to_numpy(dtype="datetime64[ns]") < boundary
     window = tasks[known]
     if config.max_train_rows is not None:
         window = window.iloc[-config.max_train_rows :]
     window = window.reset_index(drop=True)
-    n_val = max(1, len(window) // 10)
+    tenth = max(1, len(window) // 10)
     order = np.arange(len(window))
-    return window, TimeSplit(order[:-n_val], order[-n_val:], order[-n_val:])
+    gated = TimeSplit(order[: -2 * tenth], order[-2 * tenth : -tenth], order[-tenth:])
+    return window, serving_parts(gated)
 
 
 #: Why a retraining leaves a target out (``trainable_bins``).

@@ -21,9 +21,11 @@ from click.testing import CliRunner
 
 from model_registry.gate import GateThresholds
 from model_registry.registry import champion_version, get_version
+from model_registry.tracking import mlflow_client
 from panda_predictor.db.drift_runs import recent_drift_runs
 from panda_predictor.db.engine import get_plugin_tables, make_engine
 from panda_predictor.db.outcomes import read_created_tasks
+from panda_predictor.serving.bundle import load_bundle
 from panda_predictor.serving.loader import load_champion
 from panda_predictor.serving.recent import read_history_frame
 from panda_predictor.settings import load_settings
@@ -54,8 +56,13 @@ DRIFT = DriftEvent(
 #: ramcount class leaves too little headroom on ~500 tasks to see the jump.
 #: Equal weights for all history (no self-tuned half-life): the world's shift must
 #: hurt the champion trained before it, which a short half-life would soften.
+#: A test part of 15 % (training.yaml: 10 %): this world's windows hold ~1,500
+#: tasks, and the drift check compares the feedback with the test part's rates.
 FAST = TrainingConfig(
     model_kinds=("xgboost",),
+    train_fraction=0.70,
+    val_fraction=0.15,
+    test_fraction=0.15,
     tail_min_precision=0.2,
     half_life_days=None,
     xgboost={"n_estimators": 80, "max_depth": 6, "n_jobs": 1},
@@ -163,7 +170,17 @@ def test_champion_bundle_carries_its_reference(world):
 
     path = load_champion_bundle_dir(world).path
     assert (path / REFERENCE_FILE).is_file()
-    assert get_version(world, 1).tags[STATUS_TAG] == "complete"
+    version = get_version(world, 1)
+    assert version.tags[STATUS_TAG] == "complete"
+    # The registered bundle is the gated configuration fitted one part later: its
+    # trees fit the gated model's training and validation parts, and it carries
+    # the gated model's figures from the held-out test part.
+    bundle = load_bundle(path)
+    params = mlflow_client(world).get_run(version.run_id).data.params
+    gated_rows = int(params["train_rows"]) + int(params["val_rows"])
+    assert bundle.info["train_rows"] == int(params["registered_train_rows"])
+    assert bundle.info["train_rows"] == gated_rows
+    assert bundle.info["metrics_test_period"] == params["test_period"]
 
 
 def test_drift_detected_after_the_change_and_not_before(world):
