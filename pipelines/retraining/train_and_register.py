@@ -149,6 +149,11 @@ def train_and_register(
 ) -> RunSummary:
     """Train on the configured database and register the result (gated champion).
 
+    The gate judges the model trained on the configured split; the version
+    registered is that configuration fitted one part later
+    (:func:`pipelines.training.train.served_model`), whose trees reach the newest
+    tasks the gate held out, with the gated model's figures.
+
     Parameters
     ----------
     settings, config:

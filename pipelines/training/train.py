@@ -5,8 +5,10 @@ MLflow): :func:`train` returns everything the runner
 (:mod:`pipelines.retraining.train_and_register`) logs, reports and registers. Splits are
 time-ordered by default: train on the oldest tasks, validate (early stopping, tail
 thresholds, choice of model kind) on the next, test on the newest, which is what
-production sees. What to fit is :mod:`pipelines.training.config`; the fits
-themselves (each kind, target and half-life) are :mod:`pipelines.training.fitting`.
+production sees; the model registered is then fitted one part later
+(:func:`served_model`), so its trees reach the tasks the test held out. What to
+fit is :mod:`pipelines.training.config`; the fits themselves (each kind, target
+and half-life) are :mod:`pipelines.training.fitting`.
 """
 
 from __future__ import annotations
