@@ -133,6 +133,20 @@ def serving_parts(parts: TimeSplit) -> TimeSplit:
     return TimeSplit(np.concatenate([parts.train, parts.val]), parts.test, parts.test)
 
 
+def refits_for_serving(config: TrainingConfig) -> bool:
+    """Return whether the model registered is the refit of :func:`serving_parts`:
+    only when ``config.refit_for_serving`` and the split is time-ordered (a
+    stratified split's test part is not the newest)."""
+    return config.refit_for_serving and config.split == "time"
+
+
+def registered_parts(parts: TimeSplit, config: TrainingConfig) -> TimeSplit:
+    """Return the split the registered model is fitted on, given the gated
+    ``parts``: :func:`serving_parts` where :func:`refits_for_serving`, else
+    ``parts`` themselves."""
+    return serving_parts(parts) if refits_for_serving(config) else parts
+
+
 def class_labels(frame: pd.DataFrame, bins: BinSet) -> dict[str, np.ndarray]:
     """Return each target's class per row (-1 where the label is unknown)."""
     missing = [t for t in bins.targets if t not in frame.columns]
@@ -324,9 +338,9 @@ def served_model(
     ``config.refit_for_serving``, or with a split that is not time-ordered (whose
     test part is not the newest), the gated training itself.
     """
-    if not config.refit_for_serving or config.split != "time":
+    if not refits_for_serving(config):
         return gated
-    served = train(history, bins, config, serving_parts(parts), progress)
+    served = train(history, bins, config, registered_parts(parts, config), progress)
     served.bundle.metrics = dict(gated.bundle.metrics)
     served.bundle.info["metrics_test_period"] = gated.split_info["test_period"]
     return served

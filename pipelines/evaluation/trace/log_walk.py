@@ -64,7 +64,7 @@ from pipelines.training.dataset import LabelledHistory
 from pipelines.training.train import (
     TrainingResult,
     class_labels,
-    serving_parts,
+    registered_parts,
     train,
 )
 
@@ -177,21 +177,25 @@ def _window(
 ) -> tuple[pd.DataFrame, TimeSplit]:
     """Return the tasks known before ``boundary`` and their train/validation split.
 
-    The split a retraining registers its model with (:func:`serving_parts` of an
-    80/10/10 split, ``training.yaml``'s): the older 90 % fit the trees, the newest
-    tenth (by creation) validates: early stopping, the tail rule, the
-    combination's settings, calibration and prices are chosen on tasks the trees
-    did not fit on.
+    The split a retraining registers its model with (:func:`registered_parts`
+    of the fractions of ``training.yaml``, 80/10/10: the older 90 % fit the
+    trees, the newest tenth by creation validates): early stopping, the tail
+    rule, the combination's settings, calibration and prices are chosen on tasks
+    the trees did not fit on.
     """
     known = tasks["labels_known_at"].to_numpy(dtype="datetime64[ns]") < boundary
     window = tasks[known]
     if config.max_train_rows is not None:
         window = window.iloc[-config.max_train_rows :]
     window = window.reset_index(drop=True)
-    tenth = max(1, len(window) // 10)
+    training = config.training_config()
+    n_test = max(1, int(len(window) * training.test_fraction))
+    n_val = max(1, int(len(window) * training.val_fraction))
     order = np.arange(len(window))
-    gated = TimeSplit(order[: -2 * tenth], order[-2 * tenth : -tenth], order[-tenth:])
-    return window, serving_parts(gated)
+    gated = TimeSplit(
+        order[: -(n_val + n_test)], order[-(n_val + n_test) : -n_test], order[-n_test:]
+    )
+    return window, registered_parts(gated, training)
 
 
 #: Why a retraining leaves a target out (``trainable_bins``).
