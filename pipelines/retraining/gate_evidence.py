@@ -43,7 +43,7 @@ from model_registry.gate import (
     wasted_hours_metric,
 )
 from panda_predictor.core.assess.baselines import majority_class
-from panda_predictor.core.assess.day_bootstrap import DayBootstrap
+from panda_predictor.core.assess.day_bootstrap import DayBootstrap, half_width
 from panda_predictor.core.assess.evaluation import evaluate_targets
 from panda_predictor.core.bins import BinSet
 from panda_predictor.core.decide.experts import CombinationParams
@@ -130,19 +130,6 @@ def _metric_parts(
             ones,
         )
     return parts
-
-
-def half_width(values: np.ndarray) -> float:
-    """Return half the 5-95 % range of ``values``; inf when none is defined.
-
-    Infinite noise means the test set cannot judge the metric (e.g. no task of the
-    largest class): no check can fail on it.
-    """
-    finite = values[np.isfinite(values)]
-    if finite.size < len(values) / 2:
-        return float("inf")
-    low, high = np.quantile(finite, [0.05, 0.95])
-    return float(high - low) / 2
 
 
 def noise_between(

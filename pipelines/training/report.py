@@ -94,11 +94,17 @@ def _prices_section(cost: Mapping[str, Any]) -> list[str]:
         "(0.2: both 20 % better; negative: worse than the scouts on one). *short*: "
         "the share of jobs given less than they used. The chosen candidate is in "
         f"bold; `{SCOUTS_VALUE_LABEL}` writes what the scouts would ask for and "
-        "still starts at once.",
+        "still starts at once. *~*: fails no more jobs and wastes no more hours "
+        "than the scouts beyond the noise of resampled days (the gate's goals), "
+        f"and saves waste; where `{SCOUTS_VALUE_LABEL}` has the best margin, the "
+        "best-margin price so marked is served instead.",
         "",
     ]
     fixed = set(cost.get("fixed_targets", ()))
     shorts: Mapping[str, Mapping[str, float]] = cost.get("short_at") or {}
+    savings: Mapping[str, Mapping[str, float]] = (
+        cost.get("saving_within_noise_at") or {}
+    )
     targets = list(margins)
     chosen = cost.get("chosen", {})
     header = ["candidate"]
@@ -110,7 +116,9 @@ def _prices_section(cost: Mapping[str, Any]) -> list[str]:
         for t in targets:
             by = cost["fixed_margin_at"][t] if t in fixed else margins[t]
             mark = "**" if chosen.get(t) == label else ""
-            row += [f"{mark}{by.get(label, float('nan')):.3g}{mark}"]
+            saves = t not in fixed and savings.get(t, {}).get(label, 0.0) > 0
+            tilde = " ~" if saves else ""
+            row += [f"{mark}{by.get(label, float('nan')):.3g}{mark}{tilde}"]
             row += [f"{shorts.get(t, {}).get(label, float('nan')):.3f}"]
         rows.append(row)
     lines += _table(header, rows)

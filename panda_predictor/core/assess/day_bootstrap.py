@@ -48,3 +48,17 @@ class DayBootstrap:
         day_den = np.bincount(self.day_index, weights=den, minlength=self.n_days)
         top, bottom = self.counts @ day_num, self.counts @ day_den
         return np.divide(top, bottom, out=np.full(top.shape, np.nan), where=bottom > 0)
+
+
+def half_width(values: np.ndarray) -> float:
+    """Return half the 5-95 % range of resampled ``values``: the noise of a 90 %
+    interval; inf when fewer than half of them are defined.
+
+    Infinite noise means the rows cannot judge the figure (e.g. no task of the
+    largest class): no check can fail on it.
+    """
+    finite = values[np.isfinite(values)]
+    if finite.size < len(values) / 2:
+        return float("inf")
+    low, high = np.quantile(finite, [0.05, 0.95])
+    return float(high - low) / 2

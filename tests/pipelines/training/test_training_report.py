@@ -231,6 +231,23 @@ def test_the_prices_get_a_table_with_the_chosen_candidate_in_bold(tmp_path, resu
     assert table[3] == "| scouts_value | 0 | 0.491 | **0** | 0.005 |"
 
 
+def test_a_price_within_the_noise_is_marked_and_served_for_the_scouts_value(
+    tmp_path, results
+):
+    evaluations, _, _ = results
+    cost = {
+        **COST,
+        "chosen": {"ramcount": "0.25", "cputime": "4"},
+        "scouts_value_targets": [],
+        "saving_within_noise_at": {"cputime": {"4": 0.31}, "ramcount": {"4": -0.1}},
+    }
+    text = write_report(tmp_path / "p", evaluations, prices=cost).read_text()
+    section = _section(text, "Delay prices chosen on the validation part")
+    assert "| 4 | -0.289 | 0.013 | **-16.6** ~ | 0.069 |" in section
+    assert "| scouts_value | 0 | 0.491 | 0 | 0.005 |" in section
+    assert "the gate's goals" in section
+
+
 def test_fixed_targets_show_their_fixed_margins_and_a_configured_price_one_line(
     tmp_path, results
 ):
