@@ -112,12 +112,16 @@ def use_tables(
     }
 
 
+def _saving(theirs: Any, mine: Any, floor: float) -> Any:
+    """Return the relative saving of ``mine`` against ``theirs`` (the scouts'),
+    dividing by at least ``floor``."""
+    return (theirs - mine) / np.maximum(theirs, floor)
+
+
 def _worst_saving(failed: tuple[Any, Any], waste: tuple[Any, Any]) -> np.ndarray:
     """Return the smaller relative saving from (scouts', mine) figure pairs."""
     (f_s, f_m), (w_s, w_m) = failed, waste
-    on_failed = (f_s - f_m) / np.maximum(f_s, MARGIN_FLOOR)
-    on_waste = (w_s - w_m) / np.maximum(w_s, WASTE_FLOOR)
-    return np.minimum(on_failed, on_waste)
+    return np.minimum(_saving(f_s, f_m, MARGIN_FLOOR), _saving(w_s, w_m, WASTE_FLOOR))
 
 
 def meets_scouts(mine: JobOutcomes, scouts: JobOutcomes, boot: DayBootstrap) -> bool:
@@ -143,8 +147,8 @@ def meets_scouts(mine: JobOutcomes, scouts: JobOutcomes, boot: DayBootstrap) -> 
 
 def waste_saving(mine: JobOutcomes, scouts: JobOutcomes) -> float:
     """Return ``mine``'s relative saving of wasted hours against ``scouts``."""
-    theirs = float(np.mean(scouts.wasted_hours))
-    return (theirs - float(np.mean(mine.wasted_hours))) / max(theirs, WASTE_FLOOR)
+    theirs, own = np.mean(scouts.wasted_hours), np.mean(mine.wasted_hours)
+    return float(_saving(theirs, own, WASTE_FLOOR))
 
 
 def price_margin(mine: JobOutcomes, scouts: JobOutcomes, boot: DayBootstrap) -> float:
