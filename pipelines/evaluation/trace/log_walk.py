@@ -66,6 +66,7 @@ from pipelines.training.train import (
     class_labels,
     registered_parts,
     train,
+    training_parts,
 )
 
 logger = logging.getLogger(__name__)
@@ -172,30 +173,34 @@ def fit_trace_bins(values: dict[str, np.ndarray]) -> tuple[BinSet, list[str]]:
     return bins, [str(w.message) for w in caught]
 
 
-def _window(
+def _known_window(
     tasks: pd.DataFrame, boundary: np.datetime64, config: WalkForwardConfig
-) -> tuple[pd.DataFrame, TimeSplit]:
-    """Return the tasks known before ``boundary`` and their train/validation split.
-
-    The split a retraining registers its model with (:func:`registered_parts`
-    of the fractions of ``training.yaml``, 80/10/10: the older 90 % fit the
-    trees, the newest tenth by creation validates): early stopping, the tail
-    rule, the combination's settings, calibration and prices are chosen on tasks
-    the trees did not fit on.
-    """
+) -> pd.DataFrame:
+    """Return the tasks whose labels were known before ``boundary``, oldest first
+    (the newest ``max_train_rows`` of them where that cap is set)."""
     known = tasks["labels_known_at"].to_numpy(dtype="datetime64[ns]") < boundary
     window = tasks[known]
     if config.max_train_rows is not None:
         window = window.iloc[-config.max_train_rows :]
-    window = window.reset_index(drop=True)
+    return window.reset_index(drop=True)
+
+
+def retraining_parts(
+    window: pd.DataFrame, bins: BinSet, config: WalkForwardConfig
+) -> TimeSplit:
+    """Return the split a production retraining registers its model with.
+
+    The same two calls a retraining makes, on the same ``training.yaml``:
+    :func:`training_parts` (by creation time; a cut inside a group of equal
+    times moves to the group's start) and :func:`registered_parts` (80/10/10:
+    the older 90 % fit the trees, the newest tenth validates). So early stopping,
+    the tail rule, the combination's settings, calibration and prices are chosen
+    on tasks the trees did not fit on, as in production. Raises ``ValueError``
+    where the window's creation times cannot be split.
+    """
     training = config.training_config()
-    n_test = max(1, int(len(window) * training.test_fraction))
-    n_val = max(1, int(len(window) * training.val_fraction))
-    order = np.arange(len(window))
-    gated = TimeSplit(
-        order[: -(n_val + n_test)], order[-(n_val + n_test) : -n_test], order[-n_test:]
-    )
-    return window, registered_parts(gated, training)
+    gated = training_parts(LabelledHistory(window), bins, training)
+    return registered_parts(gated, training)
 
 
 #: Why a retraining leaves a target out (``trainable_bins``).
@@ -538,7 +543,7 @@ def _retrain_at(
     so does a window where no target can be learnt (``trainable_bins``).
     """
     period = str(pd.Timestamp(boundary).date())
-    window, parts = _window(tasks, boundary, config)
+    window = _known_window(tasks, boundary, config)
     if len(window) < MIN_TRAIN_TASKS:
         logger.warning(
             "period %s: only %d tasks had finished before it (need %d): "
@@ -546,6 +551,17 @@ def _retrain_at(
             period,
             len(window),
             MIN_TRAIN_TASKS,
+        )
+        return _Retraining(period, window, None), None
+    try:
+        parts = retraining_parts(window, bins, config)
+    except ValueError as exc:
+        logger.warning(
+            "period %s: the %d finished tasks cannot be split by creation time "
+            "(%s): every task keeps its scouts",
+            period,
+            len(window),
+            exc,
         )
         return _Retraining(period, window, None), None
     trainable, left_out = trainable_bins(window, parts, bins)
