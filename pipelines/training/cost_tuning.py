@@ -124,49 +124,68 @@ def _worst_saving(failed: tuple[Any, Any], waste: tuple[Any, Any]) -> np.ndarray
     return np.minimum(_saving(f_s, f_m, MARGIN_FLOOR), _saving(w_s, w_m, WASTE_FLOOR))
 
 
-def meets_scouts(mine: JobOutcomes, scouts: JobOutcomes, boot: DayBootstrap) -> bool:
+@dataclasses.dataclass(frozen=True)
+class ResampledFigures:
+    """One replayed row's failed-job rate and wasted hours per job, over all its
+    validation jobs and on each resample of the validation days.
+
+    Resampled once per row, so the margin and the noise check compare the same
+    draws (paired: every row of a target replays the same jobs on the same days).
+    """
+
+    failed: float
+    wasted: float
+    failed_resampled: np.ndarray
+    wasted_resampled: np.ndarray
+
+    @classmethod
+    def of(cls, outcomes: JobOutcomes, boot: DayBootstrap) -> ResampledFigures:
+        """Return ``outcomes``' figures on ``boot``'s resampled days."""
+        failed = np.asarray(outcomes.failed, dtype=float)
+        wasted = np.asarray(outcomes.wasted_hours, dtype=float)
+        ones = np.ones(failed.size)
+        return cls(
+            float(failed.mean()),
+            float(wasted.mean()),
+            boot.resampled(failed, ones),
+            boot.resampled(wasted, ones),
+        )
+
+
+def meets_scouts(mine: ResampledFigures, scouts: ResampledFigures) -> bool:
     """Return whether ``mine`` fails no more jobs and wastes no more hours than
     ``scouts`` beyond the noise: the gate's replay goals
     (:mod:`model_registry.gate`), judged on the validation part.
 
-    The noise is half the 90 % range of the paired difference over ``boot``'s
+    The noise is half the 90 % range of the paired difference over the
     resampled days, as the gate takes it on the test part.
     """
-    ones = np.ones(mine.failed.size)
-    for own, theirs in (
-        (mine.failed, scouts.failed),
-        (mine.wasted_hours, scouts.wasted_hours),
+    for own, theirs, paired in (
+        (mine.failed, scouts.failed, mine.failed_resampled - scouts.failed_resampled),
+        (mine.wasted, scouts.wasted, mine.wasted_resampled - scouts.wasted_resampled),
     ):
-        own = np.asarray(own, dtype=float)
-        theirs = np.asarray(theirs, dtype=float)
-        paired = boot.resampled(own, ones) - boot.resampled(theirs, ones)
-        if own.mean() - theirs.mean() > half_width(paired) + 1e-12:
+        if own - theirs > half_width(paired) + 1e-12:
             return False
     return True
 
 
-def waste_saving(mine: JobOutcomes, scouts: JobOutcomes) -> float:
+def waste_saving(mine: ResampledFigures, scouts: ResampledFigures) -> float:
     """Return ``mine``'s relative saving of wasted hours against ``scouts``."""
-    theirs, own = np.mean(scouts.wasted_hours), np.mean(mine.wasted_hours)
-    return float(_saving(theirs, own, WASTE_FLOOR))
+    return float(_saving(scouts.wasted, mine.wasted, WASTE_FLOOR))
 
 
-def price_margin(mine: JobOutcomes, scouts: JobOutcomes, boot: DayBootstrap) -> float:
+def price_margin(mine: ResampledFigures, scouts: ResampledFigures) -> float:
     """Return the smaller relative saving of ``mine`` against ``scouts`` on a bad
-    quarter of ``boot``'s resampled days (their :data:`MARGIN_QUANTILE`).
+    quarter of the resampled days (their :data:`MARGIN_QUANTILE`).
 
     The saving is ``(scouts' - mine) / scouts'`` for the failed-job rate and for
     the wasted hours per job, positive when both are lower than the scouts'; a
     scouts' figure of 0 divides by :data:`MARGIN_FLOOR` (failures) or
     :data:`WASTE_FLOOR` (waste) instead. Both rows are the same jobs (paired).
     """
-    ones = np.ones(mine.failed.size)
     margins = _worst_saving(
-        (boot.resampled(scouts.failed, ones), boot.resampled(mine.failed, ones)),
-        (
-            boot.resampled(scouts.wasted_hours, ones),
-            boot.resampled(mine.wasted_hours, ones),
-        ),
+        (scouts.failed_resampled, mine.failed_resampled),
+        (scouts.wasted_resampled, mine.wasted_resampled),
     )
     return float(np.nanquantile(margins, MARGIN_QUANTILE))
 
@@ -211,6 +230,7 @@ def choose_price(
         for t in priced
         if known[t].any()
     }
+    scouted = {t: ResampledFigures.of(scouts[t], boots[t]) for t in boots}
     margin: dict[str, dict[float, float]] = {t: {} for t in priced}
     # The same values written ...Fixed: PanDA's re-measurement keeps them.
     kept: dict[str, dict[float, float]] = {
@@ -230,15 +250,19 @@ def choose_price(
             if t not in boots:
                 margin[t][price] = 0.0
                 continue
-            mine = jobs[t].by_job(value[known[t]], applied[known[t]])
-            margin[t][price] = price_margin(mine, scouts[t], boots[t])
-            if price != SCOUTS_VALUE and meets_scouts(mine, scouts[t], boots[t]):
-                saving[t][price] = waste_saving(mine, scouts[t])
+            mine = ResampledFigures.of(
+                jobs[t].by_job(value[known[t]], applied[known[t]]), boots[t]
+            )
+            margin[t][price] = price_margin(mine, scouted[t])
+            if price != SCOUTS_VALUE and meets_scouts(mine, scouted[t]):
+                saving[t][price] = waste_saving(mine, scouted[t])
             if t in kept:
                 fixed = jobs[t].by_job(
                     value[known[t]], applied[known[t]], remeasure=False
                 )
-                kept[t][price] = price_margin(fixed, scouts[t], boots[t])
+                kept[t][price] = price_margin(
+                    ResampledFigures.of(fixed, boots[t]), scouted[t]
+                )
             short[t][price] = short_share(value, tasks[t].to_numpy(dtype=float))
     chosen = {t: _best_price(margin[t], saving[t]) for t in priced}
     fixed_targets = tuple(t for t in kept if _keeps(kept[t], margin[t]))

@@ -25,6 +25,7 @@ from pipelines.training.cost_tuning import (
     SCOUTS_VALUE,
     SCOUTS_VALUE_LABEL,
     TUNED_PRICES,
+    ResampledFigures,
     _best_price,
     _keeps,
     choose_price,
@@ -54,6 +55,10 @@ def jobs(failed: list[bool], wasted: list[float]) -> JobOutcomes:
     )
 
 
+def resampled(boot: DayBootstrap, *rows: JobOutcomes) -> list[ResampledFigures]:
+    return [ResampledFigures.of(row, boot) for row in rows]
+
+
 ONE_DAY = DayBootstrap(np.zeros(10, dtype=int), n_resamples=3)
 SCOUTS = jobs([True] + [False] * 9, [10.0] * 10)  # 0.1 failed, 10 h per job
 
@@ -69,13 +74,13 @@ SCOUTS = jobs([True] + [False] * 9, [10.0] * 10)  # 0.1 failed, 10 h per job
 )
 def test_margin_is_the_smaller_relative_saving(mine, margin):
     # One day: every resample is that day, so the expectation is the point value.
-    assert price_margin(mine, SCOUTS, ONE_DAY) == pytest.approx(margin)
+    assert price_margin(*resampled(ONE_DAY, mine, SCOUTS)) == pytest.approx(margin)
 
 
 def test_a_scouts_rate_of_zero_divides_by_the_floor():
     never = jobs([False] * 10, [10.0] * 10)
     once = jobs([True] + [False] * 9, [1.0] * 10)
-    assert price_margin(once, never, ONE_DAY) == pytest.approx(-0.1 / 1e-3)
+    assert price_margin(*resampled(ONE_DAY, once, never)) == pytest.approx(-0.1 / 1e-3)
 
 
 def test_a_lead_within_the_days_noise_counts_for_less():
@@ -87,9 +92,9 @@ def test_a_lead_within_the_days_noise_counts_for_less():
     mine = jobs(
         [True] * 3 + [False] * 7 + [True] + [False] * 9, [5.0] * 10 + [15.0] * 10
     )
-    point = price_margin(mine, scouts, DayBootstrap(np.zeros(20, int), 1))
+    point = price_margin(*resampled(DayBootstrap(np.zeros(20, int), 1), mine, scouts))
     assert point == pytest.approx(0.0)
-    assert price_margin(mine, scouts, DayBootstrap(days, 400)) < -0.1
+    assert price_margin(*resampled(DayBootstrap(days, 400), mine, scouts)) < -0.1
 
 
 def test_a_lead_carried_by_few_days_loses_to_one_that_holds():
@@ -117,8 +122,8 @@ def test_a_lead_carried_by_few_days_loses_to_one_that_holds():
         return float(np.mean(np.minimum(*saved)))
 
     assert mean_margin(lucky) > mean_margin(steady)
-    assert price_margin(steady, scouts, boot) == pytest.approx(0.05)
-    assert price_margin(lucky, scouts, boot) < 0.01
+    assert price_margin(*resampled(boot, steady, scouts)) == pytest.approx(0.05)
+    assert price_margin(*resampled(boot, lucky, scouts)) < 0.01
 
 
 def test_best_price_takes_the_largest_margin_and_the_dearer_price_on_ties():
@@ -158,12 +163,12 @@ def test_meets_scouts_allows_the_noise_of_the_paired_difference():
     day_off = jobs([True, True] + [False] * 8 + day * 9, [5.0] * 100)
     every_day = jobs(([True] * 2 + [False] * 8) * 10, [5.0] * 100)
     boot = DayBootstrap(days, 400)
-    assert meets_scouts(day_off, scouts, boot)
-    assert not meets_scouts(every_day, scouts, boot)
-    assert waste_saving(every_day, scouts) == pytest.approx(0.5)
+    assert meets_scouts(*resampled(boot, day_off, scouts))
+    assert not meets_scouts(*resampled(boot, every_day, scouts))
+    assert waste_saving(*resampled(boot, every_day, scouts)) == pytest.approx(0.5)
     # Less waste is never held against it; more, beyond the noise, is.
     wasteful = jobs(day * 10, [11.0] * 100)
-    assert not meets_scouts(wasteful, scouts, boot)
+    assert not meets_scouts(*resampled(boot, wasteful, scouts))
 
 
 def test_tasks_replay_as_bursts_of_one_user_and_transformation():
