@@ -24,7 +24,7 @@ from typing import Any
 
 from panda_predictor.core.replay.engine import ReplayOutcome
 from panda_predictor.core.replay.goals import GOALS, goal_marks, replay_goals
-from pipelines.evaluation.trace.summary import ECE_GOAL, OURS, PRODUCTION
+from pipelines.evaluation.trace.summary import ECE_GOAL, OURS, PRODUCTION, waste_key
 
 HEADER = (
     "| log | target | replay goals | failed jobs (scouts) | wasted hours (scouts) "
@@ -64,9 +64,7 @@ def pair_figures(full: dict[str, Any], target: str) -> PairFigures:
         answer = replay_goals([ReplayOutcome(**o) for o in outcomes], OURS)
         goals = {g: bool(answer[g]) for g in GOALS}
         ours, scouts = by_name[OURS], by_name["scouts"]
-        key = (
-            "wasted_gb_hours" if scouts["wasted_gb_hours"] > 0 else "wasted_core_hours"
-        )
+        key = waste_key(scouts)
         failed, scouts_failed = ours["failed_job_rate"], scouts["failed_job_rate"]
         wasted, scouts_wasted = ours[key], scouts[key]
     calibration = full.get("calibration", {}).get(target, {}).get(PRODUCTION, {})

@@ -57,7 +57,9 @@ def _outcomes(outcomes: list[dict[str, Any]]) -> list[ReplayOutcome]:
     return [ReplayOutcome(**o) for o in outcomes]
 
 
-def _waste_key(outcome: dict[str, Any]) -> str:
+def waste_key(outcome: dict[str, Any]) -> str:
+    """Return the waste column a replayed row is judged by: GB-hours where it
+    wasted memory, else core-hours."""
     return "wasted_gb_hours" if outcome["wasted_gb_hours"] > 0 else "wasted_core_hours"
 
 
@@ -69,7 +71,7 @@ def _replay_marks(outcomes: list[dict[str, Any]]) -> str:
     if scouts is None or ours is None:
         return "n/a"
     goals = replay_goals(_outcomes(outcomes), OURS)
-    waste = _waste_key(scouts)
+    waste = waste_key(scouts)
     figures = (
         f"{ours['failed_job_rate']:.3f}/{scouts['failed_job_rate']:.3f}, "
         f"{ours[waste]:.3g}/{scouts[waste]:.3g}, "
@@ -92,7 +94,7 @@ def replay_rows(full: dict[str, Any]) -> list[str]:
         )
         for strategy in names:
             o = by_name[strategy]
-            waste = _waste_key(by_name.get("scouts", o))
+            waste = waste_key(by_name.get("scouts", o))
             unit = "GB-h" if waste == "wasted_gb_hours" else "core-h"
             rows.append(
                 f"| {name} | {target} | {strategy} | {o['failed_job_rate']:.3f} | "
@@ -134,7 +136,7 @@ def hindsight_rows(full: dict[str, Any]) -> list[str]:
     for target, row in full.get("hindsight", {}).items():
         by_name = {o["strategy"]: o for o in full["replay"][target]}
         mine, scouts, kept = by_name[OURS], by_name["scouts"], row["outcome"]
-        waste = _waste_key(scouts)
+        waste = waste_key(scouts)
         cells = [
             f"{o['failed_job_rate']:.3f} / {o[waste]:.4g} / "
             f"{o['mean_bulk_delay_hours']:.2f}"
