@@ -1,6 +1,7 @@
-"""Every relative link in the README and docs/ reaches a file and, where it names
-one, a heading of that file: pages move and split as the project grows, and a
-newcomer following a dead link loses the thread."""
+"""Every relative link in the README and docs/ reaches a file of this repository
+and, where it names one, a heading of that file: pages move and split as the
+project grows, and a newcomer following a dead link loses the thread. A link out
+of the repository (to a folder beside the checkout) works on one machine only."""
 
 from __future__ import annotations
 
@@ -28,15 +29,18 @@ def anchors(page: Path) -> set[str]:
     return {anchor(h) for h in HEADING.findall(FENCE.sub("", page.read_text()))}
 
 
-def dead_links(page: Path) -> list[str]:
-    """Return ``page``'s relative links whose file or heading does not exist."""
+def dead_links(page: Path, root: Path = ROOT) -> list[str]:
+    """Return ``page``'s relative links that leave ``root`` or whose file or
+    heading does not exist."""
     dead = []
     for target in LINK.findall(page.read_text()):
         if target.startswith(("http://", "https://", "mailto:")):
             continue
         path, _, fragment = target.partition("#")
         linked = (page.parent / path).resolve() if path else page
-        if not linked.exists():
+        if not linked.is_relative_to(root.resolve()):
+            dead.append(f"{target} (outside the repository)")
+        elif not linked.exists():
             dead.append(f"{target} (no file {linked})")
         elif fragment and linked.suffix == ".md" and fragment not in anchors(linked):
             dead.append(f"{target} (no heading #{fragment} in {linked.name})")
@@ -48,14 +52,20 @@ def test_every_relative_link_reaches_its_file_and_heading(page):
     assert dead_links(page) == []
 
 
-def test_a_link_to_a_missing_heading_is_found(tmp_path):
-    (tmp_path / "a.md").write_text("# Title\n\n## Some section\n")
-    page = tmp_path / "b.md"
+def test_a_missing_heading_or_file_and_a_link_out_of_the_repository_are_found(
+    tmp_path,
+):
+    root = tmp_path / "repo"
+    root.mkdir()
+    (tmp_path / "beside.md").write_text("# Beside\n")
+    (root / "a.md").write_text("# Title\n\n## Some section\n")
+    page = root / "b.md"
     page.write_text(
         "[ok](a.md#some-section) [gone](a.md#other) [nofile](c.md) [self](#title)\n"
-        "# Title\n"
+        "[out](../beside.md)\n# Title\n"
     )
-    assert dead_links(page) == [
+    assert dead_links(page, root) == [
         "a.md#other (no heading #other in a.md)",
-        f"c.md (no file {tmp_path / 'c.md'})",
+        f"c.md (no file {root / 'c.md'})",
+        "../beside.md (outside the repository)",
     ]
