@@ -163,9 +163,16 @@ def compare(
     """Return the comparison's lines (the table, the totals and the goal
     changes) and the goals the candidate loses.
 
-    Only the logs both runs hold are compared; the others are named.
+    Only the logs both runs hold are compared; the others are named. Runs
+    without a log in common raise ValueError (a development run, whose folders
+    end in ``-dev``, against a test-part run, say).
     """
     logs = sorted(set(base) & set(candidate))
+    if not logs:
+        raise ValueError(
+            "The base and candidate runs must hold at least one log in common. "
+            f"Got {sorted(base)} and {sorted(candidate)} instead."
+        )
     pairs: dict[tuple[str, str], tuple[PairFigures, PairFigures]] = {}
     for log in logs:
         targets = list(candidate[log].get("full_scores", {}))
@@ -223,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         lines, lost = compare(load_runs(args.base), load_runs(args.candidate))
-    except FileNotFoundError as error:
+    except (FileNotFoundError, ValueError) as error:
         parser.error(str(error))
     print("\n".join(lines))
     return 1 if lost else 0

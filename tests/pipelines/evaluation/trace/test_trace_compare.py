@@ -72,3 +72,12 @@ def test_a_folder_without_results_is_refused_by_name(tmp_path, capsys):
         main([str(tmp_path), str(tmp_path)])
     assert exit_info.value.code == 2
     assert str(tmp_path) in capsys.readouterr().err
+
+
+def test_runs_without_a_log_in_common_are_refused(full, tmp_path, capsys):
+    _write(tmp_path / "dev", "small-dev", full)
+    _write(tmp_path / "test", "small", full)
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(tmp_path / "dev"), str(tmp_path / "test")])
+    assert exit_info.value.code == 2
+    assert "at least one log in common" in capsys.readouterr().err
