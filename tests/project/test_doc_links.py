@@ -33,7 +33,8 @@ def dead_links(page: Path, root: Path = ROOT) -> list[str]:
     """Return ``page``'s relative links that leave ``root`` or whose file or
     heading does not exist."""
     dead = []
-    for target in LINK.findall(page.read_text()):
+    # Code blocks quote text (a command's output, code): their brackets are not links.
+    for target in LINK.findall(FENCE.sub("", page.read_text())):
         if target.startswith(("http://", "https://", "mailto:")):
             continue
         path, _, fragment = target.partition("#")
@@ -62,7 +63,7 @@ def test_a_missing_heading_or_file_and_a_link_out_of_the_repository_are_found(
     page = root / "b.md"
     page.write_text(
         "[ok](a.md#some-section) [gone](a.md#other) [nofile](c.md) [self](#title)\n"
-        "[out](../beside.md)\n# Title\n"
+        "[out](../beside.md)\n# Title\n```\nxs[0](ys)\n```\n"
     )
     assert dead_links(page, root) == [
         "a.md#other (no heading #other in a.md)",

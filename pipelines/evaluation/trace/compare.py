@@ -22,9 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from panda_predictor.core.replay.engine import ReplayOutcome
-from panda_predictor.core.replay.goals import GOALS, goal_marks, replay_goals
-from pipelines.evaluation.trace.summary import ECE_GOAL, OURS, PRODUCTION, waste_key
+from panda_predictor.core.replay.goals import GOALS, goal_marks
+from pipelines.evaluation.trace.summary import (
+    ECE_GOAL,
+    OURS,
+    PRODUCTION,
+    production_goals,
+    waste_key,
+)
 
 HEADER = (
     "| log | target | replay goals | failed jobs (scouts) | wasted hours (scouts) "
@@ -58,11 +63,11 @@ class PairFigures:
 def pair_figures(full: dict[str, Any], target: str) -> PairFigures:
     """Return the figures of one target of one benchmark result (full.json)."""
     outcomes = full.get("replay", {}).get(target, [])
-    by_name = {o["strategy"]: o for o in outcomes}
+    answer = production_goals(outcomes)
     goals = failed = scouts_failed = wasted = scouts_wasted = None
-    if OURS in by_name and "scouts" in by_name:
-        answer = replay_goals([ReplayOutcome(**o) for o in outcomes], OURS)
+    if answer is not None:
         goals = {g: bool(answer[g]) for g in GOALS}
+        by_name = {o["strategy"]: o for o in outcomes}
         ours, scouts = by_name[OURS], by_name["scouts"]
         key = waste_key(scouts)
         failed, scouts_failed = ours["failed_job_rate"], scouts["failed_job_rate"]

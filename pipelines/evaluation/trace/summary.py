@@ -53,24 +53,30 @@ REPLAY_ROWS = (
 )
 
 
-def _outcomes(outcomes: list[dict[str, Any]]) -> list[ReplayOutcome]:
-    return [ReplayOutcome(**o) for o in outcomes]
-
-
 def waste_key(outcome: dict[str, Any]) -> str:
     """Return the waste column a replayed row is judged by: GB-hours where it
     wasted memory, else core-hours."""
     return "wasted_gb_hours" if outcome["wasted_gb_hours"] > 0 else "wasted_core_hours"
 
 
+def production_goals(outcomes: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Return the replay goals of production against the scouts
+    (:func:`~panda_predictor.core.replay.goals.replay_goals`) from one target's
+    replayed rows in full.json; None where either row is missing."""
+    names = {o["strategy"] for o in outcomes}
+    if "scouts" not in names or OURS not in names:
+        return None
+    return replay_goals([ReplayOutcome(**o) for o in outcomes], OURS)
+
+
 def _replay_marks(outcomes: list[dict[str, Any]]) -> str:
     """Return ✓/✗ per replay goal of production vs scouts (core.replay.goals:
     failed jobs, waste, bulk delay, not dominated), then the figures."""
-    by_name = {o["strategy"]: o for o in outcomes}
-    scouts, ours = by_name.get("scouts"), by_name.get(OURS)
-    if scouts is None or ours is None:
+    goals = production_goals(outcomes)
+    if goals is None:
         return "n/a"
-    goals = replay_goals(_outcomes(outcomes), OURS)
+    by_name = {o["strategy"]: o for o in outcomes}
+    scouts, ours = by_name["scouts"], by_name[OURS]
     waste = waste_key(scouts)
     figures = (
         f"{ours['failed_job_rate']:.3f}/{scouts['failed_job_rate']:.3f}, "
