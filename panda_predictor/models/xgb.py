@@ -120,6 +120,10 @@ class XGBoostResourceClassifier(ResourceClassifier):
     max_bin : histogram bins per numeric feature (XGBoost's ``hist``); fewer bins
         build each tree faster on millions of rows.
     subsample : share of the training rows each round samples (1.0: all).
+    num_parallel_tree : trees grown per round, each on its own row sample, and
+        averaged (a boosted forest): with ``subsample`` below 1 the served trees
+        are an average over perturbed fits, steadier from one retraining to the
+        next; serving walks this many times the trees.
     """
 
     kind = "xgboost"
@@ -138,6 +142,7 @@ class XGBoostResourceClassifier(ResourceClassifier):
         min_child_weight: float = 1.0,
         max_bin: int = 256,
         subsample: float = 1.0,
+        num_parallel_tree: int = 1,
     ) -> None:
         self.n_classes = n_classes
         self.n_estimators = n_estimators
@@ -151,6 +156,7 @@ class XGBoostResourceClassifier(ResourceClassifier):
         self.min_child_weight = min_child_weight
         self.max_bin = max_bin
         self.subsample = subsample
+        self.num_parallel_tree = num_parallel_tree
 
     def _booster_params(self) -> dict[str, Any]:
         """Return XGBoost's training parameters for this model."""
@@ -162,6 +168,7 @@ class XGBoostResourceClassifier(ResourceClassifier):
             "max_cat_to_onehot": self.max_cat_to_onehot,
             "max_bin": self.max_bin,
             "subsample": self.subsample,
+            "num_parallel_tree": self.num_parallel_tree,
             "nthread": self.n_jobs,
             "seed": self.random_state,
         }

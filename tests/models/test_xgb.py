@@ -101,6 +101,29 @@ def test_saved_files(split, tmp_path):
     ]
 
 
+def test_a_forest_per_round_averages_its_trees_and_survives_saving(split, tmp_path):
+    (X, y), (X_test, _) = split
+    # On all rows every tree of a round is the same tree: their average is one tree.
+    single = _model().fit(X, y)
+    same = _model(num_parallel_tree=3).fit(X, y)
+    np.testing.assert_allclose(
+        same.predict_proba(X_test), single.predict_proba(X_test), rtol=1e-5, atol=1e-6
+    )
+    # On row samples the trees differ, and the saved forest predicts the same.
+    forest = _model(num_parallel_tree=3, subsample=0.7, random_state=2).fit(X, y)
+    assert '"num_parallel_tree":"3"' in forest.booster_.save_config()
+    assert not np.allclose(forest.predict_proba(X_test), single.predict_proba(X_test))
+    loaded = XGBoostResourceClassifier.load(forest.save(tmp_path / "forest"))
+    assert loaded.num_parallel_tree == 3
+    np.testing.assert_array_equal(
+        loaded.predict_proba(X_test), forest.predict_proba(X_test)
+    )
+    one_row = X_test.iloc[:1]
+    np.testing.assert_array_equal(
+        loaded.predict_proba(one_row), forest.predict_proba(X_test)[:1]
+    )
+
+
 def test_histogram_bins_and_row_sampling_reach_the_booster(split, tmp_path):
     (X, y), (X_test, _) = split
     model = _model(max_bin=32, subsample=0.5, random_state=1).fit(X, y)
