@@ -121,9 +121,9 @@ class XGBoostResourceClassifier(ResourceClassifier):
         build each tree faster on millions of rows.
     subsample : share of the training rows each round samples (1.0: all).
     num_parallel_tree : trees grown per round, each on its own row sample, and
-        averaged (a boosted forest): with ``subsample`` below 1 the served trees
-        are an average over perturbed fits, steadier from one retraining to the
-        next; serving walks this many times the trees.
+        averaged (a boosted forest; ``subsample`` below 1 makes them differ).
+        Serving walks this many times the trees. Tried against the fit's
+        variance and not kept (docs/models.md).
     """
 
     kind = "xgboost"
