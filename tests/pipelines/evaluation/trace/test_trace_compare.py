@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +23,11 @@ def full(tmp_path_factory):
     folder = tmp_path_factory.mktemp("out")
     write_outputs(result, folder)
     return json.loads((folder / "full.json").read_text())
+
+
+#: The development run of main kept in the repository, the base a design choice
+#: is compared with (benchmarks/dev-base/README.md).
+DEV_BASE = Path(__file__).resolve().parents[4] / "benchmarks" / "dev-base"
 
 
 def _with(full, target, failed_above_scouts, ece):
@@ -81,3 +87,16 @@ def test_runs_without_a_log_in_common_are_refused(full, tmp_path, capsys):
         main([str(tmp_path / "dev"), str(tmp_path / "test")])
     assert exit_info.value.code == 2
     assert "at least one log in common" in capsys.readouterr().err
+
+
+def test_the_kept_development_base_holds_every_log_and_reads_today(capsys):
+    """The kept base is the ten logs' development parts, and today's compare
+    reads it: a change to full.json's format fails here, which means the base
+    must be run again (its README says how)."""
+    runs = load_runs(DEV_BASE)
+    assert len(runs) == 10
+    assert all(log.endswith("-dev") for log in runs)
+    assert main([str(DEV_BASE), str(DEV_BASE)]) == 0
+    out = capsys.readouterr().out
+    assert "logs compared: 10\n" in out
+    assert "goals lost (0): none" in out
