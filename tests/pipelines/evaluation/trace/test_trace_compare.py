@@ -91,8 +91,8 @@ def test_runs_without_a_log_in_common_are_refused(full, tmp_path, capsys):
 
 def test_the_kept_development_base_holds_every_log_and_reads_today(capsys):
     """The kept base is the ten logs' development parts, and today's compare
-    reads it: a change to full.json's format fails here, which means the base
-    must be run again (its README says how)."""
+    reads it: a change to full.json that compare cannot read fails here, and
+    the base must then be run again (its README says how)."""
     runs = load_runs(DEV_BASE)
     assert len(runs) == 10
     assert all(log.endswith("-dev") for log in runs)
