@@ -298,7 +298,8 @@ def measure_idle(
         assert idle.failure is None and idle.written == 0, idle
     idle_ms.sort()
     # After the newest change: simulated jobs may end after "now" (the history
-    # ends yesterday and its last jobs run on), so "now" is not "nothing new".
+    # ends within the last week and its last jobs may run on), so "now" is not
+    # "nothing new".
     with engine.connect() as conn:
         newest = conn.execute(
             sa.text(

@@ -30,7 +30,7 @@ from pipelines.monitoring.feedback import FeedbackRun, run_feedback
 from pipelines.monitoring.report import render_report
 from pipelines.retraining.train_and_register import RunSummary, train_and_register
 from pipelines.simulation import HistoryBatch, SimulationConfig, simulate_history
-from pipelines.simulation.config import yesterday_midnight
+from pipelines.simulation.config import weekly_history_end
 from pipelines.simulation.history_writer import load_history, write_batch
 from pipelines.simulation.outcomes import jobs_after_hook
 from pipelines.training.config import TrainingConfig
@@ -57,9 +57,10 @@ class DemoResult:
 
 
 def history_end() -> datetime:
-    """Return yesterday's midnight (UTC): the simulated history ends there and the
-    new tasks arrive today, so the hook's "recent history" window covers it."""
-    return yesterday_midnight()
+    """Return where the demo's simulated history ends: within the last week, so the
+    hook's recent-history window covers it, and whole weeks from a fixed date, so
+    every day's demo trains the same model (:func:`weekly_history_end`)."""
+    return weekly_history_end()
 
 
 def reset_embedded_store(settings: Settings) -> None:
@@ -126,11 +127,11 @@ def _run_steps(
             f"{training.gate.reason}"
         )
     else:
-        # The gate may rightly refuse the demo's model: with the default history
-        # its replayed cputime values are short for ~4 % of the test tasks (the
-        # goal: 2 %); a smaller history (--tasks) may not show a lead over the
-        # recency rules. To still show the hook, the demo moves the alias by
-        # hand, saying so: never what production does.
+        # The gate may rightly refuse the demo's model: it promotes the default
+        # history's (docs/model-registry.md), but another --tasks or --seed may
+        # fail a replay goal or show no lead over the recency rules. To still
+        # show the hook, the demo moves the alias by hand, saying so: never what
+        # production does.
         say(
             f"      the gate refused version {training.version.version}: "
             f"{training.gate.reason}"

@@ -40,9 +40,11 @@ log = logging.getLogger(__name__)
     "--end-date",
     type=click.DateTime(formats=["%Y-%m-%d"]),
     default=None,
-    help="End of the history; newly defined tasks are created the day after "
-    "[default: yesterday, so the hook's recent-history window covers the history "
-    "and 'panda-predictor hook' predicts the new tasks today].",
+    help="End of the history; newly defined tasks are created the day after. A seed "
+    "draws the same history for every end, only moved in time "
+    "[default: the newest day within the last week that is whole weeks from "
+    "2026-01-01, so the hook's recent-history window covers the history and every "
+    "day's default gives the same tasks on the same weekdays].",
 )
 @click.option(
     "--batch-size",
@@ -79,7 +81,7 @@ def simulate(
     from panda_predictor.db.engine import make_engine
     from panda_predictor.errors import UserInputError
     from pipelines.simulation import SimulationConfig, simulate_history
-    from pipelines.simulation.config import yesterday_midnight
+    from pipelines.simulation.config import weekly_history_end
     from pipelines.simulation.history_writer import ensure_panda_tables, load_history
 
     try:
@@ -88,7 +90,7 @@ def simulate(
             n_defined=n_defined,
             seed=seed,
             months=months,
-            end_date=end_date or yesterday_midnight(),
+            end_date=end_date or weekly_history_end(),
             batch_size=batch_size,
         )
     except UserInputError as exc:

@@ -29,17 +29,32 @@ DEFAULT_END_DATE = datetime(2026, 1, 1)
 
 
 def yesterday_midnight() -> datetime:
-    """Return yesterday's midnight (UTC, naive): where a history for *today* ends.
+    """Return yesterday's midnight (UTC, naive): where a history for *today* may end.
 
-    A history ending there puts its newly defined tasks today, inside the hook's
-    recent-history window, so the hook predicts them (the demo and the
-    ``simulate`` command's default). The fixed :data:`DEFAULT_END_DATE` keeps
-    tests reproducible instead.
+    A history ending near there puts its newly defined tasks inside the hook's
+    recent-history window, so the hook predicts them. The fixed
+    :data:`DEFAULT_END_DATE` keeps tests reproducible instead.
     """
     today = datetime.now(UTC).replace(
         tzinfo=None, hour=0, minute=0, second=0, microsecond=0
     )
     return today - timedelta(days=1)
+
+
+def weekly_history_end(latest: datetime | None = None) -> datetime:
+    """Return the newest end on or before ``latest`` a whole number of weeks away
+    from :data:`DEFAULT_END_DATE` (default ``latest``: :func:`yesterday_midnight`).
+
+    The demo's and ``simulate``'s default end. The simulation draws the same
+    history for every end, moved in time (:func:`pipelines.simulation.tasks.
+    layout_shift`); a whole-week move also keeps every task's creation hour and
+    weekday, which are features. So the demo trains the same model, and its gate
+    gives the same verdict, on every day: with yesterday's midnight as the end the
+    weekday feature, and with it the model, changed daily (docs/decisions.md).
+    """
+    latest = latest or yesterday_midnight()
+    weeks = (latest - DEFAULT_END_DATE) // timedelta(weeks=1)
+    return DEFAULT_END_DATE + weeks * timedelta(weeks=1)
 
 
 def _check_int(name: str, value: Any, minimum: int, what: str) -> None:
@@ -122,7 +137,9 @@ class SimulationConfig:
     months:
         Length of the simulated period in calendar months.
     end_date:
-        End of the period; newly defined tasks are created just after it.
+        End of the period; newly defined tasks are created just after it. The
+        draws do not depend on it: the history laid out to end at
+        :data:`DEFAULT_END_DATE` is moved to end here.
     batch_size:
         Tasks per generated batch (memory grows with it, not with ``n_tasks``).
     scouts_min, scouts_max:

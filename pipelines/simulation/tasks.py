@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from pipelines.simulation.catalog import NULL, Catalog, choose_rows
-from pipelines.simulation.config import SimulationConfig
+from pipelines.simulation.config import DEFAULT_END_DATE, SimulationConfig
 
 SECONDS_PER_MONTH = 30.44 * 86400
 _SAMPLES = np.array(
@@ -56,10 +56,27 @@ class TaskDraw:
     giant: np.ndarray  # 0 none, 1 memory giant, 2 CPU giant
 
 
-def period_start(cfg: SimulationConfig) -> np.datetime64:
-    """Return the first instant of the simulated period (``months`` before the end)."""
-    start = pd.Timestamp(cfg.end_date) - pd.DateOffset(months=cfg.months)
+def layout_shift(cfg: SimulationConfig) -> np.timedelta64:
+    """Return how far the history is moved from its layout to end at ``end_date``.
+
+    Every draw is made for a history ending at :data:`DEFAULT_END_DATE` (its
+    calendar months, its period length), then moved by this much. So a seed gives
+    the same tasks and jobs whatever the end; only their times move. Without it
+    the period's length and month boundaries, and so the tasks, changed with the
+    end date, and the demo trained a different model every day.
+    """
+    return np.datetime64(cfg.end_date, "s") - np.datetime64(DEFAULT_END_DATE, "s")
+
+
+def _layout_start(cfg: SimulationConfig) -> np.datetime64:
+    start = pd.Timestamp(DEFAULT_END_DATE) - pd.DateOffset(months=cfg.months)
     return np.datetime64(start.to_pydatetime(), "s")
+
+
+def period_start(cfg: SimulationConfig) -> np.datetime64:
+    """Return the first instant of the simulated period (``months`` calendar months
+    before :data:`DEFAULT_END_DATE`, moved by :func:`layout_shift`)."""
+    return _layout_start(cfg) + layout_shift(cfg)
 
 
 def creation_times(
@@ -78,8 +95,10 @@ def creation_times(
 
 
 def _month_index(created: np.ndarray, cfg: SimulationConfig) -> np.ndarray:
-    first = period_start(cfg).astype("datetime64[M]")
-    return (created.astype("datetime64[M]") - first).astype(np.int64)
+    """Return each task's month of the period, counted on the layout's calendar."""
+    laid_out = created - layout_shift(cfg)
+    first = _layout_start(cfg).astype("datetime64[M]")
+    return (laid_out.astype("datetime64[M]") - first).astype(np.int64)
 
 
 def _lognormal(rng: np.random.Generator, sigma, size: int) -> np.ndarray:

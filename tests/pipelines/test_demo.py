@@ -12,14 +12,17 @@ import pytest
 from panda_predictor.errors import UserInputError
 from panda_predictor.settings import load_settings
 from pipelines.demo import history_end, reset_embedded_store
+from pipelines.simulation.config import DEFAULT_END_DATE
 
 
-def test_the_history_ends_at_yesterdays_midnight():
+def test_the_history_ends_at_a_midnight_of_the_last_week_on_a_fixed_weekday():
     end = history_end()
     now = datetime.now(UTC).replace(tzinfo=None)
     assert (end.hour, end.minute, end.second) == (0, 0, 0)
-    # The start of yesterday: between one and two days ago.
-    assert timedelta(days=1) <= now - end < timedelta(days=2)
+    # Inside the hook's window (no later than yesterday, at most 8 days ago), and
+    # on 2026-01-01's weekday, so the creation weekdays are the same every day.
+    assert timedelta(days=1) <= now - end < timedelta(days=8)
+    assert end.weekday() == DEFAULT_END_DATE.weekday()
 
 
 def test_the_reset_touches_only_the_embedded_default(tmp_path):

@@ -12,6 +12,7 @@ from panda_predictor.cli.simulate import simulate
 from panda_predictor.db.engine import get_panda_tables, make_engine
 from panda_predictor.db.migrations import init_database
 from pipelines.simulation import SimulationConfig, simulate_frames, simulate_history
+from pipelines.simulation.config import weekly_history_end
 from pipelines.simulation.history_writer import (
     ensure_panda_tables,
     load_history,
@@ -102,11 +103,14 @@ def test_cli_creates_tables_and_writes(settings):
     engine = make_engine(settings)
     try:
         assert _count(engine, settings, "jedi_tasks") == 130
-        # Without --end-date the history ends yesterday: the new tasks are today's.
+        # Without --end-date the history ends within the last week, whole weeks
+        # from the fixed date: the new tasks are that day's, on its weekday.
         tasks = get_panda_tables(settings, engine).jedi_tasks
         with engine.connect() as conn:
             newest = conn.execute(sa.select(sa.func.max(tasks.c.creationdate))).scalar()
-        assert newest.date() >= (datetime.now(UTC) - timedelta(days=1)).date()
+        end = weekly_history_end()
+        assert end < newest < end + timedelta(days=1)
+        assert end > datetime.now(UTC).replace(tzinfo=None) - timedelta(days=8)
     finally:
         engine.dispose()
 

@@ -6,6 +6,8 @@ promise on a small world (SIMULATED data, not ATLAS figures).
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,6 +15,7 @@ import pytest
 from pipelines.params import load_params
 from pipelines.simulation import SimulationConfig, simulate_frames
 from pipelines.simulation.catalog import build_catalog, choose_rows
+from pipelines.simulation.config import DEFAULT_END_DATE, weekly_history_end
 from pipelines.simulation.datasets import dataset_frame
 from pipelines.simulation.jobs import _to_datetime
 from pipelines.simulation.requirements import fill_requirements
@@ -50,6 +53,43 @@ def test_creation_times_rise_inside_the_period():
     end = np.datetime64(cfg.end_date, "s")
     assert np.all(np.diff(old.astype(np.int64)) > 0)
     assert old[0] >= period_start(cfg) and old[-1] <= end < new[0]
+
+
+def _moved_back(frame: pd.DataFrame, by: pd.Timedelta) -> pd.DataFrame:
+    """Return ``frame`` with every datetime column moved ``by`` earlier."""
+    out = frame.copy()
+    for name in out.columns:
+        if pd.api.types.is_datetime64_any_dtype(out[name]):
+            out[name] = out[name] - by
+    return out
+
+
+@pytest.mark.parametrize("moved", [timedelta(weeks=48), timedelta(days=45, hours=5)])
+def test_a_seed_draws_the_same_history_for_every_end_only_moved(moved):
+    # The demo's history ends near today: the draws must not depend on the day,
+    # or the demo trains a different model, and its gate decides otherwise, daily.
+    base = simulate_frames(SimulationConfig(n_tasks=150, n_defined=5, seed=4))
+    later = simulate_frames(
+        SimulationConfig(
+            n_tasks=150, n_defined=5, seed=4, end_date=DEFAULT_END_DATE + moved
+        )
+    )
+    for name in ("jedi_tasks", "jedi_datasets", "jobsarchived4"):
+        pd.testing.assert_frame_equal(
+            _moved_back(getattr(later, name), pd.Timedelta(moved)),
+            getattr(base, name),
+        )
+    assert later.jedi_tasks["creationdate"].max() > DEFAULT_END_DATE + moved
+
+
+def test_the_weekly_end_is_the_newest_whole_week_from_the_fixed_date():
+    for latest in (datetime(2026, 12, 6), datetime(2026, 12, 3), datetime(2027, 2, 1)):
+        end = weekly_history_end(latest)
+        assert latest - timedelta(weeks=1) < end <= latest
+        assert (end - DEFAULT_END_DATE) % timedelta(weeks=1) == timedelta(0)
+        assert end.weekday() == DEFAULT_END_DATE.weekday()
+    assert weekly_history_end(datetime(2026, 12, 3, 7)) == datetime(2026, 12, 3)
+    assert weekly_history_end(DEFAULT_END_DATE) == DEFAULT_END_DATE
 
 
 @pytest.fixture(scope="module")
