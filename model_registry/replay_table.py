@@ -16,10 +16,10 @@ figures), so it needs nothing of a training run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 
-from model_registry.gate import SCOUTS, SERVED_DELAY
+from model_registry.gate import SCOUTS, SERVED_DELAY, MetricVerdict
 from model_registry.verdict_table import aligned_lines
 from panda_predictor.core.decide.cost_choice import KIND_OF, MEMORY
 from panda_predictor.core.replay.goals import MAX_DELAY_SHARE
@@ -34,6 +34,13 @@ HEADERS = (
 )
 #: The same columns, short, for a terminal.
 SHORT_HEADERS = ("target", "failed jobs", "scouts", "wasted h per job", "scouts")
+#: The column a terminal table adds where the gate's verdicts are known.
+GOAL_HEADER = "goals"
+#: What that column means, printed under the table.
+GOAL_NOTE = (
+    "goals (the gate's): failed jobs and waste at most the scouts' plus the noise "
+    "over resampled test days."
+)
 #: What the command line prints above the table.
 HEADING = "The decision replayed on the test tasks' jobs against the scouts:"
 #: Prefix of the scouts' figures among a run's metrics (``scouts.<target>.
@@ -50,6 +57,8 @@ class ReplayRow:
     scouts_failed: float
     wasted: float
     scouts_wasted: float
+    #: Whether the gate found both figures within their goals (None: not judged).
+    goals_met: bool | None = None
 
     @property
     def unit(self) -> str:
@@ -116,14 +125,45 @@ def evidence_replay(evidence: object) -> Replay:
     return replay_of(served, scouts)
 
 
+def with_verdicts(replay: Replay, verdicts: Iterable[MetricVerdict]) -> Replay:
+    """Return ``replay`` with each row's :attr:`ReplayRow.goals_met` from the gate's
+    verdicts on ``served.<target>.failed_jobs`` and ``.wasted_hours``.
+
+    The table's figures alone mislead where a goal is met within the noise (the
+    demo's run time: 0.0015 of the jobs failed against the scouts' 0.0005, noise
+    0.0010): the row then says so instead of leaving the reader to guess.
+    """
+    passed = {v.metric: v.passed_floor for v in verdicts}
+
+    def met(row: ReplayRow) -> bool | None:
+        checks = [
+            passed.get(f"served.{row.target}.{kind}")
+            for kind in ("failed_jobs", "wasted_hours")
+        ]
+        return None if None in checks else all(checks)
+
+    return replace(
+        replay, rows=tuple(replace(r, goals_met=met(r)) for r in replay.rows)
+    )
+
+
 def replay_block(replay: Replay) -> list[str]:
     """Return the replay as printed lines: :data:`HEADING`, the table in columns
-    and the share of tasks that keep their scouts, indented (no rows: none)."""
+    (with a :data:`GOAL_HEADER` column where the gate judged every row) and the
+    share of tasks that keep their scouts, indented (no rows: none)."""
     if not replay.rows:
         return []
-    table = aligned_lines(SHORT_HEADERS, [r.cells() for r in replay.rows])
-    kept = [replay.kept_scouts_text()] if replay.kept_scouts is not None else []
-    return [HEADING, *(f"  {line}" for line in [*table, *kept])]
+    judged = all(r.goals_met is not None for r in replay.rows)
+    headers = (*SHORT_HEADERS, GOAL_HEADER) if judged else SHORT_HEADERS
+    cells = [
+        (*r.cells(), "met" if r.goals_met else "missed") if judged else r.cells()
+        for r in replay.rows
+    ]
+    table = aligned_lines(headers, cells)
+    notes = [GOAL_NOTE] if judged else []
+    if replay.kept_scouts is not None:
+        notes.append(replay.kept_scouts_text())
+    return [HEADING, *(f"  {line}" for line in [*table, *notes])]
 
 
 def replay_metrics(replay: Replay) -> dict[str, float]:

@@ -60,7 +60,11 @@ def demo(
       panda-predictor demo
       panda-predictor demo --tasks 3000 --defined 12 --seed 1 --no-progress
     """
-    from model_registry.replay_table import evidence_replay, replay_block
+    from model_registry.replay_table import (
+        evidence_replay,
+        replay_block,
+        with_verdicts,
+    )
     from panda_predictor.cli.errors import user_errors
     from panda_predictor.cli.render import predictions_table
     from pipelines.demo import run_demo
@@ -82,7 +86,11 @@ def demo(
         f"{m['mean_accuracy']:.3f}, exact match {m['joint.exact_match_rate']:.3f}; "
         f"report {result.training.report}"
     )
-    replay = replay_block(evidence_replay(result.training.evidence))
+    replay = replay_block(
+        with_verdicts(
+            evidence_replay(result.training.evidence), result.training.gate.verdicts
+        )
+    )
     if replay:
         click.echo("\n" + "\n".join(replay))
     click.echo("\nWhat the submit hook wrote (value unit (confidence) per target):\n")

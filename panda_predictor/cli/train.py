@@ -66,7 +66,11 @@ def train(
           --gate-tolerance under_allocation=0.01
     """
     from model_registry.gate import GateThresholds
-    from model_registry.replay_table import evidence_replay, replay_block
+    from model_registry.replay_table import (
+        evidence_replay,
+        replay_block,
+        with_verdicts,
+    )
     from panda_predictor.cli.errors import user_errors
     from panda_predictor.cli.inputs import training_config_from
     from pipelines.retraining.train_and_register import (
@@ -97,7 +101,9 @@ def train(
         f"{summary.metrics['joint.exact_match_rate']:.3f}; served kinds: "
         + ", ".join(f"{t}={k}" for t, k in summary.served_kinds.items())
     )
-    for line in replay_block(evidence_replay(summary.evidence)):
+    for line in replay_block(
+        with_verdicts(evidence_replay(summary.evidence), summary.gate.verdicts)
+    ):
         click.echo(line)
     click.echo(
         f"Registered {summary.version.name} version {summary.version.version}: "

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 import pytest
 from click.testing import CliRunner
 
-from model_registry.replay_table import HEADING
+from model_registry.replay_table import GOAL_HEADER, HEADING
 from panda_predictor.cli import main
 from panda_predictor.core.domain.splitrule import has_scout_rule
 from panda_predictor.db.engine import make_engine
@@ -110,6 +110,8 @@ def test_train_registers_a_champion_then_the_hook_uses_it(
     replay = trained.output.split(f"{HEADING}\n")[1].splitlines()
     assert replay[0].split()[:3] == ["target", "failed", "jobs"]
     assert replay[1].split()[0] == "ramcount"
+    assert replay[0].split()[-1] == GOAL_HEADER
+    assert replay[1].split()[-1] in ("met", "missed")
     if "version 1: champion" not in trained.output:
         # Refused on its merits (this world is small and drawn anew with the
         # labels' rules): an operator overrules the gate by hand, as documented.
@@ -189,6 +191,9 @@ def test_demo_runs_end_to_end(tmp_path):
     header, *rows = replay[1].splitlines()[:3]
     assert header.split()[:3] == ["target", "failed", "jobs"]
     assert rows[0].split()[0] in ("ramcount", "cputime", "walltime")
+    # Each row says whether the gate found it within its goals (plus the noise).
+    assert header.split()[-1] == GOAL_HEADER
+    assert all(row.split()[-1] in ("met", "missed") for row in rows), rows
     assert "Tasks that keep their scouts: " in replay[1]
     assert (tmp_path / "var" / "panda.sqlite").is_file()
     assert (tmp_path / "var" / "mlflow.db").is_file()

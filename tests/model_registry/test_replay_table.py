@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from model_registry.gate import SERVED_COST, SERVED_DELAY, GateEvidence
+from model_registry.gate import (
+    SERVED_COST,
+    SERVED_DELAY,
+    GateEvidence,
+    GateThresholds,
+    judge,
+)
 from model_registry.replay_table import (
+    GOAL_HEADER,
+    GOAL_NOTE,
     HEADING,
     Replay,
     evidence_replay,
@@ -11,6 +19,7 @@ from model_registry.replay_table import (
     replay_from_metrics,
     replay_metrics,
     replay_of,
+    with_verdicts,
 )
 
 SERVED = {
@@ -56,6 +65,39 @@ def test_the_printed_block_is_aligned_and_says_who_keeps_scouts():
         "  Tasks that keep their scouts: 5.0 % (with scouts: 100 %; the goal: at "
         "most 20 %)."
     )
+
+
+def test_the_gates_verdicts_say_which_rows_meet_their_goals_within_the_noise():
+    # Walltime fails more jobs than the scouts (0.0003 > 0.0002), within the noise
+    # of 0.0002; ramcount wastes more GB-hours than the scouts beyond its noise.
+    served = {**SERVED, "served.walltime.failed_jobs": 0.0003}
+    scouts = {
+        **SCOUTS,
+        "served.walltime.failed_jobs": 0.0002,
+        "served.ramcount.wasted_hours": 0.7,
+    }
+    noise = {
+        "scouts": {
+            "served.walltime.failed_jobs": 0.0002,
+            "served.ramcount.wasted_hours": 0.05,
+        }
+    }
+    evidence = GateEvidence(challenger=served, floors={"scouts": scouts}, noise=noise)
+    verdicts = judge(evidence, GateThresholds())
+    replay = with_verdicts(evidence_replay(evidence), verdicts)
+    assert [(r.target, r.goals_met) for r in replay.rows] == [
+        ("ramcount", False),
+        ("walltime", True),
+    ]
+    lines = replay_block(replay)
+    assert lines[1].split()[-1] == GOAL_HEADER
+    assert lines[2].split()[-1] == "missed" and lines[3].split()[-1] == "met"
+    assert lines[4] == f"  {GOAL_NOTE}"
+    # Without the gate's verdicts (model show) the table has no such column.
+    assert GOAL_HEADER not in replay_block(evidence_replay(evidence))[1].split()
+    # A row the gate did not judge leaves the column out rather than guess.
+    partial = with_verdicts(evidence_replay(evidence), verdicts[:1])
+    assert all(r.goals_met is None for r in partial.rows)
 
 
 def test_nothing_replayed_gives_no_rows_and_no_lines():

@@ -25,10 +25,8 @@ from typing import Any
 from panda_predictor.core.replay.goals import GOALS, goal_marks
 from pipelines.evaluation.trace.summary import (
     ECE_GOAL,
-    OURS,
     PRODUCTION,
-    production_goals,
-    waste_key,
+    production_replay,
 )
 
 HEADER = (
@@ -62,14 +60,11 @@ class PairFigures:
 
 def pair_figures(full: dict[str, Any], target: str) -> PairFigures:
     """Return the figures of one target of one benchmark result (full.json)."""
-    outcomes = full.get("replay", {}).get(target, [])
-    answer = production_goals(outcomes)
+    replay = production_replay(full.get("replay", {}).get(target, []))
     goals = failed = scouts_failed = wasted = scouts_wasted = None
-    if answer is not None:
-        goals = {g: bool(answer[g]) for g in GOALS}
-        by_name = {o["strategy"]: o for o in outcomes}
-        ours, scouts = by_name[OURS], by_name["scouts"]
-        key = waste_key(scouts)
+    if replay is not None:
+        ours, scouts, key = replay.ours, replay.scouts, replay.waste
+        goals = {g: bool(replay.goals[g]) for g in GOALS}
         failed, scouts_failed = ours["failed_job_rate"], scouts["failed_job_rate"]
         wasted, scouts_wasted = ours[key], scouts[key]
     calibration = full.get("calibration", {}).get(target, {}).get(PRODUCTION, {})

@@ -33,6 +33,7 @@ import argparse
 import json
 import statistics
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,32 +60,46 @@ def waste_key(outcome: dict[str, Any]) -> str:
     return "wasted_gb_hours" if outcome["wasted_gb_hours"] > 0 else "wasted_core_hours"
 
 
-def production_goals(outcomes: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Return the replay goals of production against the scouts
-    (:func:`~panda_predictor.core.replay.goals.replay_goals`) from one target's
-    replayed rows in full.json; None where either row is missing."""
-    names = {o["strategy"] for o in outcomes}
-    if "scouts" not in names or OURS not in names:
+@dataclass(frozen=True)
+class ProductionReplay:
+    """One target's replay of production against the scouts, from full.json."""
+
+    #: :func:`~panda_predictor.core.replay.goals.replay_goals` of production.
+    goals: dict[str, Any]
+    #: Production's and the scouts' replayed rows.
+    ours: dict[str, Any]
+    scouts: dict[str, Any]
+
+    @property
+    def waste(self) -> str:
+        """The waste column both rows are judged by (:func:`waste_key`)."""
+        return waste_key(self.scouts)
+
+
+def production_replay(outcomes: list[dict[str, Any]]) -> ProductionReplay | None:
+    """Return production's replay goals against the scouts and both rows, from one
+    target's replayed rows in full.json; None where either row is missing."""
+    by_name = {o["strategy"]: o for o in outcomes}
+    if "scouts" not in by_name or OURS not in by_name:
         return None
-    return replay_goals([ReplayOutcome(**o) for o in outcomes], OURS)
+    goals = replay_goals([ReplayOutcome(**o) for o in outcomes], OURS)
+    return ProductionReplay(goals, by_name[OURS], by_name["scouts"])
 
 
 def _replay_marks(outcomes: list[dict[str, Any]]) -> str:
     """Return ✓/✗ per replay goal of production vs scouts (core.replay.goals:
     failed jobs, waste, bulk delay, not dominated), then the figures."""
-    goals = production_goals(outcomes)
-    if goals is None:
+    replay = production_replay(outcomes)
+    if replay is None:
         return "n/a"
-    by_name = {o["strategy"]: o for o in outcomes}
-    scouts, ours = by_name["scouts"], by_name[OURS]
-    waste = waste_key(scouts)
+    ours, scouts, waste = replay.ours, replay.scouts, replay.waste
     figures = (
         f"{ours['failed_job_rate']:.3f}/{scouts['failed_job_rate']:.3f}, "
         f"{ours[waste]:.3g}/{scouts[waste]:.3g}, "
         f"{ours['mean_bulk_delay_hours']:.2f}/{scouts['mean_bulk_delay_hours']:.2f}"
     )
-    marks = goal_marks(goals)
-    beaten = ", ".join(goals["dominated_by"])
+    marks = goal_marks(replay.goals)
+    beaten = ", ".join(replay.goals["dominated_by"])
     return marks + f" ({figures})" + (f"; dominated by {beaten}" if beaten else "")
 
 
