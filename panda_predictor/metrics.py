@@ -56,6 +56,11 @@ KILL_SWITCH_PASSES = Counter(
     "Hook passes (or refiner calls) run while the kill switch was on.",
     ["hook"],
 )
+EARLY_REMEASURES = Counter(
+    "panda_predictor_early_remeasures_total",
+    "Tasks a hook asked PanDA to re-measure after their first finished jobs.",
+    ["hook"],
+)
 KILL_SWITCH_TASKS = Counter(
     "panda_predictor_kill_switch_tasks_total",
     "Tasks left to their scouts because the kill switch was on.",
@@ -125,6 +130,7 @@ def declare_hook_series(hook: str) -> None:
         HOOK_PASSES.labels(hook, outcome)
     KILL_SWITCH_PASSES.labels(hook)
     KILL_SWITCH_TASKS.labels(hook)
+    EARLY_REMEASURES.labels(hook)
     KILL_SWITCH_ON.labels(hook)
 
 

@@ -227,6 +227,17 @@ class Settings(BaseSettings):
     hook_poll_seconds: float = Field(
         10.0, gt=0, description="Pause between passes of 'hook --watch'."
     )
+    early_remeasure: bool = Field(
+        False,
+        description="Training ('train', 'retrain', 'benchmark') sizes for the early "
+        "re-measurement: a task written its scouts' own first values (the request, "
+        "else the default, on every target PanDA re-measures) is re-measured after "
+        "its first 3 finished jobs, as its scouts would have been, and the prices "
+        "are tuned with it. The champion carries the choice; the hook marks such "
+        "tasks when it writes them and asks PanDA after a pass (WALLTIMEUNIT set to "
+        "NULL, as PanDA's requestTaskParameterRecalculation does). Off by default: "
+        "on the job logs it trades failed jobs for hours (docs/decisions.md).",
+    )
     mode: Literal["predict", "legacy", "shadow"] = Field(
         "predict",
         description="'legacy' is the kill switch: predict nothing, scouts run. "

@@ -6,6 +6,7 @@ tests of its own.
 
 from __future__ import annotations
 
+import itertools
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
@@ -157,3 +158,48 @@ def database_with_one_eligible_task(home) -> None:
     init_database(engine, settings, with_panda_tables=True)
     add_task(engine, settings, 1001)
     engine.dispose()
+
+
+#: A task's MODIFICATIONTIME before the early re-measurement touches it.
+LONG_AGO = datetime(2025, 1, 1)
+#: PANDAIDs of the jobs :func:`add_jobs` adds, unique within a test session.
+PANDA_IDS = itertools.count(1_000_000)
+
+
+def running_task(db, settings, task_id: int, finished: int, **columns) -> None:
+    """Add a task the hook wrote with the scouts' own first values (marked for the
+    early re-measurement), now running with ``finished`` finished jobs."""
+    from panda_predictor.db.writer import write_predictions
+
+    add_task(db, settings, task_id, modificationtime=LONG_AGO)
+    write_predictions(db, settings, [make_prediction(task_id, early_remeasure=True)])
+    set_task(db, settings, task_id, **{"status": "running", **columns})
+    add_jobs(db, settings, task_id, finished)
+
+
+def set_task(db, settings, task_id: int, **columns) -> None:
+    """Change columns of a JEDI_TASKS row, as JEDI would."""
+    tasks = get_panda_tables(settings, db).jedi_tasks
+    with db.begin() as conn:
+        conn.execute(
+            tasks.update().where(tasks.c.jeditaskid == task_id).values(**columns)
+        )
+
+
+def add_jobs(
+    db, settings, task_id: int, n: int, status: str = "finished", archive=False
+) -> None:
+    """Add ``n`` jobs of ``task_id`` to JOBSARCHIVED4 (or PanDA's archive)."""
+    tables = get_panda_tables(settings, db)
+    table = tables.jobsarchived if archive else tables.jobsarchived4
+    with db.begin() as conn:
+        for _ in range(n):
+            conn.execute(
+                sa.insert(table),
+                {
+                    "pandaid": next(PANDA_IDS),
+                    "jeditaskid": task_id,
+                    "jobstatus": status,
+                    "modificationtime": datetime(2025, 1, 2),
+                },
+            )

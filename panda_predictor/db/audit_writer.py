@@ -22,6 +22,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from panda_predictor.core.domain.task_prediction import TargetPrediction, TaskPrediction
 from panda_predictor.core.domain.units import prediction_to_panda
+from panda_predictor.db.early_remeasure import mark_written
 from panda_predictor.db.engine import get_plugin_tables, translate_errors
 from panda_predictor.settings import Settings
 
@@ -202,6 +203,8 @@ def write_audit(
         ).first():
             return False
         conn.execute(_tag(sa.insert(audit), "audit_writer.write_audit"), row)
+        if written:
+            mark_written(conn, settings, [prediction], {prediction.jeditaskid})
     return True
 
 

@@ -64,6 +64,8 @@ WRITTEN_COLUMNS = {
         "walltime",
         "walltimeunit",
         "resource_type",
+        # the early re-measurement (db/early_remeasure.py), as PanDA asks for one
+        "modificationtime",
     ),
     "jedi_datasets": ("nfilestobeused", "modificationtime"),
 }

@@ -51,6 +51,7 @@ from panda_predictor.core.domain.targets import TARGETS
 from panda_predictor.core.domain.task_prediction import TaskPrediction
 from panda_predictor.core.domain.units import database_value
 from panda_predictor.db.audit_writer import audit_row, check_length, target_columns
+from panda_predictor.db.early_remeasure import mark_written
 from panda_predictor.db.engine import (
     DatabaseError,
     describe_error,
@@ -180,9 +181,10 @@ def write_predictions(
         with transaction:
             at.text = "the RESOURCE_TYPES table"
             types = read_resource_types(conn, settings)
-            _write_batch(
-                conn, (*tables, audit), list(predictions), options, types, result, at
-            )
+            batch = list(predictions)
+            _write_batch(conn, (*tables, audit), batch, options, types, result, at)
+            at.text = "the early re-measurement marks"
+            mark_written(conn, settings, batch, set(result.applied))
     except SQLAlchemyError as exc:
         error = describe_error(exc, conn)
         raise DatabaseError(

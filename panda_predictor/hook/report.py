@@ -23,6 +23,9 @@ class HookReport:
     malformed_splitrule: list[int] = field(default_factory=list)
     #: Left untouched and unaudited: the kill switch came on during the pass.
     stopped_by_kill_switch: list[int] = field(default_factory=list)
+    #: Running tasks asked to be re-measured after their first finished jobs
+    #: (:mod:`panda_predictor.db.early_remeasure`): not audited anew.
+    remeasured_early: list[int] = field(default_factory=list)
     failure: str | None = None
     dry_run: bool = False
 
@@ -83,6 +86,7 @@ def pass_summary(report: HookReport) -> str:
         (len(report.locked_by_jedi), "locked by JEDI (retried next pass)"),
         (len(report.errors), "errors (audited, scouts run)"),
         (len(report.stopped_by_kill_switch), "stopped by the kill switch"),
+        (len(report.remeasured_early), "running tasks asked to be re-measured early"),
     ]
     return ", ".join(
         f"{count} {name}" for count, name in counts if count or name in _ALWAYS_COUNTED

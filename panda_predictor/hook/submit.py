@@ -59,6 +59,7 @@ from panda_predictor.core.decide.rollout import route_all
 from panda_predictor.core.domain.task_prediction import TaskPrediction
 from panda_predictor.db.audit_writer import ERROR, TaskFailure, write_error_audits
 from panda_predictor.db.claims import TaskClaims
+from panda_predictor.db.early_remeasure import run_early_remeasure
 from panda_predictor.db.engine import make_engine, translate_errors
 from panda_predictor.db.reader import find_eligible_tasks, read_task_features
 from panda_predictor.db.writer import MOVED_BY_JEDI, WriteResult, write_predictions
@@ -66,6 +67,7 @@ from panda_predictor.hook.isolation import isolate
 from panda_predictor.hook.report import COUNTED, HANDLED, HookReport, pass_summary
 from panda_predictor.log_format import log_task
 from panda_predictor.metrics import (
+    EARLY_REMEASURES,
     FALLBACKS,
     KILL_SWITCH_TASKS,
     TASKS,
@@ -265,9 +267,40 @@ class SubmitHook:
                 "hook pass failed open, tasks left untouched (scouts run): %s",
                 report.failure,
             )
+        if not dry_run and report.failure is None:
+            self._remeasure_early(report)
         if not dry_run:
             record_pass(HOOK, failed=report.failure is not None)
         return report
+
+    def _remeasure_early(self, report: HookReport) -> None:
+        """Ask PanDA to re-measure the running tasks marked for it (written their
+        scouts' first values by a champion trained for the early re-measurement)
+        that have their first finished jobs
+        (:mod:`panda_predictor.db.early_remeasure`); one query when none is.
+
+        Not in legacy mode (the plugin touches nothing) nor in shadow mode (it
+        writes nothing to JEDI). A failure here leaves the tasks as they are
+        (PanDA re-measures them after 5 jobs anyway): it is logged and counted,
+        never raised, and does not fail the pass.
+        """
+        settings = self.settings
+        if settings.mode != "predict" or kill_switch_on(settings):
+            return
+        try:
+            with translate_errors(self.engine):
+                result = run_early_remeasure(self.engine, settings)
+        except Exception as exc:  # noqa: BLE001  the fail-open boundary
+            FALLBACKS.labels(HOOK, "early_remeasure").inc()
+            log.error(
+                "early re-measurement failed, running tasks left as they are "
+                "(PanDA re-measures them after 5 jobs): %s: %s",
+                type(exc).__name__,
+                exc,
+            )
+            return
+        report.remeasured_early.extend(result.asked)
+        EARLY_REMEASURES.labels(HOOK).inc(len(result.asked))
 
     def _run(
         self, report: HookReport, task_ids: Sequence[int] | None, dry_run: bool
@@ -443,6 +476,7 @@ class SubmitHook:
                     report.written
                     or report.locked_by_jedi
                     or report.stopped_by_kill_switch
+                    or report.remeasured_early
                 ):
                     log.info("pass %d: %s", passes, pass_summary(report))
                 self._stop.wait(interval)

@@ -113,6 +113,7 @@ def task_predictions(
         for t in targets
     }
     decisions = decided["decision"].tolist()
+    early = decided["early_remeasure"].tolist()
     labels = {t: [c[0] for c in classes[t]] for t in targets}
     out = []
     for i, task_id in enumerate(task_ids):
@@ -152,6 +153,7 @@ def task_predictions(
                 reason=reason_of(decided, i, targets, delay_price),
                 targets=row,
                 predicted_at=stamp,
+                early_remeasure=bool(early[i]),
             )
         )
     return out

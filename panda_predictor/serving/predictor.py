@@ -353,14 +353,18 @@ class Predictor:
         """Return :meth:`predict_table`'s columns for already classified tasks.
 
         Besides the columns above, ``scouts_cost`` is what running the scouts is
-        expected to cost, ``<target>_from_request`` says whether the request
-        itself was the cheapest value, and ``<target>_expert`` names the followed
-        expert where the bundle combines experts (``model`` without a history).
+        expected to cost, ``early_remeasure`` whether the hook asks PanDA to
+        re-measure the task after its first 3 finished jobs (every value PanDA
+        re-measures is the scouts' own first value), ``<target>_from_request``
+        says whether the request itself was the cheapest value, and
+        ``<target>_expert`` names the followed expert where the bundle combines
+        experts (``model`` without a history).
         """
         decided = self.decide(parts, self.in_domain(tasks))
         columns: dict[str, Any] = {"jeditaskid": tasks["jeditaskid"].to_numpy()}
         for key in ("decision", "reason_kind", "total_cost", "scouts_cost"):
             columns[key] = decided[key]
+        columns["early_remeasure"] = decided["early_remeasure"]
         columns["costliest_target"] = decided["costliest_target"]
         combined = self.bundle.combination is not None
         for t in parts.chosen:
@@ -387,6 +391,7 @@ class Predictor:
             "reason_kind",
             "total_cost",
             "scouts_cost",
+            "early_remeasure",
             "costliest_target",
         ]
         per_target = ["class", "value", "confidence", "cost", "from_request"]

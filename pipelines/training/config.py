@@ -35,6 +35,10 @@ class TrainingConfig:
     #: price); "auto": chosen on the validation part
     #: (pipelines/training/cost_tuning.py).
     delay_price: float | str = AUTO
+    #: Size for the early re-measurement: a task written its scouts' first values
+    #: is re-measured after 3 finished jobs, and the prices are tuned with it
+    #: (the ``early_remeasure`` setting; pipelines/training/cost_tuning.py).
+    early_remeasure: bool = False
     seed: int = 0
     #: Days over which a task's weight halves; None: no decay; "auto": chosen per
     #: target among :data:`pipelines.training.self_tuning.HALF_LIFE_CANDIDATES`.
@@ -74,7 +78,8 @@ def training_config(
     ``params_file`` defaults to ``pipelines/params/training.yaml``; the tail recall
     target and the confidence threshold come from the settings; ``kinds`` and
     ``split`` (from the command line) win over the file; the ``delay_price``
-    setting, where set, replaces the per-deployment choice.
+    setting, where set, replaces the per-deployment choice; the
+    ``early_remeasure`` setting sizes for the early re-measurement.
     """
     from pipelines.params import load_params
 
@@ -87,6 +92,8 @@ def training_config(
     params.setdefault("recall_target", settings.tail_recall_target)
     if getattr(settings, "delay_price", None) is not None:
         params.setdefault("delay_price", settings.delay_price)
+    if getattr(settings, "early_remeasure", False):
+        params.setdefault("early_remeasure", True)
     try:
         return TrainingConfig(**params)
     except TypeError as exc:

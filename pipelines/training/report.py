@@ -128,6 +128,14 @@ def _prices_section(cost: Mapping[str, Any]) -> list[str]:
             f"{', '.join(sorted(fixed))}; their margins are the fixed values'.",
             "",
         ]
+    if cost.get("early_remeasure"):
+        lines += [
+            "Sized for the early re-measurement (the `early_remeasure` setting): "
+            "a task written its scouts' first values is re-measured after 3 "
+            "finished jobs, in these margins too; a price must beat "
+            f"`{SCOUTS_VALUE_LABEL}`, a tie goes to it.",
+            "",
+        ]
     return lines
 
 

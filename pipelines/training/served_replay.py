@@ -46,6 +46,7 @@ from panda_predictor.core.replay.engine import (
     ReplayJobs,
     ReplayRules,
 )
+from panda_predictor.core.replay.panda_rules import EARLY_REMEASURE_AFTER
 from panda_predictor.core.replay.tasks import tasks_from_bursts
 from panda_predictor.serving.bundle import Bundle
 from panda_predictor.serving.classified import Classified
@@ -123,6 +124,14 @@ def replay_jobs(
         rules=ReplayRules() if rules is None else rules,
         no_request=no_request,
     )
+
+
+def early_points(decided: dict[str, np.ndarray]) -> np.ndarray:
+    """Return per task after how many finished jobs the hook asks PanDA to
+    re-measure it (:data:`EARLY_REMEASURE_AFTER` where the decision's
+    ``early_remeasure`` says so, else 0: PanDA's own points alone)."""
+    flags = np.asarray(decided["early_remeasure"], dtype=bool)
+    return np.where(flags, EARLY_REMEASURE_AFTER, 0)
 
 
 def short_share(written: np.ndarray, truth: np.ndarray) -> float:
@@ -225,6 +234,7 @@ def replay_bursts(
     """Return the decision ``decided`` and the scouts replayed on labelled ``tasks``."""
     applied = np.asarray(decided["decision"]) == APPLIED
     requests = predictor.requests(parts)
+    early = early_points(decided)
     known, served, scouts = {}, {}, {}
     for t in priced_targets(predictor.bundle, tasks):
         rows = np.isfinite(tasks[t].to_numpy(dtype=float))
@@ -239,6 +249,8 @@ def replay_bursts(
         value = np.asarray(decided[f"{t}_value"], dtype=float)[rows]
         known[t] = rows
         remeasure = t not in predictor.fixed_targets  # a Fixed value is kept
-        served[t] = jobs.by_job(value, applied[rows], remeasure)
+        served[t] = jobs.by_job(
+            value, applied[rows], remeasure, early_remeasure=early[rows]
+        )
         scouts[t] = jobs.by_job()
     return BurstReplay(known, served, scouts)

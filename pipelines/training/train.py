@@ -13,7 +13,7 @@ and half-life) are :mod:`pipelines.training.fitting`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -240,8 +240,13 @@ def _cost_settings(
     (:func:`pipelines.training.cost_tuning.choose_price`)."""
     if config.delay_price != AUTO:
         price = float(config.delay_price)
-        return bundle.cost.with_price(price), {"delay_price": price}
-    return choose_price(bundle, frame.iloc[val], frame)
+        cost = replace(
+            bundle.cost.with_price(price), early_remeasure=config.early_remeasure
+        )
+        return cost, {"delay_price": price, "early_remeasure": config.early_remeasure}
+    return choose_price(
+        bundle, frame.iloc[val], frame, early_remeasure=config.early_remeasure
+    )
 
 
 def train(

@@ -16,8 +16,15 @@ from datetime import datetime
 import pytest
 import sqlalchemy as sa
 from message_parts import insert_tasks, prediction, task
-from test_db_support import add_task, audit_rows, make_prediction, task_row
+from test_db_support import (
+    add_task,
+    audit_rows,
+    make_prediction,
+    running_task,
+    task_row,
+)
 
+from panda_predictor.db.early_remeasure import run_early_remeasure
 from panda_predictor.db.engine import (
     DatabaseError,
     get_panda_tables,
@@ -74,6 +81,26 @@ def test_a_row_jedi_locks_is_skipped_without_waiting(db, settings):
     assert task_row(db, settings, 2) == before
     # JEDI let go: the task is still eligible and the next write takes it.
     assert write_predictions(db, settings, [make_prediction(2)]).applied == [2]
+
+
+def test_the_early_remeasurement_skips_a_row_jedi_locks_without_waiting(db, settings):
+    for task_id in (1, 2, 3):
+        running_task(db, settings, task_id, 3)
+    jedi = _jedi_locks(db, settings, 2)
+    try:
+        started = time.monotonic()
+        result = run_early_remeasure(db, settings)
+        elapsed = time.monotonic() - started
+    finally:
+        jedi.rollback()
+        jedi.close()
+
+    assert elapsed < 10.0, f"the pass waited {elapsed:.2f} s for JEDI's lock"
+    assert (result.asked, result.locked_by_jedi) == ([1, 3], [2])
+    assert task_row(db, settings, 2)["walltimeunit"] == "kSI2kseconds"
+    # JEDI let go: the next pass asks for it.
+    assert run_early_remeasure(db, settings).asked == [2]
+    assert task_row(db, settings, 2)["walltimeunit"] is None
 
 
 def test_the_write_transaction_gets_the_lock_timeout(db, settings):

@@ -8,6 +8,7 @@ keeps right.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -17,6 +18,7 @@ from message_parts import RESOURCE_TYPES, insert_tasks, prediction, task
 
 from panda_predictor.cli.simulate import simulate
 from panda_predictor.core.domain.resource_type import ResourceType, resource_type_of
+from panda_predictor.db.early_remeasure import run_early_remeasure
 from panda_predictor.db.task_effects import SCOUT_CAP_LIFTED
 from panda_predictor.db.writer import write_predictions
 from pipelines.simulation import SimulationConfig, simulate_frames
@@ -219,3 +221,49 @@ def test_simulate_fills_the_real_schema_and_no_written_task_stays_capped(panda_d
             row["baseramcount"],
             row["ramunit"],
         )
+
+
+def test_on_panda_s_own_ddl_the_early_remeasurement_asks_as_panda_does(panda_ddl):
+    """A written task, running with 3 finished jobs in PanDA's real JOBSARCHIVED4,
+    gets PanDA's own re-measurement marker (requestTaskParameterRecalculation's):
+    WALLTIMEUNIT NULL, MODIFICATIONTIME now; one with 2 finished jobs does not."""
+    engine, settings = panda_ddl
+    insert_tasks(engine, [1, 2])
+    marked = [replace(prediction(i), early_remeasure=True) for i in (1, 2)]
+    assert write_predictions(engine, settings, marked).applied == [1, 2]
+    before = datetime.now(UTC).replace(tzinfo=None)
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "UPDATE doma_panda.jedi_tasks SET status = 'running', "
+                "modificationtime = :old"
+            ),
+            {"old": datetime(2025, 1, 1)},
+        )
+        conn.execute(
+            sa.text(
+                "INSERT INTO doma_panda.jobsarchived4 (pandaid, jeditaskid, "
+                "jobstatus, modificationtime) VALUES (:p, :t, 'finished', :now)"
+            ),
+            [
+                {"p": 10 * task_id + job, "t": task_id, "now": before}
+                for task_id, jobs in ((1, 3), (2, 2))
+                for job in range(jobs)
+            ],
+        )
+
+    result = run_early_remeasure(engine, settings)
+
+    assert result.asked == [1]
+    asked, waiting = task(engine, 1), task(engine, 2)
+    assert asked["walltimeunit"] is None and asked["modificationtime"] >= before
+    assert waiting["walltimeunit"] == "kSI2kseconds"
+    assert waiting["modificationtime"] == datetime(2025, 1, 1)
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                "SELECT jeditaskid, finished_jobs FROM doma_panda.pp_early_remeasure "
+                "WHERE asked_at IS NOT NULL"
+            )
+        ).all()
+    assert [tuple(r) for r in rows] == [(1, 3)]

@@ -159,6 +159,12 @@ class CostSettings:
         price's values fared better against the scouts than the scouts' own first
         value (:mod:`pipelines.training.cost_tuning`). The task still starts at
         once. An operator's ``delay_price`` setting replaces it with that price.
+    :param early_remeasure: a task written its scouts' own first values is
+        re-measured after its first 3 finished jobs, as its scouts would have
+        been (the decision's ``early_remeasure`` column; the hook asks PanDA,
+        :mod:`panda_predictor.db.early_remeasure`). Set by training from the
+        ``early_remeasure`` setting, which tunes the prices with it; off (the
+        default), PanDA re-measures such a task after 5.
     """
 
     delay_price: float = 1.0
@@ -167,9 +173,15 @@ class CostSettings:
     target_prices: tuple[tuple[str, float], ...] = ()
     fixed_targets: tuple[str, ...] = ()
     scouts_value_targets: tuple[str, ...] = ()
+    early_remeasure: bool = False
 
     def __post_init__(self) -> None:
         _check_number("delay_price", self.delay_price, 0.0)
+        if not isinstance(self.early_remeasure, bool):
+            raise ValueError(
+                "The 'early_remeasure' field must be true or false. "
+                f"Got {self.early_remeasure!r} instead."
+            )
         _check_number("gb_per_core", self.gb_per_core, 1e-6)
         _check_number("requeue_runs", self.requeue_runs, 0.0)
         for pair in self.target_prices:
@@ -236,13 +248,16 @@ class CostSettings:
             out["fixed_targets"] = list(self.fixed_targets)
         if self.scouts_value_targets:
             out["scouts_value_targets"] = list(self.scouts_value_targets)
+        if self.early_remeasure:
+            out["early_remeasure"] = True
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CostSettings:
         """Rebuild the settings from :meth:`to_dict` output."""
         lists = {"target_prices", "fixed_targets", "scouts_value_targets"}
-        known = {"delay_price", "gb_per_core", "requeue_runs", *lists}
+        flags = {"early_remeasure"}
+        known = {"delay_price", "gb_per_core", "requeue_runs", *lists, *flags}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(
@@ -255,8 +270,15 @@ class CostSettings:
                 "The 'target_prices' field must be a mapping of target to price. "
                 f"Got {prices!r:.200} instead."
             )
+        early = data.get("early_remeasure", False)
+        if not isinstance(early, bool):
+            raise ValueError(
+                "The 'early_remeasure' field must be true or false. "
+                f"Got {early!r:.200} instead."
+            )
         return cls(
-            **{k: float(v) for k, v in data.items() if k not in lists},
+            **{k: float(v) for k, v in data.items() if k not in lists | flags},
+            early_remeasure=early,
             target_prices=tuple((str(t), float(v)) for t, v in prices.items()),
             fixed_targets=_targets(data, "fixed_targets"),
             scouts_value_targets=_targets(data, "scouts_value_targets"),

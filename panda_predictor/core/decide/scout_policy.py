@@ -112,6 +112,8 @@ class CostPolicy:
         # Every task in domain (the usual case): the unfamiliar tasks' steps below
         # would change nothing, so they are skipped.
         all_in = bool(dom.all())
+        # Tasks whose every value PanDA re-measures is the scouts' own first value.
+        as_scouts = np.ones(n, dtype=bool)
         for t in names:
             chooser = self.choosers[t]
             sized = chooser.choose(probs[t], request.get(t), fallback_class[t])
@@ -123,6 +125,8 @@ class CostPolicy:
             out[f"{t}_cost"] = sized.expected_cost
             out[f"{t}_confidence"] = 1.0 - sized.p_short
             out[f"{t}_from_request"] = sized.from_request
+            if chooser.kind is not None and t not in self.settings.fixed_targets:
+                as_scouts &= sized.value == sized.default
             costs.append(sized.expected_cost)
             scouts = scouts + sized.scouts_cost
         if n == 1 and len(names) < row_math.EXACT_SUM_BELOW:
@@ -130,7 +134,7 @@ class CostPolicy:
                 [float(c[0]) for c in costs], scouts, bool(dom[0]), names
             )
             if one is not None:
-                return {**one, **out}
+                return {**one, **out, **self._early(one["decision"], as_scouts)}
         matrix = np.column_stack(costs)
         total = matrix.sum(axis=1)
         cheaper = total <= scouts
@@ -148,7 +152,26 @@ class CostPolicy:
             "scouts_cost": scouts,
             "costliest_target": np.asarray(names, dtype=object)[matrix.argmax(axis=1)],
             **out,
+            **self._early(np.where(applied, APPLIED, KEPT_SCOUTS), as_scouts),
         }
+
+    def _early(
+        self, decision: np.ndarray, as_scouts: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """Return the ``early_remeasure`` column: with the setting on
+        (:attr:`~panda_predictor.core.decide.cost_choice.CostSettings.early_remeasure`),
+        applied tasks whose every value PanDA re-measures is what their scouts
+        would ask for (the request, else the default).
+
+        Such a task skipped its scouts with nothing better than their first
+        value, so the hook asks PanDA to re-measure it once 3 of its jobs
+        finished, as the scouts would have been
+        (:mod:`panda_predictor.db.early_remeasure`): its jobs 4 and 5 get the
+        scouts' measurement instead of that first value. A task written the
+        model's own values keeps them until PanDA's re-measurement after 5 jobs.
+        """
+        early = (np.asarray(decision) == APPLIED) & as_scouts
+        return {"early_remeasure": early & self.settings.early_remeasure}
 
     @staticmethod
     def _decide_one(

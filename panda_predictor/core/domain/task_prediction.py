@@ -94,6 +94,11 @@ class TaskPrediction:
         Prediction per target name.
     predicted_at:
         When the prediction was made (UTC); the writer uses the current time if unset.
+    early_remeasure:
+        Applied with the scouts' own first value on every target PanDA
+        re-measures: once 3 of its jobs finished, the hook asks PanDA to
+        re-measure it, as its scouts would have been
+        (:mod:`panda_predictor.db.early_remeasure`).
     """
 
     jeditaskid: int
@@ -103,6 +108,7 @@ class TaskPrediction:
     reason: str
     targets: dict[str, TargetPrediction] = field(default_factory=dict)
     predicted_at: datetime | None = None
+    early_remeasure: bool = False
 
     def __post_init__(self) -> None:
         if self.decision not in DECISIONS:

@@ -127,6 +127,11 @@ class ReplayCase:
         after them ask for PanDA's measurement of the finished scouts.
     :param remeasure: (n,) or one bool: PanDA re-measures the task after
         ``rules.remeasure_after`` finished jobs (PanDA does, for every task).
+    :param early_remeasure: (n,) or one number: finished jobs after which a
+        re-measured task is also re-measured early (the hook asks PanDA to, see
+        :data:`~panda_predictor.core.replay.panda_rules.EARLY_REMEASURE_AFTER`;
+        0: PanDA's points alone); a task's first job decides. A scouted task is
+        measured after its scouts anyway.
     :param cap: (n,) measured requests never exceed it (default: no cap).
     :param retry_request: (n,) a strategy's own retry value: a retry asks for at
         least it (default, or 0: PanDA's rule alone).
@@ -144,6 +149,7 @@ class ReplayCase:
     _: KW_ONLY
     scouts: Any = 0
     remeasure: Any = False
+    early_remeasure: Any = 0
     cap: Any = None
     retry_request: Any = None
     rules: ReplayRules = ReplayRules()
@@ -238,6 +244,9 @@ def _case_arrays(case: ReplayCase) -> dict[str, np.ndarray]:
             else case.bulk_delay_s,
             "scouts": np.broadcast_to(np.asarray(case.scouts, dtype=float), (n,)),
             "remeasure": np.broadcast_to(np.asarray(case.remeasure, dtype=float), (n,)),
+            "early": np.broadcast_to(
+                np.asarray(case.early_remeasure, dtype=float), (n,)
+            ),
             "cap": np.full(n, np.inf) if cap is None else cap,
             "retry_request": np.zeros(n) if retry_request is None else retry_request,
         }
@@ -275,8 +284,10 @@ def replay_by_job(case: ReplayCase) -> JobOutcomes:
     needs = np.zeros(sizes.size, dtype=bool)
     np.logical_or.at(needs, code, a["requested"] < a["used"])
     needs |= (n_scouts > 0) & (sizes > n_scouts)
+    early = a["early"][starts].astype(int)
     if rules.remeasure_after:
         needs |= measure & (sizes > rules.remeasure_after[0])
+    needs |= measure & (early > 0) & (sizes > early)
     for k in np.flatnonzero(needs).tolist():
         rows = slice(int(starts[k]), int(starts[k] + sizes[k]))
         out = replay_task(
@@ -288,6 +299,7 @@ def replay_by_job(case: ReplayCase) -> JobOutcomes:
             rules,
             n_scouts=int(n_scouts[k]),
             remeasure=bool(measure[k]),
+            early=int(early[k]),
             cap=a["cap"][rows] if cap is not None else None,
             retry_request=a["retry_request"][rows]
             if retry_request is not None
@@ -396,6 +408,7 @@ class ReplayJobs:
         *,
         retry_request: Any = None,
         remeasure: Any = True,
+        early_remeasure: Any = 0,
     ) -> ReplayOutcome:
         """Return the row of a strategy whose applied tasks start at once.
 
@@ -408,22 +421,39 @@ class ReplayJobs:
         :param remeasure: whether PanDA re-measures the task after
             ``rules.remeasure_after`` finished jobs: one bool, or (n,) per job (a
             task's first job decides; False: the value was written ``...Fixed``).
+        :param early_remeasure: finished jobs after which a task that started at
+            once is re-measured early too: one number, or (n,) per job (a task's
+            first job decides; 0: never; :class:`ReplayCase`).
         """
-        return replay(strategy, self._case(value, applied, retry_request, remeasure))
+        return replay(
+            strategy,
+            self._case(value, applied, retry_request, remeasure, early_remeasure),
+        )
 
     def by_job(
-        self, value: Any = None, applied: Any = None, remeasure: Any = True
+        self,
+        value: Any = None,
+        applied: Any = None,
+        remeasure: Any = True,
+        early_remeasure: Any = 0,
     ) -> JobOutcomes:
         """Return :meth:`started_at_once`'s figures per job (re-measured as PanDA
         does unless ``remeasure`` says otherwise); ``value`` None: the scouts' row
         (:meth:`scouts`)."""
         if value is None:
             value, applied = self.default, np.zeros(self.used.size, dtype=bool)
-            remeasure = True
-        return replay_by_job(self._case(value, applied, None, remeasure))
+            remeasure, early_remeasure = True, 0
+        return replay_by_job(
+            self._case(value, applied, None, remeasure, early_remeasure)
+        )
 
     def _case(
-        self, value: Any, applied: Any, retry_request: Any, remeasure: Any
+        self,
+        value: Any,
+        applied: Any,
+        retry_request: Any,
+        remeasure: Any,
+        early_remeasure: Any = 0,
     ) -> ReplayCase:
         """Return the case :func:`replay` replays for a start-at-once strategy."""
         n = self.used.size
@@ -442,6 +472,7 @@ class ReplayJobs:
             bulk_delay_s=np.where(applied, 0.0, delay),
             scouts=np.where(applied, 0, self.rules.n_scouts),
             remeasure=remeasure | ~applied,
+            early_remeasure=early_remeasure,
             retry_request=retry_request,
             **self._common(),
         )

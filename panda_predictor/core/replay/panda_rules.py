@@ -91,6 +91,11 @@ TASK_RAISE_FRACTION = 0.3
 DEFAULT_N_SCOUTS = 3
 #: Finished jobs after which PanDA re-measures a running task.
 DEFAULT_REMEASURE_AFTER: tuple[int, ...] = (5, 100)
+#: Finished jobs after which our early re-measurement asks PanDA to re-measure a
+#: task that skipped its scouts (:mod:`panda_predictor.db.early_remeasure`): the
+#: point its scouts would have been measured at, so jobs 4 and 5 get PanDA's
+#: measurement as a scouted task's do.
+EARLY_REMEASURE_AFTER = DEFAULT_N_SCOUTS
 #: Attempts of one job before it is lost: JEDI's default task maxAttempt.
 DEFAULT_MAX_ATTEMPTS = 3
 

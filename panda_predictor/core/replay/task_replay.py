@@ -72,6 +72,7 @@ def replay_task(
     *,
     n_scouts: int = 0,
     remeasure: bool = False,
+    early: int = 0,
     cap: np.ndarray | None = None,
     retry_request: np.ndarray | None = None,
 ) -> TaskReplay:
@@ -90,9 +91,13 @@ def replay_task(
     :func:`panda_measurement` of the finished scouts. With ``remeasure``, once
     ``rules.remeasure_after`` jobs of the task finished (points reached while the
     scouts run are covered by the scouts' measurement), every later job asks for
-    the measurement of all finished jobs. A measured request is at most ``cap``,
-    and overwrites the task's ramCount (an earlier task-wide raise is dropped). A
-    memory task with ``rules.fixed_unit`` is never measured.
+    the measurement of all finished jobs; ``early`` > 0 adds a re-measurement
+    after that many finished jobs (ours,
+    :data:`~panda_predictor.core.replay.panda_rules.EARLY_REMEASURE_AFTER`: PanDA's
+    own measurement once asked, for a task PanDA re-measures at all). A measured
+    request is at most ``cap``, and overwrites the task's ramCount (an earlier
+    task-wide raise is dropped). A memory task with ``rules.fixed_unit`` is never
+    measured.
 
     One pass over the jobs in Python; the finished uses are only sorted at the
     few measurements (PanDA's percentiles), so a task costs O(n) plus those sorts.
@@ -111,7 +116,9 @@ def replay_task(
         retry_request.tolist() if retry_request is not None else None,
         _RaisedFiles(n),
     )
-    points = list(rules.remeasure_after) if remeasure and measured else []
+    points = (
+        sorted({*rules.remeasure_after, early} - {0}) if remeasure and measured else []
+    )
     scouts_end = n_scouts - 1 if 0 < n_scouts < n else -1
     final, lost_s, lost_mb_s = [0.0] * n, [0.0] * n, [0.0] * n
     failed, lost = [0] * n, [False] * n

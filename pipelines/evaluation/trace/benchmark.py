@@ -118,6 +118,7 @@ def walk_config(settings: Any, **options: Any) -> WalkForwardConfig:
         **options,
         recall_target=settings.tail_recall_target,
         delay_price=settings.delay_price,
+        early_remeasure=settings.early_remeasure,
     )
 
 

@@ -96,6 +96,9 @@ class WalkForwardConfig:
     n_estimators: int | None = None
     recall_target: float = 0.95
     delay_price: float | None = None
+    #: The ``early_remeasure`` setting: each retraining sizes for the early
+    #: re-measurement of the tasks written their scouts' first values.
+    early_remeasure: bool = False
     seed: int = 0
     #: The hook's history window (tasks created in the last ``history_days``);
     #: tests widen it to show that it is what keeps older tasks out.
@@ -108,7 +111,9 @@ class WalkForwardConfig:
     def training_config(self) -> TrainingConfig:
         """Return the production training config with these knobs applied."""
         settings = SimpleNamespace(
-            tail_recall_target=self.recall_target, delay_price=self.delay_price
+            tail_recall_target=self.recall_target,
+            delay_price=self.delay_price,
+            early_remeasure=self.early_remeasure,
         )
         base = training_config(settings, kinds=("xgboost",))
         xgboost = dict(base.xgboost)
@@ -345,6 +350,7 @@ def _predict_step(
         run.applied[PRODUCTION][here] = applied_all[pick]
         run.values[PRODUCTION][here] = table[f"{target}_value"].to_numpy()[pick]
         run.fixed[PRODUCTION][here] = target in predictor.fixed_targets
+        run.early[PRODUCTION][here] = table["early_remeasure"].to_numpy()[pick]
         run.predicted["model:xgboost"][here] = classified.model_chosen[target][pick]
         run.confidence["model:xgboost"][here] = classified.proba[target][pick].max(
             axis=1

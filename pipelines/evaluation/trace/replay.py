@@ -16,7 +16,13 @@ Strategies, one table row each:
   at once with the value written (``run.values[<model row>]`` where the run has it,
   else the predicted class's value); a task that kept its scouts runs as scouts.
   PanDA re-measures it too, unless the decision wrote the value ``...Fixed``
-  (``run.fixed``; training chooses that per deployment, memory only).
+  (``run.fixed``; training chooses that per deployment, memory only), and where
+  the decision wrote the scouts' own first values (``run.early``, the decision's
+  ``early_remeasure``) after
+  :data:`~panda_predictor.core.replay.panda_rules.EARLY_REMEASURE_AFTER` (3)
+  finished jobs as well: the hook asks PanDA for that re-measurement
+  (:mod:`panda_predictor.db.early_remeasure`), so the task's jobs 4 and 5 get the
+  measurement a scouted task's bulk gets.
 - ``peer (<method>)``: the sizing methods of the literature (Tovar et al. 2018,
   Witt et al. 2019), computed by the caller (``peers``): every task starts at once
   with the method's first request and a failed job retries at least at the method's
@@ -58,6 +64,7 @@ from panda_predictor.core.replay.engine import (
     ReplayRules,
 )
 from panda_predictor.core.replay.goals import goal_marks, replay_goals
+from panda_predictor.core.replay.panda_rules import EARLY_REMEASURE_AFTER
 from panda_predictor.core.replay.tasks import job_rank, task_size, tasks_from_bursts
 from pipelines.evaluation.trace.target_run import REQUEST_OF, TargetRun
 
@@ -118,6 +125,16 @@ def _remeasured(run: TargetRun, model: str, task: np.ndarray) -> np.ndarray:
     if fixed is None:
         return np.ones(task.size, dtype=bool)
     return _first_job_decides(~np.asarray(fixed, dtype=bool), task)
+
+
+def _early_points(run: TargetRun, model: str) -> np.ndarray | int:
+    """Return per row after how many finished jobs the hook asks PanDA to
+    re-measure the row's task under ``model`` (0: never; a task's first job
+    decides, as for ``applied``)."""
+    flags = getattr(run, "early", {}).get(model)
+    if flags is None:
+        return 0
+    return np.where(np.asarray(flags, dtype=bool), EARLY_REMEASURE_AFTER, 0)
 
 
 def _peer_requests(
@@ -219,6 +236,7 @@ def replay_target(
             _first_values(run, model, jobs.ladder),
             applied[model],
             _remeasured(run, model, task),
+            early_remeasure=_early_points(run, model),
         )
     outcomes = [o.summed(name, jobs.resource) for name, o in by_job.items()]
     for name, pair in (peers or {}).items():
@@ -440,7 +458,9 @@ def format_replay(
         "but the oracle and the predictor's own fails fewer jobs and wastes less at "
         "no more bulk delay). Every row that starts a task at once is re-measured "
         f"by PanDA after {points} finished jobs, except '{NEVER_REMEASURED}' and "
-        f"'oracle'; a job is lost after {rules.max_attempts} failed attempts.",
+        "'oracle', and a predictor's task written the scouts' own first values "
+        f"after {EARLY_REMEASURE_AFTER} too (the hook's early re-measurement asks "
+        f"PanDA for it); a job is lost after {rules.max_attempts} failed attempts.",
     ]
     return "\n".join(lines)
 

@@ -55,6 +55,9 @@ class TargetRun:
     #: Per row, whether a strategy wrote its value ``...Fixed`` (PanDA does not
     #: re-measure it): the production decision, where its retraining chose so.
     fixed: dict[str, np.ndarray] = field(default_factory=dict)
+    #: Per row, whether the hook asks PanDA to re-measure the row's task after its
+    #: first 3 finished jobs (the production decision's ``early_remeasure``).
+    early: dict[str, np.ndarray] = field(default_factory=dict)
     followed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     combination: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Per row (n x K) the production's calibrated served distribution and, per
@@ -76,6 +79,7 @@ def new_target_run(
         run.applied[name] = np.zeros(rows.size, dtype=bool)
     run.values[PRODUCTION] = np.full(rows.size, np.nan)
     run.fixed[PRODUCTION] = np.zeros(rows.size, dtype=bool)
+    run.early[PRODUCTION] = np.zeros(rows.size, dtype=bool)
     run.followed = np.full(rows.size, -1)
     for name in (PRODUCTION, *(f"calibration:{m}" for m in METHODS)):
         run.distribution[name] = np.zeros((rows.size, bins.n_classes))
@@ -151,6 +155,8 @@ def drop_unpredicted(run: TargetRun) -> None:
         run.confidence,
         run.applied,
         run.values,
+        run.fixed,
+        run.early,
         run.distribution,
     )
     for table in tables:

@@ -24,9 +24,14 @@ TABLES = {
 }
 
 
-def policy(price: float = 0.5, scouts_value: tuple[str, ...] = ()) -> CostPolicy:
+def policy(
+    price: float = 0.5, scouts_value: tuple[str, ...] = (), early: bool = False
+) -> CostPolicy:
     settings = CostSettings(
-        delay_price=price, requeue_runs=0.0, scouts_value_targets=scouts_value
+        delay_price=price,
+        requeue_runs=0.0,
+        scouts_value_targets=scouts_value,
+        early_remeasure=early,
     )
     return CostPolicy(
         {
@@ -37,10 +42,12 @@ def policy(price: float = 0.5, scouts_value: tuple[str, ...] = ()) -> CostPolicy
     )
 
 
-def decide(p_walltime, in_domain=None, price=0.5, request=None, scouts_value=()):
+def decide(
+    p_walltime, in_domain=None, price=0.5, request=None, scouts_value=(), early=False
+):
     p = np.asarray(p_walltime, dtype=float)
     n = p.shape[0]
-    return policy(price, scouts_value).decide_table(
+    return policy(price, scouts_value, early).decide_table(
         {"walltime": p, "iointensity": np.tile([1.0, 0.0], (n, 1))},
         {"walltime": np.argmax(p, axis=1), "iointensity": np.zeros(n, int)},
         {"walltime": request} if request is not None else None,
@@ -93,6 +100,26 @@ def test_a_scouts_value_target_writes_what_its_scouts_ask_for(n_tasks):
     assert table["reason_kind"].tolist() == [CHEAPER] * n_tasks
     # The other target is sized as before.
     assert table["iointensity_value"].tolist() == priced["iointensity_value"].tolist()
+
+
+@pytest.mark.parametrize("row", [0, 1, 2, None], ids=["t0", "t1", "t2", "batch"])
+def test_the_early_remeasurement_marks_tasks_written_their_scouts_values(row):
+    # Certain of the top class, task 0 writes 1000 s: no request, so the scouts'
+    # own first value. Task 1 writes the model's 100 s. Task 2's request is 100 s:
+    # the 100 s it writes is its request, the scouts' value again. (iointensity is
+    # not priced: PanDA's re-measurement of it does not count.)
+    p = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 0.0]])
+    request = np.array([np.nan, np.nan, 100.0])
+    rows = slice(None) if row is None else slice(row, row + 1)
+    on = decide(p[rows], request=request[rows], early=True)
+    off = decide(p[rows], request=request[rows])
+    assert on["walltime_value"].tolist() == [1000.0, 100.0, 100.0][rows]
+    assert on["early_remeasure"].tolist() == [True, False, True][rows]
+    assert off["early_remeasure"].tolist() == [False, False, False][rows]
+    # Only an applied task is marked: one that keeps its scouts runs them.
+    kept = decide(p[rows], request=request[rows], early=True, price=0.0)
+    applied = kept["decision"] == APPLIED
+    assert not (kept["early_remeasure"] & ~applied).any()
 
 
 def test_the_reasons_say_the_cost_and_the_scouts_cost():

@@ -251,3 +251,25 @@ def test_a_value_written_fixed_is_kept_through_pandas_re_measurement():
     # one: it is re-measured whatever the strategy writes elsewhere.
     kept = jobs.started_at_once("p", np.full(6, 120.0), [False] * 6, remeasure=False)
     assert kept == replace(jobs.scouts(), strategy="p")
+
+
+def test_the_early_remeasurement_gives_jobs_4_and_5_the_scouts_measurement():
+    jobs = ReplayJobs(**SIX)
+    scouts = jobs.by_job()
+    # Written the request (400 s) and left to PanDA, re-measured after 5 jobs:
+    # jobs 1-5 spare 300 s each, job 6 asks ceil(100 x 1.5) = 150 s (50 spare).
+    late = jobs.by_job(np.full(6, 400.0))
+    assert late.wasted_hours == pytest.approx(np.array([300] * 5 + [50]) / 3600)
+    # Re-measured after 3 finished jobs too: jobs 4 and 5 ask the same 150 s as
+    # the scouts' bulk, without its wait.
+    early = jobs.by_job(np.full(6, 400.0), early_remeasure=3)
+    assert early.wasted_hours == pytest.approx(np.array([300] * 3 + [50] * 3) / 3600)
+    assert early.wasted_hours == pytest.approx(scouts.wasted_hours)
+    assert early.task_bulk_delay_s.tolist() == [0.0]
+    assert scouts.task_bulk_delay_s.tolist() == [100.0]  # one scout run
+    # A value written ...Fixed is never re-measured, early or not.
+    fixed = jobs.by_job(np.full(6, 120.0), remeasure=False, early_remeasure=3)
+    assert fixed.wasted_hours == pytest.approx(np.full(6, 20.0) / 3600)
+    # A task that keeps its scouts is measured after them: the point adds nothing.
+    kept = jobs.by_job(np.full(6, 120.0), np.zeros(6, dtype=bool), early_remeasure=3)
+    assert kept.wasted_hours == pytest.approx(scouts.wasted_hours)

@@ -253,6 +253,7 @@ def test_training_serves_one_tuned_choice_per_priced_target(tuned, labelled_hist
     operator = Predictor(tuned.bundle, "t", "1", served_cost(tuned.bundle, 3.0)).policy
     assert {operator.choosers[t].settings.delay_price for t in PRICED} == {3.0}
     assert not any(operator.choosers[t].writes_scouts_value for t in PRICED)
+    assert not cost.early_remeasure and info["early_remeasure"] is False  # default
 
 
 def test_choose_price_tries_only_the_given_prices(tuned, labelled_history):
@@ -272,6 +273,18 @@ def test_cost_settings_round_trip_with_target_prices():
     assert cost.for_target("ramcount").delay_price == 0.5
     assert cost.for_target("cputime").delay_price == 4.0  # no own price
     assert cost.with_price(2.0).for_target("ramcount").delay_price == 2.0
+
+
+def test_the_early_remeasurement_round_trips_and_is_off_unless_set():
+    assert CostSettings().early_remeasure is False
+    assert "early_remeasure" not in CostSettings().to_dict()  # older bundles
+    on = CostSettings(early_remeasure=True)
+    assert CostSettings.from_dict(on.to_dict()) == on
+    assert (
+        on.with_price(2.0).early_remeasure and on.for_target("walltime").early_remeasure
+    )
+    with pytest.raises(ValueError, match="'early_remeasure' field must be true or"):
+        CostSettings.from_dict({"early_remeasure": "yes"})
 
 
 @pytest.mark.parametrize(

@@ -266,3 +266,13 @@ def test_fixed_targets_show_their_fixed_margins_and_a_configured_price_one_line(
         tmp_path / "c", evaluations, prices={"delay_price": 2.0}
     ).read_text()
     assert "One delay price for every target: 2.0 (configured)." in configured
+
+
+def test_a_run_sized_for_the_early_remeasurement_says_so(tmp_path, results):
+    evaluations, _, _ = results
+    plain = write_report(tmp_path / "p", evaluations, prices=COST).read_text()
+    early = {**COST, "early_remeasure": True}
+    text = write_report(tmp_path / "e", evaluations, prices=early).read_text()
+    section = _section(text, "Delay prices chosen on the validation part")
+    assert "Sized for the early re-measurement" in section
+    assert "Sized for the early re-measurement" not in plain
