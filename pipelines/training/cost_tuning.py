@@ -68,10 +68,10 @@ from panda_predictor.core.decide.cost_choice import (
 )
 from panda_predictor.core.decide.use_table import UseTable
 from panda_predictor.core.replay.engine import JobOutcomes
+from panda_predictor.core.replay.panda_rules import early_points
 from panda_predictor.serving.bundle import Bundle
 from panda_predictor.serving.predictor import Predictor
 from pipelines.training.served_replay import (
-    early_points,
     labelled_parts,
     priced_targets,
     replay_jobs,
@@ -256,7 +256,7 @@ def choose_price(
             dataclasses.replace(candidate, early_remeasure=early_remeasure),
         ).decide(parts, in_domain)
         applied = decided["decision"] == "applied"
-        early = early_points(decided)
+        early = early_points(decided["early_remeasure"])
         for t in priced:
             value = np.asarray(decided[f"{t}_value"], dtype=float)
             if t not in boots:

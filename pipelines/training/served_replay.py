@@ -46,7 +46,7 @@ from panda_predictor.core.replay.engine import (
     ReplayJobs,
     ReplayRules,
 )
-from panda_predictor.core.replay.panda_rules import EARLY_REMEASURE_AFTER
+from panda_predictor.core.replay.panda_rules import early_points
 from panda_predictor.core.replay.tasks import tasks_from_bursts
 from panda_predictor.serving.bundle import Bundle
 from panda_predictor.serving.classified import Classified
@@ -124,14 +124,6 @@ def replay_jobs(
         rules=ReplayRules() if rules is None else rules,
         no_request=no_request,
     )
-
-
-def early_points(decided: dict[str, np.ndarray]) -> np.ndarray:
-    """Return per task after how many finished jobs the hook asks PanDA to
-    re-measure it (:data:`EARLY_REMEASURE_AFTER` where the decision's
-    ``early_remeasure`` says so, else 0: PanDA's own points alone)."""
-    flags = np.asarray(decided["early_remeasure"], dtype=bool)
-    return np.where(flags, EARLY_REMEASURE_AFTER, 0)
 
 
 def short_share(written: np.ndarray, truth: np.ndarray) -> float:
@@ -234,7 +226,7 @@ def replay_bursts(
     """Return the decision ``decided`` and the scouts replayed on labelled ``tasks``."""
     applied = np.asarray(decided["decision"]) == APPLIED
     requests = predictor.requests(parts)
-    early = early_points(decided)
+    early = early_points(decided["early_remeasure"])
     known, served, scouts = {}, {}, {}
     for t in priced_targets(predictor.bundle, tasks):
         rows = np.isfinite(tasks[t].to_numpy(dtype=float))

@@ -170,6 +170,13 @@ class ReplayRules:
             )
 
 
+def early_points(flags: Any) -> np.ndarray:
+    """Return per task or job after how many finished jobs it is re-measured early:
+    :data:`EARLY_REMEASURE_AFTER` where ``flags`` (the decision's
+    ``early_remeasure``) is true, else 0 (PanDA's own points alone)."""
+    return np.where(np.asarray(flags, dtype=bool), EARLY_REMEASURE_AFTER, 0)
+
+
 def _is_int(value: Any, low: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= low
 

@@ -64,7 +64,7 @@ from panda_predictor.core.replay.engine import (
     ReplayRules,
 )
 from panda_predictor.core.replay.goals import goal_marks, replay_goals
-from panda_predictor.core.replay.panda_rules import EARLY_REMEASURE_AFTER
+from panda_predictor.core.replay.panda_rules import EARLY_REMEASURE_AFTER, early_points
 from panda_predictor.core.replay.tasks import job_rank, task_size, tasks_from_bursts
 from pipelines.evaluation.trace.target_run import REQUEST_OF, TargetRun
 
@@ -132,9 +132,7 @@ def _early_points(run: TargetRun, model: str) -> np.ndarray | int:
     re-measure the row's task under ``model`` (0: never; a task's first job
     decides, as for ``applied``)."""
     flags = getattr(run, "early", {}).get(model)
-    if flags is None:
-        return 0
-    return np.where(np.asarray(flags, dtype=bool), EARLY_REMEASURE_AFTER, 0)
+    return 0 if flags is None else early_points(flags)
 
 
 def _peer_requests(

@@ -10,6 +10,7 @@ from panda_predictor.core.decide.scout_policy import (
     APPLIED,
     CHEAPER,
     COSTS_MORE,
+    KEPT_SCOUTS,
     OUTSIDE_DOMAIN,
     CostPolicy,
     in_training_domain,
@@ -117,9 +118,10 @@ def test_the_early_remeasurement_marks_tasks_written_their_scouts_values(row):
     assert on["early_remeasure"].tolist() == [True, False, True][rows]
     assert off["early_remeasure"].tolist() == [False, False, False][rows]
     # Only an applied task is marked: one that keeps its scouts runs them.
-    kept = decide(p[rows], request=request[rows], early=True, price=0.0)
-    applied = kept["decision"] == APPLIED
-    assert not (kept["early_remeasure"] & ~applied).any()
+    marks = policy(early=True)._early(
+        np.array([APPLIED, KEPT_SCOUTS]), np.ones(2, bool)
+    )
+    assert marks["early_remeasure"].tolist() == [True, False]
 
 
 def test_the_reasons_say_the_cost_and_the_scouts_cost():
