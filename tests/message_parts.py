@@ -86,7 +86,8 @@ def reset_tables(engine: sa.Engine) -> None:
         conn.execute(
             sa.text(
                 "TRUNCATE doma_panda.jedi_tasks, doma_panda.pp_message_applied, "
-                "doma_panda.pp_message_published, doma_panda.pp_prediction_audit"
+                "doma_panda.pp_message_published, doma_panda.pp_prediction_audit, "
+                "doma_panda.pp_early_remeasure"
             )
         )
 
@@ -151,6 +152,7 @@ def prediction(
     io: float = 300.0,
     wall: float = 20.0,
     version: str = "7",
+    early_remeasure: bool = False,
 ) -> TaskPrediction:
     """Return a TaskPrediction as the predictor makes one (four targets)."""
 
@@ -170,6 +172,7 @@ def prediction(
             "walltime": target("walltime", wall, "kSI2kseconds"),
         },
         datetime.now(UTC).replace(tzinfo=None),
+        early_remeasure=early_remeasure,
     )
 
 

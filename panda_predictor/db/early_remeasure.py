@@ -223,17 +223,40 @@ def mark_written(
     Called by the writers in the transaction that writes the values, so a task is
     marked if and only if its values were written.
     """
-    table = early_remeasure_table(settings.plugin_schema_for(dialect_of(conn)))
-    ids = sorted(
-        p.jeditaskid
-        for p in predictions
-        if p.early_remeasure and p.decision == APPLIED and p.jeditaskid in written
+    return mark_tasks(
+        conn,
+        settings,
+        [
+            p.jeditaskid
+            for p in predictions
+            if p.early_remeasure and p.decision == APPLIED and p.jeditaskid in written
+        ],
     )
+
+
+def mark_tasks(
+    conn: Connection, settings: Settings, task_ids: Sequence[int]
+) -> list[int]:
+    """Mark ``task_ids`` for an early re-measurement in the caller's transaction;
+    return the ids marked now (a task marked before keeps its first mark).
+
+    The message route (:mod:`panda_predictor.plugins.ai_parameter_adjuster`) calls
+    it for the messages it applied with ``early_remeasure`` true; a task already
+    marked is left out rather than inserted twice, so a second mark can never
+    roll back the batch that carries it.
+    """
+    table = early_remeasure_table(settings.plugin_schema_for(dialect_of(conn)))
+    wanted = sorted(set(task_ids))
+    marked: set[int] = set()
+    for chunk in _chunks(wanted):
+        query = sa.select(table.c.jeditaskid).where(table.c.jeditaskid.in_(chunk))
+        marked.update(int(i) for i in conn.execute(_tag(query, "mark")).scalars())
+    ids = [i for i in wanted if i not in marked]
     if ids:
         now = datetime.now(UTC).replace(tzinfo=None)
         host = socket.gethostname()[:128]
         conn.execute(
-            _tag(table.insert(), "mark_written"),
+            _tag(table.insert(), "mark"),
             [{"jeditaskid": i, "marked_at": now, "host": host} for i in ids],
         )
     return ids

@@ -34,8 +34,9 @@ from panda_predictor.core.domain.units import database_value
 
 #: The ``msg_type`` JEDI's AIParameterAdjuster dispatches on.
 MSG_TYPE: Literal["scout_prediction"] = "scout_prediction"
-#: Major version of this message; a consumer refuses any other major version.
-SCHEMA_VERSION = "1.0"
+#: Version of this message; a consumer refuses any other major version, and a
+#: minor version only adds optional fields (1.1: ``early_remeasure``).
+SCHEMA_VERSION = "1.1"
 #: Our target name -> (JediTaskSpec value attribute, unit attribute).
 PANDA_NAMES: dict[str, tuple[str, str]] = {
     "ramcount": ("ramCount", "ramUnit"),
@@ -182,6 +183,12 @@ class ScoutPrediction(BaseModel):
         default_factory=dict,
         description="Probability of the predicted class, per value attribute.",
     )
+    early_remeasure: bool = Field(
+        default=False,
+        description="applied only: the values are the scouts' own first values, so "
+        "ask PanDA to re-measure the task after its first 3 finished jobs, as its "
+        "scouts would have been (since 1.1; sent only when true).",
+    )
 
     @field_validator("created_at", "expires_at")
     @classmethod
@@ -208,6 +215,11 @@ class ScoutPrediction(BaseModel):
             raise ValueError("expires_at must be after created_at")
         if self.decision == "applied" and not self.values.items():
             raise ValueError("an applied prediction must carry at least one value")
+        if self.early_remeasure and self.decision != "applied":
+            raise ValueError(
+                f"early_remeasure must be false unless the decision is applied; "
+                f"got true with {self.decision!r}"
+            )
         return self
 
     def expired(self, now: datetime | None = None) -> bool:
@@ -215,22 +227,30 @@ class ScoutPrediction(BaseModel):
         return (now or datetime.now(UTC)) >= self.expires_at
 
     def to_json(self) -> str:
-        """Return the message body: compact JSON, nulls left out."""
-        return self.model_dump_json(exclude_none=True)
+        """Return the message body: compact JSON, nulls left out, and
+        ``early_remeasure`` only when true (a 1.0 consumer refuses unknown
+        fields, so a message that does not need it reads as 1.0 did)."""
+        left_out = None if self.early_remeasure else {"early_remeasure"}
+        return self.model_dump_json(exclude_none=True, exclude=left_out)
 
 
 def idempotency_key(
-    task_id: int, model: tuple[str, str], decision: str, values: dict[str, Any]
+    task_id: int,
+    model: tuple[str, str],
+    decision: str,
+    values: dict[str, Any],
+    early_remeasure: bool = False,
 ) -> str:
     """Return the key of a prediction: the same content always gives the same key.
 
     A republished prediction (the hook retried after a lost receipt) so carries the
-    key of the first copy, and a consumer applies it once.
+    key of the first copy, and a consumer applies it once. ``early_remeasure``
+    counts only when true, so a message without it keeps its 1.0 key.
     """
-    content = json.dumps(
-        [task_id, model[0], model[1], decision, sorted(values.items())],
-        separators=(",", ":"),
-    )
+    parts: list[Any] = [task_id, model[0], model[1], decision, sorted(values.items())]
+    if early_remeasure:
+        parts.append("early_remeasure")
+    content = json.dumps(parts, separators=(",", ":"))
     return f"{task_id}-{hashlib.sha256(content.encode()).hexdigest()[:24]}"
 
 
@@ -267,12 +287,13 @@ def from_prediction(
         values[value_name], values[unit_name] = database_value(target, fixed_units)
         confidence[value_name] = round(float(target.confidence), 4)
     model = (prediction.model_name, str(prediction.model_version))
+    early = prediction.early_remeasure and prediction.decision == "applied"
     return ScoutPrediction(
         msg_type=MSG_TYPE,
         schema_version=SCHEMA_VERSION,
         task_id=prediction.jeditaskid,
         idempotency_key=idempotency_key(
-            prediction.jeditaskid, model, prediction.decision, values
+            prediction.jeditaskid, model, prediction.decision, values, early
         ),
         created_at=created,
         expires_at=created + timedelta(seconds=ttl_seconds),
@@ -281,6 +302,7 @@ def from_prediction(
         model=ModelRef(name=model[0][:128], version=model[1][:64]),
         values=Values(**values),
         confidence=confidence,
+        early_remeasure=early,
     )
 
 

@@ -14,7 +14,11 @@ sent again by the broker when it raises. So:
   rises), so a redelivered or republished message is applied at most once;
 - only a fault that is not the message's (database or task buffer down) raises, so
   the broker keeps the message and delivers it again: the task is left as it was
-  (scouts run) until then, and nothing is half-applied.
+  (scouts run) until then, and nothing is half-applied;
+- a message applied with ``early_remeasure`` marks its task in
+  ``pp_early_remeasure`` in the transaction that records it, as the hook's own
+  writer does, so the hook asks PanDA to re-measure it after its first 3 finished
+  jobs (:mod:`panda_predictor.db.early_remeasure`).
 
 Inside JEDI the task is written through JEDI's task buffer (``self.tbIF``,
 :class:`~.task_writers.TaskBufferWriter`); with ``writer: sql`` in the processor's
@@ -35,6 +39,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from panda_predictor.db.early_remeasure import mark_tasks
 from panda_predictor.db.engine import make_engine, translate_errors
 from panda_predictor.db.messages import applied_keys, count_redelivery, record_handled
 from panda_predictor.messages.scout_prediction import (
@@ -132,6 +137,7 @@ class MessageApplier:
             for i, message, key in fresh:
                 outcome, reason = applied[key]
                 results[i] = Handled(key, message.task_id, outcome, reason)
+            mark_tasks(conn, self.settings, _early_marks(fresh, results))
             rows = self._handled_rows(results, deliveries, now)
             record_handled(conn, self.settings, rows)
             count_redelivery(conn, self.settings, duplicates)
@@ -169,6 +175,18 @@ class MessageApplier:
         if self.tb_writer is None:
             return self.sql_writer.apply_batch(conn, messages)
         return {m.idempotency_key: self.tb_writer.apply(m) for m in messages}
+
+
+def _early_marks(
+    fresh: list[tuple[int, ScoutPrediction, str]], results: dict[int, Handled]
+) -> list[int]:
+    """Return the tasks of ``fresh`` applied from a message that asks for the early
+    re-measurement (:mod:`panda_predictor.db.early_remeasure`)."""
+    return [
+        message.task_id
+        for i, message, _ in fresh
+        if message.early_remeasure and results[i].outcome == "applied"
+    ]
 
 
 def _parse_all(

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 import sqlalchemy as sa
 from test_db_support import audit_rows, make_prediction
 
+from panda_predictor.db.early_remeasure import early_remeasure_table
 from panda_predictor.db.engine import make_engine
 from panda_predictor.db.messages import get_message_tables
 from panda_predictor.db.migrations import init_database
@@ -85,6 +87,25 @@ def test_publish_sends_decided_tasks_once_and_writes_only_the_rest(tmp_path):
         1,
         2,
     }  # the writer stand-in audits none
+    engine.dispose()
+
+
+def test_publish_asks_for_the_early_remeasurement_and_leaves_the_mark_to_jedi(
+    tmp_path,
+):
+    settings, engine = _world(tmp_path, "publish")
+    early = dataclasses.replace(make_prediction(1), early_remeasure=True)
+    publisher = Publisher()
+
+    publish_batch(settings, engine, publisher, [early, make_prediction(2)], Writer())
+
+    bodies = {m.task_id: json.loads(m.body) for m in publisher.sent}
+    assert bodies[1]["early_remeasure"] is True
+    assert "early_remeasure" not in bodies[2]
+    # JEDI writes the task, so JEDI's plugin marks it once it applied the message.
+    table = early_remeasure_table(settings.plugin_schema_for("sqlite"))
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(table)).all() == []
     engine.dispose()
 
 

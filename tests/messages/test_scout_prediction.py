@@ -104,3 +104,26 @@ def test_a_bad_message_is_refused_with_its_task_id(body, match, task_id):
     with pytest.raises(MessageError, match=match) as caught:
         parse_message(body)
     assert caught.value.task_id == task_id
+
+
+def test_the_early_remeasurement_is_sent_only_when_asked_and_keys_the_message():
+    plain = from_prediction(prediction(42), ttl_seconds=600)
+    early = from_prediction(prediction(42, early_remeasure=True), ttl_seconds=600)
+    # A message that does not ask reads as version 1.0 did: no field, same key.
+    assert "early_remeasure" not in json.loads(plain.to_json())
+    assert json.loads(early.to_json())["early_remeasure"] is True
+    assert parse_message(early.to_json()).early_remeasure
+    assert early.idempotency_key != plain.idempotency_key
+    # A kept task's scouts run and are measured anyway: nothing to ask.
+    kept = prediction(42, decision="kept_scouts", early_remeasure=True)
+    assert not from_prediction(kept, ttl_seconds=600).early_remeasure
+
+
+def test_an_early_remeasurement_on_a_kept_task_is_refused_by_name():
+    body = json.loads(
+        from_prediction(prediction(42, decision="kept_scouts"), 600).to_json()
+    )
+    body["early_remeasure"] = True
+    with pytest.raises(MessageError, match="early_remeasure must be false") as err:
+        parse_message(json.dumps(body))
+    assert err.value.task_id == 42

@@ -169,6 +169,36 @@ def test_poison_messages_cost_only_themselves(panda, writer):
     assert len(rows) == 7
 
 
+def marked(engine):
+    with engine.connect() as conn:
+        return set(
+            conn.execute(
+                sa.text("SELECT jeditaskid FROM doma_panda.pp_early_remeasure")
+            ).scalars()
+        )
+
+
+@pytest.mark.parametrize("writer", ["task_buffer", "sql"])
+def test_an_applied_early_remeasurement_marks_its_task_once(panda, writer):
+    settings, engine = panda
+    insert_tasks(engine, [1, 2, 4])
+    insert_tasks(engine, [3], status="ready")
+    plugin = adjuster(settings, engine, writer)
+    early = body(1, early_remeasure=True)
+    batch = [
+        Delivery("a", early),
+        Delivery("b", body(2)),  # applied without asking
+        Delivery("c", body(3, early_remeasure=True)),  # refused: not defined
+        Delivery("d", body(4, decision="kept_scouts")),
+    ]
+    outcomes = [h.outcome for h in plugin.process_batch(batch)]
+    assert outcomes == ["applied", "applied", "refused", "kept_scouts"]
+    assert marked(engine) == {1}
+    plugin.process(Msg(early, "m-again"))  # redelivered: no second mark, no error
+    assert marked(engine) == {1}
+    assert handled(engine)[1]["deliveries"] == 2
+
+
 def test_fixed_units_and_a_larger_walltime_stay(panda):
     settings, engine = panda
     insert_tasks(
@@ -234,7 +264,10 @@ def test_published_messages_are_applied_through_the_broker(panda):
     settings = broker_settings(settings)
     ids = list(range(1, 51))
     insert_tasks(engine, ids)
-    messages = [from_prediction(prediction(i), 600) for i in ids]
+    early = set(ids[::2])
+    messages = [
+        from_prediction(prediction(i, early_remeasure=i in early), 600) for i in ids
+    ]
     publisher = StompPublisher(settings)
     receipts = publisher.publish(
         [OutgoingMessage(m.idempotency_key, m.task_id, m.to_json()) for m in messages]
@@ -247,6 +280,7 @@ def test_published_messages_are_applied_through_the_broker(panda):
     consumer.stop()
     assert {r["outcome"] for r in handled(engine).values()} == {"applied"}
     assert all(task(engine, i)["splitrule"] == "NG=1,TW=1" for i in ids)
+    assert marked(engine) == early  # the hook asks for these after 3 finished jobs
 
 
 def _rabbitmqctl(*args):
