@@ -19,11 +19,13 @@ formulas, unless a unit ends in ``Fixed``. The plugin computes no value here.
 
 Which tasks: those the decision wrote the scouts' own first values
 (:attr:`~panda_predictor.core.domain.task_prediction.TaskPrediction.early_remeasure`:
-the request, else the default, on every target PanDA re-measures). They skipped
-their scouts with nothing better than their first value, so they are re-measured
-where the scouts would have been; a task written the model's own values keeps them
-until PanDA's re-measurement after 5 jobs (on the job logs, re-measuring those too
-cost more failed jobs than it saved hours: docs/decisions.md). Only a champion
+the request, else the default, on every target PanDA re-measures), and every
+applied task where a target writes its scouts' value for all tasks (PanDA
+re-measures a task whole). They skipped their scouts with nothing better than
+their first value, so they are re-measured where the scouts would have been; a
+task written the model's own values otherwise keeps them until PanDA's
+re-measurement after 5 jobs (on the job logs, re-measuring every task early cost
+more failed jobs than it saved hours: docs/decisions.md). Only a champion
 trained with the ``early_remeasure`` setting marks any (off by default: on the job
 logs it trades failed jobs for hours, docs/decisions.md). The writer marks
 such a task in ``pp_early_remeasure`` when it writes it (:func:`mark_written`,

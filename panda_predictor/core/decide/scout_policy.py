@@ -114,6 +114,9 @@ class CostPolicy:
         all_in = bool(dom.all())
         # Tasks whose every value PanDA re-measures is the scouts' own first value.
         as_scouts = np.ones(n, dtype=bool)
+        # Whether a target PanDA re-measures writes its scouts' value for every
+        # task (its price choice): see :meth:`_early`.
+        scouts_valued = False
         for t in names:
             chooser = self.choosers[t]
             sized = chooser.choose(probs[t], request.get(t), fallback_class[t])
@@ -127,6 +130,7 @@ class CostPolicy:
             out[f"{t}_from_request"] = sized.from_request
             if chooser.kind is not None and t not in self.settings.fixed_targets:
                 as_scouts &= sized.value == sized.default
+                scouts_valued |= chooser.writes_scouts_value
             costs.append(sized.expected_cost)
             scouts = scouts + sized.scouts_cost
         if n == 1 and len(names) < row_math.EXACT_SUM_BELOW:
@@ -134,7 +138,8 @@ class CostPolicy:
                 [float(c[0]) for c in costs], scouts, bool(dom[0]), names
             )
             if one is not None:
-                return {**one, **out, **self._early(one["decision"], as_scouts)}
+                early = self._early(one["decision"], as_scouts | scouts_valued)
+                return {**one, **out, **early}
         matrix = np.column_stack(costs)
         total = matrix.sum(axis=1)
         cheaper = total <= scouts
@@ -152,7 +157,9 @@ class CostPolicy:
             "scouts_cost": scouts,
             "costliest_target": np.asarray(names, dtype=object)[matrix.argmax(axis=1)],
             **out,
-            **self._early(np.where(applied, APPLIED, KEPT_SCOUTS), as_scouts),
+            **self._early(
+                np.where(applied, APPLIED, KEPT_SCOUTS), as_scouts | scouts_valued
+            ),
         }
 
     def _early(
@@ -160,15 +167,21 @@ class CostPolicy:
     ) -> dict[str, np.ndarray]:
         """Return the ``early_remeasure`` column: with the setting on
         (:attr:`~panda_predictor.core.decide.cost_choice.CostSettings.early_remeasure`),
-        applied tasks whose every value PanDA re-measures is what their scouts
-        would ask for (the request, else the default).
+        the applied tasks of ``as_scouts``: those whose every value PanDA
+        re-measures is what their scouts would ask for (the request, else the
+        default), and every applied task where a target PanDA re-measures writes
+        its scouts' value for all tasks (``scouts_value_targets``).
 
         Such a task skipped its scouts with nothing better than their first
         value, so the hook asks PanDA to re-measure it once 3 of its jobs
         finished, as the scouts would have been
         (:mod:`panda_predictor.db.early_remeasure`): its jobs 4 and 5 get the
         scouts' measurement instead of that first value. A task written the
-        model's own values keeps them until PanDA's re-measurement after 5 jobs.
+        model's own values keeps them until PanDA's re-measurement after 5 jobs,
+        unless a scouts-valued target shares it: PanDA re-measures a task whole,
+        and the price tuning chose that target's scouts' value for replaying as
+        the scouts do, which it does only when re-measured after 3 (the tuning
+        sizes the other targets for it, ``cost_tuning.choose_price``).
         """
         early = (np.asarray(decision) == APPLIED) & as_scouts
         return {"early_remeasure": early & self.settings.early_remeasure}

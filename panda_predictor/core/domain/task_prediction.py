@@ -96,9 +96,9 @@ class TaskPrediction:
         When the prediction was made (UTC); the writer uses the current time if unset.
     early_remeasure:
         Applied with the scouts' own first value on every target PanDA
-        re-measures: once 3 of its jobs finished, the hook asks PanDA to
-        re-measure it, as its scouts would have been
-        (:mod:`panda_predictor.db.early_remeasure`).
+        re-measures, or beside a target that writes its scouts' value for every
+        task: once 3 of its jobs finished, the hook asks PanDA to re-measure it,
+        as its scouts would have been (:mod:`panda_predictor.db.early_remeasure`).
     """
 
     jeditaskid: int

@@ -124,6 +124,46 @@ def test_the_early_remeasurement_marks_tasks_written_their_scouts_values(row):
     assert marks["early_remeasure"].tolist() == [True, False]
 
 
+def time_and_memory(scouts_value: tuple[str, ...]) -> CostPolicy:
+    """Two priced targets: run time (100 or 1000 s) and memory (500 or 4000 MB)."""
+    tables = {
+        "walltime": TABLES["walltime"],
+        "ramcount": UseTable(((500.0,) * 4, (4000.0,) * 4)),
+    }
+    settings = CostSettings(
+        delay_price=0.5,
+        requeue_runs=0.0,
+        scouts_value_targets=scouts_value,
+        early_remeasure=True,
+    )
+    return CostPolicy(
+        {
+            t: CostChooser(t, table, [row[0] for row in table.points], settings)
+            for t, table in tables.items()
+        },
+        settings,
+    )
+
+
+@pytest.mark.parametrize("n_tasks", [1, 2], ids=["one-task", "batch"])
+def test_a_scouts_valued_target_has_every_applied_task_re_measured_early(n_tasks):
+    # Run time writes its scouts' value for every task; memory is priced and
+    # writes the model's 500 MB. PanDA re-measures a task whole, and run time
+    # replays as its scouts only when re-measured after 3 jobs: every applied task
+    # is marked, though its memory value is the model's own.
+    certain = {"walltime": np.tile([1.0, 0.0], (n_tasks, 1))}
+    certain["ramcount"] = certain["walltime"]
+    fallback = {t: np.zeros(n_tasks, int) for t in certain}
+    table = time_and_memory(("walltime",)).decide_table(certain, fallback)
+    assert table["ramcount_value"].tolist() == [500.0] * n_tasks
+    assert table["walltime_value"].tolist() == [1000.0] * n_tasks
+    assert table["early_remeasure"].tolist() == [True] * n_tasks
+    # Run time priced as well: the model's values keep the task from the mark.
+    priced = time_and_memory(()).decide_table(certain, fallback)
+    assert priced["walltime_value"].tolist() == [100.0] * n_tasks
+    assert priced["early_remeasure"].tolist() == [False] * n_tasks
+
+
 def test_the_reasons_say_the_cost_and_the_scouts_cost():
     table = decide([[0.5, 0.5], [1.0, 0.0]], [True, False], 0.5)
     targets = ["walltime", "iointensity"]

@@ -26,6 +26,7 @@ from pipelines.training.cost_tuning import (
     SCOUTS_VALUE_LABEL,
     TUNED_PRICES,
     ResampledFigures,
+    _best_early_prices,
     _best_price,
     _keeps,
     choose_price,
@@ -150,6 +151,35 @@ def test_a_price_that_meets_the_scouts_within_the_noise_replaces_their_value():
     # ... and only the scouts' value is replaced: a price chosen on its margin
     # stays, even where a cheaper one would save more within the noise.
     assert _best_price({4.0: 0.05, 16.0: 0.02}, {16.0: 0.5}) == 4.0
+
+
+def test_beside_a_scouts_valued_target_the_others_choose_as_re_measured_early():
+    # OSC's second period (development part): run time's prices all lost to its
+    # scouts' value; CPU time's 64 led with only the scouts-valued tasks marked.
+    # Served, every applied task is then re-measured early, where 64 loses to 16.
+    margin = {
+        "walltime": {16.0: -0.05, 64.0: -0.22, SCOUTS_VALUE: 0.0},
+        "cputime": {16.0: 0.02, 64.0: 0.22, SCOUTS_VALUE: 0.0},
+    }
+    whole = {
+        "walltime": {16.0: -0.04, 64.0: -0.2},
+        "cputime": {16.0: 0.05, 64.0: -0.01},
+    }
+    targets = ["walltime", "cputime"]
+    assert _best_early_prices(margin, whole, targets) == {
+        "walltime": SCOUTS_VALUE,
+        "cputime": 16.0,
+    }
+    # No price better than the scouts' value there either: both write it.
+    worse = {**whole, "cputime": {16.0: -0.01, 64.0: -0.02}}
+    assert set(_best_early_prices(margin, worse, targets).values()) == {SCOUTS_VALUE}
+    # No target writes its scouts' value: no task is marked for it, the margins
+    # stand as they are.
+    led = {**margin, "walltime": {16.0: 0.01, 64.0: -0.22, SCOUTS_VALUE: 0.0}}
+    assert _best_early_prices(led, whole, targets) == {
+        "walltime": 16.0,
+        "cputime": 64.0,
+    }
 
 
 def test_meets_scouts_allows_the_noise_of_the_paired_difference():
