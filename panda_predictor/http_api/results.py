@@ -80,6 +80,7 @@ def prediction_dict(
         "predicted_at": (
             prediction.predicted_at.isoformat() if prediction.predicted_at else None
         ),
+        "early_remeasure": prediction.early_remeasure,
         "targets": target_dict(prediction, top or {}, methods or {}),
     }
 

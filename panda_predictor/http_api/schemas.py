@@ -80,6 +80,9 @@ class PredictionOut(_Out):
     scouts: Literal["skipped", "kept"]
     model: ModelOut
     predicted_at: str | None
+    # Applied with the scouts' first values: have PanDA re-measure the task after
+    # its first 3 finished jobs (docs/operations.md, "Early re-measurement").
+    early_remeasure: bool
     targets: dict[str, TargetOut]
 
 

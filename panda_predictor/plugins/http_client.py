@@ -55,7 +55,9 @@ def prediction_from_json(data: Any, jedi_task_id: int) -> TaskPrediction:
     each has ``decision``, ``reason``, model name/version (flat ``model_name`` /
     ``model_version`` or a ``model`` object) and ``targets`` (an object by target
     name, or a list of objects with a ``target`` key) holding at least ``value``,
-    ``unit`` and ``confidence``. Raises ValueError on any other shape.
+    ``unit`` and ``confidence``, and may say ``early_remeasure`` (the refiner then
+    marks the task it writes, as in process). Raises ValueError on any other
+    shape.
     """
     if isinstance(data, Mapping) and "predictions" in data:
         data = data["predictions"]
@@ -79,6 +81,12 @@ def prediction_from_json(data: Any, jedi_task_id: int) -> TaskPrediction:
     model = data.get("model")
     if not isinstance(model, Mapping):
         model = {}
+    # Absent from an older service's answer: no early re-measurement.
+    early = data.get("early_remeasure", False)
+    if not isinstance(early, bool):
+        raise ValueError(
+            f"The 'early_remeasure' field must be true or false. Got {early!r} instead."
+        )
     return TaskPrediction(
         jeditaskid=jedi_task_id,
         model_name=str(data.get("model_name", model.get("name", "?"))),
@@ -86,6 +94,7 @@ def prediction_from_json(data: Any, jedi_task_id: int) -> TaskPrediction:
         decision=data["decision"],
         reason=str(data.get("reason", "")),
         targets={n: _target_from_json(n, t) for n, t in raw_targets.items()},
+        early_remeasure=early,
     )
 
 

@@ -137,11 +137,12 @@ def test_definition_rejects_bad_task_ids(task_id, match):
         definition_from_param_map(task_id, PANDA_MAP)
 
 
-def _prediction(decision="applied"):
+def _prediction(decision="applied", **extra):
     return prediction_from_json(
         {
             "predictions": [
                 {
+                    **extra,
                     "jediTaskID": 5,
                     "decision": decision,
                     "reason": "confident",
@@ -183,6 +184,14 @@ def test_prediction_from_the_service_json_and_its_map_fields():
     }
     assert param_map_fields(p, fixed_units=True)["ramUnit"] == "MBPerCoreFixed"
     assert walltime_of(p) == (0, "kSI2kseconds")
+
+
+def test_the_service_s_early_remeasurement_reaches_the_prediction():
+    # The refiner marks what it writes from it, as in process.
+    assert _prediction(early_remeasure=True).early_remeasure is True
+    assert _prediction().early_remeasure is False  # an older service says nothing
+    with pytest.raises(ValueError, match="'early_remeasure' field must be true or"):
+        _prediction(early_remeasure="yes")
 
 
 @pytest.mark.parametrize(
