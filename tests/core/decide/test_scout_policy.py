@@ -26,7 +26,10 @@ TABLES = {
 
 
 def policy(
-    price: float = 0.5, scouts_value: tuple[str, ...] = (), early: bool = False
+    price: float = 0.5,
+    scouts_value: tuple[str, ...] = (),
+    early: bool = False,
+    tables: dict[str, UseTable] = TABLES,
 ) -> CostPolicy:
     settings = CostSettings(
         delay_price=price,
@@ -37,7 +40,7 @@ def policy(
     return CostPolicy(
         {
             t: CostChooser(t, table, [row[0] for row in table.points], settings)
-            for t, table in TABLES.items()
+            for t, table in tables.items()
         },
         settings,
     )
@@ -130,19 +133,7 @@ def time_and_memory(scouts_value: tuple[str, ...]) -> CostPolicy:
         "walltime": TABLES["walltime"],
         "ramcount": UseTable(((500.0,) * 4, (4000.0,) * 4)),
     }
-    settings = CostSettings(
-        delay_price=0.5,
-        requeue_runs=0.0,
-        scouts_value_targets=scouts_value,
-        early_remeasure=True,
-    )
-    return CostPolicy(
-        {
-            t: CostChooser(t, table, [row[0] for row in table.points], settings)
-            for t, table in tables.items()
-        },
-        settings,
-    )
+    return policy(scouts_value=scouts_value, early=True, tables=tables)
 
 
 @pytest.mark.parametrize("n_tasks", [1, 2], ids=["one-task", "batch"])
