@@ -354,8 +354,9 @@ class Predictor:
 
         Besides the columns above, ``scouts_cost`` is what running the scouts is
         expected to cost, ``early_remeasure`` whether the hook asks PanDA to
-        re-measure the task after its first 3 finished jobs (every value PanDA
-        re-measures is the scouts' own first value), ``<target>_from_request``
+        re-measure the task after its first 3 finished jobs (``CostPolicy._early``:
+        every value PanDA re-measures is the scouts' own first value, or a target
+        writes that for every task), ``<target>_from_request``
         says whether the request itself was the cheapest value, and
         ``<target>_expert`` names the followed expert where the bundle combines
         experts (``model`` without a history).

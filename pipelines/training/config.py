@@ -35,8 +35,9 @@ class TrainingConfig:
     #: price); "auto": chosen on the validation part
     #: (pipelines/training/cost_tuning.py).
     delay_price: float | str = AUTO
-    #: Size for the early re-measurement: a task written its scouts' first values
-    #: is re-measured after 3 finished jobs, and the prices are tuned with it
+    #: Size for the early re-measurement: the tasks the decision marks (written
+    #: their scouts' first values, or beside a scouts-valued target) are
+    #: re-measured after 3 finished jobs, and the prices are tuned with it
     #: (the ``early_remeasure`` setting; pipelines/training/cost_tuning.py).
     early_remeasure: bool = False
     seed: int = 0

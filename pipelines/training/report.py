@@ -131,7 +131,8 @@ def _prices_section(cost: Mapping[str, Any]) -> list[str]:
     if cost.get("early_remeasure"):
         lines += [
             "Sized for the early re-measurement (the `early_remeasure` setting): "
-            "a task written its scouts' first values is re-measured after 3 "
+            "a task written its scouts' first values (every applied task, beside "
+            "a target written its scouts' value) is re-measured after 3 "
             "finished jobs, in these margins too; a price must beat "
             f"`{SCOUTS_VALUE_LABEL}`, a tie goes to it.",
             "",

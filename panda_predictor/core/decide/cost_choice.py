@@ -159,9 +159,10 @@ class CostSettings:
         price's values fared better against the scouts than the scouts' own first
         value (:mod:`pipelines.training.cost_tuning`). The task still starts at
         once. An operator's ``delay_price`` setting replaces it with that price.
-    :param early_remeasure: a task written its scouts' own first values is
-        re-measured after its first 3 finished jobs, as its scouts would have
-        been (the decision's ``early_remeasure`` column; the hook asks PanDA,
+    :param early_remeasure: a task written its scouts' own first values, or
+        beside a target in ``scouts_value_targets``, is re-measured after its
+        first 3 finished jobs, as its scouts would have been (the decision's
+        ``early_remeasure`` column, ``CostPolicy._early``; the hook asks PanDA,
         :mod:`panda_predictor.db.early_remeasure`). Set by training from the
         ``early_remeasure`` setting, which tunes the prices with it; off (the
         default), PanDA re-measures such a task after 5.

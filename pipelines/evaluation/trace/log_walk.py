@@ -97,7 +97,7 @@ class WalkForwardConfig:
     recall_target: float = 0.95
     delay_price: float | None = None
     #: The ``early_remeasure`` setting: each retraining sizes for the early
-    #: re-measurement of the tasks written their scouts' first values.
+    #: re-measurement of the tasks the decision marks for it.
     early_remeasure: bool = False
     seed: int = 0
     #: The hook's history window (tasks created in the last ``history_days``);

@@ -17,8 +17,8 @@ Strategies, one table row each:
   else the predicted class's value); a task that kept its scouts runs as scouts.
   PanDA re-measures it too, unless the decision wrote the value ``...Fixed``
   (``run.fixed``; training chooses that per deployment, memory only), and where
-  the decision wrote the scouts' own first values (``run.early``, the decision's
-  ``early_remeasure``) after
+  the decision marked the task (``run.early``, the decision's ``early_remeasure``:
+  written the scouts' own first values, or beside a scouts-valued target) after
   :data:`~panda_predictor.core.replay.panda_rules.EARLY_REMEASURE_AFTER` (3)
   finished jobs as well: the hook asks PanDA for that re-measurement
   (:mod:`panda_predictor.db.early_remeasure`), so the task's jobs 4 and 5 get the
@@ -121,7 +121,7 @@ def _first_values(run: TargetRun, model: str, ladder: np.ndarray) -> np.ndarray:
 def _remeasured(run: TargetRun, model: str, task: np.ndarray) -> np.ndarray:
     """Return, per job, whether PanDA re-measures what ``model`` wrote: everywhere
     but where the value was written ``...Fixed`` (its task's first job decides)."""
-    fixed = getattr(run, "fixed", {}).get(model)
+    fixed = run.fixed.get(model)
     if fixed is None:
         return np.ones(task.size, dtype=bool)
     return _first_job_decides(~np.asarray(fixed, dtype=bool), task)
@@ -131,7 +131,7 @@ def _early_points(run: TargetRun, model: str) -> np.ndarray | int:
     """Return per row after how many finished jobs the hook asks PanDA to
     re-measure the row's task under ``model`` (0: never; a task's first job
     decides, as for ``applied``)."""
-    flags = getattr(run, "early", {}).get(model)
+    flags = run.early.get(model)
     return 0 if flags is None else early_points(flags)
 
 
