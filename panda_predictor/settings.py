@@ -227,7 +227,7 @@ class Settings(BaseSettings):
     hook_poll_seconds: float = Field(
         10.0, gt=0, description="Pause between passes of 'hook --watch'."
     )
-    early_remeasure: bool = Field(
+    early_remeasure: bool | Literal["auto"] = Field(
         False,
         description="Training ('train', 'retrain', 'benchmark') sizes for the early "
         "re-measurement: a task written its scouts' own first values (the request, "
@@ -237,8 +237,12 @@ class Settings(BaseSettings):
         "prices "
         "are tuned with it. The champion carries the choice; the hook marks such "
         "tasks when it writes them and asks PanDA after a pass (WALLTIMEUNIT set to "
-        "NULL, as PanDA's requestTaskParameterRecalculation does). Off by default: "
-        "on the job logs it trades failed jobs for hours (docs/decisions.md).",
+        "NULL, as PanDA's requestTaskParameterRecalculation does). 'auto': each "
+        "training chooses it on its validation part with the prices: on where, "
+        "with it, no price beats the scouts' own value (those tasks then replay "
+        "as the scouts do) or it fares better on the worst target; a set "
+        "delay_price leaves it off. Off by default: on the job logs it trades "
+        "failed jobs and savings for hours (docs/decisions.md).",
     )
     mode: Literal["predict", "legacy", "shadow"] = Field(
         "predict",

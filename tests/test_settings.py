@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from panda_predictor.settings import SettingsError, load_settings
+from pipelines.training.config import TrainingConfig, training_config
 
 
 def test_defaults_point_at_the_embedded_store(tmp_path, monkeypatch):
@@ -73,6 +74,14 @@ def test_empty_schema_means_none():
             id="refiner-history-infinite",
         ),
         pytest.param("MODE", "panic", "mode", id="choice"),
+        pytest.param(
+            "EARLY_REMEASURE",
+            "sometimes",
+            r"early_remeasure.bool: Input should be a valid boolean.*"
+            r"early_remeasure.literal\['auto'\]: Input should be 'auto' "
+            r"\(got 'sometimes'\)",
+            id="true-false-or-auto",
+        ),
     ],
 )
 def test_bad_values_name_the_setting(monkeypatch, env, value, match):
@@ -137,3 +146,19 @@ def test_shadow_mode_and_share_come_from_the_environment(monkeypatch):
     monkeypatch.setenv("PANDA_PREDICTOR_ROLLOUT_SHARE", "0.25")
     settings = load_settings()
     assert (settings.mode, settings.rollout_share) == ("shadow", 0.25)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [("auto", "auto"), ("true", True), ("false", False)]
+)
+def test_the_early_remeasurement_is_on_off_or_chosen(monkeypatch, value, expected):
+    monkeypatch.delenv("PANDA_PREDICTOR_EARLY_REMEASURE", raising=False)
+    assert load_settings().early_remeasure is False  # the default
+    monkeypatch.setenv("PANDA_PREDICTOR_EARLY_REMEASURE", value)
+    assert load_settings().early_remeasure == expected
+    assert training_config(load_settings()).early_remeasure == expected
+
+
+def test_a_training_file_s_early_remeasurement_is_checked():
+    with pytest.raises(ValueError, match="'early_remeasure' field must be true, false"):
+        TrainingConfig(early_remeasure="sometimes")

@@ -26,8 +26,10 @@ their first value, so they are re-measured where the scouts would have been; a
 task written the model's own values otherwise keeps them until PanDA's
 re-measurement after 5 jobs (on the job logs, re-measuring every task early cost
 more failed jobs than it saved hours: docs/decisions.md). Only a champion
-trained with the ``early_remeasure`` setting marks any (off by default: on the job
-logs it trades failed jobs for hours, docs/decisions.md). The writer marks
+whose training chose it marks any (the ``early_remeasure`` setting: off by
+default, since on the job logs it trades failed jobs and savings for hours;
+"auto" lets each training choose it on its validation part; docs/decisions.md).
+The writer marks
 such a task in ``pp_early_remeasure`` when it writes it (:func:`mark_written`,
 ``sql/<dialect>/plugin/0005_early_remeasure.sql``); a pass asks for a marked task
 once it is ``running``, not held by JEDI (``LOCKEDBY`` NULL), its ``WALLTIMEUNIT``

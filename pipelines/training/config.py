@@ -38,8 +38,10 @@ class TrainingConfig:
     #: Size for the early re-measurement: the tasks the decision marks (written
     #: their scouts' first values, or beside a scouts-valued target) are
     #: re-measured after 3 finished jobs, and the prices are tuned with it
-    #: (the ``early_remeasure`` setting; pipelines/training/cost_tuning.py).
-    early_remeasure: bool = False
+    #: (the ``early_remeasure`` setting; pipelines/training/cost_tuning.py);
+    #: "auto": on or off as it fares on the validation part
+    #: (cost_tuning._sizing_for_early).
+    early_remeasure: bool | str = False
     seed: int = 0
     #: Days over which a task's weight halves; None: no decay; "auto": chosen per
     #: target among :data:`pipelines.training.self_tuning.HALF_LIFE_CANDIDATES`.
@@ -61,6 +63,13 @@ class TrainingConfig:
     xgboost: Mapping[str, Any] = field(default_factory=dict)
     keras: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if not (isinstance(self.early_remeasure, bool) or self.early_remeasure == AUTO):
+            raise ValueError(
+                "The 'early_remeasure' field must be true, false or 'auto'. "
+                f"Got {self.early_remeasure!r} instead."
+            )
+
     def params_for(self, kind: str) -> dict[str, Any]:
         """Return the constructor parameters of model ``kind``."""
         params = dict(self.xgboost if kind == "xgboost" else self.keras)
@@ -80,7 +89,8 @@ def training_config(
     target and the confidence threshold come from the settings; ``kinds`` and
     ``split`` (from the command line) win over the file; the ``delay_price``
     setting, where set, replaces the per-deployment choice; the
-    ``early_remeasure`` setting sizes for the early re-measurement.
+    ``early_remeasure`` setting (true, false or "auto") decides the early
+    re-measurement.
     """
     from pipelines.params import load_params
 
@@ -93,8 +103,8 @@ def training_config(
     params.setdefault("recall_target", settings.tail_recall_target)
     if getattr(settings, "delay_price", None) is not None:
         params.setdefault("delay_price", settings.delay_price)
-    if getattr(settings, "early_remeasure", False):
-        params.setdefault("early_remeasure", True)
+    if hasattr(settings, "early_remeasure"):
+        params.setdefault("early_remeasure", settings.early_remeasure)
     try:
         return TrainingConfig(**params)
     except TypeError as exc:

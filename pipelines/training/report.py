@@ -137,6 +137,22 @@ def _prices_section(cost: Mapping[str, Any]) -> list[str]:
             f"`{SCOUTS_VALUE_LABEL}`, a tie goes to it.",
             "",
         ]
+    asked = cost.get("early_remeasure_chosen")
+    if asked:
+        served = asked["served_margin"]
+        way = "on" if cost.get("early_remeasure") else "off"
+        why = (
+            "re-measured early, no price beats the scouts' own value, so its "
+            "tasks replay as the scouts do; "
+            if asked.get("as_scouts", {}).get("True")
+            else ""
+        )
+        lines += [
+            f"The early re-measurement was chosen {way} ('auto'): {why}the worst "
+            f"chosen target's margin is {served['True']:.4g} with it and "
+            f"{served['False']:.4g} without it (a tie leaves it off).",
+            "",
+        ]
     return lines
 
 

@@ -237,13 +237,14 @@ def _cost_settings(
 ) -> tuple[CostSettings, dict[str, Any]]:
     """Return the cost policy's prices: the configured delay price, or the one
     chosen on the validation part
-    (:func:`pipelines.training.cost_tuning.choose_price`)."""
+    (:func:`pipelines.training.cost_tuning.choose_price`), with the early
+    re-measurement on, off, or chosen there too ("auto")."""
     if config.delay_price != AUTO:
         price = float(config.delay_price)
-        cost = replace(
-            bundle.cost.with_price(price), early_remeasure=config.early_remeasure
-        )
-        return cost, {"delay_price": price, "early_remeasure": config.early_remeasure}
+        # Nothing is tuned with a set price, so "auto" cannot choose: it is off.
+        early = config.early_remeasure is True
+        cost = replace(bundle.cost.with_price(price), early_remeasure=early)
+        return cost, {"delay_price": price, "early_remeasure": early}
     return choose_price(
         bundle, frame.iloc[val], frame, early_remeasure=config.early_remeasure
     )

@@ -164,8 +164,9 @@ class CostSettings:
         first 3 finished jobs, as its scouts would have been (the decision's
         ``early_remeasure`` column, ``CostPolicy._early``; the hook asks PanDA,
         :mod:`panda_predictor.db.early_remeasure`). Set by training from the
-        ``early_remeasure`` setting, which tunes the prices with it; off (the
-        default), PanDA re-measures such a task after 5.
+        ``early_remeasure`` setting (at "auto" chosen on the validation part
+        with the prices); off (the default), PanDA re-measures such a task
+        after 5.
     """
 
     delay_price: float = 1.0

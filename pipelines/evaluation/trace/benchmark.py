@@ -383,6 +383,9 @@ def _self_tuning_lines(choices: dict[str, dict[str, Any]]) -> list[str]:
         return ", ".join(f"{t} in {n} of {len(choices)}" for t, n in found.items())
 
     kept, as_scouts = chosen_in("fixed_targets"), chosen_in("scouts_value_targets")
+    early = sum(
+        bool((c.get("cost") or {}).get("early_remeasure")) for c in choices.values()
+    )
     return [
         f"- self-tuning: {len(choices)} retrainings; days to the next one chosen: "
         f"{every}",
@@ -395,6 +398,8 @@ def _self_tuning_lines(choices: dict[str, dict[str, Any]]) -> list[str]:
         f"- self-tuning: the scouts' own value written (no price did better on "
         f"the validation part; the task still starts at once): "
         f"{as_scouts or 'none'}",
+        f"- self-tuning: the marked tasks re-measured after 3 finished jobs (the "
+        f"early re-measurement, docs/decisions.md): in {early} of {len(choices)}",
     ]
 
 

@@ -98,7 +98,7 @@ class WalkForwardConfig:
     delay_price: float | None = None
     #: The ``early_remeasure`` setting: each retraining sizes for the early
     #: re-measurement of the tasks the decision marks for it.
-    early_remeasure: bool = False
+    early_remeasure: bool | str = False
     seed: int = 0
     #: The hook's history window (tasks created in the last ``history_days``);
     #: tests widen it to show that it is what keeps older tasks out.

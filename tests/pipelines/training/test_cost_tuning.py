@@ -20,7 +20,7 @@ from panda_predictor.core.features.pipeline import TASK_COLUMNS
 from panda_predictor.core.replay.engine import JobOutcomes
 from panda_predictor.serving.loader import served_cost
 from panda_predictor.serving.predictor import Predictor
-from pipelines.training.config import TrainingConfig
+from pipelines.training.config import AUTO, TrainingConfig
 from pipelines.training.cost_tuning import (
     SCOUTS_VALUE,
     SCOUTS_VALUE_LABEL,
@@ -29,13 +29,15 @@ from pipelines.training.cost_tuning import (
     _best_early_prices,
     _best_price,
     _keeps,
+    _sizing,
+    _sizing_for_early,
     choose_price,
     meets_scouts,
     price_margin,
     waste_saving,
 )
 from pipelines.training.served_replay import replay_jobs
-from pipelines.training.train import train
+from pipelines.training.train import _cost_settings, train
 
 BINS = load_bins()
 PRICED = ("ramcount", "cputime", "walltime")
@@ -284,6 +286,7 @@ def test_training_serves_one_tuned_choice_per_priced_target(tuned, labelled_hist
     assert {operator.choosers[t].settings.delay_price for t in PRICED} == {3.0}
     assert not any(operator.choosers[t].writes_scouts_value for t in PRICED)
     assert not cost.early_remeasure and info["early_remeasure"] is False  # default
+    assert "early_remeasure_chosen" not in info  # chosen only at "auto"
 
 
 def test_choose_price_tries_only_the_given_prices(tuned, labelled_history):
@@ -403,3 +406,109 @@ def test_cost_settings_round_trip_with_fixed_targets():
     # An operator's single price keeps the choice (``fixed_units`` overrides it).
     assert cost.with_price(2.0).fixed_targets == ("ramcount",)
     assert CostSettings.from_dict({"delay_price": 1.0}).fixed_targets == ()
+
+
+def test_auto_serves_the_early_re_measurement_where_the_worst_target_gains():
+    # LANL's first period (development part): re-measured early, run time's best
+    # price keeps a margin of 0.0003 of the 0.0218 it has re-measured after 5.
+    late = {
+        "walltime": {64.0: 0.0218, SCOUTS_VALUE: -0.01},
+        "cputime": {8.0: 0.0374, SCOUTS_VALUE: -0.02},
+    }
+    early = {
+        "walltime": {64.0: 0.0003, SCOUTS_VALUE: 0.0},
+        "cputime": {8.0: 0.05, SCOUTS_VALUE: 0.0},
+    }
+    whole = {t: {64.0: 0.0, 8.0: 0.0} for t in late}
+    nothing: dict[str, dict[float, float]] = {t: {} for t in late}
+    targets = list(late)
+    off = _sizing(False, late, {}, whole, nothing, targets)
+    on = _sizing(True, early, {}, whole, nothing, targets)
+    assert off == ({"walltime": 64.0, "cputime": 8.0}, (), 0.0218)
+    assert on == ({"walltime": 64.0, "cputime": 8.0}, (), 0.0003)
+    assert not on.as_scouts
+    assert _sizing_for_early({False: off, True: on}) is False
+    # Where it gains on the worst target, it is served.
+    better = on._replace(worst_margin=0.03)
+    assert _sizing_for_early({False: off, True: better}) is True
+    # A tie, within rounding, leaves PanDA's own re-measurement.
+    tie = on._replace(worst_margin=0.0218 + 1e-8)
+    assert _sizing_for_early({False: off, True: tie}) is False
+
+
+def test_auto_serves_it_where_no_price_beats_the_scouts_value_re_measured_early():
+    # KTH's second period (development part): without it price 4 leads the
+    # scouts by 0.015 on the validation days; re-measured early, no price beats
+    # the scouts' own value, whose tasks then replay as the scouts do. Served,
+    # price 4 without it wasted more hours than the scouts.
+    late = {"walltime": {4.0: 0.0153, SCOUTS_VALUE: -0.037}}
+    early = {"walltime": {4.0: -0.01, SCOUTS_VALUE: 0.0}}
+    whole = {"walltime": {4.0: -0.01}}
+    off = _sizing(False, late, {}, whole, {"walltime": {}}, ["walltime"])
+    on = _sizing(True, early, {}, whole, {"walltime": {}}, ["walltime"])
+    assert off == ({"walltime": 4.0}, (), 0.0153)
+    assert on == ({"walltime": SCOUTS_VALUE}, (), 0.0) and on.as_scouts
+    assert _sizing_for_early({False: off, True: on}) is True
+    # A target written ...Fixed keeps its value: the others decide.
+    fixed = on._replace(
+        chosen={**on.chosen, "ramcount": 0.25}, fixed_targets=("ramcount",)
+    )
+    assert fixed.as_scouts
+    priced = fixed._replace(chosen={**fixed.chosen, "walltime": 4.0})
+    assert not priced.as_scouts
+
+
+def test_a_fixed_target_counts_its_fixed_margin_in_the_choice():
+    margin = {"ramcount": {0.25: 0.1, SCOUTS_VALUE: 0.0}, "walltime": {4.0: 0.3}}
+    kept = {"ramcount": {0.25: 0.2, SCOUTS_VALUE: 0.05}}
+    nothing: dict[str, dict[float, float]] = {"ramcount": {}, "walltime": {}}
+    chosen, fixed, worst = _sizing(False, margin, kept, {}, nothing, list(margin))
+    assert chosen == {"ramcount": 0.25, "walltime": 4.0}
+    assert fixed == ("ramcount",) and worst == 0.2
+
+
+def test_auto_chooses_between_the_two_ways_choose_price_serves(tuned, labelled_history):
+    frame = labelled_history.frame
+    val = frame.iloc[-len(frame) // 10 :]
+    prices = (1.0, 16.0)
+    ways = {
+        way: choose_price(tuned.bundle, val, frame, prices, early_remeasure=way)
+        for way in (False, True, AUTO)
+    }
+    cost, info = ways[AUTO]
+    asked = info["early_remeasure_chosen"]
+    # Each way's candidates are replayed and chosen as when asked for alone.
+    for way in (False, True):
+        assert asked["margin_at"][str(way)] == ways[way][1]["margin_at"]
+        assert asked["chosen"][str(way)] == ways[way][1]["chosen"]
+    served = asked["served_margin"]
+    fixed = ways[True][1]["fixed_targets"]
+    assert asked["as_scouts"]["True"] == all(
+        c == SCOUTS_VALUE_LABEL
+        for t, c in asked["chosen"]["True"].items()
+        if t not in fixed
+    )
+    early = asked["as_scouts"]["True"] or served["True"] > served["False"]
+    assert cost.early_remeasure is early and info["early_remeasure"] is early
+    # What is served is that way's choice, as asked for alone.
+    assert cost == ways[early][0]
+    assert info["margin_at"] == ways[early][1]["margin_at"]
+    assert info["chosen"] == ways[early][1]["chosen"]
+    # The served margin is the worst chosen target's (a fixed one's as fixed).
+    late = ways[False][1]
+    by = {
+        t: late["fixed_margin_at" if t in late["fixed_targets"] else "margin_at"][t]
+        for t in late["chosen"]
+    }
+    assert served["False"] == min(by[t][c] for t, c in late["chosen"].items())
+
+
+def test_auto_is_off_where_an_operator_sets_the_delay_price(tuned, labelled_history):
+    # Nothing is tuned with a set price, so there is nothing to choose on.
+    config = TrainingConfig(delay_price=2.0, early_remeasure=AUTO)
+    frame = labelled_history.frame
+    cost, info = _cost_settings(tuned.bundle, frame, np.arange(len(frame)), config)
+    assert cost.early_remeasure is False and info["early_remeasure"] is False
+    assert cost.delay_price == 2.0
+    forced = dataclasses.replace(config, early_remeasure=True)
+    assert _cost_settings(tuned.bundle, frame, np.arange(1), forced)[0].early_remeasure

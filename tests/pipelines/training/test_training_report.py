@@ -276,3 +276,27 @@ def test_a_run_sized_for_the_early_remeasurement_says_so(tmp_path, results):
     section = _section(text, "Delay prices chosen on the validation part")
     assert "Sized for the early re-measurement" in section
     assert "Sized for the early re-measurement" not in plain
+
+
+def test_an_early_remeasurement_chosen_on_validation_tells_both_margins(
+    tmp_path, results
+):
+    evaluations, _, _ = results
+    chosen = {"served_margin": {"False": -0.037, "True": 0.0}}
+    early = {**COST, "early_remeasure": True, "early_remeasure_chosen": chosen}
+    text = write_report(tmp_path / "a", evaluations, prices=early).read_text()
+    section = _section(text, "Delay prices chosen on the validation part")
+    assert (
+        "The early re-measurement was chosen on ('auto'): the worst chosen target's "
+        "margin is 0 with it and -0.037 without it (a tie leaves it off)."
+    ) in section
+    off = {**early, "early_remeasure": False}
+    text = write_report(tmp_path / "o", evaluations, prices=off).read_text()
+    assert "was chosen off ('auto'): the worst chosen" in text
+    harbour = {**chosen, "as_scouts": {"False": False, "True": True}}
+    as_scouts = {**early, "early_remeasure_chosen": harbour}
+    text = write_report(tmp_path / "s", evaluations, prices=as_scouts).read_text()
+    assert (
+        "chosen on ('auto'): re-measured early, no price beats the scouts' own "
+        "value, so its tasks replay as the scouts do; the worst chosen"
+    ) in text

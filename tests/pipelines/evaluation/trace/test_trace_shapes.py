@@ -94,6 +94,13 @@ def test_the_auto_cadence_retrains_after_the_days_each_retraining_chose(tmp_path
         assert choice["retrain_every_days"] in (7, 30, 91)
         assert set(choice["half_life_days"]) == {"walltime", "cputime", "ramcount"}
     assert "self-tuning" in result.report
+    early = sum(
+        bool((c.get("cost") or {}).get("early_remeasure")) for c in choices.values()
+    )
+    assert (
+        "the marked tasks re-measured after 3 finished jobs (the early "
+        f"re-measurement, docs/decisions.md): in {early} of {len(choices)}"
+    ) in result.report
 
 
 def test_an_htcondor_history_is_benchmarked_end_to_end(tmp_path, seed):
