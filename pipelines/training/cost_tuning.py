@@ -217,8 +217,7 @@ def choose_price(
         written their scouts' first values re-measured after 3 finished jobs, and
         a price must beat the scouts' own value, not tie it
         (:func:`_best_early_price`); :data:`AUTO`: the prices are chosen both
-        ways and the way whose worst target has the larger margin is served
-        (:func:`_sizing_for_early`), a tie without it.
+        ways and :func:`_sizing_for_early` decides which way is served.
     """
     tasks = val_tasks.iloc[-MAX_PRICE_ROWS:]
     priced = priced_targets(bundle, tasks)
