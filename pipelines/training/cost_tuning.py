@@ -377,12 +377,10 @@ class Sizing(NamedTuple):
 
     @property
     def as_scouts(self) -> bool:
-        """Whether every target PanDA re-measures writes its scouts' value."""
-        return all(
-            p == SCOUTS_VALUE
-            for t, p in self.chosen.items()
-            if t not in self.fixed_targets
-        )
+        """Whether there is a target PanDA re-measures and every such target
+        writes its scouts' value (with none, nothing replays as the scouts)."""
+        remeasured = [p for t, p in self.chosen.items() if t not in self.fixed_targets]
+        return bool(remeasured) and all(p == SCOUTS_VALUE for p in remeasured)
 
 
 def _sizing(

@@ -456,6 +456,24 @@ def test_auto_serves_it_where_no_price_beats_the_scouts_value_re_measured_early(
     assert fixed.as_scouts
     priced = fixed._replace(chosen={**fixed.chosen, "walltime": 4.0})
     assert not priced.as_scouts
+    # With every target Fixed, none is re-measured: nothing replays as the scouts.
+    memory_only = fixed._replace(chosen={"ramcount": SCOUTS_VALUE})
+    assert not memory_only.as_scouts
+
+
+def test_beside_a_scouts_valued_target_the_served_margin_is_the_whole_one():
+    # Run time writes its scouts' value, so every applied task is re-measured
+    # early: CPU time's price is judged, and served, on that margin (-0.005),
+    # not on the one with only the scouts-valued tasks marked (0.22).
+    early = {
+        "walltime": {16.0: -0.05, SCOUTS_VALUE: 0.0},
+        "cputime": {64.0: 0.22, SCOUTS_VALUE: -0.01},
+    }
+    whole = {"walltime": {16.0: -0.04}, "cputime": {64.0: -0.005}}
+    nothing: dict[str, dict[float, float]] = {"walltime": {}, "cputime": {}}
+    on = _sizing(True, early, {}, whole, nothing, list(early))
+    assert on == ({"walltime": SCOUTS_VALUE, "cputime": 64.0}, (), -0.005)
+    assert not on.as_scouts
 
 
 def test_a_fixed_target_counts_its_fixed_margin_in_the_choice():
@@ -483,10 +501,9 @@ def test_auto_chooses_between_the_two_ways_choose_price_serves(tuned, labelled_h
         assert asked["chosen"][str(way)] == ways[way][1]["chosen"]
     served = asked["served_margin"]
     fixed = ways[True][1]["fixed_targets"]
-    assert asked["as_scouts"]["True"] == all(
-        c == SCOUTS_VALUE_LABEL
-        for t, c in asked["chosen"]["True"].items()
-        if t not in fixed
+    remeasured = [c for t, c in asked["chosen"]["True"].items() if t not in fixed]
+    assert asked["as_scouts"]["True"] == (
+        bool(remeasured) and all(c == SCOUTS_VALUE_LABEL for c in remeasured)
     )
     early = asked["as_scouts"]["True"] or served["True"] > served["False"]
     assert cost.early_remeasure is early and info["early_remeasure"] is early
