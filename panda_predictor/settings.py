@@ -233,7 +233,7 @@ class Settings(BaseSettings):
         "re-measurement: a task written its scouts' own first values (the request, "
         "else the default, on every target PanDA re-measures), and every task "
         "beside a target written its scouts' value for all tasks, is re-measured "
-        "after its first 3 finished jobs, as its scouts would have been, and the "
+        "once its first 3 jobs are settled, as its scouts would have been, and the "
         "prices "
         "are tuned with it. The champion carries the choice; the hook marks such "
         "tasks when it writes them and asks PanDA after a pass (WALLTIMEUNIT set to "

@@ -187,9 +187,16 @@ def set_task(db, settings, task_id: int, **columns) -> None:
 
 
 def add_jobs(
-    db, settings, task_id: int, n: int, status: str = "finished", archive=False
+    db,
+    settings,
+    task_id: int,
+    n: int,
+    status: str = "finished",
+    archive=False,
+    attempt: int = 1,
 ) -> None:
-    """Add ``n`` jobs of ``task_id`` to JOBSARCHIVED4 (or PanDA's archive)."""
+    """Add ``n`` jobs of ``task_id`` to JOBSARCHIVED4 (or PanDA's archive), each
+    its file's ``attempt`` of 3 (a failed job at 3 is lost)."""
     tables = get_panda_tables(settings, db)
     table = tables.jobsarchived if archive else tables.jobsarchived4
     with db.begin() as conn:
@@ -200,6 +207,8 @@ def add_jobs(
                     "pandaid": next(PANDA_IDS),
                     "jeditaskid": task_id,
                     "jobstatus": status,
+                    "attemptnr": attempt,
+                    "maxattempt": 3,
                     "modificationtime": datetime(2025, 1, 2),
                 },
             )

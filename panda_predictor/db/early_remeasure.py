@@ -1,4 +1,4 @@
-"""Ask PanDA to re-measure a task that skipped its scouts once its first jobs finished.
+"""Ask PanDA to re-measure a task that skipped its scouts once its first jobs settled.
 
 Why: a scouted task runs its 3 scouts, PanDA measures them, and every later job asks
 for that measurement. A task that skipped its scouts runs on the values we wrote
@@ -6,9 +6,10 @@ until PanDA re-measures it, which PanDA does for every running task only after 5
 (and 100) finished jobs (``job_complex_module.propagateResultToJEDI``). So its jobs 4
 and 5 ran on a prediction where a scouted task's ran on a measurement: on the job
 logs those jobs held most of the waste the product had over the scouts
-(docs/evaluation.md). Asking for the re-measurement after
-:data:`~panda_predictor.core.replay.panda_rules.EARLY_REMEASURE_AFTER` (3) finished
-jobs gives every later job what the scouts would have given it, without the wait.
+(docs/evaluation.md). Asking for the re-measurement once
+:data:`~panda_predictor.core.replay.panda_rules.EARLY_REMEASURE_AFTER` (3) jobs are
+settled gives every later job what the scouts would have given it, without the
+wait.
 
 How: PanDA's own request, as its retry module makes it
 (``DBProxy.requestTaskParameterRecalculation``): the task's ``WALLTIMEUNIT`` is set
@@ -33,10 +34,12 @@ The writer marks
 such a task in ``pp_early_remeasure`` when it writes it (:func:`mark_written`,
 ``sql/<dialect>/plugin/0005_early_remeasure.sql``); a pass asks for a marked task
 once it is ``running``, not held by JEDI (``LOCKEDBY`` NULL), its ``WALLTIMEUNIT``
-set, with at least :data:`EARLY_REMEASURE_AFTER` and fewer than PanDA's own first
-point (5) finished jobs in JOBSARCHIVED4 (UNION JOBSARCHIVED), and records when
-(``asked_at``), so PanDA setting the unit back after its re-measurement does not
-start another.
+set, once :data:`EARLY_REMEASURE_AFTER` of its jobs are settled in JOBSARCHIVED4
+(UNION JOBSARCHIVED): finished, or failed at their file's maxAttempt (lost, no
+retry follows), as a scouted task's scouts are settled when PanDA measures them.
+At least one must have finished (PanDA measures the finished jobs) and fewer than
+PanDA's own first point (5). It records when (``asked_at``), so PanDA setting the
+unit back after its re-measurement does not start another.
 
 One short transaction per batch: the tasks are read ``FOR UPDATE SKIP LOCKED`` on
 PostgreSQL and Oracle (a row JEDI holds is left for the next pass, never waited
@@ -52,7 +55,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy import BigInteger, Column, DateTime, Integer, MetaData, String, Table
@@ -105,6 +108,10 @@ def due_tasks(
 ) -> dict[int, int]:
     """Return the tasks due for an early re-measurement, with their finished jobs.
 
+    Due: at least :data:`EARLY_REMEASURE_AFTER` jobs settled (the point a scouted
+    task's scouts are measured at), at least one of them finished (PanDA measures
+    the finished ones), and fewer than PanDA's own first point (5) finished.
+
     :param conn: a connection to the database holding PanDA's and the plugin's
         tables.
     :param settings: the schemas.
@@ -127,33 +134,55 @@ def due_tasks(
         .limit(limit)
     )
     candidates = [int(i) for i in conn.execute(_tag(query, "due_tasks")).scalars()]
-    finished = finished_jobs(conn, settings, candidates)
     first_own = DEFAULT_REMEASURE_AFTER[0]
     return {
-        task_id: n
-        for task_id, n in finished.items()
-        if EARLY_REMEASURE_AFTER <= n < first_own
+        task_id: jobs.finished
+        for task_id, jobs in settled_jobs(conn, settings, candidates).items()
+        if jobs.settled >= EARLY_REMEASURE_AFTER and 1 <= jobs.finished < first_own
     }
 
 
-def finished_jobs(
+class SettledJobs(NamedTuple):
+    """A task's jobs that are done for good: finished, or lost."""
+
+    finished: int
+    #: Finished, plus failed at their file's maxAttempt (no retry follows).
+    settled: int
+
+
+def settled_jobs(
     conn: Connection, settings: Settings, task_ids: Sequence[int]
-) -> dict[int, int]:
-    """Return per task of ``task_ids`` its finished jobs (tasks with none left out)."""
+) -> dict[int, SettledJobs]:
+    """Return per task of ``task_ids`` its settled jobs (tasks with none left out).
+
+    A failed job is lost when its ATTEMPTNR reached its MAXATTEMPT: JEDI retries
+    the file no more. A failed job below it is not settled: its retry, a new job,
+    still runs.
+    """
     tables = get_panda_tables(settings, conn)
     with_archive = archive_exists(conn, tables)
-    counts: dict[int, int] = {}
+    counts: dict[int, SettledJobs] = {}
     for chunk in _chunks(list(task_ids)):
 
-        def finished_of(table: sa.Table, ids: list[int] = chunk) -> list[Any]:
-            return [table.c.jeditaskid.in_(ids), table.c.jobstatus == "finished"]
+        def settled_of(table: sa.Table, ids: list[int] = chunk) -> list[Any]:
+            lost = sa.and_(
+                table.c.jobstatus == "failed",
+                table.c.attemptnr >= table.c.maxattempt,
+            )
+            return [
+                table.c.jeditaskid.in_(ids),
+                sa.or_(table.c.jobstatus == "finished", lost),
+            ]
 
-        jobs = job_rows(tables, with_archive, finished_of, ("pandaid", "jeditaskid"))
-        query = sa.select(jobs.c.jeditaskid, sa.func.count()).group_by(
+        jobs = job_rows(
+            tables, with_archive, settled_of, ("pandaid", "jeditaskid", "jobstatus")
+        )
+        finished = sa.func.sum(sa.case((jobs.c.jobstatus == "finished", 1), else_=0))
+        query = sa.select(jobs.c.jeditaskid, finished, sa.func.count()).group_by(
             jobs.c.jeditaskid
         )
-        for task_id, n in conn.execute(_tag(query, "finished_jobs")):
-            counts[int(task_id)] = int(n)
+        for task_id, n_finished, n_settled in conn.execute(_tag(query, "settled")):
+            counts[int(task_id)] = SettledJobs(int(n_finished), int(n_settled))
     return counts
 
 
@@ -206,7 +235,7 @@ def ask_remeasure(
             )
     if result.asked:
         log.info(
-            "asked PanDA to re-measure %d tasks after their first %d finished jobs: "
+            "asked PanDA to re-measure %d tasks after their first %d settled jobs: "
             "jediTaskID=%s",
             len(result.asked),
             EARLY_REMEASURE_AFTER,

@@ -186,6 +186,10 @@ def _jobsarchived4(md: MetaData) -> Table:
         Column("minramcount", BigInteger),
         Column("maxwalltime", BigInteger),
         Column("jobmetrics", String(500)),
+        # The job's attempt at its file and the file's maxAttempt: a failed job at
+        # its maxAttempt is lost for good (the early re-measurement counts it).
+        Column("attemptnr", SmallInteger),
+        Column("maxattempt", SmallInteger),
     )
 
 

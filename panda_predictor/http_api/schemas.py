@@ -80,8 +80,8 @@ class PredictionOut(_Out):
     scouts: Literal["skipped", "kept"]
     model: ModelOut
     predicted_at: str | None
-    # Applied with the scouts' first values: have PanDA re-measure the task after
-    # its first 3 finished jobs (docs/operations.md, "Early re-measurement").
+    # Applied with the scouts' first values: have PanDA re-measure the task once
+    # its first 3 jobs are settled (docs/operations.md, "Early re-measurement").
     early_remeasure: bool
     targets: dict[str, TargetOut]
 

@@ -185,10 +185,10 @@ class ScoutPrediction(BaseModel):
     )
     early_remeasure: bool = Field(
         default=False,
-        description="applied only: have PanDA re-measure the task after its first "
-        "3 finished jobs, as its scouts would have been (its values, or one "
-        "target's for every task, are the scouts' own first values; since 1.1, "
-        "sent only when true).",
+        description="applied only: have PanDA re-measure the task once its first "
+        "3 jobs are settled (finished, or lost), as its scouts would have been "
+        "(its values, or one target's for every task, are the scouts' own first "
+        "values; since 1.1, sent only when true).",
     )
 
     @field_validator("created_at", "expires_at")

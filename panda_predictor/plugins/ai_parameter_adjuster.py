@@ -17,8 +17,8 @@ sent again by the broker when it raises. So:
   (scouts run) until then, and nothing is half-applied;
 - a message applied with ``early_remeasure`` marks its task in
   ``pp_early_remeasure`` in the transaction that records it, as the hook's own
-  writer does, so the hook asks PanDA to re-measure it after its first 3 finished
-  jobs (:mod:`panda_predictor.db.early_remeasure`).
+  writer does, so the hook asks PanDA to re-measure it once its first 3 jobs
+  are settled (:mod:`panda_predictor.db.early_remeasure`).
 
 Inside JEDI the task is written through JEDI's task buffer (``self.tbIF``,
 :class:`~.task_writers.TaskBufferWriter`); with ``writer: sql`` in the processor's

@@ -354,7 +354,7 @@ class Predictor:
 
         Besides the columns above, ``scouts_cost`` is what running the scouts is
         expected to cost, ``early_remeasure`` whether the hook asks PanDA to
-        re-measure the task after its first 3 finished jobs (``CostPolicy._early``:
+        re-measure the task once its first 3 jobs settled (``CostPolicy._early``:
         every value PanDA re-measures is the scouts' own first value, or a target
         writes that for every task), ``<target>_from_request``
         says whether the request itself was the cheapest value, and

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from panda_predictor.core.replay.panda_rules import DEFAULT_MAX_ATTEMPTS
 from pipelines.simulation.catalog import NULL, Catalog
 from pipelines.simulation.tasks import TaskDraw
 
@@ -95,6 +96,10 @@ def job_frame(
                 np.int64
             ),
             "jobmetrics": None,
+            # One attempt each: the history holds no retries, and a failed job is
+            # not lost (JEDI's default maxAttempt is 3).
+            "attemptnr": 1,
+            "maxattempt": DEFAULT_MAX_ATTEMPTS,
         }
     )
     return frame, _to_datetime(last_end)

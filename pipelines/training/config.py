@@ -37,7 +37,7 @@ class TrainingConfig:
     delay_price: float | str = AUTO
     #: Size for the early re-measurement: the tasks the decision marks (written
     #: their scouts' first values, or beside a scouts-valued target) are
-    #: re-measured after 3 finished jobs, and the prices are tuned with it
+    #: re-measured after 3 settled jobs, and the prices are tuned with it
     #: (the ``early_remeasure`` setting; pipelines/training/cost_tuning.py);
     #: "auto": on or off as it fares on the validation part
     #: (cost_tuning._sizing_for_early).

@@ -1,5 +1,6 @@
 """The early re-measurement on SQLite and PostgreSQL: which running tasks the hook
-asks PanDA to re-measure after their first finished jobs, and that it asks once."""
+asks PanDA to re-measure once their first jobs are settled (finished, or lost at
+their maxAttempt), and that it asks once."""
 
 from __future__ import annotations
 
@@ -133,12 +134,36 @@ def test_finished_jobs_are_counted_in_the_archive_too_and_failed_ones_not(db, se
     running_task(db, settings, 1, 1)
     add_jobs(db, settings, 1, 2, archive=True)  # moved to PanDA's archive
     running_task(db, settings, 2, 2)
-    add_jobs(db, settings, 2, 4, status="failed", archive=True)
+    add_jobs(db, settings, 2, 4, status="failed", archive=True)  # retried
 
     with db.connect() as conn:
         due = due_tasks(conn, settings)
 
     assert due == {1: 3}
+
+
+def test_a_job_lost_at_its_max_attempt_counts_as_settled_as_a_scout_does(db, settings):
+    # 2 finished and 1 lost for good: 3 settled, as a scouted task whose third
+    # scout was lost is measured from the other two.
+    running_task(db, settings, 1, 2)
+    add_jobs(db, settings, 1, 1, status="failed", attempt=3)
+    # 2 finished and a failure JEDI still retries (attempt 2 of 3): not yet.
+    running_task(db, settings, 2, 2)
+    add_jobs(db, settings, 2, 1, status="failed", attempt=2)
+    # 3 lost and none finished: nothing for PanDA to measure yet.
+    running_task(db, settings, 3, 0)
+    add_jobs(db, settings, 3, 3, status="failed", attempt=3, archive=True)
+
+    with db.connect() as conn:
+        due = due_tasks(conn, settings)
+    assert due == {1: 2}
+
+    run_early_remeasure(db, settings)
+    assert _asked(db, settings) == {1: 2}
+    assert task_row(db, settings, 1)["walltimeunit"] is None
+
+    add_jobs(db, settings, 3, 1)  # task 3's first finished job
+    assert run_early_remeasure(db, settings).asked == [3]
 
 
 def test_a_task_moved_on_between_the_read_and_the_write_is_left_alone(db, settings):

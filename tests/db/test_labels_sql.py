@@ -34,7 +34,10 @@ def test_sql_labels_equal_python_labels(seed, tmp_path, pg_schema):
     ((tasks, jobs),) = chunks
     python = labels_frame(jobs, tasks)
     orphans = generated_jobs[~generated_jobs["jeditaskid"].isin(tasks["jeditaskid"])]
-    load_history(pg, tasks[generated_tasks.columns], pd.concat([jobs, orphans]))
+    columns = generated_jobs.columns
+    load_history(
+        pg, tasks[generated_tasks.columns], pd.concat([jobs[columns], orphans])
+    )
 
     engine = make_engine(pg)
     try:

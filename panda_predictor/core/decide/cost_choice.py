@@ -160,8 +160,8 @@ class CostSettings:
         value (:mod:`pipelines.training.cost_tuning`). The task still starts at
         once. An operator's ``delay_price`` setting replaces it with that price.
     :param early_remeasure: a task written its scouts' own first values, or
-        beside a target in ``scouts_value_targets``, is re-measured after its
-        first 3 finished jobs, as its scouts would have been (the decision's
+        beside a target in ``scouts_value_targets``, is re-measured once its
+        first 3 jobs are settled, as its scouts would have been (the decision's
         ``early_remeasure`` column, ``CostPolicy._early``; the hook asks PanDA,
         :mod:`panda_predictor.db.early_remeasure`). Set by training from the
         ``early_remeasure`` setting (at "auto" chosen on the validation part

@@ -127,8 +127,9 @@ class ReplayCase:
         after them ask for PanDA's measurement of the finished scouts.
     :param remeasure: (n,) or one bool: PanDA re-measures the task after
         ``rules.remeasure_after`` finished jobs (PanDA does, for every task).
-    :param early_remeasure: (n,) or one number: finished jobs after which a
-        re-measured task is also re-measured early (the hook asks PanDA to, see
+    :param early_remeasure: (n,) or one number: settled jobs (finished, or lost)
+        after which a re-measured task is also re-measured early (the hook asks
+        PanDA to,
         :data:`~panda_predictor.core.replay.panda_rules.EARLY_REMEASURE_AFTER`;
         0: PanDA's points alone); a task's first job decides. A scouted task is
         measured after its scouts anyway.
@@ -421,7 +422,7 @@ class ReplayJobs:
         :param remeasure: whether PanDA re-measures the task after
             ``rules.remeasure_after`` finished jobs: one bool, or (n,) per job (a
             task's first job decides; False: the value was written ``...Fixed``).
-        :param early_remeasure: finished jobs after which a task that started at
+        :param early_remeasure: settled jobs after which a task that started at
             once is re-measured early too: one number, or (n,) per job (a task's
             first job decides; 0: never; :class:`ReplayCase`).
         """

@@ -91,10 +91,11 @@ TASK_RAISE_FRACTION = 0.3
 DEFAULT_N_SCOUTS = 3
 #: Finished jobs after which PanDA re-measures a running task.
 DEFAULT_REMEASURE_AFTER: tuple[int, ...] = (5, 100)
-#: Finished jobs after which our early re-measurement asks PanDA to re-measure a
-#: task that skipped its scouts (:mod:`panda_predictor.db.early_remeasure`): the
-#: point its scouts would have been measured at, so jobs 4 and 5 get PanDA's
-#: measurement as a scouted task's do.
+#: Settled jobs (finished, or lost after maxAttempt) after which our early
+#: re-measurement asks PanDA to re-measure a task that skipped its scouts
+#: (:mod:`panda_predictor.db.early_remeasure`): the point its scouts would have
+#: been measured at, so jobs 4 and 5 get PanDA's measurement as a scouted task's
+#: do.
 EARLY_REMEASURE_AFTER = DEFAULT_N_SCOUTS
 #: Attempts of one job before it is lost: JEDI's default task maxAttempt.
 DEFAULT_MAX_ATTEMPTS = 3
@@ -171,7 +172,7 @@ class ReplayRules:
 
 
 def early_points(flags: Any) -> np.ndarray:
-    """Return per task or job after how many finished jobs it is re-measured early:
+    """Return per task or job after how many settled jobs it is re-measured early:
     :data:`EARLY_REMEASURE_AFTER` where ``flags`` (the decision's
     ``early_remeasure``) is true, else 0 (PanDA's own points alone)."""
     return np.where(np.asarray(flags, dtype=bool), EARLY_REMEASURE_AFTER, 0)

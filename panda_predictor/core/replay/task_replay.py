@@ -91,10 +91,12 @@ def replay_task(
     :func:`panda_measurement` of the finished scouts. With ``remeasure``, once
     ``rules.remeasure_after`` jobs of the task finished (points reached while the
     scouts run are covered by the scouts' measurement), every later job asks for
-    the measurement of all finished jobs; ``early`` > 0 adds a re-measurement
-    after that many finished jobs (ours,
+    the measurement of all finished jobs; ``early`` > 0 adds, for a task without
+    scouts, a re-measurement once that many jobs are settled (finished, or lost
+    after ``rules.max_attempts``) and at least one finished (ours,
     :data:`~panda_predictor.core.replay.panda_rules.EARLY_REMEASURE_AFTER`: PanDA's
-    own measurement once asked, for a task PanDA re-measures at all). A measured
+    own measurement once asked, for a task PanDA re-measures at all), the point a
+    scouted task is measured at. A measured
     request is at most ``cap``, and overwrites the task's ramCount (an earlier
     task-wide raise is dropped). A memory task with ``rules.fixed_unit`` is never
     measured.
@@ -116,9 +118,9 @@ def replay_task(
         retry_request.tolist() if retry_request is not None else None,
         _RaisedFiles(n),
     )
-    points = (
-        sorted({*rules.remeasure_after, early} - {0}) if remeasure and measured else []
-    )
+    points = sorted(rules.remeasure_after) if remeasure and measured else []
+    # Settled jobs after which our early re-measurement comes (0: none).
+    early_due = early if remeasure and measured and n_scouts == 0 else 0
     scouts_end = n_scouts - 1 if 0 < n_scouts < n else -1
     final, lost_s, lost_mb_s = [0.0] * n, [0.0] * n, [0.0] * n
     failed, lost = [0] * n, [False] * n
@@ -134,6 +136,12 @@ def replay_task(
         )
         if not lost[j]:
             finished.append(use[j])
+        if early_due and j + 1 >= early_due and finished:
+            # Our early re-measurement: once ``early`` jobs are settled (finished,
+            # or lost), as the scouts are measured, from the finished ones.
+            early_due = 0
+            value = panda_measurement(resource, finished, rules.time_rule)
+            floor = 0.0
         if j == scouts_end or (j > scouts_end and points):
             measure = measured if j == scouts_end else len(finished) == points[0]
             if measure and finished:

@@ -398,7 +398,7 @@ def _self_tuning_lines(choices: dict[str, dict[str, Any]]) -> list[str]:
         f"- self-tuning: the scouts' own value written (no price did better on "
         f"the validation part; the task still starts at once): "
         f"{as_scouts or 'none'}",
-        f"- self-tuning: the marked tasks re-measured after 3 finished jobs (the "
+        f"- self-tuning: the marked tasks re-measured after 3 settled jobs (the "
         f"early re-measurement, docs/decisions.md): in {early} of {len(choices)}",
     ]
 

@@ -55,8 +55,8 @@ class TargetRun:
     #: Per row, whether a strategy wrote its value ``...Fixed`` (PanDA does not
     #: re-measure it): the production decision, where its retraining chose so.
     fixed: dict[str, np.ndarray] = field(default_factory=dict)
-    #: Per row, whether the hook asks PanDA to re-measure the row's task after its
-    #: first 3 finished jobs (the production decision's ``early_remeasure``).
+    #: Per row, whether the hook asks PanDA to re-measure the row's task once its
+    #: first 3 jobs are settled (the production decision's ``early_remeasure``).
     early: dict[str, np.ndarray] = field(default_factory=dict)
     followed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     combination: dict[str, dict[str, Any]] = field(default_factory=dict)
