@@ -214,7 +214,7 @@ def choose_price(
         (each sees only what was known before it, as the hook would).
     :param early_remeasure: size for the early re-measurement (the
         ``early_remeasure`` setting): every candidate is replayed with the tasks
-        written their scouts' first values re-measured after 3 finished jobs, and
+        written their scouts' first values re-measured after 3 settled jobs, and
         a price must beat the scouts' own value, not tie it
         (:func:`_best_early_price`); :data:`AUTO`: the prices are chosen both
         ways and :func:`_sizing_for_early` decides which way is served.
@@ -361,7 +361,7 @@ def _replayed(
 ) -> ResampledFigures:
     """Return the figures of ``value`` written to the ``applied`` tasks of
     ``jobs`` (:func:`~pipelines.training.served_replay.replay_jobs`), with the
-    tasks of ``early`` re-measured after 3 finished jobs."""
+    tasks of ``early`` re-measured after 3 settled jobs."""
     return ResampledFigures.of(jobs.by_job(value, applied, early_remeasure=early), boot)
 
 

@@ -280,7 +280,7 @@ def test_published_messages_are_applied_through_the_broker(panda):
     consumer.stop()
     assert {r["outcome"] for r in handled(engine).values()} == {"applied"}
     assert all(task(engine, i)["splitrule"] == "NG=1,TW=1" for i in ids)
-    assert marked(engine) == early  # the hook asks for these after 3 finished jobs
+    assert marked(engine) == early  # the hook asks for these after 3 settled jobs
 
 
 def _rabbitmqctl(*args):

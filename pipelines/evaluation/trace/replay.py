@@ -20,7 +20,8 @@ Strategies, one table row each:
   the decision marked the task (``run.early``, the decision's ``early_remeasure``:
   written the scouts' own first values, or beside a scouts-valued target) after
   :data:`~panda_predictor.core.replay.panda_rules.EARLY_REMEASURE_AFTER` (3)
-  finished jobs as well: the hook asks PanDA for that re-measurement
+  settled jobs (finished, or lost) as well, as its scouts would have been: the
+  hook asks PanDA for that re-measurement
   (:mod:`panda_predictor.db.early_remeasure`), so the task's jobs 4 and 5 get the
   measurement a scouted task's bulk gets.
 - ``peer (<method>)``: the sizing methods of the literature (Tovar et al. 2018,

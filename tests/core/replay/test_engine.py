@@ -260,7 +260,7 @@ def test_the_early_remeasurement_gives_jobs_4_and_5_the_scouts_measurement():
     # jobs 1-5 spare 300 s each, job 6 asks ceil(100 x 1.5) = 150 s (50 spare).
     late = jobs.by_job(np.full(6, 400.0))
     assert late.wasted_hours == pytest.approx(np.array([300] * 5 + [50]) / 3600)
-    # Re-measured after 3 finished jobs too: jobs 4 and 5 ask the same 150 s as
+    # Re-measured after 3 settled jobs too: jobs 4 and 5 ask the same 150 s as
     # the scouts' bulk, without its wait.
     early = jobs.by_job(np.full(6, 400.0), early_remeasure=3)
     assert early.wasted_hours == pytest.approx(np.array([300] * 3 + [50] * 3) / 3600)

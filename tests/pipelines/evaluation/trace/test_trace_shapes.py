@@ -98,7 +98,7 @@ def test_the_auto_cadence_retrains_after_the_days_each_retraining_chose(tmp_path
         bool((c.get("cost") or {}).get("early_remeasure")) for c in choices.values()
     )
     assert (
-        "the marked tasks re-measured after 3 finished jobs (the early "
+        "the marked tasks re-measured after 3 settled jobs (the early "
         f"re-measurement, docs/decisions.md): in {early} of {len(choices)}"
     ) in result.report
 
