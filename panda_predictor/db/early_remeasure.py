@@ -157,7 +157,8 @@ def settled_jobs(
 
     A failed job is lost when its ATTEMPTNR reached its MAXATTEMPT: JEDI retries
     the file no more. A failed job below it is not settled: its retry, a new job,
-    still runs.
+    still runs (where PanDA's retry module ended the file earlier, the task waits
+    for one job more, as if the file were retried).
     """
     tables = get_panda_tables(settings, conn)
     with_archive = archive_exists(conn, tables)
