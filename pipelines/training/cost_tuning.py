@@ -402,15 +402,17 @@ def _sizing(
     else:
         chosen = {t: _best_price(margin[t], saving[t]) for t in remeasured}
     chosen.update({t: _best_price(kept[t]) for t in fixed_targets})
+    # Each choice's margin as served: a Fixed target's kept one; beside a
+    # scouts-valued target every applied task is re-measured early ("whole").
     beside = early and SCOUTS_VALUE in chosen.values()
-    served = [
-        kept[t][p]
-        if t in fixed_targets
-        else whole[t][p]
-        if beside and p != SCOUTS_VALUE
-        else margin[t][p]
-        for t, p in chosen.items()
-    ]
+    served = []
+    for t, p in chosen.items():
+        if t in fixed_targets:
+            served.append(kept[t][p])
+        elif beside and p != SCOUTS_VALUE:
+            served.append(whole[t][p])
+        else:
+            served.append(margin[t][p])
     return Sizing(chosen, fixed_targets, min(served, default=0.0))
 
 

@@ -226,11 +226,13 @@ def test_simulate_fills_the_real_schema_and_no_written_task_stays_capped(panda_d
 def test_on_panda_s_own_ddl_the_early_remeasurement_asks_as_panda_does(panda_ddl):
     """A written task, running with 3 finished jobs in PanDA's real JOBSARCHIVED4,
     gets PanDA's own re-measurement marker (requestTaskParameterRecalculation's):
-    WALLTIMEUNIT NULL, MODIFICATIONTIME now; one with 2 finished jobs does not."""
+    WALLTIMEUNIT NULL, MODIFICATIONTIME now; so does one whose third job failed at
+    its maxAttempt (settled, as a lost scout); one with 2 finished jobs and a
+    failure JEDI still retries does not."""
     engine, settings = panda_ddl
-    insert_tasks(engine, [1, 2])
-    marked = [replace(prediction(i), early_remeasure=True) for i in (1, 2)]
-    assert write_predictions(engine, settings, marked).applied == [1, 2]
+    insert_tasks(engine, [1, 2, 3])
+    marked = [replace(prediction(i), early_remeasure=True) for i in (1, 2, 3)]
+    assert write_predictions(engine, settings, marked).applied == [1, 2, 3]
     before = datetime.now(UTC).replace(tzinfo=None)
     with engine.begin() as conn:
         conn.execute(
@@ -247,14 +249,26 @@ def test_on_panda_s_own_ddl_the_early_remeasurement_asks_as_panda_does(panda_ddl
             ),
             [
                 {"p": 10 * task_id + job, "t": task_id, "now": before}
-                for task_id, jobs in ((1, 3), (2, 2))
+                for task_id, jobs in ((1, 3), (2, 2), (3, 2))
                 for job in range(jobs)
+            ],
+        )
+        # PanDA's own ATTEMPTNR and MAXATTEMPT (NOT NULL in its DDL).
+        conn.execute(
+            sa.text(
+                "INSERT INTO doma_panda.jobsarchived4 (pandaid, jeditaskid, "
+                "jobstatus, attemptnr, maxattempt, modificationtime) "
+                "VALUES (:p, :t, 'failed', :attempt, 3, :now)"
+            ),
+            [
+                {"p": 29, "t": 2, "attempt": 1, "now": before},
+                {"p": 39, "t": 3, "attempt": 3, "now": before},
             ],
         )
 
     result = run_early_remeasure(engine, settings)
 
-    assert result.asked == [1]
+    assert result.asked == [1, 3]
     asked, waiting = task(engine, 1), task(engine, 2)
     assert asked["walltimeunit"] is None and asked["modificationtime"] >= before
     assert waiting["walltimeunit"] == "kSI2kseconds"
@@ -263,7 +277,7 @@ def test_on_panda_s_own_ddl_the_early_remeasurement_asks_as_panda_does(panda_ddl
         rows = conn.execute(
             sa.text(
                 "SELECT jeditaskid, finished_jobs FROM doma_panda.pp_early_remeasure "
-                "WHERE asked_at IS NOT NULL"
+                "WHERE asked_at IS NOT NULL ORDER BY jeditaskid"
             )
         ).all()
-    assert [tuple(r) for r in rows] == [(1, 3)]
+    assert [tuple(r) for r in rows] == [(1, 3), (3, 2)]
