@@ -228,7 +228,7 @@ class Settings(BaseSettings):
         10.0, gt=0, description="Pause between passes of 'hook --watch'."
     )
     early_remeasure: bool | Literal["auto"] = Field(
-        False,
+        "auto",
         description="Training ('train', 'retrain', 'benchmark') sizes for the early "
         "re-measurement: a task written its scouts' own first values (the request, "
         "else the default, on every target PanDA re-measures), and every task "
@@ -241,8 +241,8 @@ class Settings(BaseSettings):
         "training chooses it on its validation part with the prices: on where, "
         "with it, no price beats the scouts' own value (those tasks then replay "
         "as the scouts do) or it fares better on the worst target; a set "
-        "delay_price leaves it off. Off by default: on the job logs it trades "
-        "failed jobs and savings for hours (docs/decisions.md).",
+        "delay_price leaves it off. 'auto' by default: on the job logs it meets "
+        "more goals than off, giving up part of some savings (docs/decisions.md).",
     )
     mode: Literal["predict", "legacy", "shadow"] = Field(
         "predict",

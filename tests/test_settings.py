@@ -153,7 +153,7 @@ def test_shadow_mode_and_share_come_from_the_environment(monkeypatch):
 )
 def test_the_early_remeasurement_is_on_off_or_chosen(monkeypatch, value, expected):
     monkeypatch.delenv("PANDA_PREDICTOR_EARLY_REMEASURE", raising=False)
-    assert load_settings().early_remeasure is False  # the default
+    assert load_settings().early_remeasure == "auto"  # the default
     monkeypatch.setenv("PANDA_PREDICTOR_EARLY_REMEASURE", value)
     assert load_settings().early_remeasure == expected
     assert training_config(load_settings()).early_remeasure == expected

@@ -39,9 +39,9 @@ class TrainingConfig:
     #: their scouts' first values, or beside a scouts-valued target) are
     #: re-measured after 3 settled jobs, and the prices are tuned with it
     #: (the ``early_remeasure`` setting; pipelines/training/cost_tuning.py);
-    #: "auto": on or off as it fares on the validation part
-    #: (cost_tuning._sizing_for_early).
-    early_remeasure: bool | str = False
+    #: "auto" (the default): on or off as it fares on the validation part
+    #: (cost_tuning._sizing_for_early; docs/decisions.md says why).
+    early_remeasure: bool | str = AUTO
     seed: int = 0
     #: Days over which a task's weight halves; None: no decay; "auto": chosen per
     #: target among :data:`pipelines.training.self_tuning.HALF_LIFE_CANDIDATES`.

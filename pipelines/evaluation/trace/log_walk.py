@@ -59,7 +59,7 @@ from pipelines.evaluation.trace.target_run import (
     new_target_run,
 )
 from pipelines.evaluation.walk_forward import check_cadence, walk_periods
-from pipelines.training.config import TrainingConfig, training_config
+from pipelines.training.config import AUTO, TrainingConfig, training_config
 from pipelines.training.dataset import LabelledHistory
 from pipelines.training.train import (
     TrainingResult,
@@ -97,8 +97,9 @@ class WalkForwardConfig:
     recall_target: float = 0.95
     delay_price: float | None = None
     #: The ``early_remeasure`` setting: each retraining sizes for the early
-    #: re-measurement of the tasks the decision marks for it.
-    early_remeasure: bool | str = False
+    #: re-measurement of the tasks the decision marks for it ("auto": chosen per
+    #: retraining on its validation part).
+    early_remeasure: bool | str = AUTO
     seed: int = 0
     #: The hook's history window (tasks created in the last ``history_days``);
     #: tests widen it to show that it is what keeps older tasks out.

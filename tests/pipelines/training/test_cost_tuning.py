@@ -237,7 +237,11 @@ def test_tasks_replay_as_bursts_of_one_user_and_transformation():
 
 @pytest.fixture(scope="module")
 def tuned(labelled_history):
-    config = TrainingConfig(model_kinds=("xgboost",), xgboost={"n_estimators": 30})
+    # PanDA's own re-measurement, whose choice per target the next test checks;
+    # the default ("auto") is checked by its own test below.
+    config = TrainingConfig(
+        model_kinds=("xgboost",), xgboost={"n_estimators": 30}, early_remeasure=False
+    )
     return train(labelled_history, BINS, config)
 
 
@@ -285,8 +289,23 @@ def test_training_serves_one_tuned_choice_per_priced_target(tuned, labelled_hist
     operator = Predictor(tuned.bundle, "t", "1", served_cost(tuned.bundle, 3.0)).policy
     assert {operator.choosers[t].settings.delay_price for t in PRICED} == {3.0}
     assert not any(operator.choosers[t].writes_scouts_value for t in PRICED)
-    assert not cost.early_remeasure and info["early_remeasure"] is False  # default
+    assert not cost.early_remeasure and info["early_remeasure"] is False  # as set
     assert "early_remeasure_chosen" not in info  # chosen only at "auto"
+
+
+def test_training_chooses_the_early_remeasurement_by_default(labelled_history):
+    config = TrainingConfig(model_kinds=("xgboost",), xgboost={"n_estimators": 30})
+    assert config.early_remeasure == AUTO
+    bundle = train(labelled_history, BINS, config).bundle
+    cost, info = bundle.cost, bundle.info["cost"]
+    asked = info["early_remeasure_chosen"]
+    served = asked["served_margin"]
+    # On where, with it, every target PanDA re-measures writes its scouts'
+    # value, or where its worst margin is the larger; a tie keeps it off.
+    early = asked["as_scouts"]["True"] or served["True"] > served["False"]
+    assert cost.early_remeasure is early and info["early_remeasure"] is early
+    assert info["chosen"] == asked["chosen"][str(early)]
+    assert info["margin_at"] == asked["margin_at"][str(early)]
 
 
 def test_choose_price_tries_only_the_given_prices(tuned, labelled_history):
