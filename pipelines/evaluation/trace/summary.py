@@ -8,8 +8,9 @@ and the replay goals against scouts.
 
 A second table (``--table choices``) says what each log chose for itself: which
 expert the production row followed how often, what each retraining chose (cadence,
-half-life of the training weights, the combination's settings) and where the
-top-class tasks went that the production row missed.
+half-life of the training weights, the combination's settings, whether to
+serve the early re-measurement) and where the top-class tasks went that the
+production row missed.
 
 A hindsight table (``--table hindsight``) puts beside the production row and the
 scouts the production row with the scouts kept on the tasks chosen after they ran
@@ -280,6 +281,11 @@ def choice_rows(full: dict[str, Any]) -> list[str]:
     name = trace_name(full["file"])
     tuning = full["split"].get("self_tuning", {})
     cadences = _counts([c["retrain_every_days"] for c in tuning.values()], _days)
+    # One choice per retraining, for all its targets (PanDA re-measures a task
+    # whole): how many served the early re-measurement.
+    early = sum(
+        bool((c.get("cost") or {}).get("early_remeasure")) for c in tuning.values()
+    )
     rows = []
     for target, production in full.get("production", {}).items():
         followed = production.get("followed", {})
@@ -296,6 +302,7 @@ def choice_rows(full: dict[str, Any]) -> list[str]:
             f"{_counts([s['decay'] for s in settings])} | "
             f"{_counts([s['key'] for s in settings])} | "
             f"{sum(bool(s['balanced']) for s in settings)} of {len(settings)} | "
+            f"{early} of {len(tuning)} | "
             f"{tails.get('missed', float('nan')):.0%}: "
             f"{tails.get('missed_by_model', float('nan')):.0%} / "
             f"{tails.get('missed_by_combination', float('nan')):.0%} / "
@@ -311,8 +318,8 @@ CHOICES_HEADER = (
     "| log | target | scouts skipped | "
     + " | ".join(EXPERT_COLUMNS)
     + " | retrainings | days to the next retraining | half-life chosen | decay "
-    "chosen | key chosen | balanced | top class missed: by the model / by the "
-    "combination / written low |\n" + "|---" * 15 + "|"
+    "chosen | key chosen | balanced | early re-measurement | top class missed: by "
+    "the model / by the combination / written low |\n" + "|---" * 16 + "|"
 )
 
 HEADER = (

@@ -77,6 +77,9 @@ def test_choice_rows_say_what_each_retraining_chose(full_json):
     for row in choice_rows(full):
         cells = dict(zip(header, _cells(row), strict=True))
         assert cells["retrainings"] == str(len(tuning))
+        # The early re-measurement ("auto", the default) is chosen per retraining.
+        served = [bool(c["cost"]["early_remeasure"]) for c in tuning.values()]
+        assert cells["early re-measurement"] == f"{sum(served)} of {len(tuning)}"
         chosen = {c["retrain_every_days"] for c in tuning.values()}
         assert all(f"{d} d" in cells["days to the next retraining"] for d in chosen)
         shares = [int(cells[e].rstrip("%")) for e in ("model", "last2", "key_p75")]
