@@ -57,6 +57,7 @@ from pipelines.evaluation.trace.scoring import (
     score_run,
     verdict,
 )
+from pipelines.evaluation.trace.summary import early_remeasure_retrainings
 from pipelines.evaluation.trace.target_run import PRODUCTION, REQUEST_OF, TargetRun
 
 logger = logging.getLogger(__name__)
@@ -383,9 +384,7 @@ def _self_tuning_lines(choices: dict[str, dict[str, Any]]) -> list[str]:
         return ", ".join(f"{t} in {n} of {len(choices)}" for t, n in found.items())
 
     kept, as_scouts = chosen_in("fixed_targets"), chosen_in("scouts_value_targets")
-    early = sum(
-        bool((c.get("cost") or {}).get("early_remeasure")) for c in choices.values()
-    )
+    early = early_remeasure_retrainings(choices)
     return [
         f"- self-tuning: {len(choices)} retrainings; days to the next one chosen: "
         f"{every}",

@@ -276,16 +276,24 @@ def _days(value: float | None) -> str:
     return "all" if value is None else f"{value:g} d"
 
 
+def early_remeasure_retrainings(choices: dict[str, dict[str, Any]]) -> int:
+    """Return how many retrainings served the early re-measurement.
+
+    ``choices`` is ``full.json``'s ``split.self_tuning`` (one entry per
+    retraining). The choice is one per retraining, for all its targets, since
+    PanDA re-measures a task whole.
+    """
+    return sum(
+        bool((c.get("cost") or {}).get("early_remeasure")) for c in choices.values()
+    )
+
+
 def choice_rows(full: dict[str, Any]) -> list[str]:
     """Return the Markdown rows of what one log chose, per target."""
     name = trace_name(full["file"])
     tuning = full["split"].get("self_tuning", {})
     cadences = _counts([c["retrain_every_days"] for c in tuning.values()], _days)
-    # One choice per retraining, for all its targets (PanDA re-measures a task
-    # whole): how many served the early re-measurement.
-    early = sum(
-        bool((c.get("cost") or {}).get("early_remeasure")) for c in tuning.values()
-    )
+    early = early_remeasure_retrainings(tuning)
     rows = []
     for target, production in full.get("production", {}).items():
         followed = production.get("followed", {})
