@@ -26,6 +26,11 @@ Run (on the files ``panda-predictor benchmark`` writes)::
 
     python -m pipelines.evaluation.trace.summary [--table choices|methods|...] \
         <home>/benchmarks/*/full.json
+
+``--update docs/evaluation.md`` rewrites every one of these tables on the page
+from the files instead (:func:`updated_doc`). The run the page's tables come from
+is kept in ``benchmarks/test-base/``, and a project test checks that the page
+still equals what that run gives.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import argparse
 import json
 import statistics
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -338,13 +344,61 @@ HEADER = (
 )
 
 
+#: Each table's name (``--table``), its header and its rows of one file (None:
+#: the methods table, one row per method over all files at once).
+TABLES: dict[str, tuple[str, Callable[[dict[str, Any]], list[str]] | None]] = {
+    "goal": (HEADER, summary_rows),
+    "choices": (CHOICES_HEADER, choice_rows),
+    "replay": (REPLAY_HEADER, replay_rows),
+    "calibration": (CALIBRATION_HEADER, calibration_rows),
+    "hindsight": (HINDSIGHT_HEADER, hindsight_rows),
+    "methods": (METHODS_HEADER, None),
+}
+
+
+def table_text(name: str, documents: list[dict[str, Any]]) -> str:
+    """Return table ``name`` (a key of :data:`TABLES`) of the ``documents``
+    (full.json files, in the order given), header first, as printed."""
+    header, rows_of = TABLES[name]
+    if rows_of is None:
+        rows = method_rows(documents)
+    else:
+        rows = [row for full in documents for row in rows_of(full)]
+    return "\n".join([header, *rows])
+
+
+def updated_doc(text: str, documents: list[dict[str, Any]]) -> str:
+    """Return ``text`` (a Markdown page, docs/evaluation.md) with every table of
+    :data:`TABLES` replaced by the ``documents``' own.
+
+    A table is found by its header's first line and runs to the first line that
+    is not a table row. Every table must be on the page exactly once: a missing
+    or repeated header raises ``ValueError`` naming it, so a renamed column
+    never leaves an old table standing.
+    """
+    lines = text.split("\n")
+    for name in TABLES:
+        new = table_text(name, documents).split("\n")
+        starts = [i for i, line in enumerate(lines) if line == new[0]]
+        if len(starts) != 1:
+            raise ValueError(
+                f"The page must hold the {name!r} table once, found by its header "
+                f"{new[0][:60]!r}... Got it {len(starts)} times instead."
+            )
+        start = end = starts[0]
+        while end < len(lines) and lines[end].startswith("|"):
+            end += 1
+        lines[start:end] = new
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Print the goal table of the given full.json files."""
+    """Print one table of the given full.json files, or rewrite a page's tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", type=Path, help="full.json files")
     parser.add_argument(
         "--table",
-        choices=("goal", "choices", "replay", "calibration", "hindsight", "methods"),
+        choices=tuple(TABLES),
         default="goal",
         help="goal: the goal per log and target (default); choices: the experts "
         "followed, the self-tuned choices and the top-class misses; replay: scouts, "
@@ -354,23 +408,29 @@ def main(argv: list[str] | None = None) -> None:
         "ran, within the delay goal; methods: every calibration method's ECE "
         "over all the files' test parts",
     )
+    parser.add_argument(
+        "--update",
+        type=Path,
+        metavar="PAGE",
+        help="instead of printing one table, rewrite every table of PAGE "
+        "(docs/evaluation.md) from the files, in place, taken in the order of "
+        "their paths (not the shell's, which depends on its locale)",
+    )
     args = parser.parse_args(argv)
+    if args.update is not None:
+        args.files = sorted(args.files)
     documents = [json.loads(path.read_text()) for path in args.files]
-    if args.table == "methods":
-        print(METHODS_HEADER)
-        print("\n".join(method_rows(documents)))
+    if args.update is not None:
+        page = args.update.read_text()
+        try:
+            updated = updated_doc(page, documents)
+        except ValueError as exc:
+            parser.error(f"{args.update}: {exc}")
+        args.update.write_text(updated)
+        what = "unchanged" if updated == page else "tables rewritten"
+        print(f"{args.update}: {what}")
         return
-    header, rows_of = {
-        "goal": (HEADER, summary_rows),
-        "choices": (CHOICES_HEADER, choice_rows),
-        "replay": (REPLAY_HEADER, replay_rows),
-        "calibration": (CALIBRATION_HEADER, calibration_rows),
-        "hindsight": (HINDSIGHT_HEADER, hindsight_rows),
-    }[args.table]
-    print(header)
-    for full in documents:
-        for row in rows_of(full):
-            print(row)
+    print(table_text(args.table, documents))
 
 
 if __name__ == "__main__":

@@ -14,12 +14,15 @@ from pipelines.evaluation.trace.summary import (
     HEADER,
     HINDSIGHT_HEADER,
     METHODS_HEADER,
+    TABLES,
     calibration_rows,
     choice_rows,
     hindsight_rows,
     main,
     method_rows,
     summary_rows,
+    table_text,
+    updated_doc,
 )
 from tests.pipelines.evaluation.trace.test_trace_benchmark import write_trace
 
@@ -92,6 +95,46 @@ def test_main_prints_either_table(full_json, capsys):
     assert out.startswith("| log | target | scouts skipped | model |")
     main([str(full_json)])
     assert capsys.readouterr().out.startswith(HEADER)
+
+
+def _page(tables: list[str]) -> str:
+    """Return a Markdown page holding ``tables``, each between two paragraphs."""
+    return "# Results\n\n" + "".join(f"{t}\n\nSome text.\n\n" for t in tables)
+
+
+def test_update_rewrites_every_table_and_nothing_else(full_json, tmp_path, capsys):
+    full = json.loads(full_json.read_text())
+    fresh = [table_text(name, [full]) for name in TABLES]
+    # An old page: each table with a stale row, then its first row dropped.
+    stale = [t + "\n| old | row |" for t in fresh[:3]] + [
+        "\n".join(t.split("\n")[:2] + t.split("\n")[3:]) for t in fresh[3:]
+    ]
+    page = tmp_path / "evaluation.md"
+    page.write_text(_page(stale))
+    main(["--update", str(page), str(full_json)])
+    assert capsys.readouterr().out.strip() == f"{page}: tables rewritten"
+    assert page.read_text() == _page(fresh)
+    main(["--update", str(page), str(full_json)])
+    assert capsys.readouterr().out.strip() == f"{page}: unchanged"
+
+
+def test_update_refuses_a_page_missing_a_table_and_writes_nothing(
+    full_json, tmp_path, capsys
+):
+    full = json.loads(full_json.read_text())
+    tables = [table_text(name, [full]) for name in TABLES if name != "hindsight"]
+    with pytest.raises(ValueError, match="'hindsight' table once.*Got it 0 times"):
+        updated_doc(_page(tables), [full])
+    twice = _page([*tables, table_text("hindsight", [full])] * 2)
+    with pytest.raises(ValueError, match="'goal' table once.*Got it 2 times"):
+        updated_doc(twice, [full])
+    page = tmp_path / "evaluation.md"
+    page.write_text(_page(tables))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--update", str(page), str(full_json)])
+    assert exit_info.value.code == 2
+    assert "'hindsight' table once" in capsys.readouterr().err
+    assert page.read_text() == _page(tables)
 
 
 def test_hindsight_rows_put_the_chosen_row_beside_the_two_it_mixes(full_json):
